@@ -1,0 +1,290 @@
+"""Claims and metric definitions as data: loading and validating the TOML files in ``claims/data``.
+
+* ``metrics_*.toml`` — ``[[metric]]`` tables: ``name``, ``unit``, ``direction`` (higher | lower | none), ``description``.
+* ``paper_*.toml`` — one file per paper: ``paper`` and ``title`` at the top, then ``[[claim]]`` tables.
+
+Every loading error names the file, the claim (or metric) and the field.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from pytest_genai._toml import load_toml
+
+DIRECTIONS = ("higher", "lower", "none")
+CLAIM_KINDS = ("value", "generation")
+
+
+class ClaimsError(ValueError):
+    """A claims or metrics file is malformed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class MetricDef:
+    name: str
+    unit: str
+    direction: str
+    description: str = ""
+
+    @property
+    def higher_is_better(self) -> bool | None:
+        return {"higher": True, "lower": False}.get(self.direction)
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """One expectation from a paper, with the bounds a measurement must satisfy."""
+
+    id: str
+    paper: str
+    section: str
+    metric: str
+    unit: str
+    direction: str
+    min: float | None = None
+    max: float | None = None
+    paper_value: float | None = None
+    paper_text: str = ""
+    devices: tuple[str, ...] = ()  # kinds or generations; empty = any device
+    models: tuple[str, ...] = ()  # model names; empty = any model
+    experiment: str | None = None
+    where: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # config key -> required value
+    kind: str = "value"
+    from_generation: str | None = None
+    to_generation: str | None = None
+    note: str = ""
+    file: str = ""
+
+    @property
+    def source(self) -> str:
+        return f"Paper {self.paper}, {self.section}"
+
+    def bound_text(self) -> str:
+        if self.min is not None and self.max is not None:
+            return f"[{_fmt(self.min)}, {_fmt(self.max)}]" if self.min != self.max else f"== {_fmt(self.min)}"
+        if self.min is not None:
+            return f">= {_fmt(self.min)}"
+        return f"<= {_fmt(self.max)}"
+
+    def applies_to(
+        self,
+        *,
+        device_kind: str | None,
+        generation: str | None,
+        model: str | None,
+        experiment: str | None,
+        config: Mapping[str, Any] | None = None,
+    ) -> tuple[bool, str]:
+        """Whether this claim is in scope for a measurement, and why not when it is not."""
+        if self.kind != "value":
+            return False, "generation claims compare two runs (pytest-genai gate)"
+        if self.experiment and experiment and self.experiment != experiment:
+            return False, f"experiment {experiment!r} is not {self.experiment!r}"
+        if self.devices and device_kind not in self.devices and generation not in self.devices:
+            return False, f"device {generation or device_kind} not in {list(self.devices)}"
+        if self.models and (model is None or model.lower() not in {m.lower() for m in self.models}):
+            return False, f"model {model} not in {list(self.models)}"
+        for key, required in self.where.items():
+            have = (config or {}).get(key)
+            if have != required:
+                return False, f"config {key}={have!r}, claim needs {required!r}"
+        return True, ""
+
+    def matches_generations(self, baseline: str, current: str) -> bool:
+        """For generation claims: does the pair (baseline → current) match?
+
+        A claim's generation matches itself and its variants: ``a100`` matches ``a100-sxm4-80gb``; ``gaudi`` does
+        not match ``gaudi2``.
+        """
+        def same(generation: str, wanted: str | None) -> bool:
+            return bool(wanted) and (generation == wanted or generation.startswith(f"{wanted}-"))
+
+        return self.kind == "generation" and same(baseline, self.from_generation) and same(current, self.to_generation)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def _data_dir() -> Any:
+    return resources.files("pytest_genai.claims").joinpath("data")
+
+
+def _float(value: Any, where: str, field: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ClaimsError(f"{where}: field {field!r} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _str_tuple(value: Any, where: str, field: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ClaimsError(f"{where}: field {field!r} must be a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def parse_metrics(data: Mapping[str, Any], file: str) -> dict[str, MetricDef]:
+    metrics: dict[str, MetricDef] = {}
+    allowed = {"name", "unit", "direction", "description"}
+    for i, entry in enumerate(data.get("metric", [])):
+        where = f"{file}: metric #{i + 1}"
+        if not isinstance(entry, dict):
+            raise ClaimsError(f"{where}: expected a [[metric]] table")
+        name = entry.get("name")
+        if not isinstance(name, str) or not name:
+            raise ClaimsError(f"{where}: field 'name' is required")
+        where = f"{file}: metric {name!r}"
+        extra = set(entry) - allowed
+        if extra:
+            raise ClaimsError(f"{where}: unknown field(s) {sorted(extra)}; allowed: {sorted(allowed)}")
+        direction = entry.get("direction")
+        if direction not in DIRECTIONS:
+            raise ClaimsError(f"{where}: field 'direction' must be one of {DIRECTIONS}, got {direction!r}")
+        unit = entry.get("unit")
+        if not isinstance(unit, str):
+            raise ClaimsError(f"{where}: field 'unit' is required (use \"1\" for a dimensionless ratio)")
+        if name in metrics:
+            raise ClaimsError(f"{where}: defined twice in the same file")
+        metrics[name] = MetricDef(name, unit, direction, str(entry.get("description", "")))
+    return metrics
+
+
+def merge_metrics(parts: Iterable[tuple[str, dict[str, MetricDef]]]) -> dict[str, MetricDef]:
+    merged: dict[str, MetricDef] = {}
+    origin: dict[str, str] = {}
+    for file, metrics in parts:
+        for name, metric in metrics.items():
+            old = merged.get(name)
+            if old is not None and (old.unit, old.direction) != (metric.unit, metric.direction):
+                raise ClaimsError(
+                    f"{file}: metric {name!r} conflicts with {origin[name]} "
+                    f"(unit/direction {metric.unit}/{metric.direction} vs {old.unit}/{old.direction})"
+                )
+            if old is None:
+                merged[name], origin[name] = metric, file
+    return merged
+
+
+_CLAIM_FIELDS = {
+    "id", "section", "metric", "unit", "min", "max", "paper_value", "paper_text", "devices", "models",
+    "experiment", "where", "kind", "from_generation", "to_generation", "note",
+}
+
+
+def parse_claims(data: Mapping[str, Any], file: str, metrics: Mapping[str, MetricDef]) -> list[Claim]:
+    paper = data.get("paper")
+    if not isinstance(paper, str) or not paper:
+        raise ClaimsError(f"{file}: top-level field 'paper' is required (e.g. paper = \"A\")")
+    claims = []
+    seen = set()
+    for i, entry in enumerate(data.get("claim", [])):
+        where = f"{file}: claim #{i + 1}"
+        if not isinstance(entry, dict):
+            raise ClaimsError(f"{where}: expected a [[claim]] table")
+        cid = entry.get("id")
+        if not isinstance(cid, str) or not cid:
+            raise ClaimsError(f"{where}: field 'id' is required")
+        where = f"{file}: claim {cid!r}"
+        if cid in seen:
+            raise ClaimsError(f"{where}: id used twice")
+        seen.add(cid)
+        extra = set(entry) - _CLAIM_FIELDS
+        if extra:
+            raise ClaimsError(f"{where}: unknown field(s) {sorted(extra)}; allowed: {sorted(_CLAIM_FIELDS)}")
+        metric_name = entry.get("metric")
+        if not isinstance(metric_name, str) or not metric_name:
+            raise ClaimsError(f"{where}: field 'metric' is required")
+        if metric_name not in metrics:
+            raise ClaimsError(
+                f"{where}: field 'metric' names unknown metric {metric_name!r}; register it in a "
+                f"claims/data/metrics_*.toml file (known: {', '.join(sorted(metrics)) or 'none'})"
+            )
+        metric = metrics[metric_name]
+        unit = entry.get("unit", metric.unit)
+        if unit != metric.unit:
+            raise ClaimsError(f"{where}: field 'unit' is {unit!r} but metric {metric_name!r} is in {metric.unit!r}")
+        lo = _float(entry.get("min"), where, "min")
+        hi = _float(entry.get("max"), where, "max")
+        if lo is None and hi is None:
+            raise ClaimsError(f"{where}: needs a bound: field 'min' and/or 'max'")
+        if lo is not None and hi is not None and lo > hi:
+            raise ClaimsError(f"{where}: field 'min' ({lo}) is greater than field 'max' ({hi})")
+        kind = entry.get("kind", "value")
+        if kind not in CLAIM_KINDS:
+            raise ClaimsError(f"{where}: field 'kind' must be one of {CLAIM_KINDS}, got {kind!r}")
+        if kind == "generation" and not (entry.get("from_generation") and entry.get("to_generation")):
+            raise ClaimsError(f"{where}: a generation claim needs fields 'from_generation' and 'to_generation'")
+        where_cfg = entry.get("where", {})
+        if not isinstance(where_cfg, dict):
+            raise ClaimsError(f"{where}: field 'where' must be a table of config key = value")
+        section = entry.get("section")
+        if not isinstance(section, str) or not section:
+            raise ClaimsError(f"{where}: field 'section' is required (e.g. \"A1\")")
+        claims.append(
+            Claim(
+                id=cid,
+                paper=paper,
+                section=section,
+                metric=metric_name,
+                unit=unit,
+                direction=metric.direction,
+                min=lo,
+                max=hi,
+                paper_value=_float(entry.get("paper_value"), where, "paper_value"),
+                paper_text=str(entry.get("paper_text", "")),
+                devices=_str_tuple(entry.get("devices"), where, "devices"),
+                models=_str_tuple(entry.get("models"), where, "models"),
+                experiment=entry.get("experiment"),
+                where=dict(where_cfg),
+                kind=kind,
+                from_generation=entry.get("from_generation"),
+                to_generation=entry.get("to_generation"),
+                note=str(entry.get("note", "")),
+                file=file,
+            )
+        )
+    return claims
+
+
+def _read_dir(directory: Any) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for entry in sorted(directory.iterdir(), key=lambda p: p.name):
+        if entry.name.endswith(".toml"):
+            out.append((entry.name, load_toml(entry.read_text(encoding="utf-8"), entry.name)))
+    return out
+
+
+def load_metrics(directory: str | Path | None = None) -> dict[str, MetricDef]:
+    """Every registered metric (all ``metrics_*.toml`` files in ``directory``, default: the packaged data)."""
+    directory = Path(directory) if directory is not None else _data_dir()
+    files = [(name, data) for name, data in _read_dir(directory) if name.startswith("metrics_")]
+    return merge_metrics((name, parse_metrics(data, name)) for name, data in files)
+
+
+def load_claims(directory: str | Path | None = None) -> list[Claim]:
+    """Every claim (all ``paper_*.toml`` files in ``directory``, default: the packaged data), validated."""
+    directory = Path(directory) if directory is not None else _data_dir()
+    files = _read_dir(directory)
+    metrics = merge_metrics(
+        (name, parse_metrics(data, name)) for name, data in files if name.startswith("metrics_")
+    )
+    claims: list[Claim] = []
+    ids: dict[str, str] = {}
+    for name, data in files:
+        if not name.startswith("paper_"):
+            continue
+        for claim in parse_claims(data, name, metrics):
+            if claim.id in ids:
+                raise ClaimsError(f"{name}: claim {claim.id!r} already defined in {ids[claim.id]}")
+            ids[claim.id] = name
+            claims.append(claim)
+    return claims

@@ -1,0 +1,112 @@
+"""The ``pytest-genai`` command. Each subcommand lives in its own module, imported on first use."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from typing import Callable, Sequence
+
+#: subcommand -> ("module:function", one-line help). Functions take argv and return an exit code.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "devices": ("pytest_genai.cli:devices_main", "list detected devices with their specs, and why the others are absent"),
+    "claims": ("pytest_genai.cli:claims_main", "list the papers' claims (bounds, scope, source)"),
+    "report": ("pytest_genai.report.cli:report_main", "tables and plots from a --benchmark-json file (md or html)"),
+    "compare": ("pytest_genai.report.cli:compare_main", "per-metric ratios between two runs"),
+    "gate": ("pytest_genai.report.cli:gate_main", "exit 1 if the current run regressed against the baseline"),
+    "plan": ("pytest_genai.train.cli:main", "memory fit planner: which parallel strategy fits a model on a device"),
+}
+
+
+def _load(target: str) -> Callable[[list[str]], int]:
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: pytest-genai {" + ",".join(SUBCOMMANDS) + "} ...\n")
+        for name, (_, text) in SUBCOMMANDS.items():
+            print(f"  {name:<8} {text}")
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in SUBCOMMANDS:
+        print(f"pytest-genai: unknown command {name!r}; choose from {', '.join(SUBCOMMANDS)}", file=sys.stderr)
+        return 2
+    try:
+        return int(_load(SUBCOMMANDS[name][0])(rest) or 0)
+    except BrokenPipeError:  # e.g. piped into `head`
+        return 0
+
+
+def devices_main(argv: list[str]) -> int:
+    from pytest_genai.devices import detect_all
+    from pytest_genai.report_summary import text_table
+
+    parser = argparse.ArgumentParser(prog="pytest-genai devices", description=SUBCOMMANDS["devices"][1])
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--no-measure", action="store_true", help="do not measure the CPU's peaks")
+    args = parser.parse_args(argv)
+    results = detect_all()
+    found, absent = [], {}
+    for kind, result in results.items():
+        if not result.available:
+            absent[kind] = result.reason
+        for device in result.devices:
+            if device.kind == "cpu" and not args.no_measure:
+                import dataclasses
+
+                from pytest_genai.devices.cpu_probe import measure_cpu_spec
+
+                device = dataclasses.replace(device, spec=measure_cpu_spec())
+            found.append(device)
+    if args.json:
+        print(json.dumps({"devices": [d.to_json() for d in found], "absent": absent}, indent=2))
+        return 0
+    rows = []
+    for d in found:
+        spec = d.spec
+        peaks = ", ".join(f"{k} {v:.3g}" for k, v in (spec.peak_tflops_by_dtype.items() if spec else []))
+        rows.append([d.id, d.generation, d.name, peaks or "unknown",
+                     f"{spec.mem_bandwidth_gbs:.4g}" if spec and spec.mem_bandwidth_gbs else "unknown",
+                     spec.source if spec else "no spec for this generation"])
+    for line in text_table(["device", "generation", "name", "peak TFLOP/s", "mem GB/s", "source"], rows):
+        print(line)
+    print()
+    for kind, reason in absent.items():
+        print(f"{kind}: absent: {reason}")
+    return 0
+
+
+def claims_main(argv: list[str]) -> int:
+    from pytest_genai.claims import ClaimsError, load_claims
+    from pytest_genai.report_summary import text_table
+
+    parser = argparse.ArgumentParser(prog="pytest-genai claims", description=SUBCOMMANDS["claims"][1])
+    parser.add_argument("--paper", help="only this paper's claims (A or B)")
+    parser.add_argument("--dir", help="load claims from this folder instead of the packaged data")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        claims = load_claims(args.dir)
+    except ClaimsError as exc:
+        print(f"pytest-genai claims: {exc}", file=sys.stderr)
+        return 2
+    if args.paper:
+        claims = [c for c in claims if c.paper.lower() == args.paper.lower()]
+    if args.json:
+        import dataclasses
+
+        print(json.dumps([dataclasses.asdict(c) for c in claims], indent=2, default=list))
+        return 0
+    rows = [[c.id, c.metric, c.bound_text(), "" if c.paper_value is None else f"{c.paper_value:g}",
+             ",".join(c.devices) or "any", ",".join(c.models) or "any",
+             f"{c.from_generation}->{c.to_generation}" if c.kind == "generation" else ""] for c in claims]
+    for line in text_table(["claim", "metric", "bound", "paper", "devices", "models", "generations"], rows):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""The :class:`Device` value handed to tests: what it is, its spec, and how to synchronize and read memory."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from pytest_genai.devices.specs import DeviceSpec
+
+KINDS = ("cpu", "cuda", "hpu", "wse", "rdu", "ipu")
+
+#: How to enable each kind, for skip reasons.
+ENABLE_HINTS = {
+    "cpu": "always available",
+    "cuda": "run on a node with an NVIDIA GPU and a CUDA build of torch",
+    "hpu": "run on an Intel Gaudi node with the Gaudi software stack (habana_frameworks) and `pip install pytest-genai[hpu]`",
+    "wse": "run where the Cerebras PyTorch SDK (cerebras.pytorch) is installed and a CS system is configured (GENAI_WSE_SYSTEM)",
+    "rdu": "run on a SambaNova node with the SambaFlow SDK (sambaflow) installed",
+    "ipu": "run on a Graphcore IPU machine with the Poplar SDK and poptorch installed",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Device:
+    """An accelerator (or the host CPU) found by a probe."""
+
+    kind: str
+    index: int
+    name: str
+    generation: str
+    spec: DeviceSpec | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"Device.kind {self.kind!r} is not one of {KINDS}")
+
+    @property
+    def id(self) -> str:
+        return f"{self.kind}:{self.index}"
+
+    @property
+    def torch_device(self) -> Any:
+        """The ``torch.device`` for this device, or None where torch has no device for it (wse, rdu, ipu)."""
+        if self.kind not in ("cpu", "cuda", "hpu"):
+            return None
+        import torch
+
+        if self.kind == "cpu":
+            return torch.device("cpu")
+        return torch.device(self.kind, self.index)
+
+    def synchronize(self) -> None:
+        """Wait for all queued work on this device (a no-op on the CPU)."""
+        if self.kind == "cuda":
+            import torch
+
+            torch.cuda.synchronize(self.index)
+        elif self.kind == "hpu":
+            import habana_frameworks.torch.hpu as hthpu
+
+            hthpu.synchronize()
+
+    def peak_memory_bytes(self) -> int | None:
+        """Peak device memory allocated since the last reset, where the runtime reports it; None otherwise.
+
+        On the CPU this is the process's resident-set high-water mark (``ru_maxrss``), which cannot be reset.
+        """
+        if self.kind == "cuda":
+            import torch
+
+            return int(torch.cuda.max_memory_allocated(self.index))
+        if self.kind == "hpu":
+            import habana_frameworks.torch.hpu as hthpu
+
+            return int(hthpu.max_memory_allocated(self.index))
+        if self.kind == "cpu":
+            import resource
+            import sys
+
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            return int(rss if sys.platform == "darwin" else rss * 1024)
+        return None
+
+    def reset_peak_memory(self) -> None:
+        if self.kind == "cuda":
+            import torch
+
+            torch.cuda.reset_peak_memory_stats(self.index)
+        elif self.kind == "hpu":
+            import habana_frameworks.torch.hpu as hthpu
+
+            hthpu.reset_peak_memory_stats(self.index)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "index": self.index,
+            "name": self.name,
+            "generation": self.generation,
+            "spec": None if self.spec is None else self.spec.to_json(),
+        }

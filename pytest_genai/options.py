@@ -1,0 +1,105 @@
+"""Option parsing and resolution. Settings resolve CLI → environment → ini → default; errors name the source."""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Callable
+
+from pytest_genai.devices.device import KINDS
+
+CLAIMS_MODES = ("enforce", "report")
+
+_BYTE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def parse_devices(text: str) -> tuple[str, ...]:
+    """``"cuda,hpu"`` → ``("cuda", "hpu")``; ``"all"`` → every kind. Unknown names are an error naming them."""
+    text = text.strip()
+    if text in ("", "all"):
+        return KINDS
+    kinds = tuple(dict.fromkeys(t.strip().lower() for t in text.split(",") if t.strip()))
+    bad = [k for k in kinds if k not in KINDS]
+    if bad:
+        raise ValueError(f"unknown device kind(s) {', '.join(map(repr, bad))}; use a comma list of {', '.join(KINDS)} or 'all'")
+    return kinds
+
+
+def parse_claims_mode(text: str) -> str:
+    mode = text.strip().lower()
+    if mode not in CLAIMS_MODES:
+        raise ValueError(f"{text!r} is not a claims mode; use 'enforce' (fail on a broken claim) or 'report' (record only)")
+    return mode
+
+
+def parse_bytes(text: str) -> int:
+    """``"2GiB"`` → 2147483648; accepts B, kB/MB/GB/TB (powers of 10) and KiB/MiB/GiB/TiB."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(text))
+    unit = match.group(2).lower() if match else None
+    if not match or unit not in _BYTE_UNITS:
+        raise ValueError(f"{text!r} is not a size; write e.g. 512MiB, 2GiB or 3GB")
+    return int(float(match.group(1)) * _BYTE_UNITS[unit])
+
+
+def parse_positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"{text!r} is not an integer") from None
+    if value <= 0:
+        raise ValueError(f"{text!r} must be a positive integer")
+    return value
+
+
+def parse_positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise ValueError(f"{text!r} must be positive")
+    return value
+
+
+#: name -> (cli option, env var, ini key, parser, default)
+SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | None, Any]] = {
+    "devices": ("--genai-devices", "GENAI_DEVICES", "genai_devices", parse_devices, KINDS),
+    "claims": ("--genai-claims", "GENAI_CLAIMS", "genai_claims", parse_claims_mode, "enforce"),
+    "data_dir": ("--genai-data-dir", "GENAI_DATA_DIR", "genai_data_dir", None, None),
+    "model": ("--genai-model", "GENAI_MODEL", "genai_model", None, None),
+    "limit": ("--genai-limit", "GENAI_LIMIT", "genai_limit", parse_positive_int, None),
+    "plots": ("--genai-plots", None, None, None, None),
+    "nproc": ("--genai-nproc", "GENAI_NPROC", None, parse_positive_int, 2),
+    "nnodes": ("--genai-nnodes", "GENAI_NNODES", None, parse_positive_int, 1),
+    "rdzv_endpoint": ("--genai-rdzv-endpoint", "GENAI_RDZV_ENDPOINT", None, None, None),
+    "scale": ("--genai-scale", "GENAI_SCALE", "genai_scale", None, "tiny"),
+    "memory_budget": ("--genai-memory-budget", "GENAI_MEMORY_BUDGET", None, parse_bytes, None),
+    "timeout": ("--genai-timeout", "GENAI_TIMEOUT", "genai_timeout", parse_positive_float, 300.0),
+    "baseline": ("--genai-baseline", None, None, None, None),
+    "max_regression": ("--genai-max-regression", None, None, None, None),
+}
+
+
+class SettingError(ValueError):
+    pass
+
+
+def resolve(config: Any, name: str) -> Any:
+    """The value of setting ``name``: command line, then environment, then ini file, then the default."""
+    option, env, ini, parser, default = SETTINGS[name]
+    dest = option.lstrip("-").replace("-", "_")
+    raw, where = config.getoption(dest), f"command-line option {option}"
+    if raw is None and env and os.environ.get(env):
+        raw, where = os.environ[env], f"environment variable {env}"
+    if raw is None and ini:
+        value = config.getini(ini)
+        if value:
+            raw, where = value, f"ini setting {ini}"
+    if raw is None:
+        return default
+    if parser is None or not isinstance(raw, str):
+        return raw
+    try:
+        return parser(raw)
+    except ValueError as exc:
+        raise SettingError(f"{where}: {exc}") from None

@@ -1,0 +1,223 @@
+"""The pytest plugin: options, markers, device fixtures, collection-time skips, report header/summary and the
+pytest-benchmark JSON hooks. Hooks only; the work lives in the modules they call. Imports nothing heavy."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_genai import SCHEMA
+from pytest_genai.devices.device import ENABLE_HINTS, KINDS, Device
+from pytest_genai.options import SETTINGS, SettingError, resolve
+from pytest_genai.session import SessionState
+
+STATE = pytest.StashKey[SessionState]()
+EXPERIMENT_MARKERS = {
+    "quant": "Paper A, A1: sensitivity-aware mixed-precision post-training quantization",
+    "finetune": "Paper A, A2: fine-tuning throughput (DDP / FSDP / DeepSpeed ZeRO-3, Flash Attention)",
+    "diffusion": "Paper A, A3: diffusion-model training scaling",
+    "dabench": "Paper B: DABench-LLM decoder-block profiling and scaling",
+}
+_HELP = {
+    "devices": "device kinds to run genai_device-parametrized tests on, comma separated (default: all kinds; absent ones skip with the reason)",
+    "claims": "'enforce' (default): a broken paper claim fails its test; 'report': record verdicts without failing",
+    "data_dir": "folder with offline copies of the evaluation data (layout of shared/data: wikitext-2-raw-v1/, hellaswag/, boolq/)",
+    "model": "model to evaluate: a Hugging Face id (used only if cached locally) or a local folder",
+    "limit": "evaluate a fixed, seeded subset of this many examples per task (recorded in the JSON)",
+    "plots": "write plots (roofline, scaling, accuracy vs compression) into this folder at the end of the run",
+    "nproc": "processes per node for distributed benchmarks (torchrun --nproc-per-node)",
+    "nnodes": "nodes for distributed benchmarks (torchrun --nnodes)",
+    "rdzv_endpoint": "rendezvous endpoint host:port for multi-node distributed benchmarks",
+    "scale": "model scale for fine-tuning benchmarks: tiny (CPU seconds), small, or full (the paper's sizes)",
+    "memory_budget": "memory budget for capacity searches on the CPU, e.g. 2GiB",
+    "timeout": "seconds before a distributed worker is declared hung and killed",
+    "baseline": "a previous --benchmark-json file; each benchmark's metrics are compared with it as the run goes",
+    "max_regression": "per-metric regression thresholds for --genai-baseline, e.g. tokens_per_s=5%,perplexity=0.5%",
+}
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_genai import hookspec
+
+    pluginmanager.add_hookspecs(hookspec)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("genai", "pytest-genai: generative-AI benchmarks on accelerators")
+    for name, (option, env, ini, _parser, _default) in SETTINGS.items():
+        text = _HELP[name] + (f" [env {env}]" if env else "")
+        group.addoption(option, dest=option.lstrip("-").replace("-", "_"), default=None, help=text)
+        if ini:
+            parser.addini(ini, _HELP[name], default=None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for kind in KINDS:
+        config.addinivalue_line("markers", f"{kind}: runs on a {kind} device ({ENABLE_HINTS[kind]})")
+    for marker, text in EXPERIMENT_MARKERS.items():
+        config.addinivalue_line("markers", f"{marker}: {text}")
+    try:
+        state = SessionState(config, claims_mode=resolve(config, "claims"), selected_kinds=resolve(config, "devices"))
+        for name in SETTINGS:  # validate every setting now, naming where a bad value came from
+            resolve(config, name)
+    except SettingError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[STATE] = state
+    baseline = resolve(config, "baseline")
+    if baseline:
+        from pytest_genai.report.inline import BaselinePlugin
+
+        config.pluginmanager.register(
+            BaselinePlugin(config, baseline, resolve(config, "max_regression")), "genai-baseline"
+        )
+
+
+def _state(config: pytest.Config) -> SessionState:
+    return config.stash[STATE]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "genai_device" not in metafunc.fixturenames or not _is_ours(metafunc.definition, "genai_device"):
+        return
+    kinds = _state(metafunc.config).selected_kinds
+    params = [pytest.param(kind, marks=getattr(pytest.mark, kind), id=kind) for kind in kinds]
+    metafunc.parametrize("genai_device", params, indirect=True, scope="session")
+
+
+def _is_ours(item: Any, fixture_name: str) -> bool:
+    """True when ``fixture_name`` resolves to this plugin's fixture (other plugins may define 'cuda' or 'ipu')."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.get(fixture_name) if info is not None else None
+    if not defs:
+        return False
+    return getattr(defs[-1].func, "__module__", "") == __name__
+
+
+def _kinds_needed(item: pytest.Item) -> list[str]:
+    kinds = []
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and "genai_device" in callspec.params and _is_ours(item, "genai_device"):
+        kinds.append(callspec.params["genai_device"])
+    for kind in KINDS:
+        if kind in getattr(item, "fixturenames", ()) and _is_ours(item, kind):
+            kinds.append(kind)
+    return list(dict.fromkeys(kinds))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each item with the device kinds it needs (so ``-m hpu`` selects them) and skip absent ones now,
+    before any fixture builds a model."""
+    state = _state(config)
+    for item in items:
+        kinds = _kinds_needed(item)
+        for kind in kinds:
+            if item.get_closest_marker(kind) is None:
+                item.add_marker(getattr(pytest.mark, kind))
+        reasons = [reason for ok, reason in map(state.available, kinds) if not ok]
+        if reasons:
+            item.add_marker(pytest.mark.skip(reason="; ".join(reasons)))
+
+
+# -- fixtures ------------------------------------------------------------------------------------------------
+def _device_fixture(kind: str):
+    def fixture(request: pytest.FixtureRequest) -> Device:
+        try:
+            return _state(request.config).device(kind)
+        except LookupError as exc:
+            pytest.skip(str(exc))
+
+    fixture.__name__ = kind
+    fixture.__doc__ = f"The first {kind} device (a pytest_genai.devices.Device), or a skip saying how to enable it."
+    return pytest.fixture(scope="session", name=kind)(fixture)
+
+
+cpu = _device_fixture("cpu")
+cuda = _device_fixture("cuda")
+hpu = _device_fixture("hpu")
+wse = _device_fixture("wse")
+rdu = _device_fixture("rdu")
+ipu = _device_fixture("ipu")
+
+
+@pytest.fixture(scope="session")
+def genai_device(request: pytest.FixtureRequest) -> Device:
+    """The device this test variant runs on: parametrized over --genai-devices (ids cpu, cuda, hpu, ...)."""
+    kind = getattr(request, "param", None)
+    if kind is None:
+        raise pytest.UsageError("genai_device is parametrized by pytest-genai; do not parametrize it yourself")
+    try:
+        return _state(request.config).device(kind)
+    except LookupError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture
+def genai(request: pytest.FixtureRequest):
+    """Records this benchmark's domain results into ``benchmark.extra_info["genai"]`` and checks paper claims."""
+    from pytest_genai.results import GenaiRecorder
+
+    return GenaiRecorder(request, _state(request.config))
+
+
+@pytest.fixture(scope="session")
+def genai_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Resolved pytest-genai settings (CLI → env → ini → default)."""
+    return {name: resolve(request.config, name) for name in SETTINGS}
+
+
+# -- reporting -----------------------------------------------------------------------------------------------
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    state = _state(config)
+    data_dir = resolve(config, "data_dir")
+    return [
+        f"genai: devices {','.join(state.selected_kinds)} (detected when first needed); "
+        f"claims {state.claims_mode}; data dir {data_dir or 'not set (--genai-data-dir)'}"
+    ]
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    from pytest_genai.report_summary import claims_table
+
+    state = _state(config)
+    if state.verdicts:
+        terminalreporter.write_sep("=", "pytest-genai claims")
+        for line in claims_table(state.verdicts):
+            terminalreporter.write_line(line)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict[str, Any]) -> None:
+    machine_info["genai"] = _state(config).machine_info()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_update_json(config: pytest.Config, benchmarks: Any, output_json: dict[str, Any]) -> None:
+    state = _state(config)
+    output_json["genai"] = {
+        "schema": SCHEMA,
+        "claims_mode": state.claims_mode,
+        "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in
+                     ((n, resolve(config, n)) for n in SETTINGS) if k not in ("baseline",)},
+        "claims": state.verdicts,
+    }
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    if STATE not in config.stash:
+        return
+    plots = resolve(config, "plots")
+    state = _state(config)
+    if plots and state.records:
+        from pytest_genai.report.plots import write_plots
+
+        try:
+            written = write_plots(state.records, plots)
+        except ImportError as exc:
+            written = []
+            config.issue_config_time_warning(pytest.PytestWarning(f"--genai-plots: {exc}"), stacklevel=2)
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            for path in written:
+                reporter.write_line(f"genai plot: {path}")

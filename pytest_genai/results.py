@@ -1,0 +1,154 @@
+"""The ``genai`` fixture's recorder: fills ``benchmark.extra_info["genai"]`` (the JSON contract) and checks claims."""
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any, Mapping
+
+import pytest
+
+from pytest_genai import SCHEMA
+from pytest_genai.claims.check import FAIL, check_value, not_applicable
+from pytest_genai.devices.device import Device
+
+SOURCES = ("measured", "modeled")
+
+
+class GenaiWarning(UserWarning):
+    pass
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON values from configs: dataclasses, tuples, enums, paths, dtypes → dicts, lists, strings."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        cid = getattr(value, "id", None)
+        if isinstance(cid, str):
+            out.setdefault("id", cid)
+        return out
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value
+    return str(value)
+
+
+class GenaiRecorder:
+    """Records one benchmark's domain results (see README, "JSON contract")."""
+
+    def __init__(self, request: pytest.FixtureRequest, state: Any):
+        self._request = request
+        self._state = state
+        self._device: Device | None = None
+        self._data: dict[str, Any] | None = None
+
+    # -- filling ---------------------------------------------------------------------------------------------
+    @property
+    def data(self) -> dict[str, Any]:
+        if self._data is None:
+            raise RuntimeError("call genai.start(experiment=..., device=..., config=...) before recording")
+        return self._data
+
+    def start(self, experiment: str, device: Device | None = None, config: Any = None, model: str | None = None) -> "GenaiRecorder":
+        if not experiment or not isinstance(experiment, str):
+            raise ValueError("genai.start: 'experiment' must be a non-empty string, e.g. 'quant'")
+        benchmark = self._request.getfixturevalue("benchmark")
+        self._device = device
+        data = benchmark.extra_info.setdefault("genai", {})
+        data.update(
+            schema=SCHEMA,
+            experiment=experiment,
+            device=None if device is None else {"kind": device.kind, "generation": device.generation, "name": device.name},
+            model=model,
+            config=jsonable(config) if config is not None else {},
+        )
+        for key in ("metrics", "metric_sources", "metric_units", "labels", "attachments"):
+            data.setdefault(key, {})
+        data.setdefault("claims", [])
+        self._data = data
+        self._state.records.append({"name": self._request.node.name, "fullname": self._request.node.nodeid,
+                                    "extra_info": {"genai": data}})
+        return self
+
+    def metric(self, name: str, value: float, *, source: str = "measured", unit: str | None = None) -> float:
+        """Record a number. ``source="modeled"`` for anything computed from a model rather than measured."""
+        if source not in SOURCES:
+            raise ValueError(f"genai.metric({name!r}): source must be one of {SOURCES}, got {source!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            try:
+                value = float(value)  # numpy / torch scalars
+            except (TypeError, ValueError):
+                raise TypeError(f"genai.metric({name!r}): value must be a number, got {type(value).__name__}") from None
+        registry = self._state.metrics()
+        known = registry.get(name)
+        if known is None:
+            warnings.warn(GenaiWarning(f"metric {name!r} is not registered in any claims/data/metrics_*.toml"), stacklevel=2)
+        if source == "modeled" and not any(word in name for word in ("modeled", "predicted")):
+            raise ValueError(f"genai.metric({name!r}): a modeled number must say so in its name (e.g. '{name}_modeled')")
+        value = float(value) if isinstance(value, float) or not isinstance(value, int) else int(value)
+        data = self.data
+        data["metrics"][name] = value
+        data["metric_sources"][name] = source
+        data["metric_units"][name] = unit or (known.unit if known else "")
+        return value
+
+    def label(self, name: str, text: str) -> None:
+        self.data["labels"][name] = str(text)
+
+    def attach(self, name: str, obj: Any) -> None:
+        self.data["attachments"][name] = jsonable(obj)
+
+    # -- claims ----------------------------------------------------------------------------------------------
+    def check(self, *claim_ids: str, value: float | None = None) -> list[Any]:
+        """Check claims by id against the recorded metric each names (or ``value``, with a single id).
+
+        Out-of-scope claims are recorded as ``not_applicable``. All failures are reported together; the test
+        fails unless ``--genai-claims=report``.
+        """
+        if not claim_ids:
+            raise ValueError("genai.check needs at least one claim id")
+        if value is not None and len(claim_ids) != 1:
+            raise ValueError("genai.check(value=...) takes exactly one claim id")
+        claims = self._state.claims()
+        data = self.data
+        device = self._device
+        verdicts = []
+        for cid in claim_ids:
+            claim = claims.get(cid)
+            if claim is None:
+                raise ValueError(f"unknown claim id {cid!r}; known ids: {', '.join(sorted(claims))}")
+            ok, why = claim.applies_to(
+                device_kind=device.kind if device else None,
+                generation=device.generation if device else None,
+                model=data.get("model"),
+                experiment=data.get("experiment"),
+                config=data.get("config"),
+            )
+            if not ok:
+                verdicts.append(not_applicable(claim, why))
+                continue
+            measured = value
+            if measured is None:
+                if claim.metric not in data["metrics"]:
+                    raise ValueError(
+                        f"claim {cid} checks metric {claim.metric!r}, which this test has not recorded "
+                        f"(recorded: {', '.join(sorted(data['metrics'])) or 'none'}); call genai.metric({claim.metric!r}, ...) first"
+                    )
+                measured = data["metrics"][claim.metric]
+            elif claim.metric not in data["metrics"]:
+                self.metric(claim.metric, measured)
+            verdicts.append(check_value(claim, measured))
+        device_text = device.generation if device else "-"
+        for verdict in verdicts:
+            entry = verdict.to_json()
+            data["claims"].append(entry)
+            if verdict.verdict != "not_applicable":
+                self._state.verdicts.append({**entry, "device": device_text, "nodeid": self._request.node.nodeid})
+        failures = [v.message for v in verdicts if v.verdict == FAIL]
+        if failures and self._state.claims_mode == "enforce":
+            pytest.fail("\n".join(failures), pytrace=False)
+        return verdicts

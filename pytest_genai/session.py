@@ -1,0 +1,78 @@
+"""The run's state, kept in ``config.stash``: detected devices, claims, verdicts and records."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from pytest_genai.devices.device import Device
+from pytest_genai.devices.probes import PROBES, ProbeResult, run_probe, skip_reason
+
+
+@dataclasses.dataclass
+class SessionState:
+    config: Any
+    claims_mode: str = "enforce"
+    selected_kinds: tuple[str, ...] = ()
+    _probe_results: dict[str, ProbeResult] | None = None
+    _devices: dict[str, Device] = dataclasses.field(default_factory=dict)
+    _claims: dict[str, Any] | None = None
+    _metrics: dict[str, Any] | None = None
+    verdicts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    records: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    # -- devices ---------------------------------------------------------------------------------------------
+    def probe_results(self) -> dict[str, ProbeResult]:
+        """Run every probe once per session (lazily: only when a device is needed)."""
+        if self._probe_results is None:
+            probes = dict(PROBES)
+            self.config.hook.pytest_genai_probes(config=self.config, probes=probes)
+            self._probe_results = {kind: run_probe(kind, probe) for kind, probe in probes.items()}
+        return self._probe_results
+
+    def available(self, kind: str) -> tuple[bool, str]:
+        result = self.probe_results().get(kind)
+        if result is None:
+            return False, f"{kind}: no probe registered"
+        return result.available, ("" if result.available else skip_reason(result))
+
+    def device(self, kind: str) -> Device:
+        """The first device of ``kind``; the CPU gets its spec measured here, once per session."""
+        if kind not in self._devices:
+            result = self.probe_results()[kind]
+            if not result.devices:
+                raise LookupError(skip_reason(result))
+            device = result.devices[0]
+            if device.kind == "cpu" and device.spec is None:
+                from pytest_genai.devices.cpu_probe import measure_cpu_spec
+
+                device = dataclasses.replace(device, spec=measure_cpu_spec())
+            self._devices[kind] = device
+        return self._devices[kind]
+
+    def machine_info(self) -> dict[str, Any]:
+        found, absent = [], {}
+        for kind, result in self.probe_results().items():
+            if result.available:
+                found.extend(d.to_json() for d in result.devices)
+            else:
+                absent[kind] = result.reason
+        for entry in found:  # the CPU's measured spec, if it was measured this session
+            dev = self._devices.get(entry["kind"])
+            if dev is not None and dev.index == entry["index"] and dev.spec is not None:
+                entry["spec"] = dev.spec.to_json()
+        return {"devices": found, "absent": absent}
+
+    # -- claims ----------------------------------------------------------------------------------------------
+    def claims(self) -> dict[str, Any]:
+        if self._claims is None:
+            from pytest_genai.claims import load_claims
+
+            self._claims = {c.id: c for c in load_claims()}
+        return self._claims
+
+    def metrics(self) -> dict[str, Any]:
+        if self._metrics is None:
+            from pytest_genai.claims import load_metrics
+
+            self._metrics = load_metrics()
+        return self._metrics
