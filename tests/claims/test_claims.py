@@ -1,0 +1,105 @@
+import math
+
+import pytest
+from hypothesis import given, strategies as st
+
+from pytest_genai.claims import ClaimsError, check_value, load_claims, load_metrics
+
+METRICS = '''
+[[metric]]
+name = "ppl_ratio"
+unit = "1"
+direction = "lower"
+'''
+
+
+def write(tmp_path, claims_text, metrics_text=METRICS):
+    (tmp_path / "metrics_t.toml").write_text(metrics_text)
+    (tmp_path / "paper_t.toml").write_text(claims_text)
+    return tmp_path
+
+
+def claim(**fields):
+    body = {"id": '"T.x"', "section": '"A1"', "metric": '"ppl_ratio"', "max": "1.035"}
+    body.update(fields)
+    return 'paper = "T"\n[[claim]]\n' + "\n".join(f"{k} = {v}" for k, v in body.items() if v is not None) + "\n"
+
+
+def test_packaged_claims_load_and_cover_both_papers() -> None:
+    claims = load_claims()
+    ids = {c.id for c in claims}
+    assert {"A1.ppl_ratio", "A1.compression_ratio", "A2.gen.gaudi_gaudi2", "B1.wse2_allocation",
+            "B1.identical_layers_li"} <= ids
+    assert {c.paper for c in claims} == {"A", "B"}
+    metrics = load_metrics()
+    assert all(c.metric in metrics for c in claims)
+
+
+@pytest.mark.parametrize(
+    ("fields", "metrics_text", "message"),
+    [
+        ({"metric": '"nope"'}, METRICS, "paper_t.toml: claim 'T.x': field 'metric' names unknown metric 'nope'"),
+        ({"min": "2.0", "max": "1.0"}, METRICS, "paper_t.toml: claim 'T.x': field 'min' (2.0) is greater than field 'max' (1.0)"),
+        ({"max": None}, METRICS, "paper_t.toml: claim 'T.x': needs a bound"),
+        ({"max": '"high"'}, METRICS, "paper_t.toml: claim 'T.x': field 'max' must be a finite number"),
+        ({"colour": '"red"'}, METRICS, "paper_t.toml: claim 'T.x': unknown field(s) ['colour']"),
+        ({"unit": '"s"'}, METRICS, "paper_t.toml: claim 'T.x': field 'unit' is 's'"),
+        ({"kind": '"generation"'}, METRICS, "needs fields 'from_generation' and 'to_generation'"),
+        ({}, METRICS.replace('"lower"', '"sideways"'), "metrics_t.toml: metric 'ppl_ratio': field 'direction'"),
+    ],
+)
+def test_malformed_claim_files_name_file_claim_and_field(tmp_path, fields, metrics_text, message) -> None:
+    write(tmp_path, claim(**fields), metrics_text)
+    with pytest.raises(ClaimsError) as info:
+        load_claims(tmp_path)
+    assert message in str(info.value)
+
+
+def test_not_toml_names_the_file(tmp_path) -> None:
+    write(tmp_path, "paper = [unclosed")
+    with pytest.raises(ValueError, match="paper_t.toml: not valid TOML"):
+        load_claims(tmp_path)
+
+
+def test_duplicate_ids_across_files(tmp_path) -> None:
+    write(tmp_path, claim())
+    (tmp_path / "paper_u.toml").write_text(claim())
+    with pytest.raises(ClaimsError, match="'T.x' already defined in paper_t.toml"):
+        load_claims(tmp_path)
+
+
+def test_min_max_checks_and_message(tmp_path) -> None:
+    write(tmp_path, claim(min="0.9", paper_text='"12.39 vs 12.02"'))
+    (c,) = load_claims(tmp_path)
+    assert check_value(c, 1.0).verdict == "pass"
+    assert check_value(c, 1.035).verdict == "pass"  # bounds are inclusive
+    assert check_value(c, 1.071).message == "claim T.x: measured 1.071 > max 1.035 (Paper T, A1: 12.39 vs 12.02)"
+    assert check_value(c, 0.5).message.startswith("claim T.x: measured 0.5 < min 0.9")
+    assert check_value(c, math.nan).verdict == "fail"
+    assert c.direction == "lower"
+
+
+@given(lo=st.floats(-1e6, 1e6), width=st.floats(0, 1e6), x=st.floats(-3e6, 3e6))
+def test_check_is_exactly_the_interval(tmp_path_factory, lo, width, x) -> None:
+    from pytest_genai.claims.model import Claim
+
+    c = Claim(id="p", paper="T", section="S", metric="m", unit="1", direction="none", min=lo, max=lo + width)
+    assert (check_value(c, x).verdict == "pass") == (lo <= x <= lo + width)
+
+
+def test_scope_matching() -> None:
+    claims = {c.id: c for c in load_claims()}
+    g2 = claims["A1.gaudi2_tinyllama_compression"]
+    ok, _ = g2.applies_to(device_kind="hpu", generation="gaudi2", model="TinyLlama-1.1B", experiment="quant",
+                          config={"mode": "real"})
+    assert ok
+    ok, why = g2.applies_to(device_kind="cuda", generation="h100-sxm", model="tinyllama-1.1b", experiment="quant",
+                            config={"mode": "real"})
+    assert not ok and "h100-sxm" in why
+    ok, why = claims["A1.compression_ratio"].applies_to(device_kind="cpu", generation="cpu", model=None,
+                                                         experiment="quant", config={"mode": "fake"})
+    assert not ok and "mode" in why
+    gen = claims["A2.gen.gaudi_gaudi2"]
+    assert gen.matches_generations("gaudi", "gaudi2")
+    assert not gen.matches_generations("gaudi2", "gaudi3")
+    assert claims["A3.gen.a100_h100"].matches_generations("a100-sxm4-80gb", "h100-sxm")

@@ -1,0 +1,153 @@
+"""Plugin behaviour, through pytester: markers, device selection and skips, claims, JSON contract."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+DEVICE_TEST = """
+import pytest
+
+def test_runs(benchmark, genai, genai_device):
+    genai.start(experiment="quant", device=genai_device, config={"mode": "real"}, model="tiny")
+    benchmark.pedantic(lambda: None, rounds=2)
+    genai.metric("compression_ratio", 3.0)
+    genai.check("A1.compression_ratio")
+"""
+
+FAKE_HPU_CONFTEST = """
+from pytest_genai.devices import Device, ProbeResult, get_spec
+
+def pytest_genai_probes(config, probes):
+    probes["hpu"] = lambda: ProbeResult("hpu", (Device("hpu", 0, "Fake Gaudi2 for tests", "gaudi2", get_spec("gaudi2")),))
+"""
+
+
+def test_markers_are_registered(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--markers")
+    for marker in ("cpu", "cuda", "hpu", "wse", "rdu", "ipu", "quant", "finetune", "diffusion", "dabench"):
+        result.stdout.fnmatch_lines([f"@pytest.mark.{marker}:*"])
+
+
+def test_fixtures_are_listed(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--fixtures")
+    result.stdout.fnmatch_lines(["*genai_device*", "*hpu*", "*genai *"])
+
+
+def test_strict_markers_accept_device_markers(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("import pytest\n@pytest.mark.hpu\n@pytest.mark.quant\ndef test_a():\n    pass\n")
+    pytester.runpytest("--strict-markers").assert_outcomes(passed=1)
+
+
+def test_minus_m_hpu_selects_hpu_items_and_skips_them_with_reason(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(DEVICE_TEST)
+    result = pytester.runpytest("-m", "hpu", "-rs", "--benchmark-json", "out.json", "-p", "no:cacheprovider")
+    assert result.ret == 0
+    result.assert_outcomes(skipped=1, deselected=5)
+    result.stdout.fnmatch_lines(["*hpu: not available*to enable:*Gaudi*"])
+    data = json.loads((pytester.path / "out.json").read_text())
+    assert data["benchmarks"] == []
+    assert "hpu" in data["machine_info"]["genai"]["absent"]
+
+
+def test_cpu_variant_runs_and_writes_the_contract(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(DEVICE_TEST)
+    result = pytester.runpytest("-m", "cpu", "--benchmark-json", "out.json")
+    result.assert_outcomes(passed=1, deselected=5)
+    data = json.loads((pytester.path / "out.json").read_text())
+    genai = data["benchmarks"][0]["extra_info"]["genai"]
+    assert genai["schema"] == "pytest-genai/1"
+    assert genai["device"]["kind"] == "cpu"
+    assert genai["metrics"] == {"compression_ratio": 3.0}
+    assert genai["metric_sources"] == {"compression_ratio": "measured"}
+    assert genai["claims"][0]["verdict"] == "pass"
+    cpu = [d for d in data["machine_info"]["genai"]["devices"] if d["kind"] == "cpu"][0]
+    assert "measured" in cpu["spec"]["source"] and cpu["spec"]["peak_tflops"]["fp32"] > 0
+    result.stdout.fnmatch_lines(["*pytest-genai claims*", "*A1.compression_ratio*cpu*PASS*"])
+
+
+def test_device_made_present_by_hook_is_selected_and_run(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(FAKE_HPU_CONFTEST)
+    pytester.makepyfile("""
+def test_on_hpu(hpu):
+    assert hpu.generation == "gaudi2" and hpu.spec.peak_tflops("bf16") == 432.0
+
+def test_param(genai_device):
+    assert genai_device.kind == "hpu"
+""")
+    result = pytester.runpytest("-m", "hpu", "--genai-devices", "hpu,cuda")
+    result.assert_outcomes(passed=2, deselected=1)
+
+
+def test_probe_that_raises_is_reported_not_fatal(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("""
+def pytest_genai_probes(config, probes):
+    def broken():
+        raise RuntimeError("driver exploded")
+    probes["hpu"] = broken
+""")
+    pytester.makepyfile("def test_a(hpu):\n    pass\n\ndef test_b(cpu):\n    pass\n")
+    result = pytester.runpytest("-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*hpu: not available (probe failed: RuntimeError: driver exploded)*"])
+
+
+def test_other_plugins_cuda_fixture_is_not_ours(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("import pytest\n@pytest.fixture\ndef cuda():\n    return 'theirs'\n")
+    pytester.makepyfile("def test_a(cuda):\n    assert cuda == 'theirs'\n")
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_broken_claim_fails_with_message_and_report_mode_records_only(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+def test_ppl(benchmark, genai, cpu):
+    genai.start(experiment="quant", device=cpu, config={}, model="tiny")
+    benchmark.pedantic(lambda: None, rounds=1)
+    genai.metric("ppl_ratio", 1.071)
+    genai.check("A1.ppl_ratio")
+""")
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*claim A1.ppl_ratio: measured 1.071 > max 1.035 (Paper A, A1: 12.39 vs 12.02)*"])
+    result.stdout.no_fnmatch_line("*Traceback*")
+    result = pytester.runpytest("--genai-claims=report")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*A1.ppl_ratio*FAIL*"])
+
+
+def test_unknown_claim_id_and_unrecorded_metric_are_clear_errors(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+import pytest
+
+def test_unknown(benchmark, genai, cpu):
+    genai.start(experiment="quant", device=cpu)
+    with pytest.raises(ValueError, match="unknown claim id 'A9.nope'"):
+        genai.check("A9.nope")
+    with pytest.raises(ValueError, match="has not recorded"):
+        genai.check("A1.ppl_ratio")
+    with pytest.raises(ValueError, match="must say so in its name"):
+        genai.metric("ppl_ratio", 1.0, source="modeled")
+""")
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "needle"),
+    [
+        (["--genai-devices", "cuda,tpu"], {}, "command-line option --genai-devices: unknown device kind(s) 'tpu'"),
+        (["--genai-claims", "maybe"], {}, "command-line option --genai-claims: 'maybe' is not a claims mode"),
+        ([], {"GENAI_MEMORY_BUDGET": "lots"}, "environment variable GENAI_MEMORY_BUDGET: 'lots' is not a size"),
+    ],
+)
+def test_bad_settings_name_their_source(pytester: pytest.Pytester, monkeypatch, args, env, needle) -> None:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    pytester.makepyfile("def test_a():\n    pass\n")
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert needle in result.stderr.str()
+
+
+def test_importing_the_plugin_does_not_import_torch() -> None:
+    code = "import sys, pytest_genai.plugin, pytest_genai.cli; sys.exit(3 if 'torch' in sys.modules else 0)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
