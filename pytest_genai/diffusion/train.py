@@ -1,0 +1,104 @@
+"""DDPM training steps for the super-resolution model, timed with device synchronization."""
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from typing import Any
+
+from pytest_genai.diffusion.config import DiffusionConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainResult:
+    step_times_s: tuple[float, ...]
+    losses: tuple[float, ...]
+    images_per_step: int
+    flops_per_step: float  # counted by torch's FlopCounterMode on one real step (forward + backward)
+
+    @property
+    def median_step_s(self) -> float:
+        return statistics.median(self.step_times_s)
+
+    @property
+    def images_per_s(self) -> float:
+        return self.images_per_step / self.median_step_s
+
+    @property
+    def achieved_tflops(self) -> float:
+        return self.flops_per_step / self.median_step_s / 1e12
+
+
+def ddpm_alphas_cumprod(timesteps: int) -> Any:
+    """Linear beta schedule (Ho et al. 2020: 1e-4 → 0.02) and its cumulative product ᾱ_t."""
+    import torch
+
+    betas = torch.linspace(1e-4, 0.02, timesteps, dtype=torch.float64)
+    return torch.cumprod(1.0 - betas, dim=0).float()
+
+
+def ddpm_loss(model: Any, hr: Any, cond: Any, alphas_cumprod: Any, generator: Any = None) -> Any:
+    """Noise-prediction loss: ||ε − ε_θ(√ᾱ_t x₀ + √(1−ᾱ_t) ε, cond, t)||² at a uniformly sampled t."""
+    import torch
+
+    n = hr.shape[0]
+    t = torch.randint(0, alphas_cumprod.numel(), (n,), device=hr.device, generator=generator)
+    noise = torch.randn(hr.shape, device=hr.device, generator=generator)
+    ab = alphas_cumprod.to(hr.device)[t][:, None, None, None]
+    noisy = ab.sqrt() * hr + (1 - ab).sqrt() * noise
+    return torch.nn.functional.mse_loss(model(noisy, cond, t), noise)
+
+
+def train_steps(cfg: DiffusionConfig, device: Any, model: Any = None, wrap: Any = None) -> TrainResult:
+    """Warm up, then time ``cfg.steps`` optimizer steps on ``device`` (a pytest_genai Device).
+
+    ``wrap`` optionally wraps the model (e.g. DistributedDataParallel) after it is moved to the device.
+    """
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from pytest_genai.diffusion.data import degrade, dust_like_fields
+    from pytest_genai.diffusion.unet import build_unet
+
+    torch.manual_seed(cfg.seed)
+    tdev = device.torch_device
+    if model is None:
+        model = build_unet(cfg)
+    model = model.to(tdev)
+    if wrap is not None:
+        model = wrap(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
+    alphas = ddpm_alphas_cumprod(cfg.timesteps)
+    total = cfg.warmup_steps + cfg.steps
+    hr_all = dust_like_fields(cfg.batch_size * 4, cfg.image_size, cfg.channels, seed=cfg.seed)
+    cond_all = degrade(hr_all, cfg.scale_factor)
+    gen = torch.Generator(device="cpu").manual_seed(cfg.seed + 1)
+    autocast = torch.autocast(device_type=tdev.type, dtype=torch.bfloat16, enabled=cfg.dtype == "bf16")
+
+    def step(i: int) -> float:
+        j = (i % 4) * cfg.batch_size
+        hr = hr_all[j:j + cfg.batch_size].to(tdev, non_blocking=True)
+        cond = cond_all[j:j + cfg.batch_size].to(tdev, non_blocking=True)
+        with autocast:
+            loss = ddpm_loss(model, hr, cond, alphas, generator=gen if tdev.type == "cpu" else None)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss
+
+    counter = FlopCounterMode(display=False)
+    with counter:
+        first = step(0)
+    flops = float(counter.get_total_flops())
+    losses = [float(first.detach())]
+    times = []
+    for i in range(1, total):
+        device.synchronize()
+        t0 = time.perf_counter()
+        loss = step(i)
+        device.synchronize()
+        elapsed = time.perf_counter() - t0
+        losses.append(float(loss.detach()))
+        if i >= cfg.warmup_steps:
+            times.append(elapsed)
+    return TrainResult(tuple(times), tuple(losses), cfg.batch_size, flops)

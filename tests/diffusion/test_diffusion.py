@@ -1,0 +1,51 @@
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from pytest_genai.diffusion import DiffusionConfig, degrade, dust_like_fields, power_law_field
+from pytest_genai.diffusion.train import ddpm_alphas_cumprod
+
+torch = pytest.importorskip("torch")
+
+
+def test_config_validation_names_the_field():
+    with pytest.raises(ValueError, match="image_size 30 must be even and divisible by scale_factor 4"):
+        DiffusionConfig(image_size=30)
+    with pytest.raises(ValueError, match="DiffusionConfig.dtype 'fp8'"):
+        DiffusionConfig(dtype="fp8")
+    assert DiffusionConfig().id == "sr32x4-w32-b8-fp32"
+
+
+def test_power_law_fields_have_the_requested_slope():
+    g = power_law_field(64, 64, beta=2.8, generator=torch.Generator().manual_seed(0))
+    assert g.mean().abs() < 1e-4 and (g.std(dim=(-2, -1)) - 1).abs().max() < 1e-3
+    power = (torch.fft.rfft2(g).abs() ** 2).mean(0)
+    k = torch.sqrt(torch.fft.fftfreq(64)[:, None] ** 2 + torch.fft.rfftfreq(64)[None, :] ** 2)
+    mask = (k > 0.05) & (k < 0.4)
+    slope = torch.linalg.lstsq(torch.stack([k[mask].log(), torch.ones(int(mask.sum()))], 1),
+                               power[mask].log()[:, None]).solution[0, 0]
+    assert -3.2 < float(slope) < -2.4
+
+
+@settings(max_examples=10, deadline=None)
+@given(factor=st.sampled_from([2, 4]), size=st.sampled_from([8, 16]), a=st.floats(0.1, 10), b=st.floats(-5, 5))
+def test_degrade_is_affine_and_keeps_constants(factor, size, a, b):
+    hr = dust_like_fields(2, size, seed=1)
+    assert degrade(hr, factor).shape == hr.shape
+    assert torch.allclose(degrade(a * hr + b, factor), a * degrade(hr, factor) + b, atol=1e-4 * (1 + a))
+    const = torch.full((1, 1, size, size), b)
+    assert torch.allclose(degrade(const, factor), const, atol=1e-5)
+
+
+def test_alphas_decrease_from_one():
+    ab = ddpm_alphas_cumprod(1000)
+    assert 0.999 < float(ab[0]) <= 1 and float(ab[-1]) < 1e-3 and bool((ab[1:] < ab[:-1]).all())
+
+
+def test_training_loss_falls_on_cpu():
+    from pytest_genai.devices import Device
+    from pytest_genai.diffusion import train_steps
+
+    torch.set_num_threads(1)
+    r = train_steps(DiffusionConfig(base_width=16, steps=10, warmup_steps=2), Device("cpu", 0, "cpu", "cpu"))
+    assert len(r.step_times_s) == 10 and r.flops_per_step > 0
+    assert sum(r.losses[-3:]) / 3 < r.losses[0]
