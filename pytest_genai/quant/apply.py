@@ -1,0 +1,137 @@
+"""Apply a precision plan to a model: "fake" (quantize-dequantize, kept fp32) or "real" (stored low precision).
+
+Both work module by module, in place: at most one layer's temporaries exist at a time, and in
+real mode each fp32 weight is released as soon as its quantized replacement is installed, so
+peak memory stays close to the fp32 model's size.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MODES = ("fake", "real")
+BACKENDS = ("native", "torchao", "inc")
+
+
+@dataclass(frozen=True)
+class QuantInfo:
+    """What ``quantize_model`` did; stored on the model as ``model.genai_quant``."""
+
+    plan: object  # PrecisionPlan
+    mode: str
+    backend: str
+    model_fp32_bytes: int  # 4 x numel of the model's state before quantization
+    eligible_fp32_bytes: int
+    backend_formats: dict  # {module: backend that quantized it}
+
+
+def _parent(model, name: str):
+    if "." in name:
+        parent_name, child = name.rsplit(".", 1)
+        return model.get_submodule(parent_name), child
+    return model, name
+
+
+def resolve_modules(model, plan) -> dict:
+    """``{name: module}`` for every module of ``plan``; ValueError naming a missing or mismatched one."""
+    import torch.nn as nn
+
+    out = {}
+    for name in plan.formats:
+        try:
+            module = model.get_submodule(name)
+        except AttributeError:
+            raise ValueError(f"plan names module {name!r}, which {type(model).__name__} does not have; "
+                             "build the plan from this model (analyze_sensitivity + make_plan)") from None
+        if not isinstance(module, (nn.Linear, nn.Embedding)):
+            raise ValueError(f"plan module {name!r} is a {type(module).__name__}, not nn.Linear/nn.Embedding "
+                             "(already quantized? quantize a fresh model)")
+        shape = tuple(module.weight.shape)
+        if shape != tuple(plan.shapes[name]):
+            raise ValueError(f"plan module {name!r}: weight shape {shape} differs from the plan's "
+                             f"{tuple(plan.shapes[name])}; the plan was made for another model")
+        out[name] = module
+    return out
+
+
+def _model_fp32_bytes(model) -> int:
+    seen = {}
+    for t in model.state_dict(keep_vars=True).values():
+        seen[id(t)] = t.numel()
+    return 4 * sum(seen.values())
+
+
+def _tied_groups(model, names) -> dict[str, list[str]]:
+    """Plan modules whose weight is shared with another module (e.g. tied embeddings / lm_head)."""
+    users: dict[int, list[str]] = {}
+    for mname, module in model.named_modules():
+        w = getattr(module, "weight", None)
+        if w is not None:
+            users.setdefault(id(w), []).append(mname)
+    out = {}
+    for name in names:
+        w = model.get_submodule(name).weight
+        if len(users.get(id(w), [])) > 1:
+            out[name] = users[id(w)]
+    return out
+
+
+def quantize_model(model, plan, mode: str = "fake", backend: str = "native"):
+    """Quantize ``model`` in place following ``plan`` and return it (with ``model.genai_quant``).
+
+    mode: "fake" (weights replaced by dequantize(quantize(w)) in their fp32 storage: the paper's
+    simulated mode) or "real" (nn.Linear -> QuantLinear, nn.Embedding -> QuantEmbedding storing
+    the low-precision tensors). backend: "native" (pytest-genai codecs, every device), "torchao"
+    (int8 weight-only via torchao.quantize_) or "inc" (Intel Neural Compressor RTN int8/int4 on
+    CPU, FP8 on HPU); real mode only; formats a backend does not handle are done natively.
+    """
+    import torch
+    import torch.nn as nn
+
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}: use one of {MODES}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r}: use one of {BACKENDS}")
+    if backend != "native" and mode != "real":
+        raise ValueError(f"backend={backend!r} only does real quantization; use mode='real' or backend='native'")
+    modules = resolve_modules(model, plan)
+    model_fp32 = _model_fp32_bytes(model)
+    eligible_fp32 = 4 * sum(r * c for r, c in plan.shapes.values())
+    done: dict[str, str] = {}
+
+    if mode == "fake":
+        with torch.no_grad():
+            from .codecs import fake_quantize
+
+            for name, module in modules.items():
+                w = module.weight
+                w.copy_(fake_quantize(w, plan.formats[name], plan.group_size, where=f"module {name!r}"))
+                done[name] = "native"
+    else:
+        tied = _tied_groups(model, modules)
+        if tied:
+            name, users = next(iter(tied.items()))
+            raise ValueError(f"module {name!r} shares its weight with {users}; real quantization of tied weights "
+                             "is not supported - untie them, exclude them, or use mode='fake'")
+        if backend != "native":
+            from . import backends
+
+            done.update(backends.apply_backend(model, plan, backend, modules))
+        from .modules import QuantEmbedding, QuantLinear
+
+        with torch.no_grad():
+            for name, module in modules.items():
+                if name in done:
+                    continue
+                fmt = plan.formats[name]
+                where = f"module {name!r}"
+                if isinstance(module, nn.Embedding):
+                    new = QuantEmbedding.from_embedding(module, fmt, plan.group_size, where=where)
+                else:
+                    new = QuantLinear.from_linear(module, fmt, plan.group_size, where=where)
+                parent, child = _parent(model, name)
+                setattr(parent, child, new)
+                modules[name] = None  # drop the last reference to the fp32 weight
+                done[name] = "native"
+                del module
+    model.genai_quant = QuantInfo(plan, mode, backend, model_fp32, eligible_fp32, done)
+    return model

@@ -1,0 +1,128 @@
+"""Third-party quantizers as backends, applied to exactly the plan's modules.
+
+- ``torchao``: ``torchao.quantization.quantize_`` with ``Int8WeightOnlyConfig`` (per-row, or
+  per-group when the plan has a group size) for the plan's int8 modules.
+- ``inc``: Intel Neural Compressor (``neural-compressor-pt``, module ``neural_compressor.torch``):
+  RTN weight-only int8/int4 (symmetric, per channel or per group) on CPU through ``prepare`` /
+  ``convert``; FP8 (``FP8Config``, measure then quantize) only on Gaudi (HPU), where it needs
+  ``habana_frameworks`` - absent here, it raises ``BackendUnavailable``.
+
+Formats a backend does not handle are left to the native path by ``quantize_model``. Every import
+is lazy; a missing package raises ``BackendUnavailable`` with the install hint (tests skip on it).
+"""
+from __future__ import annotations
+
+
+class BackendUnavailable(RuntimeError):
+    """A backend's package or device is not present; the message says how to get it."""
+
+
+def _require(module: str, hint: str):
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except Exception as exc:  # ImportError, or a broken optional extension
+        raise BackendUnavailable(f"{module} is not importable ({type(exc).__name__}: {exc}); {hint}") from None
+
+
+def torchao_available() -> str | None:
+    """None if torchao's int8 weight-only path can be used, else the reason."""
+    try:
+        _require("torchao.quantization", "pip install torchao")
+    except BackendUnavailable as exc:
+        return str(exc)
+    return None
+
+
+def inc_available() -> str | None:
+    """None if Intel Neural Compressor's torch API can be used, else the reason."""
+    try:
+        _require("neural_compressor.torch.quantization", "pip install neural-compressor-pt")
+    except BackendUnavailable as exc:
+        return str(exc)
+    return None
+
+
+def _set(model, name: str, module) -> None:
+    if "." in name:
+        parent, child = name.rsplit(".", 1)
+        setattr(model.get_submodule(parent), child, module)
+    else:
+        setattr(model, name, module)
+
+
+def torchao_int8_weight_only(model, names, group_size=None) -> None:
+    """torchao int8 weight-only on the ``nn.Linear`` modules ``names`` of ``model`` (in place)."""
+    q = _require("torchao.quantization", "pip install torchao")
+    if group_size is None:
+        cfg = q.Int8WeightOnlyConfig()
+    else:
+        cfg = q.Int8WeightOnlyConfig(group_size=group_size)
+    wanted = set(names)
+    q.quantize_(model, cfg, filter_fn=lambda module, fqn: fqn in wanted)
+
+
+def inc_rtn(model, names, bits: int = 8, group_size=None) -> None:
+    """INC RTN weight-only (symmetric) on the linear modules ``names`` (in place).
+
+    INC converts every eligible module of the model it is given; to touch exactly ``names`` the
+    modules are handed to it in a temporary container and put back converted.
+    """
+    import torch.nn as nn
+
+    q = _require("neural_compressor.torch.quantization", "pip install neural-compressor-pt")
+    names = list(names)
+    holder = nn.Module()
+    for i, name in enumerate(names):
+        holder.add_module(f"m{i}", model.get_submodule(name))
+    cfg = q.RTNConfig(bits=bits, group_size=-1 if group_size is None else group_size, use_sym=True,
+                      use_layer_wise=False)
+    converted = q.convert(q.prepare(holder, cfg))
+    for i, name in enumerate(names):
+        _set(model, name, converted.get_submodule(f"m{i}"))
+
+
+def inc_fp8_hpu(model, names) -> None:  # pragma: no cover - needs a Gaudi
+    """INC FP8 (E4M3) on Gaudi: prepare (measure) then convert. Needs ``habana_frameworks``."""
+    _require("habana_frameworks.torch", "INC FP8 runs on Intel Gaudi (HPU) with the SynapseAI stack")
+    q = _require("neural_compressor.torch.quantization", "pip install neural-compressor-pt")
+    cfg = q.FP8Config(fp8_config="E4M3")
+    holder_names = list(names)
+    import torch.nn as nn
+
+    holder = nn.Module()
+    for i, name in enumerate(holder_names):
+        holder.add_module(f"m{i}", model.get_submodule(name))
+    converted = q.convert(q.prepare(holder, cfg))
+    for i, name in enumerate(holder_names):
+        _set(model, name, converted.get_submodule(f"m{i}"))
+
+
+def apply_backend(model, plan, backend: str, modules: dict) -> dict[str, str]:
+    """Quantize the plan's modules that ``backend`` handles; returns ``{module: backend}`` for them."""
+    import torch.nn as nn
+
+    linear = {n: m for n, m in modules.items() if isinstance(m, nn.Linear)}
+    by_fmt: dict[str, list[str]] = {}
+    for name in linear:
+        by_fmt.setdefault(plan.formats[name], []).append(name)
+    done: dict[str, str] = {}
+    if backend == "torchao":
+        if by_fmt.get("int8"):
+            torchao_int8_weight_only(model, by_fmt["int8"], plan.group_size)
+            done.update({n: "torchao" for n in by_fmt["int8"]})
+    elif backend == "inc":
+        for fmt, bits in (("int8", 8), ("int4", 4)):
+            if by_fmt.get(fmt):
+                inc_rtn(model, by_fmt[fmt], bits=bits, group_size=plan.group_size or (32 if bits == 4 else None))
+                done.update({n: "inc" for n in by_fmt[fmt]})
+        if by_fmt.get("fp8_e4m3"):
+            if any(linear[n].weight.device.type != "hpu" for n in by_fmt["fp8_e4m3"]):
+                raise BackendUnavailable("INC FP8 quantization runs on Gaudi (HPU) only; use backend='native' "
+                                         "for fp8 on this device")
+            inc_fp8_hpu(model, by_fmt["fp8_e4m3"])
+            done.update({n: "inc" for n in by_fmt["fp8_e4m3"]})
+    else:
+        raise ValueError(f"backend={backend!r}: use 'torchao' or 'inc' here ('native' is built in)")
+    return done

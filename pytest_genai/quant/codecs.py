@@ -1,0 +1,217 @@
+"""Quantize / dequantize weight matrices in every format of :mod:`pytest_genai.quant.formats`.
+
+Layout of a :class:`QuantizedWeight` (``rows`` = out_features, ``cols`` = in_features):
+
+- ``fp32`` / ``fp16`` / ``bf16``: ``data`` is the cast matrix, no scale.
+- ``int8``: ``data`` int8 ``(rows, cols)``; ``scale`` fp32 ``(rows, cols // group)`` (``(rows, 1)``
+  per output channel).
+- ``int4``: ``data`` uint8 ``(rows, cols // 2)``, code ``q + 8`` of even column in the low nibble,
+  odd column in the high nibble; ``scale`` fp32 ``(rows, cols // group)``.
+- ``fp8_e4m3`` / ``fp8_e5m2``: ``data`` ``torch.float8_e4m3fn`` / ``torch.float8_e5m2``; ``scale`` as int8.
+
+Work is done in row chunks so a layer never needs more than a bounded fp32 temporary.
+Error bounds are documented in :mod:`pytest_genai.quant.formats`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .formats import FormatSpec, get_format
+
+_CHUNK_ELEMENTS = 1 << 20  # elements of fp32 temporary per chunk (4 MiB)
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def float8_dtype(name: str):
+    torch = _torch()
+    return {"fp8_e4m3": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2}[name]
+
+
+def storage_dtype(name: str):
+    """The torch dtype ``data`` has in format ``name``."""
+    torch = _torch()
+    fmt = get_format(name).name
+    return {
+        "fp32": torch.float32,
+        "fp16": torch.float16,
+        "bf16": torch.bfloat16,
+        "int8": torch.int8,
+        "int4": torch.uint8,
+        "fp8_e4m3": torch.float8_e4m3fn,
+        "fp8_e5m2": torch.float8_e5m2,
+    }[fmt]
+
+
+@dataclass
+class QuantizedWeight:
+    """A weight matrix stored in ``fmt``: ``data`` (+ fp32 ``scale``), original ``shape``, ``group_size``."""
+
+    fmt: str
+    data: Any
+    scale: Any | None
+    shape: tuple[int, int]
+    group_size: int | None
+
+    @property
+    def spec(self) -> FormatSpec:
+        return get_format(self.fmt)
+
+    def nbytes(self) -> int:
+        """Bytes held by ``data`` and ``scale``."""
+        n = self.data.numel() * self.data.element_size()
+        if self.scale is not None:
+            n += self.scale.numel() * self.scale.element_size()
+        return n
+
+    def select_rows(self, index) -> "QuantizedWeight":
+        """The rows ``index`` (a LongTensor) of this weight, still quantized (for embeddings)."""
+        data = self.data[index]
+        scale = None if self.scale is None else self.scale[index]
+        return QuantizedWeight(self.fmt, data, scale, (int(data.shape[0]), self.shape[1]), self.group_size)
+
+
+def round_scale_up(scale):
+    """Round positive fp32 scales up to 16 significant bits.
+
+    With at most 16 significant bits, ``qmax * s`` is exact in fp32 for every ``qmax`` used here
+    (127, 7, 448, 57344 have at most 7 significant bits), so re-quantizing a dequantized tensor
+    finds the same scale: quantization becomes exactly idempotent. Rounding *up* keeps
+    ``|w| / s <= qmax``, so no code is clamped. Relative change of the scale: < 2**-15.
+    """
+    torch = _torch()
+    mantissa, exponent = torch.frexp(scale)
+    mantissa = torch.ceil(mantissa * 65536.0) / 65536.0
+    return torch.ldexp(mantissa, exponent.to(scale.dtype)).to(scale.dtype)
+
+
+def _check_weight(w, where: str) -> None:
+    torch = _torch()
+    if w.dim() != 2:
+        raise ValueError(f"{where}: expected a 2-D weight matrix, got shape {tuple(w.shape)}")
+    if w.numel() == 0:
+        raise ValueError(f"{where}: weight is empty (shape {tuple(w.shape)})")
+    if not w.is_floating_point():
+        raise ValueError(f"{where}: weight dtype {w.dtype} is not floating point; quantize an fp32/bf16/fp16 model")
+    if not bool(torch.isfinite(w).all()):
+        raise ValueError(f"{where}: weight contains inf or nan; fix the model before quantizing")
+
+
+def compute_scales(w, spec: FormatSpec, group_size: int | None):
+    """fp32 scales ``(rows, groups)``: ``amax / qmax`` rounded up (1.0 where a row/group is all zero)."""
+    torch = _torch()
+    rows, cols = w.shape
+    g = spec.effective_group_size(group_size) or cols
+    grouped = w.reshape(rows, cols // g, g)
+    lo, hi = torch.aminmax(grouped, dim=-1)
+    amax = torch.maximum(hi, -lo).to(torch.float32)
+    scale = amax / spec.qmax
+    scale = torch.where(amax > 0, scale, torch.ones_like(scale))
+    return round_scale_up(scale)
+
+
+def _row_chunks(rows: int, cols: int):
+    step = max(1, _CHUNK_ELEMENTS // max(cols, 1))
+    for start in range(0, rows, step):
+        yield start, min(rows, start + step)
+
+
+def quantize(w, fmt: str, group_size: int | None = None, *, where: str = "weight") -> QuantizedWeight:
+    """Quantize the 2-D float tensor ``w`` to ``fmt`` (see module docstring for the layout)."""
+    torch = _torch()
+    spec = get_format(fmt)
+    _check_weight(w, where)
+    spec.check_shape(tuple(w.shape), group_size, where=where)
+    rows, cols = (int(s) for s in w.shape)
+    shape = (rows, cols)
+    if not spec.scaled:
+        if spec.qmax is not None:  # fp16 range check
+            amax = float(w.detach().abs().max())
+            if amax > spec.qmax:
+                raise ValueError(
+                    f"{where}: max |w| = {amax:g} overflows {fmt} (max {spec.qmax:g}); use bf16 or a scaled format"
+                )
+        data = w.detach().to(storage_dtype(fmt), copy=True).contiguous()
+        return QuantizedWeight(spec.name, data, None, shape, None)
+
+    g = spec.effective_group_size(group_size)
+    gg = g or cols
+    ngroups = cols // gg
+    w = w.detach()
+    scale = compute_scales(w, spec, g)
+    if spec.kind == "int":
+        out = torch.empty((rows, cols // 2 if spec.bits == 4 else cols),
+                          dtype=storage_dtype(fmt), device=w.device)
+    else:
+        out = torch.empty((rows, cols), dtype=float8_dtype(fmt), device=w.device)
+    for a, b in _row_chunks(rows, cols):
+        x = w[a:b].to(torch.float32).reshape(b - a, ngroups, gg)
+        x = x / scale[a:b].unsqueeze(-1)
+        if spec.kind == "int":
+            x.round_().clamp_(-spec.qmax, spec.qmax)
+            x = x.reshape(b - a, cols)
+            if spec.bits == 8:
+                out[a:b] = x.to(torch.int8)
+            else:
+                codes = (x + 8.0).to(torch.uint8).reshape(b - a, cols // 2, 2)
+                out[a:b] = codes[..., 0] | (codes[..., 1] << 4)
+        else:
+            x.clamp_(-spec.qmax, spec.qmax)
+            out[a:b] = x.reshape(b - a, cols).to(out.dtype)
+    return QuantizedWeight(spec.name, out, scale, shape, g)
+
+
+def unpack_int4(packed):
+    """Signed int4 codes (int8, in [-8, 7]) from the packed uint8 layout, shape ``(rows, 2 * cols_packed)``."""
+    torch = _torch()
+    low = (packed & 0x0F).to(torch.int8) - 8
+    high = (packed >> 4).to(torch.int8) - 8
+    return torch.stack((low, high), dim=-1).reshape(packed.shape[0], packed.shape[1] * 2)
+
+
+def codes(qw: QuantizedWeight):
+    """The integer or fp8 codes of ``qw`` (int4 unpacked), without scales."""
+    if qw.fmt == "int4":
+        return unpack_int4(qw.data)
+    return qw.data
+
+
+def dequantize(qw: QuantizedWeight, dtype=None):
+    """The matrix ``qw`` represents, as ``dtype`` (default fp32)."""
+    torch = _torch()
+    dtype = dtype or torch.float32
+    if qw.scale is None:
+        return qw.data.to(dtype)
+    rows, cols = qw.data.shape[0], qw.shape[1]
+    ngroups = qw.scale.shape[1]
+    values = codes(qw).to(torch.float32).reshape(rows, ngroups, cols // ngroups)
+    return (values * qw.scale.unsqueeze(-1)).reshape(rows, cols).to(dtype)
+
+
+def fake_quantize(w, fmt: str, group_size: int | None = None, *, where: str = "weight"):
+    """``dequantize(quantize(w))`` in ``w``'s dtype: the paper's simulated ("fake") quantization."""
+    return dequantize(quantize(w, fmt, group_size, where=where), w.dtype)
+
+
+def error_bound(qw: QuantizedWeight, w):
+    """Element-wise bound on ``|w - dequantize(qw)|`` that the format guarantees (see formats)."""
+    torch = _torch()
+    spec = qw.spec
+    w = w.detach().to(torch.float32)
+    if qw.scale is None:
+        if spec.rel_error == 0.0:
+            return torch.zeros_like(w)
+        tiny = {"fp16": 2.0**-25, "bf16": 2.0**-134}[spec.name]
+        return torch.clamp(w.abs() * spec.rel_error, min=tiny)
+    rows, cols = w.shape
+    ngroups = qw.scale.shape[1]
+    s = qw.scale.unsqueeze(-1).expand(rows, ngroups, cols // ngroups).reshape(rows, cols)
+    if spec.kind == "int":
+        return s / 2
+    subnormal_abs = {"fp8_e4m3": 2.0**-10, "fp8_e5m2": 2.0**-17}[spec.name]
+    return torch.maximum(w.abs() * spec.rel_error, s * subnormal_abs)

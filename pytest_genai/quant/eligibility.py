@@ -1,0 +1,124 @@
+"""Which weights the sensitivity analysis and the plan may touch (Paper A, A1).
+
+Eligible: the weight matrix of every ``nn.Linear`` (the transformer layers' projections).
+Never eligible: biases, normalization parameters, any other 1-D parameter or buffer.
+Embeddings (``nn.Embedding``) and the LM head (the model's output embeddings) are eligible only
+when the config says so; every excluded parameter is reported with its reason.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_BLOCK = re.compile(r"^(.*?\.\d+)(?:\.|$)")
+
+
+@dataclass(frozen=True)
+class EligibleWeight:
+    """One eligible weight matrix: its module ``name``, ``kind`` ('linear' | 'embedding' | 'lm_head'),
+    ``shape`` (out, in), the sensitivity ``unit`` it belongs to, and ``tied`` (other modules sharing it)."""
+
+    name: str
+    kind: str
+    shape: tuple[int, int]
+    unit: str
+    tied: tuple[str, ...] = ()
+
+    @property
+    def numel(self) -> int:
+        return self.shape[0] * self.shape[1]
+
+
+def block_of(module_name: str) -> str | None:
+    """The decoder block a module belongs to: the prefix up to the first numeric path segment
+    (``model.layers.3.mlp.up_proj`` -> ``model.layers.3``); None outside any block."""
+    m = _BLOCK.match(module_name)
+    return m.group(1) if m else None
+
+
+def _is_norm(module) -> bool:
+    return "norm" in type(module).__name__.lower()
+
+
+def _output_embedding_names(model, named: dict) -> set[str]:
+    head = None
+    getter = getattr(model, "get_output_embeddings", None)
+    if callable(getter):
+        try:
+            head = getter()
+        except (NotImplementedError, AttributeError):
+            head = None
+    names = {n for n, m in named.items() if head is not None and m is head}
+    names |= {n for n in named if n.split(".")[-1] in ("lm_head", "embed_out")}
+    return names
+
+
+def collect_eligible(model, *, include_embeddings: bool = False, include_lm_head: bool = False,
+                     granularity: str = "module"):
+    """``(eligible, excluded)``: the eligible weights in module order, and ``{param_name: reason}``
+    for every parameter that is not eligible. ValueError when nothing is eligible."""
+    import torch.nn as nn
+
+    named = dict(model.named_modules())
+    heads = _output_embedding_names(model, named)
+    eligible: list[EligibleWeight] = []
+    excluded: dict[str, str] = {}
+    seen: dict[int, tuple[str, int | None]] = {}  # id(weight) -> (first module, index or None)
+
+    for mname, module in named.items():
+        if isinstance(module, nn.Linear) and mname in heads:
+            kind, allowed, why = "lm_head", include_lm_head, "lm_head (include_lm_head=False)"
+        elif isinstance(module, nn.Linear):
+            kind, allowed, why = "linear", True, ""
+        elif isinstance(module, nn.Embedding):
+            kind, allowed, why = "embedding", include_embeddings, "embedding (include_embeddings=False)"
+        else:
+            kind = None
+        for pname, param in module.named_parameters(recurse=False):
+            full = f"{mname}.{pname}" if mname else pname
+            if kind is None:
+                excluded[full] = "normalization" if _is_norm(module) else f"not a linear/embedding weight ({type(module).__name__})"
+                continue
+            if pname != "weight":
+                excluded[full] = "bias" if pname == "bias" else f"not the weight matrix ({pname})"
+                continue
+            if param.dim() != 2:
+                excluded[full] = f"not a 2-D matrix (shape {tuple(param.shape)})"
+                continue
+            if id(param) in seen:
+                first_name, idx = seen[id(param)]
+                if idx is None:
+                    excluded[full] = f"tied to {first_name}.weight, which is excluded"
+                else:
+                    first = eligible[idx]
+                    eligible[idx] = EligibleWeight(first.name, first.kind, first.shape, first.unit,
+                                                   first.tied + (mname,))
+                    excluded[full] = f"tied to {first_name}.weight (counted once)"
+                continue
+            if not allowed:
+                excluded[full] = why
+                seen[id(param)] = (mname, None)
+                continue
+            unit = mname
+            if granularity == "block":
+                unit = block_of(mname) or mname
+            seen[id(param)] = (mname, len(eligible))
+            eligible.append(EligibleWeight(mname, kind, (int(param.shape[0]), int(param.shape[1])), unit))
+    if not eligible:
+        raise ValueError(
+            f"{type(model).__name__}: no eligible weight matrices (nn.Linear weights of the transformer layers); "
+            "pass a model with linear layers, or set include_embeddings/include_lm_head"
+        )
+    return eligible, excluded
+
+
+def module_weight(model, name: str):
+    """The weight tensor of module ``name``; ValueError naming the module if the model lacks it."""
+    try:
+        module = model.get_submodule(name)
+    except AttributeError:
+        raise ValueError(f"module {name!r} is not in {type(model).__name__}; check the plan against this model") from None
+    weight = getattr(module, "weight", None)
+    if weight is None:
+        raise ValueError(f"module {name!r} ({type(module).__name__}) has no weight to quantize")
+    return weight

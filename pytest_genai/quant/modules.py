@@ -1,0 +1,118 @@
+"""Modules that *store* weights in a low-precision format and compute from them ("real" mode).
+
+``QuantLinear`` keeps ``qweight`` (int8 / packed-int4 uint8 / float8 / fp16 / bf16) and, for
+scaled formats, an fp32 ``scale``; the bias stays as it was. Forward dequantizes on the fly into
+the activation dtype, except where torch has a fused kernel for the device:
+
+- int8, per output channel, on CPU: ``torch._weight_int8pack_mm`` (int8 weight-only matmul).
+- everything else: dequantize then ``F.linear`` (fp8 on CUDA included: ``torch._scaled_mm`` also
+  quantizes the activations, which would change the method, so it is not used here).
+
+This module imports torch: import it only from code that already needs torch.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .codecs import QuantizedWeight, dequantize, quantize, storage_dtype
+from .formats import get_format
+
+
+def _empty_qweight(fmt: str, shape, group_size, device):
+    spec = get_format(fmt)
+    rows, cols = shape
+    data_cols = cols // 2 if spec.bits == 4 else cols
+    data = torch.empty((rows, data_cols), dtype=storage_dtype(fmt), device=device)
+    scale = None
+    if spec.scaled:
+        g = spec.effective_group_size(group_size) or cols
+        scale = torch.empty((rows, cols // g), dtype=torch.float32, device=device)
+    return data, scale
+
+
+class _QuantStore(nn.Module):
+    """Shared buffer handling: ``qweight`` (+ ``scale``) registered as buffers, saved in the state dict."""
+
+    def _init_store(self, fmt: str, shape, group_size, data, scale) -> None:
+        self.fmt = get_format(fmt).name
+        self.group_size = get_format(fmt).effective_group_size(group_size)
+        self.weight_shape = (int(shape[0]), int(shape[1]))
+        self.register_buffer("qweight", data)
+        if scale is not None:
+            self.register_buffer("scale", scale)
+        else:
+            self.scale = None
+
+    def quantized_weight(self) -> QuantizedWeight:
+        return QuantizedWeight(self.fmt, self.qweight, self.scale, self.weight_shape, self.group_size)
+
+    def dequantized_weight(self, dtype=None):
+        return dequantize(self.quantized_weight(), dtype)
+
+
+class QuantLinear(_QuantStore):
+    """A linear layer whose weight is stored in ``fmt`` (see module docstring)."""
+
+    def __init__(self, in_features: int, out_features: int, fmt: str, group_size=None, bias: bool = True,
+                 device=None, *, qweight=None, scale=None, bias_tensor=None):
+        super().__init__()
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        if qweight is None:
+            qweight, scale = _empty_qweight(fmt, (out_features, in_features), group_size, device)
+        self._init_store(fmt, (out_features, in_features), group_size, qweight, scale)
+        if bias_tensor is not None:
+            self.bias = bias_tensor if isinstance(bias_tensor, nn.Parameter) else nn.Parameter(bias_tensor, False)
+        elif bias:
+            self.bias = nn.Parameter(torch.empty(out_features, device=device), requires_grad=False)
+        else:
+            self.register_parameter("bias", None)
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear, fmt: str, group_size=None, *, where: str = "linear") -> "QuantLinear":
+        qw = quantize(linear.weight, fmt, group_size, where=where)
+        return cls(linear.in_features, linear.out_features, fmt, group_size, bias=linear.bias is not None,
+                   qweight=qw.data, scale=qw.scale, bias_tensor=linear.bias)
+
+    def _fused_int8(self, x) -> bool:
+        return (self.fmt == "int8" and self.scale is not None and self.scale.shape[1] == 1
+                and x.device.type == "cpu" and x.dtype in (torch.float32, torch.bfloat16, torch.float16))
+
+    def forward(self, x):
+        if self._fused_int8(x):
+            x2 = x.reshape(-1, self.in_features).contiguous()
+            y = torch._weight_int8pack_mm(x2, self.qweight, self.scale.reshape(-1).to(x.dtype))
+            y = y.reshape(*x.shape[:-1], self.out_features)
+            return y if self.bias is None else y + self.bias.to(y.dtype)
+        w = self.dequantized_weight(x.dtype)
+        return F.linear(x, w, None if self.bias is None else self.bias.to(x.dtype))
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, fmt={self.fmt}, "
+                f"group_size={self.group_size}, bias={self.bias is not None}")
+
+
+class QuantEmbedding(_QuantStore):
+    """An embedding table stored in ``fmt``; a lookup dequantizes only the gathered rows."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, fmt: str, group_size=None, padding_idx=None,
+                 device=None, *, qweight=None, scale=None):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        self.padding_idx = padding_idx
+        if qweight is None:
+            qweight, scale = _empty_qweight(fmt, (num_embeddings, embedding_dim), group_size, device)
+        self._init_store(fmt, (num_embeddings, embedding_dim), group_size, qweight, scale)
+
+    @classmethod
+    def from_embedding(cls, emb: nn.Embedding, fmt: str, group_size=None, *, where: str = "embedding"):
+        qw = quantize(emb.weight, fmt, group_size, where=where)
+        return cls(emb.num_embeddings, emb.embedding_dim, fmt, group_size, emb.padding_idx,
+                   qweight=qw.data, scale=qw.scale)
+
+    def forward(self, ids):
+        flat = ids.reshape(-1)
+        rows = self.quantized_weight().select_rows(flat)
+        out = dequantize(rows, torch.float32)
+        return out.reshape(*ids.shape, self.embedding_dim)

@@ -1,0 +1,223 @@
+"""Measured storage of a (quantized) model, its compression ratio, and safetensors save / load.
+
+Bytes are counted from what the tensors really hold: each distinct storage once
+(``untyped_storage().nbytes()``), looking inside tensor subclasses (torchao's ``Int8Tensor``)
+through ``__tensor_flatten__``. Nothing is predicted here; the plan's prediction is compared to it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from .metrics import compression_ratio, relative_error
+
+META_KEY = "pytest_genai.quant_plan"
+META_MODE = "pytest_genai.quant_mode"
+
+
+def _leaf_tensors(t):
+    flatten = getattr(type(t), "__tensor_flatten__", None)
+    if flatten is not None and type(t).__name__ not in ("Tensor", "Parameter"):
+        names, _ = t.__tensor_flatten__()
+        for n in names:
+            yield from _leaf_tensors(getattr(t, n))
+    else:
+        yield t
+
+
+def tensors_stored_bytes(tensors, seen: set | None = None) -> int:
+    """Bytes of the distinct storages behind ``tensors`` (subclasses looked into)."""
+    seen = set() if seen is None else seen
+    total = 0
+    for t in tensors:
+        if t is None:
+            continue
+        for leaf in _leaf_tensors(t):
+            storage = leaf.untyped_storage()
+            key = (storage.data_ptr(), leaf.device.type, storage.nbytes())
+            if key in seen:
+                continue
+            seen.add(key)
+            total += storage.nbytes()
+    return total
+
+
+def model_stored_bytes(model) -> int:
+    """Bytes the model's parameters and persistent buffers occupy (its state dict, shared storage once)."""
+    return tensors_stored_bytes(model.state_dict(keep_vars=True).values())
+
+
+def _module_tensors(module):
+    return list(module.state_dict(keep_vars=True).values())
+
+
+def eligible_stored_bytes(model, plan) -> int:
+    """Bytes of the weights (values and scales, no biases) of the plan's modules as now stored."""
+    total = 0
+    seen: set = set()
+    for name in plan.formats:
+        module = model.get_submodule(name)
+        tensors = [v for k, v in module.state_dict(keep_vars=True).items() if not k.endswith("bias")]
+        total += tensors_stored_bytes(tensors, seen)
+    return total
+
+
+def compression_report(original, qmodel, plan=None) -> dict:
+    """Measured compression of ``qmodel`` against the fp32 ``original`` (a model or its fp32 bytes;
+    None = the size recorded by ``quantize_model``).
+
+    Keys: ``compression_ratio`` (eligible weights: fp32 bytes / stored bytes),
+    ``compression_ratio_model`` (whole state dict), ``compression_ratio_safetensors`` (fp32 bytes of
+    the model / size of its safetensors file), the byte counts, the plan's predictions and their
+    relative error, ``sparse_storage`` (always False: zeros are stored densely, never counted as saved).
+    """
+    info = getattr(qmodel, "genai_quant", None)
+    plan = plan or (info.plan if info else None)
+    if plan is None:
+        raise ValueError("compression_report: pass the plan, or a model returned by quantize_model")
+    if original is None:
+        if info is None:
+            raise ValueError("compression_report: original=None needs a model returned by quantize_model")
+        model_fp32 = info.model_fp32_bytes
+    elif isinstance(original, int):
+        model_fp32 = original
+    else:
+        model_fp32 = 4 * sum({id(t): t.numel() for t in original.state_dict(keep_vars=True).values()}.values())
+    eligible_fp32 = 4 * sum(r * c for r, c in plan.shapes.values())
+    stored_eligible = eligible_stored_bytes(qmodel, plan)
+    stored_model = model_stored_bytes(qmodel)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "model.safetensors"
+        save_quantized(qmodel, path, plan)
+        st_bytes = path.stat().st_size
+    summary = plan.summary()
+    measured = compression_ratio(eligible_fp32, stored_eligible)
+    measured_model = compression_ratio(model_fp32, stored_model)
+    return {
+        "compression_ratio": measured,
+        "compression_ratio_model": measured_model,
+        "compression_ratio_safetensors": compression_ratio(model_fp32, st_bytes),
+        "eligible_fp32_bytes": eligible_fp32,
+        "stored_bytes": stored_eligible,
+        "model_fp32_bytes": model_fp32,
+        "model_stored_bytes": stored_model,
+        "safetensors_bytes": st_bytes,
+        "predicted_compression_ratio": summary["predicted_compression_ratio"],
+        "predicted_compression_ratio_model": summary["predicted_compression_ratio_model"],
+        "compression_ratio_prediction_error": relative_error(measured, summary["predicted_compression_ratio"]),
+        "mean_bits_per_weight": 8.0 * stored_eligible / (eligible_fp32 / 4),
+        "sparse_storage": False,
+    }
+
+
+def _flatten_subclass(key: str, t):
+    """``(name, plain tensor)`` pairs for ``t``; tensor subclasses (torchao) become their inner
+    tensors named ``key::attr`` (measured and saved; such files are not reloadable here)."""
+    flatten = getattr(type(t), "__tensor_flatten__", None)
+    if flatten is not None and type(t).__name__ not in ("Tensor", "Parameter"):
+        names, _ = t.__tensor_flatten__()
+        for n in names:
+            yield from _flatten_subclass(f"{key}::{n}", getattr(t, n))
+    else:
+        yield key, t
+
+
+def _state_for_saving(model) -> dict:
+    """State dict with shared tensors once and every tensor contiguous (safetensors' requirement)."""
+    out = {}
+    seen = set()
+    for k, v in model.state_dict().items():
+        for name, t in _flatten_subclass(k, v):
+            key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.dtype)
+            if t.numel() and key in seen:
+                continue
+            seen.add(key)
+            out[name] = t.detach().contiguous()
+    return out
+
+
+def save_quantized(qmodel, path, plan=None) -> Path:
+    """Write the quantized model's tensors to ``path`` (safetensors, no pickle), with the plan
+    and the mode in the file's metadata. Written atomically (temp file + ``os.replace``)."""
+    from safetensors.torch import save_file
+
+    info = getattr(qmodel, "genai_quant", None)
+    plan = plan or (info.plan if info else None)
+    if plan is None:
+        raise ValueError("save_quantized: pass the plan, or a model returned by quantize_model")
+    mode = info.mode if info else "real"
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tensors = _state_for_saving(qmodel)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    os.close(fd)
+    try:
+        save_file(tensors, tmp, metadata={META_KEY: plan.to_json(), META_MODE: mode})
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path
+
+
+def read_plan(path):
+    """The PrecisionPlan and mode stored in a file written by ``save_quantized``."""
+    from safetensors import safe_open
+
+    from .plan import PrecisionPlan
+
+    with safe_open(str(path), framework="pt") as f:
+        meta = f.metadata() or {}
+    if META_KEY not in meta:
+        raise ValueError(f"{path}: no {META_KEY!r} metadata; was it written by save_quantized?")
+    return PrecisionPlan.from_json(meta[META_KEY]), meta.get(META_MODE, "real")
+
+
+def load_quantized(model_skeleton, path):
+    """Rebuild a quantized model from ``path`` into ``model_skeleton`` (a freshly built model of the
+    same architecture, any weights): plan modules become empty Quant* modules (real mode), then
+    every tensor is loaded strictly. Returns the model, with ``model.genai_quant`` set."""
+    import torch.nn as nn
+    from safetensors.torch import load_file
+
+    from .apply import QuantInfo, _model_fp32_bytes, _parent, resolve_modules
+    from .modules import QuantEmbedding, QuantLinear
+
+    plan, mode = read_plan(path)
+    modules = resolve_modules(model_skeleton, plan)
+    model_fp32 = _model_fp32_bytes(model_skeleton)
+    if mode == "real":
+        for name, module in modules.items():
+            fmt = plan.formats[name]
+            if isinstance(module, nn.Embedding):
+                new = QuantEmbedding(module.num_embeddings, module.embedding_dim, fmt, plan.group_size,
+                                     module.padding_idx, device=module.weight.device)
+            else:
+                new = QuantLinear(module.in_features, module.out_features, fmt, plan.group_size,
+                                  bias=module.bias is not None, device=module.weight.device)
+            parent, child = _parent(model_skeleton, name)
+            setattr(parent, child, new)
+    state = load_file(str(path))
+    expected = set(model_skeleton.state_dict())
+    missing = expected - set(state)
+    # tied tensors were saved once: fill the aliases from the tensor they share storage with
+    if missing:
+        sd = model_skeleton.state_dict()
+        by_storage = {}
+        for k, t in sd.items():
+            by_storage.setdefault(t.untyped_storage().data_ptr(), []).append(k)
+        for k in list(missing):
+            for alias in by_storage.get(sd[k].untyped_storage().data_ptr(), []):
+                if alias in state:
+                    state[k] = state[alias]
+                    missing.discard(k)
+                    break
+    if missing:
+        raise ValueError(f"{path}: tensors missing for {sorted(missing)[:5]}; the file is for another model")
+    model_skeleton.load_state_dict(state, strict=True)
+    eligible_fp32 = 4 * sum(r * c for r, c in plan.shapes.values())
+    model_skeleton.genai_quant = QuantInfo(plan, mode, "native", model_fp32, eligible_fp32,
+                                           {n: "native" for n in plan.formats})
+    return model_skeleton
