@@ -1,0 +1,265 @@
+"""``pytest-genai report | compare | gate``: argparse front-ends returning exit codes.
+
+Exit codes (:mod:`.errors`): 0 fine / no regression, 1 regression (gate), 2 bad input —
+an unreadable or invalid file, a malformed option, or nothing to compare.  Every expected
+failure is one readable message on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Sequence, TextIO
+
+from pytest_genai.atomic import write_text_atomic
+from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, ReportInputError
+from .registry import MetricInfo, default_metric_info
+from .runs import Run, load_run
+from .thresholds import ThresholdError, Thresholds, parse_thresholds
+
+_SUFFIX_FORMATS = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html"}
+
+
+def _run_main(build: Callable[[], argparse.ArgumentParser], body: Callable[[argparse.Namespace], int],
+              argv: Sequence[str] | None) -> int:
+    parser = build()
+    try:
+        args = parser.parse_args(list(argv) if argv is not None else None)
+    except SystemExit as exc:  # argparse already printed usage and the error
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_BAD_INPUT
+    try:
+        return body(args)
+    except (ReportInputError, ThresholdError) as exc:
+        print(f"pytest-genai {parser.prog.split()[-1]}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _load_nonempty(path: str, role: str) -> Run:
+    run = load_run(path)
+    if not run.records:
+        raise ReportInputError(
+            f"{path}: the {role} run contains no benchmarks — check the run's -m/-k selection, and that "
+            "benchmarks were not disabled (--benchmark-disable) or skipped"
+        )
+    return run
+
+
+def _warn(lines: Sequence[str], stream: TextIO = sys.stderr) -> None:
+    for line in lines:
+        print(f"warning: {line}", file=stream)
+
+
+def _metric_info() -> dict[str, MetricInfo]:
+    info, warning = default_metric_info()
+    if warning:
+        _warn([warning])
+    return info
+
+
+def _thresholds(text: str | None) -> Thresholds:
+    return parse_thresholds(text, option="--max-regression")
+
+
+def _emit(text: str, outputs: Sequence[str]) -> None:
+    print(text, end="" if text.endswith("\n") else "\n")
+    for out in outputs:
+        write_text_atomic(out, text if text.endswith("\n") else text + "\n")
+
+
+# --- report ---------------------------------------------------------------------------------------
+
+def _report_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="pytest-genai report",
+        description="Claims table, one table per experiment, and plots, from a --benchmark-json run file.",
+    )
+    p.add_argument("run", help="pytest-benchmark JSON written by pytest --benchmark-json")
+    p.add_argument("--format", choices=("md", "html"), default=None,
+                   help="format for stdout and for -o files without a .md/.html suffix (default: md)")
+    p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
+                   help="write the report to FILE (atomically; repeatable; format from the suffix .md or .html)")
+    p.add_argument("--plots", metavar="DIR", default=None,
+                   help="write PNG plots into DIR and link them (HTML always embeds plots, in a temp dir if not given)")
+    return p
+
+
+def _claims_by_id() -> tuple[dict[str, Any], str | None]:
+    try:
+        from pytest_genai.claims import load_claims
+    except ImportError as exc:
+        return {}, f"claims data unavailable ({exc}); paper values not shown"
+    try:
+        return {c.id: c for c in load_claims()}, None
+    except Exception as exc:  # malformed claims data: say so, still report the run
+        return {}, f"claims data could not be loaded: {exc}"
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .plots import PlotsUnavailable, write_plots
+    from .render import report_blocks, to_html, to_markdown
+
+    run = _load_nonempty(args.run, "report's")
+    _warn(run.warnings)
+    info = _metric_info()
+    claims, warning = _claims_by_id()
+    notes = [warning] if warning else []
+    targets: list[tuple[Path | None, str]] = []
+    for out in args.output:
+        fmt = _SUFFIX_FORMATS.get(Path(out).suffix.lower(), args.format or "md")
+        targets.append((Path(out), fmt))
+    if not targets:
+        targets.append((None, args.format or "md"))
+    needs_images = args.plots is not None or any(fmt == "html" for _, fmt in targets)
+    with tempfile.TemporaryDirectory(prefix="pytest-genai-plots-") as tmp:
+        images: list[Path] = []
+        if needs_images:
+            try:
+                images = write_plots([r for r in run.records], Path(args.plots or tmp), info)
+            except PlotsUnavailable as exc:
+                notes.append(str(exc))
+        for path, fmt in targets:
+            # Markdown links only to plots that outlive this command (--plots DIR).
+            shown = images if (fmt == "html" or args.plots is not None) else []
+            blocks = report_blocks(run, info, claims, shown, notes)
+            text = to_html(blocks) if fmt == "html" else to_markdown(blocks, path.parent if path else Path.cwd())
+            if path is None:
+                sys.stdout.write(text)
+            else:
+                write_text_atomic(path, text)
+                print(f"wrote {path} ({fmt})", file=sys.stderr)
+        if args.plots is not None:
+            print(f"wrote {len(images)} plot(s) to {args.plots}", file=sys.stderr)
+    return EXIT_OK
+
+
+def report_main(argv: Sequence[str] | None = None) -> int:
+    """``pytest-genai report RUN.json [--format md|html] [-o FILE]... [--plots DIR]``."""
+    return _run_main(_report_parser, _report, argv)
+
+
+# --- compare --------------------------------------------------------------------------------------
+
+def _pair_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=description)
+    p.add_argument("baseline", help="the reference run (pytest-benchmark JSON)")
+    p.add_argument("current", help="the run to judge (pytest-benchmark JSON)")
+    p.add_argument("--max-regression", default=None, metavar="SPEC",
+                   help="per-metric thresholds, e.g. 'tokens_per_s=5%%,perplexity=0.5%%,quant:acc=1%%,*=10%%'")
+    p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
+                   help="also write the printed Markdown to FILE (atomically; repeatable)")
+    return p
+
+
+def _compare_parser() -> argparse.ArgumentParser:
+    return _pair_parser("pytest-genai compare",
+                        "Per-metric ratios between two runs, matched by experiment, config and model.")
+
+
+def _header(baseline: Run, current: Run, thresholds: Thresholds) -> str:
+    return (f"baseline: {baseline.source} ({len(baseline.records)} benchmarks) · "
+            f"current: {current.source} ({len(current.records)} benchmarks) · thresholds: {thresholds.id}")
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from .compare import compare_runs
+    from .views import comparison_table, one_sided_table
+
+    thresholds = _thresholds(args.max_regression)
+    baseline = _load_nonempty(args.baseline, "baseline")
+    current = _load_nonempty(args.current, "current")
+    _warn(baseline.warnings + current.warnings)
+    comparison = compare_runs(baseline, current, _metric_info(), thresholds)
+    parts = ["## pytest-genai compare", _header(baseline, current, thresholds)]
+    if comparison.pairs:
+        parts.append(comparison_table(comparison).to_markdown())
+    else:
+        parts.append("No benchmark of the current run matches one of the baseline by (experiment, config, model).")
+    if comparison.only_baseline or comparison.only_current:
+        parts += ["Benchmarks present on one side only:",
+                  one_sided_table(comparison.only_baseline, comparison.only_current).to_markdown()]
+    _emit("\n\n".join(parts), args.output)
+    return EXIT_OK
+
+
+def compare_main(argv: Sequence[str] | None = None) -> int:
+    """``pytest-genai compare BASELINE.json CURRENT.json [--max-regression SPEC] [-o FILE]``."""
+    return _run_main(_compare_parser, _compare, argv)
+
+
+# --- gate -----------------------------------------------------------------------------------------
+
+def _gate_parser() -> argparse.ArgumentParser:
+    p = _pair_parser(
+        "pytest-genai gate",
+        "Exit 1 when a metric regressed beyond its threshold (or a generation claim fails), 0 otherwise, "
+        "2 on unusable input.",
+    )
+    p.add_argument("--strict", action="store_true",
+                   help="also fail when a benchmark or metric of the baseline is missing from the current run")
+    p.add_argument("--no-claims", action="store_true",
+                   help="do not check generation claims when the runs are on different device generations")
+    return p
+
+
+def _generation_claims(skip: bool) -> tuple[list[Any], str | None]:
+    if skip:
+        return [], None
+    try:
+        from pytest_genai.claims import load_claims
+    except ImportError as exc:
+        return [], f"claims data unavailable ({exc}); hardware-upgrade checks skipped"
+    return [c for c in load_claims() if getattr(c, "kind", "value") == "generation"], None
+
+
+def _gate(args: argparse.Namespace) -> int:
+    from .gate import gate_runs
+    from .views import comparison_table, failures_table, generation_table, one_sided_table
+
+    thresholds = _thresholds(args.max_regression)
+    baseline = _load_nonempty(args.baseline, "baseline")
+    current = _load_nonempty(args.current, "current")
+    _warn(baseline.warnings + current.warnings)
+    try:
+        claims, warning = _generation_claims(args.no_claims)
+    except Exception as exc:  # malformed claims data must not let a gate pass silently
+        raise ReportInputError(f"claims data could not be loaded: {exc} (or pass --no-claims)") from None
+    if warning:
+        _warn([warning])
+    result = gate_runs(baseline, current, _metric_info(), thresholds, claims, strict=args.strict)
+    comparison = result.comparison
+    if not comparison.pairs:
+        raise ReportInputError(
+            f"no benchmark of {current.source} matches one of {baseline.source} by (experiment, config, model): "
+            "nothing to gate — were both runs made with the same selection and configs?"
+        )
+    parts = ["## pytest-genai gate", _header(baseline, current, thresholds),
+             comparison_table(comparison, strict=args.strict).to_markdown()]
+    if result.generation_checks:
+        parts += ["### Hardware-upgrade claims", generation_table(result.generation_checks).to_markdown()]
+    if comparison.only_baseline or comparison.only_current:
+        parts += ["Benchmarks present on one side only" + ("" if args.strict else " (not gated; --strict fails on them)")
+                  + ":", one_sided_table(comparison.only_baseline, comparison.only_current).to_markdown()]
+    parts += [f"Note: {n}" for n in result.notes]
+    failures = result.failures
+    if failures:
+        parts += [f"**FAIL**: {len(failures)} regression(s)", failures_table(result).to_markdown()]
+    else:
+        checked = sum(1 for pc in comparison.pairs for m in pc.metrics if m.max_regression is not None)
+        parts.append(f"**PASS**: {len(comparison.pairs)} benchmark(s), {checked} gated metric value(s), no regression")
+    _emit("\n\n".join(parts), args.output)
+    return EXIT_REGRESSION if failures else EXIT_OK
+
+
+def gate_main(argv: Sequence[str] | None = None) -> int:
+    """``pytest-genai gate BASELINE.json CURRENT.json [--max-regression SPEC] [--strict] [-o FILE]``."""
+    return _run_main(_gate_parser, _gate, argv)
+
+
+if __name__ == "__main__":  # pragma: no cover - convenience for `python -m pytest_genai.report.cli gate ...`
+    commands = {"report": report_main, "compare": compare_main, "gate": gate_main}
+    if len(sys.argv) < 2 or sys.argv[1] not in commands:
+        print(f"usage: python -m pytest_genai.report.cli {{{','.join(commands)}}} ...", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
+    sys.exit(commands[sys.argv[1]](sys.argv[2:]))

@@ -1,0 +1,238 @@
+"""The regression gate (``pytest-genai gate``) and its hardware-upgrade mode.
+
+Software-change mode: every metric with a direction is compared with its threshold
+(:mod:`.thresholds`); a worsening beyond it, or a current value that is nan/inf, fails
+the gate.  With ``strict``, metrics and benchmarks that disappeared fail it too.
+
+Hardware-upgrade mode: for a matched pair whose two devices are of different
+generations, the claims data may hold a *generation claim* for that pair (kind
+"generation", ``from_generation`` → ``to_generation``, e.g. Gaudi1 → Gaudi2 2.5–3x).
+The measured speedup of the claim's metric (:func:`.deltas.speedup`) is checked against
+the claim's bounds instead of the ordinary threshold; the pair's other metrics are gated
+as usual.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from .compare import FAILING, MISSING_CURRENT, Comparison, MetricComparison, PairComparison, compare_runs
+from .deltas import speedup
+from .registry import SPEEDUP_METRIC, THROUGHPUT_METRICS, MetricInfo
+from .runs import BENCH_MEDIAN_METRIC, Record, Run
+from .thresholds import Thresholds
+
+CLAIM_CHECKED = "see claim"
+
+
+@dataclass(frozen=True)
+class GenerationCheck:
+    """A generation claim checked on one matched pair."""
+
+    claim_id: str
+    benchmark: str
+    metric: str
+    from_generation: str
+    to_generation: str
+    baseline: float | None
+    current: float | None
+    speedup: float
+    min: float | None
+    max: float | None
+    paper: str
+    verdict: str  # "pass" | "fail"
+    message: str
+
+
+@dataclass(frozen=True)
+class Failure:
+    benchmark: str
+    metric: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class GateResult:
+    comparison: Comparison
+    generation_checks: tuple[GenerationCheck, ...]
+    notes: tuple[str, ...]
+    strict: bool
+
+    @property
+    def failures(self) -> tuple[Failure, ...]:
+        out: list[Failure] = []
+        for pc in self.comparison.pairs:
+            for mc in pc.metrics:
+                failing = mc.status in FAILING or (self.strict and mc.status == MISSING_CURRENT)
+                if failing:
+                    out.append(Failure(pc.pair.current.label, mc.metric, _reason(mc)))
+        for check in self.generation_checks:
+            if check.verdict == "fail":
+                out.append(Failure(check.benchmark, check.metric, check.message))
+        if self.strict:
+            for rec in self.comparison.only_baseline:
+                out.append(Failure(rec.label, "*", "benchmark missing from the current run (--strict)"))
+        return tuple(out)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+def _reason(mc: MetricComparison) -> str:
+    if mc.status == MISSING_CURRENT:
+        return "metric missing from the current run (--strict)"
+    if mc.status == "not finite":
+        return f"current value is {mc.current} (baseline {mc.baseline:g})"
+    assert mc.change is not None and mc.max_regression is not None
+    worse = -mc.change if mc.direction == "higher" else mc.change
+    word = "dropped" if mc.direction == "higher" else "rose"
+    return f"{word} {worse * 100:.2f}% (limit {mc.max_regression * 100:g}%, {mc.direction} is better)"
+
+
+def _norm(text: Any) -> str:
+    return str(text or "").strip().lower()
+
+
+def _generations_match(claim: Any, baseline_gen: str, current_gen: str) -> bool:
+    matches = getattr(claim, "matches_generations", None)
+    if callable(matches):  # the claims model's own rule (``a100`` also matches ``a100-sxm4-80gb``)
+        return bool(matches(_norm(baseline_gen), _norm(current_gen)))
+    return _norm(claim.from_generation) == _norm(baseline_gen) and _norm(claim.to_generation) == _norm(current_gen)
+
+
+def generation_claims_for(claims: Sequence[Any], from_gen: str, to_gen: str, record: Record) -> list[Any]:
+    """Generation claims (kind 'generation') in scope for ``record`` moving ``from_gen`` → ``to_gen``.
+
+    Scope: the claim's generations, its experiment, its models and its ``where`` config values.
+    """
+    out = []
+    for claim in claims:
+        if getattr(claim, "kind", "value") != "generation" or not _generations_match(claim, from_gen, to_gen):
+            continue
+        experiment = getattr(claim, "experiment", None)
+        if experiment and record.experiment != experiment:
+            continue
+        models = {m.lower() for m in (getattr(claim, "models", ()) or ())}
+        if models and (record.model or "").lower() not in models:
+            continue
+        where = getattr(claim, "where", None) or {}
+        if any(record.config.get(k) != v for k, v in where.items()):
+            continue
+        out.append(claim)
+    return out
+
+
+def speedup_basis(claim_metric: str, base: Record, cur: Record, info: Mapping[str, MetricInfo]) -> tuple[str, str] | None:
+    """The recorded metric (and its direction) whose two-run ratio is the claim's speedup.
+
+    A claim on a recorded metric with a direction uses that metric.  A claim on the two-run
+    metric ``speedup`` ("throughput of the newer generation / of the older one") uses the first
+    throughput metric both runs recorded (:data:`.registry.THROUGHPUT_METRICS`), else
+    pytest-benchmark's median round time (same config, so the same work per round).
+    """
+    def both(metric: str) -> bool:
+        return metric in base.metrics and metric in cur.metrics
+
+    if claim_metric != SPEEDUP_METRIC:
+        direction = info[claim_metric].direction if claim_metric in info else None
+        return (claim_metric, direction) if both(claim_metric) and direction in ("higher", "lower") else None
+    for metric in THROUGHPUT_METRICS:
+        if both(metric):
+            return metric, "higher"
+    return (BENCH_MEDIAN_METRIC, "lower") if both(BENCH_MEDIAN_METRIC) else None
+
+
+def check_generation(claim: Any, pc: PairComparison, info: Mapping[str, MetricInfo]) -> GenerationCheck | None:
+    """Check ``claim`` on one pair; None when the pair records no metric the speedup can be computed from."""
+    base, cur = pc.pair.baseline, pc.pair.current
+    basis = speedup_basis(claim.metric, base, cur, info)
+    if basis is None:
+        return None
+    metric, direction = basis
+    b, c = float(base.metrics[metric]), float(cur.metrics[metric])
+    s = speedup(b, c, direction)
+    verdict, message = _check(claim, s)
+    moved = f"{base.device.generation}→{cur.device.generation}" if base.device and cur.device else "?"
+    return GenerationCheck(
+        claim_id=claim.id,
+        benchmark=cur.label,
+        metric=metric,
+        from_generation=base.device.generation if base.device else "",
+        to_generation=cur.device.generation if cur.device else "",
+        baseline=b,
+        current=c,
+        speedup=s,
+        min=getattr(claim, "min", None),
+        max=getattr(claim, "max", None),
+        paper=_paper_text(claim),
+        verdict=verdict,
+        message=f"{moved} speedup of {metric}: {message}",
+    )
+
+
+def _check(claim: Any, value: float) -> tuple[str, str]:
+    try:
+        from pytest_genai.claims import check_value
+    except ImportError:  # pragma: no cover - the claims package ships with this one
+        check_value = None
+    if check_value is not None:
+        verdict = check_value(claim, value)
+        return verdict.verdict, verdict.message
+    lo, hi = claim.min, claim.max
+    ok = math.isfinite(value) and (lo is None or value >= lo) and (hi is None or value <= hi)
+    return ("pass" if ok else "fail"), f"claim {claim.id}: measured {value:.4g} (bounds {lo}, {hi})"
+
+
+def _paper_text(claim: Any) -> str:
+    source = getattr(claim, "source", None) or f"Paper {getattr(claim, 'paper', '?')}"
+    text = getattr(claim, "paper_text", "") or ""
+    return f"{source}: {text}" if text else str(source)
+
+
+def gate_runs(
+    baseline: Run,
+    current: Run,
+    info: Mapping[str, MetricInfo],
+    thresholds: Thresholds,
+    claims: Sequence[Any] = (),
+    strict: bool = False,
+) -> GateResult:
+    """Compare ``current`` with ``baseline`` and decide pass/fail, checking generation claims where they apply."""
+    comparison = compare_runs(baseline, current, info, thresholds)
+    notes: list[str] = []
+    checks: list[GenerationCheck] = []
+    pairs: list[PairComparison] = []
+    unclaimed: set[tuple[str, str]] = set()
+    for pc in comparison.pairs:
+        base, cur = pc.pair.baseline, pc.pair.current
+        if base.device is None or cur.device is None or _norm(base.device.generation) == _norm(cur.device.generation):
+            pairs.append(pc)
+            continue
+        gens = (base.device.generation, cur.device.generation)
+        applicable = generation_claims_for(claims, *gens, cur)
+        replaced: set[str] = set()
+        for claim in applicable:
+            check = check_generation(claim, pc, info)
+            if check is None:
+                notes.append(
+                    f"claim {claim.id} ({claim.metric}) applies to {cur.label}, but the two runs share no metric "
+                    f"its speedup can be computed from (one of {', '.join(THROUGHPUT_METRICS)})"
+                )
+                continue
+            checks.append(check)
+            replaced.add(check.metric)
+        if not applicable:
+            unclaimed.add(gens)
+        metrics = tuple(dataclasses.replace(m, status=CLAIM_CHECKED) if m.metric in replaced else m for m in pc.metrics)
+        pairs.append(PairComparison(pc.pair, metrics))
+    for frm, to in sorted(unclaimed):
+        notes.append(
+            f"baseline ran on {frm}, current on {to}: the claims data has no generation claim for {frm}→{to} "
+            "that applies; its metrics are gated as for a software change"
+        )
+    comparison = dataclasses.replace(comparison, pairs=tuple(pairs))
+    return GateResult(comparison, tuple(checks), tuple(notes), strict)

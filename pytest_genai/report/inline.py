@@ -1,0 +1,152 @@
+"""``--genai-baseline prev.json``: compare each benchmark's metrics with a previous run while pytest runs.
+
+The lead's plugin registers :class:`BaselinePlugin` when the option is given.  After a
+benchmark's call phase passes, its ``benchmark.extra_info["genai"]`` is matched to the
+baseline run's benchmark with the same (experiment, config, model) — not by node id, so
+a CUDA run and an HPU run of one config pair up — and every metric is compared with its
+threshold (:mod:`.thresholds`).  A regressed benchmark becomes an ordinary test failure
+with a short message (no traceback); the session ends with the usual ``N passed, N
+failed`` line and a summary table.  Unlike ``--benchmark-compare-fail`` nothing raises
+out of the session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import pytest
+
+from .compare import FAILING, MetricComparison, compare_records
+from .errors import ReportInputError
+from .matching import match_records
+from .registry import MetricInfo, default_metric_info
+from .runs import Record, load_run, records_from_benchmarks
+from .tables import format_change, format_number, make_table
+from .thresholds import ThresholdError, parse_thresholds
+
+
+@dataclass(frozen=True)
+class InlineResult:
+    nodeid: str
+    record: Record
+    baseline: Record | None
+    metrics: tuple[MetricComparison, ...]
+
+    @property
+    def regressions(self) -> tuple[MetricComparison, ...]:
+        return tuple(m for m in self.metrics if m.status in FAILING)
+
+
+def regression_message(result: InlineResult, baseline_source: str) -> str:
+    """The failure text of a regressed benchmark: one line per regressed metric, no traceback."""
+    lines = [f"genai baseline: {result.record.label} regressed against {baseline_source}"]
+    for m in result.regressions:
+        unit = f" {m.unit}" if m.unit else ""
+        if m.status == "regressed":
+            limit = f"limit {m.max_regression * 100:g}%, {m.direction} is better"
+            lines.append(f"  {m.metric}: {format_number(m.baseline)} -> {format_number(m.current)}{unit} "
+                         f"({format_change(m.change)}; {limit})")
+        else:
+            lines.append(f"  {m.metric}: {format_number(m.baseline)} -> {m.current}{unit} (not a finite number)")
+    return "\n".join(lines)
+
+
+def _stats_dict(bench: Any) -> dict[str, float] | None:
+    meta = getattr(bench, "stats", None)
+    stats = getattr(meta, "stats", None)
+    median = getattr(stats, "median", None) if stats is not None else None
+    try:
+        return {"median": float(median)} if median is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+class BaselinePlugin:
+    """Registered by the plugin as ``BaselinePlugin(config, baseline_path, thresholds_text)``."""
+
+    def __init__(
+        self,
+        config: pytest.Config,
+        baseline_path: str,
+        thresholds_text: str | None = None,
+        info: Mapping[str, MetricInfo] | None = None,
+    ) -> None:
+        self.config = config
+        try:
+            self.baseline = load_run(baseline_path)
+            self.thresholds = parse_thresholds(thresholds_text, option="--genai-max-regression")
+        except (ReportInputError, ThresholdError) as exc:
+            raise pytest.UsageError(f"--genai-baseline: {exc}") from None
+        if not self.baseline.records:
+            raise pytest.UsageError(f"--genai-baseline: {baseline_path}: the baseline run contains no benchmarks")
+        self.warnings: list[str] = list(self.baseline.warnings)
+        if info is None:
+            info, warning = default_metric_info()
+            if warning:
+                self.warnings.append(warning)
+        self.info = info
+        self.results: list[InlineResult] = []
+
+    def compare_item(self, nodeid: str, name: str, bench: Any) -> InlineResult | None:
+        """Compare one benchmark fixture's genai metrics with the baseline; None when it recorded none."""
+        extra = getattr(bench, "extra_info", None)
+        if not isinstance(extra, dict) or not isinstance(extra.get("genai"), dict):
+            return None
+        entry = {"name": name, "fullname": nodeid, "extra_info": extra, "stats": _stats_dict(bench)}
+        try:
+            (record,) = records_from_benchmarks([entry], "this run")
+        except ReportInputError as exc:
+            self.warnings.append(f"{nodeid}: not compared with the baseline: {exc}")
+            return None
+        matching = match_records(self.baseline.records, [record])
+        base = next((p.baseline for p in matching.pairs), None)
+        metrics = compare_records(base, record, self.info, self.thresholds) if base is not None else ()
+        result = InlineResult(nodeid, record, base, metrics)
+        self.results.append(result)
+        return result
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        report = yield
+        if call.when != "call" or not report.passed:
+            return report
+        bench = getattr(item, "funcargs", {}).get("benchmark")
+        if bench is None:
+            return report
+        result = self.compare_item(item.nodeid, item.name, bench)
+        if result is not None and result.regressions:
+            report.outcome = "failed"
+            report.longrepr = regression_message(result, self.baseline.source)
+        return report
+
+    def summary_table(self) -> str:
+        rows = []
+        for r in self.results:
+            if r.baseline is None:
+                rows.append([r.nodeid, "—", "0", "—", "no match in baseline"])
+                continue
+            gated = [m for m in r.metrics if m.change is not None and m.direction in ("higher", "lower")]
+            worst = max(gated, key=lambda m: -m.change if m.direction == "higher" else m.change, default=None)
+            worst_text = "—" if worst is None else f"{worst.metric} {format_change(worst.change)}"
+            regressed = ", ".join(m.metric for m in r.regressions)
+            status = f"REGRESSED: {regressed}" if regressed else "ok"
+            device = r.baseline.device.generation if r.baseline.device else "—"
+            rows.append([r.nodeid, device, str(len(r.metrics)), worst_text, status])
+        table = make_table(["benchmark", "baseline device", "metrics", "largest worsening", "status"], rows,
+                           [False, False, True, False, False])
+        return table.to_markdown()
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        tr = terminalreporter
+        tr.write_sep("-", f"genai baseline: {self.baseline.source} (thresholds: {self.thresholds.id})")
+        for warning in self.warnings:
+            tr.write_line(f"warning: {warning}")
+        if not self.results:
+            tr.write_line("no benchmark recorded genai metrics; nothing compared")
+            return
+        for line in self.summary_table().splitlines():
+            tr.write_line(line)
+        failed = sum(1 for r in self.results if r.regressions)
+        unmatched = sum(1 for r in self.results if r.baseline is None)
+        tr.write_line(f"{len(self.results)} benchmark(s) compared, {failed} regressed, {unmatched} without a baseline match")

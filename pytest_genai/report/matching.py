@@ -1,0 +1,72 @@
+"""Pairing the benchmarks of two runs: by (experiment, config, model), not by node id.
+
+The device is deliberately not part of the key, so a CUDA run and an HPU run of the
+same config pair up (that is what a hardware comparison needs).  When one run holds
+the same key several times (the same config parametrized over several devices), those
+entries are paired by device — exact device, then generation, then kind — and a single
+entry left on each side is paired too.  Whatever is left is reported as present on one
+side only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from .runs import Record
+
+
+@dataclass(frozen=True)
+class Pair:
+    baseline: Record
+    current: Record
+
+
+@dataclass(frozen=True)
+class Matching:
+    pairs: tuple[Pair, ...]
+    only_baseline: tuple[Record, ...]
+    only_current: tuple[Record, ...]
+
+
+def _device_keys() -> tuple[Callable[[Record], object], ...]:
+    def exact(r: Record) -> object:
+        return None if r.device is None else (r.device.kind, r.device.generation, r.device.name)
+
+    def generation(r: Record) -> object:
+        return None if r.device is None else (r.device.kind, r.device.generation)
+
+    def kind(r: Record) -> object:
+        return None if r.device is None else r.device.kind
+
+    return exact, generation, kind
+
+
+def match_records(baseline: Sequence[Record], current: Sequence[Record]) -> Matching:
+    """Pair ``baseline`` and ``current`` records; order follows the baseline, then new current entries."""
+    groups: dict[tuple[str, str, str], tuple[list[Record], list[Record]]] = {}
+    for rec in baseline:
+        groups.setdefault(rec.key, ([], []))[0].append(rec)
+    for rec in current:
+        groups.setdefault(rec.key, ([], []))[1].append(rec)
+
+    pairs: list[Pair] = []
+    only_b: list[Record] = []
+    only_c: list[Record] = []
+    for base_list, cur_list in groups.values():
+        b, c = list(base_list), list(cur_list)
+        if len(b) > 1 or len(c) > 1:
+            for device_key in _device_keys():
+                for rb in list(b):
+                    candidates = [rc for rc in c if device_key(rc) == device_key(rb)]
+                    same_side = [x for x in b if device_key(x) == device_key(rb)]
+                    if len(candidates) == 1 and len(same_side) == 1:
+                        pairs.append(Pair(rb, candidates[0]))
+                        b.remove(rb)
+                        c.remove(candidates[0])
+        if len(b) == 1 and len(c) == 1:
+            pairs.append(Pair(b[0], c[0]))
+            b, c = [], []
+        only_b.extend(b)
+        only_c.extend(c)
+    return Matching(tuple(pairs), tuple(only_b), tuple(only_c))

@@ -1,0 +1,25 @@
+"""Pareto front of (x, y) points, each axis with its own better direction."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+
+def pareto_front(points: Sequence[tuple[float, float]], maximize_x: bool = True, maximize_y: bool = True) -> list[int]:
+    """Indices of the non-dominated points, sorted by x from worst to best.
+
+    A point is dominated when another point is at least as good on both axes and strictly
+    better on one (the usual definition; e.g. for quantization: higher compression ratio and
+    lower perplexity are better).  Points with a non-finite coordinate are never on the front;
+    exact duplicates are all kept.
+    """
+    sx = 1.0 if maximize_x else -1.0
+    sy = 1.0 if maximize_y else -1.0
+    finite = [(i, sx * x, sy * y) for i, (x, y) in enumerate(points) if math.isfinite(x) and math.isfinite(y)]
+    front = []
+    for i, x, y in finite:
+        dominated = any((x2 >= x and y2 >= y) and (x2 > x or y2 > y) for j, x2, y2 in finite if j != i)
+        if not dominated:
+            front.append((x, i))
+    return [i for _, i in sorted(front)]

@@ -1,0 +1,132 @@
+"""The run report as a list of blocks, rendered to Markdown (CI comment) or self-contained HTML."""
+
+from __future__ import annotations
+
+import base64
+import html
+import os
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence, Union
+
+from .registry import MetricInfo
+from .runs import Run
+from .tables import Table
+from .views import claims_table, experiment_tables
+
+
+@dataclass(frozen=True)
+class Heading:
+    text: str
+    level: int = 2
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    text: str
+
+
+@dataclass(frozen=True)
+class Image:
+    path: Path
+    caption: str
+
+
+Block = Union[Heading, Paragraph, Table, Image]
+
+
+def report_blocks(
+    run: Run,
+    info: Mapping[str, MetricInfo],
+    claims_by_id: Mapping[str, Any] | None = None,
+    images: Sequence[Path] = (),
+    notes: Sequence[str] = (),
+) -> list[Block]:
+    """Summary, claims table, one table per experiment, then the plots."""
+    recs = run.records
+    blocks: list[Block] = [Heading(f"pytest-genai report — {Path(run.source).name}", 1)]
+    experiments = Counter(r.experiment or "pytest-benchmark" for r in recs)
+    devices = sorted({r.device.generation for r in recs if r.device is not None})
+    verdicts = Counter(str(c.get("verdict", "?")) for r in recs for c in r.claims)
+    summary = [
+        f"{len(recs)} benchmarks",
+        "experiments: " + ", ".join(f"{e} ({n})" for e, n in experiments.items()),
+        "devices: " + (", ".join(devices) or "—"),
+        "claims: " + (", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())) or "none checked"),
+    ]
+    if run.datetime:
+        summary.append(f"run at {run.datetime}")
+    blocks.append(Paragraph(" · ".join(summary)))
+    for note in list(notes) + list(run.warnings):
+        blocks.append(Paragraph(f"Note: {note}"))
+    claims = claims_table(recs, claims_by_id)
+    blocks.append(Heading("Claims"))
+    blocks.append(claims if claims.rows else Paragraph("No claims were checked in this run."))
+    for exp, (table, shared) in experiment_tables(recs, info).items():
+        blocks.append(Heading(f"Experiment: {exp}"))
+        if shared:
+            blocks.append(Paragraph(f"Same in every row: {shared}"))
+        blocks.append(table)
+    if any("modeled" in r.sources.values() for r in recs):
+        blocks.append(Paragraph("Columns marked (modeled) are computed from a model of the hardware, not measured."))
+    if images:
+        blocks.append(Heading("Plots"))
+        blocks.extend(Image(Path(p), Path(p).stem) for p in images)
+    return blocks
+
+
+def to_markdown(blocks: Sequence[Block], base_dir: Path | None = None) -> str:
+    """GitHub Markdown; image links are relative to ``base_dir`` (where the Markdown file will live)."""
+    parts = []
+    for b in blocks:
+        if isinstance(b, Heading):
+            parts.append("#" * b.level + " " + b.text)
+        elif isinstance(b, Paragraph):
+            parts.append(b.text)
+        elif isinstance(b, Table):
+            parts.append(b.to_markdown())
+        elif isinstance(b, Image):
+            target = b.path
+            if base_dir is not None:
+                try:
+                    target = Path(os.path.relpath(b.path.resolve(), base_dir.resolve()))
+                except ValueError:  # different drive on Windows
+                    target = b.path
+            parts.append(f"![{b.caption}]({target.as_posix()})")
+    return "\n\n".join(parts) + "\n"
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px;color:#222}
+table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:13px}
+th,td{border:1px solid #ccc;padding:3px 8px;text-align:left}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f3f3f3}
+img{max-width:100%;border:1px solid #eee;margin:0.5em 0}
+figure{margin:0 0 1.5em}
+"""
+
+
+def to_html(blocks: Sequence[Block]) -> str:
+    """A single self-contained HTML page: images are embedded as base64 data URIs."""
+    title = next((b.text for b in blocks if isinstance(b, Heading)), "pytest-genai report")
+    parts = []
+    for b in blocks:
+        if isinstance(b, Heading):
+            parts.append(f"<h{b.level}>{html.escape(b.text)}</h{b.level}>")
+        elif isinstance(b, Paragraph):
+            parts.append(f"<p>{html.escape(b.text)}</p>")
+        elif isinstance(b, Table):
+            parts.append(b.to_html())
+        elif isinstance(b, Image):
+            data = base64.b64encode(b.path.read_bytes()).decode("ascii")
+            parts.append(
+                f'<figure><img alt="{html.escape(b.caption)}" src="data:image/png;base64,{data}">'
+                f"<figcaption>{html.escape(b.caption)}</figcaption></figure>"
+            )
+    body = "\n".join(parts)
+    return (
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{html.escape(title)}</title>\n'
+        f"<style>{_CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
+    )

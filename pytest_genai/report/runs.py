@@ -1,0 +1,295 @@
+"""Reading pytest-benchmark JSON runs into validated, immutable records.
+
+A run file is ordinary pytest-benchmark JSON (``--benchmark-json``).  Each benchmark
+written by pytest-genai carries ``extra_info["genai"]`` (JSON contract
+``pytest-genai/1``): experiment, device, model, config, metrics and their sources and
+units, claim verdicts, labels and attachments.  Benchmarks without that object
+(plain pytest-benchmark tests) are kept with only their timing statistics.
+
+Problems that make a whole file unusable raise :class:`ReportInputError` with a
+message naming the file (and the benchmark and field); problems confined to one value
+(a metric that is not a number) are collected in :attr:`Run.warnings` and the value is
+dropped, so that one bad entry does not hide the rest of a run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .errors import ReportInputError
+
+from pytest_genai import SCHEMA  # the version of the JSON contract this package reads
+
+BENCH_MEDIAN_METRIC = "benchmark_median_s"
+"""Name under which pytest-benchmark's own median round time (``stats.median``) is exposed."""
+
+
+@dataclass(frozen=True)
+class DeviceRef:
+    """The device a benchmark ran on, as recorded in the JSON contract."""
+
+    kind: str
+    generation: str
+    name: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.generation if self.generation == self.kind else f"{self.kind}:{self.generation}"
+
+
+@dataclass(frozen=True)
+class Record:
+    """One benchmark of one run, read from the JSON contract."""
+
+    name: str
+    fullname: str
+    experiment: str | None
+    device: DeviceRef | None
+    model: str | None
+    config: Mapping[str, Any]
+    metrics: Mapping[str, float]
+    sources: Mapping[str, str] = field(default_factory=dict)
+    units: Mapping[str, str] = field(default_factory=dict)
+    claims: tuple[Mapping[str, Any], ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    attachments: Mapping[str, Any] = field(default_factory=dict)
+    param: str | None = None
+
+    @property
+    def config_key(self) -> str:
+        """Canonical text of the config (sorted keys), used to match benchmarks across runs."""
+        return json.dumps(self.config, sort_keys=True, separators=(",", ":"), default=str)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """Matching key across runs: (experiment, config, model) — deliberately not the node id or device.
+
+        Benchmarks without the genai object have no experiment or config; they fall back
+        to their test name (without its parameter id), plus the parameter id.
+        """
+        if self.experiment is None:
+            base = self.name.split("[", 1)[0]
+            return ("pytest-benchmark:" + base, self.param or "", "")
+        return (self.experiment, self.config_key, self.model or "")
+
+    @property
+    def label(self) -> str:
+        """Short human-readable name: the test's name (with its parameter id)."""
+        return self.name
+
+
+@dataclass(frozen=True)
+class Run:
+    """A whole run file: its records, the devices the session detected, and non-fatal warnings."""
+
+    source: str
+    records: tuple[Record, ...]
+    devices: tuple[Mapping[str, Any], ...] = ()
+    warnings: tuple[str, ...] = ()
+    datetime: str | None = None
+
+    @property
+    def generations(self) -> tuple[str, ...]:
+        """Device generations the run's benchmarks ran on, in first-seen order."""
+        seen: dict[str, None] = {}
+        for rec in self.records:
+            if rec.device is not None:
+                seen.setdefault(rec.device.generation, None)
+        return tuple(seen)
+
+
+def load_run(path: str | os.PathLike[str]) -> Run:
+    """Read and validate one run file; raises :class:`ReportInputError` naming the file on any fatal problem."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise ReportInputError(f"{p}: no such file (pass the JSON written by pytest --benchmark-json)") from None
+    except IsADirectoryError:
+        raise ReportInputError(f"{p}: is a directory, not a JSON file (pass the file written by --benchmark-json)") from None
+    except OSError as exc:
+        raise ReportInputError(f"{p}: cannot be read ({exc.strerror or exc})") from None
+    if not raw.strip():
+        raise ReportInputError(f"{p}: the file is empty (was the pytest run interrupted before it wrote its JSON?)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ReportInputError(f"{p}: not UTF-8 text (byte {exc.start}); pass the JSON written by --benchmark-json") from None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        hint = (
+            "the file ends early — it looks truncated (was the run interrupted?)"
+            if exc.pos >= len(text.rstrip()) - 1
+            else "it is not JSON; pass the file written by pytest --benchmark-json"
+        )
+        raise ReportInputError(f"{p}: invalid JSON at line {exc.lineno}, column {exc.colno} ({exc.msg}): {hint}") from None
+    return run_from_json(obj, str(p))
+
+
+def run_from_json(obj: Any, source: str) -> Run:
+    """Validate an already-parsed pytest-benchmark JSON document (``source`` names it in messages)."""
+    if not isinstance(obj, dict):
+        raise ReportInputError(
+            f"{source}: top level is a JSON {type(obj).__name__}, expected an object with a 'benchmarks' list "
+            "(pytest-benchmark JSON)"
+        )
+    if "benchmarks" not in obj:
+        raise ReportInputError(
+            f"{source}: no 'benchmarks' list — this is not pytest-benchmark JSON (write it with pytest --benchmark-json FILE)"
+        )
+    benchmarks = obj["benchmarks"]
+    if not isinstance(benchmarks, list):
+        raise ReportInputError(f"{source}: 'benchmarks' is a {type(benchmarks).__name__}, expected a list")
+    warnings: list[str] = []
+    records = tuple(records_from_benchmarks(benchmarks, source, warnings))
+    devices: tuple[Mapping[str, Any], ...] = ()
+    machine = obj.get("machine_info")
+    if isinstance(machine, dict) and isinstance(machine.get("genai"), dict):
+        found = machine["genai"].get("devices")
+        if isinstance(found, list):
+            devices = tuple(d for d in found if isinstance(d, dict))
+    when = obj.get("datetime")
+    return Run(source, records, devices, tuple(warnings), when if isinstance(when, str) else None)
+
+
+def records_from_benchmarks(benchmarks: Iterable[Any], source: str, warnings: list[str] | None = None) -> list[Record]:
+    """Turn pytest-benchmark "benchmarks" entries into :class:`Record`; ``warnings`` collects non-fatal problems."""
+    out: list[Record] = []
+    sink = warnings if warnings is not None else []
+    for index, bench in enumerate(benchmarks):
+        out.append(_record(bench, f"{source}: benchmark #{index}", sink))
+    return out
+
+
+def _record(bench: Any, where: str, warnings: list[str]) -> Record:
+    if not isinstance(bench, dict):
+        raise ReportInputError(f"{where}: is a JSON {type(bench).__name__}, expected an object")
+    name = bench.get("name")
+    fullname = bench.get("fullname", name)
+    if not isinstance(name, str) or not name:
+        raise ReportInputError(f"{where}: has no 'name' string (not pytest-benchmark JSON?)")
+    where = f"{where.split(': benchmark')[0]}: benchmark {name!r}"
+    param = bench.get("param")
+    extra = bench.get("extra_info") or {}
+    if not isinstance(extra, dict):
+        raise ReportInputError(f"{where}: 'extra_info' is a {type(extra).__name__}, expected an object")
+    median = _stats_median(bench.get("stats"))
+    genai = extra.get("genai")
+    if genai is None:
+        metrics = {BENCH_MEDIAN_METRIC: median} if median is not None else {}
+        return Record(
+            name=name,
+            fullname=str(fullname),
+            experiment=None,
+            device=None,
+            model=None,
+            config={},
+            metrics=metrics,
+            sources={k: "measured" for k in metrics},
+            units={k: "s" for k in metrics},
+            param=param if isinstance(param, str) else None,
+        )
+    if not isinstance(genai, dict):
+        raise ReportInputError(f"{where}: extra_info.genai is a {type(genai).__name__}, expected an object")
+    schema = genai.get("schema")
+    if schema != SCHEMA:
+        shown = "no 'schema' field" if schema is None else f"schema {schema!r}"
+        raise ReportInputError(
+            f"{where}: extra_info.genai has {shown}, but this pytest-genai reads {SCHEMA!r} — "
+            "regenerate the file with this version of pytest-genai, or read it with the version that wrote it"
+        )
+    experiment = genai.get("experiment")
+    if not isinstance(experiment, str) or not experiment:
+        raise ReportInputError(f"{where}: extra_info.genai.experiment must be a non-empty string, got {experiment!r}")
+    device = _device(genai.get("device"), where)
+    model = genai.get("model")
+    if model is not None and not isinstance(model, str):
+        raise ReportInputError(f"{where}: extra_info.genai.model must be a string or null, got {model!r}")
+    config = genai.get("config", {})
+    if config is None:
+        config = {}
+    if not isinstance(config, dict):
+        raise ReportInputError(f"{where}: extra_info.genai.config must be an object, got {type(config).__name__}")
+    if "metrics" not in genai:
+        warnings.append(f"{where}: extra_info.genai has no 'metrics'; only its timing is compared")
+    metrics = _numbers(genai.get("metrics") or {}, f"{where}: extra_info.genai.metrics", warnings)
+    if median is not None and BENCH_MEDIAN_METRIC not in metrics:
+        metrics[BENCH_MEDIAN_METRIC] = median
+    sources = _strings(genai.get("metric_sources") or {}, f"{where}: extra_info.genai.metric_sources")
+    units = _strings(genai.get("metric_units") or {}, f"{where}: extra_info.genai.metric_units")
+    if median is not None:
+        sources.setdefault(BENCH_MEDIAN_METRIC, "measured")
+        units.setdefault(BENCH_MEDIAN_METRIC, "s")
+    claims = genai.get("claims") or []
+    if not isinstance(claims, list) or not all(isinstance(c, dict) for c in claims):
+        raise ReportInputError(f"{where}: extra_info.genai.claims must be a list of objects")
+    labels = _strings(genai.get("labels") or {}, f"{where}: extra_info.genai.labels")
+    attachments = genai.get("attachments") or {}
+    if not isinstance(attachments, dict):
+        raise ReportInputError(f"{where}: extra_info.genai.attachments must be an object")
+    return Record(
+        name=name,
+        fullname=str(fullname),
+        experiment=experiment,
+        device=device,
+        model=model,
+        config=config,
+        metrics=metrics,
+        sources=sources,
+        units=units,
+        claims=tuple(claims),
+        labels=labels,
+        attachments=attachments,
+        param=param if isinstance(param, str) else None,
+    )
+
+
+def _stats_median(stats: Any) -> float | None:
+    if not isinstance(stats, dict):
+        return None
+    value = stats.get("median")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _device(obj: Any, where: str) -> DeviceRef | None:
+    if obj is None:  # genai.start(device=None): a benchmark not tied to a device
+        return None
+    if not isinstance(obj, dict):
+        raise ReportInputError(f"{where}: extra_info.genai.device must be an object with 'kind' and 'generation'")
+    kind, generation = obj.get("kind"), obj.get("generation")
+    if not isinstance(kind, str) or not kind:
+        raise ReportInputError(f"{where}: extra_info.genai.device.kind must be a non-empty string, got {kind!r}")
+    if not isinstance(generation, str) or not generation:
+        raise ReportInputError(
+            f"{where}: extra_info.genai.device.generation must be a non-empty string, got {generation!r}"
+        )
+    name = obj.get("name") or ""
+    return DeviceRef(kind=kind, generation=generation, name=str(name))
+
+
+def _numbers(obj: Any, where: str, warnings: list[str]) -> dict[str, float]:
+    if not isinstance(obj, dict):
+        raise ReportInputError(f"{where} must be an object of name → number, got {type(obj).__name__}")
+    out: dict[str, float] = {}
+    for key, value in obj.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            warnings.append(f"{where}.{key} is {value!r}, not a number; ignored")
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            warnings.append(f"{where}.{key} is {value} (not finite)")
+        out[str(key)] = value
+    return out
+
+
+def _strings(obj: Any, where: str) -> dict[str, str]:
+    if not isinstance(obj, dict):
+        raise ReportInputError(f"{where} must be an object of name → string, got {type(obj).__name__}")
+    return {str(k): str(v) for k, v in obj.items()}

@@ -1,0 +1,133 @@
+"""Per-metric (and per-experiment) regression thresholds: ``tokens_per_s=5%,perplexity=0.5%``.
+
+Grammar of the option text, comma-separated ``KEY=N%`` tokens:
+
+* ``metric=N%`` — that metric in every experiment;
+* ``experiment:metric=N%`` — that metric in one experiment (the per-test threshold);
+* ``experiment:*=N%`` — every metric of one experiment;
+* ``*=N%`` — every other metric.
+
+Resolution for a metric, most specific first: ``experiment:metric``, ``metric``,
+``experiment:*``, ``*`` (all given by the user), then the built-in per-metric default,
+then the built-in global default (:data:`DEFAULT_MAX_REGRESSION`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+DEFAULT_MAX_REGRESSION = 0.05
+"""Allowed worsening for a metric nobody gave a threshold for: 5 %."""
+
+BUILTIN_DEFAULTS: Mapping[str, float] = MappingProxyType(
+    {
+        # Evaluation quality is deterministic for a fixed model, data subset and seed; a
+        # change beyond rounding means the numerics changed (issue 7's example: perplexity 0.5 %).
+        "perplexity": 0.005,
+        "word_perplexity": 0.005,
+        "byte_perplexity": 0.005,
+        "bits_per_byte": 0.005,
+        "acc": 0.01,
+        "acc_norm": 0.01,
+        # Measured compression must equal the plan to 0.1 % (issue 3); anything more is a storage change.
+        "compression_ratio": 0.001,
+        # pytest-benchmark's median round time on a shared CPU: 10 % covers its run-to-run noise here.
+        "benchmark_median_s": 0.10,
+    }
+)
+
+_NAME = r"[A-Za-z0-9_.\-]+"
+_KEY = re.compile(rf"^(?:(?P<exp>{_NAME}):)?(?P<metric>{_NAME}|\*)$")
+_VALUE = re.compile(r"^(?P<num>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*%$")
+
+
+class ThresholdError(ValueError):
+    """A malformed thresholds text; the message names the bad token and the expected form."""
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Allowed relative worsening per metric, as fractions (0.05 = 5 %)."""
+
+    per_metric: Mapping[str, float] = field(default_factory=dict)
+    per_experiment: Mapping[tuple[str, str], float] = field(default_factory=dict)
+    default: float | None = None
+    builtin: Mapping[str, float] = field(default_factory=lambda: BUILTIN_DEFAULTS)
+    builtin_default: float = DEFAULT_MAX_REGRESSION
+
+    def __post_init__(self) -> None:
+        items = list(self.per_metric.items()) + [(f"{e}:{m}", v) for (e, m), v in self.per_experiment.items()]
+        items += [("*", self.default)] if self.default is not None else []
+        items += [("built-in default", self.builtin_default)]
+        for key, value in items:
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ThresholdError(f"threshold for {key!r} is {value!r}; use a finite, non-negative fraction")
+
+    def for_metric(self, metric: str, experiment: str | None = None) -> float:
+        """The allowed worsening (fraction) for ``metric`` in ``experiment``."""
+        if experiment is not None and (experiment, metric) in self.per_experiment:
+            return self.per_experiment[(experiment, metric)]
+        if metric in self.per_metric:
+            return self.per_metric[metric]
+        if experiment is not None and (experiment, "*") in self.per_experiment:
+            return self.per_experiment[(experiment, "*")]
+        if self.default is not None:
+            return self.default
+        return self.builtin.get(metric, self.builtin_default)
+
+    @property
+    def id(self) -> str:
+        """Canonical text of the user-given thresholds (parseable by :func:`parse_thresholds`)."""
+        parts = [f"{m}={_pct(v)}" for m, v in sorted(self.per_metric.items())]
+        parts += [f"{e}:{m}={_pct(v)}" for (e, m), v in sorted(self.per_experiment.items())]
+        parts += [f"*={_pct(self.default)}"] if self.default is not None else []
+        return ",".join(parts) or "defaults"
+
+
+def _pct(fraction: float) -> str:
+    return f"{fraction * 100:g}%"
+
+
+def parse_thresholds(text: str | None, *, option: str = "--max-regression") -> Thresholds:
+    """Parse ``"tokens_per_s=5%,quant:perplexity=0.5%,*=10%"``; errors name the bad token and ``option``."""
+    if text is None or not text.strip():
+        return Thresholds()
+    per_metric: dict[str, float] = {}
+    per_experiment: dict[tuple[str, str], float] = {}
+    default: float | None = None
+    seen: set[str] = set()
+    for raw in text.split(","):
+        token = raw.strip()
+        if not token:
+            raise ThresholdError(f"{option}: empty token in {text!r}; separate KEY=N% entries with single commas")
+        key, eq, value = token.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq:
+            raise ThresholdError(f"{option}: bad token {token!r}: expected KEY=N%, e.g. tokens_per_s=5%")
+        match = _KEY.match(key)
+        if not match:
+            raise ThresholdError(
+                f"{option}: bad token {token!r}: {key!r} is not a metric name, experiment:metric, experiment:* or *"
+            )
+        vmatch = _VALUE.match(value)
+        if not vmatch:
+            hint = f"{key}={value}%" if re.fullmatch(r"[0-9]*\.?[0-9]+", value) else f"{key}=5%"
+            raise ThresholdError(f"{option}: bad token {token!r}: thresholds are percentages, e.g. {hint!r}")
+        fraction = float(vmatch.group("num")) / 100.0
+        if not math.isfinite(fraction):
+            raise ThresholdError(f"{option}: bad token {token!r}: the percentage must be finite")
+        if key in seen:
+            raise ThresholdError(f"{option}: bad token {token!r}: {key!r} is given twice")
+        seen.add(key)
+        exp, metric = match.group("exp"), match.group("metric")
+        if exp is not None:
+            per_experiment[(exp, metric)] = fraction
+        elif metric == "*":
+            default = fraction
+        else:
+            per_metric[metric] = fraction
+    return Thresholds(per_metric=per_metric, per_experiment=per_experiment, default=default)

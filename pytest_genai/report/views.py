@@ -1,0 +1,180 @@
+"""Tables built from runs, comparisons and gate results (the content; :mod:`.tables` does the layout)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping, Sequence
+
+from .compare import FAILING, MISSING_CURRENT, Comparison, MetricComparison
+from .gate import GateResult, GenerationCheck
+from .registry import MetricInfo
+from .runs import Record
+from .tables import Table, format_change, format_number, make_table
+
+_ARROWS = {"higher": "↑ higher", "lower": "↓ lower", "none": "—", None: "? (unregistered)"}
+
+
+def device_text(base: Record, cur: Record | None = None) -> str:
+    def one(r: Record) -> str:
+        return r.device.generation if r.device is not None else "—"
+
+    if cur is None or one(base) == one(cur):
+        return one(base)
+    return f"{one(base)} → {one(cur)}"
+
+
+def _status(mc: MetricComparison, strict: bool = False) -> str:
+    if mc.status in FAILING or (strict and mc.status == MISSING_CURRENT):
+        return mc.status.upper()
+    return mc.status
+
+
+def comparison_table(
+    comparison: Comparison, *, strict: bool = False, only: Iterable[str] | None = None, limits: bool = True
+) -> Table:
+    """One row per (matched benchmark, metric): values, change, direction, limit and status."""
+    keep = set(only) if only is not None else None
+    headers = ["benchmark", "device", "metric", "baseline", "current", "change", "better", "limit", "status"]
+    numeric = [False, False, False, True, True, True, False, True, False]
+    if not limits:
+        del headers[7], numeric[7]
+    rows = []
+    for pc in comparison.pairs:
+        for mc in pc.metrics:
+            if keep is not None and mc.status not in keep:
+                continue
+            metric = f"{mc.metric} [{mc.unit}]" if mc.unit else mc.metric
+            if "modeled" in mc.source:
+                metric += " (modeled)"
+            row = [
+                pc.pair.current.label,
+                device_text(pc.pair.baseline, pc.pair.current),
+                metric,
+                format_number(mc.baseline),
+                format_number(mc.current),
+                format_change(mc.change),
+                _ARROWS.get(mc.direction, str(mc.direction)),
+                "—" if mc.max_regression is None else f"{mc.max_regression * 100:g}%",
+                _status(mc, strict),
+            ]
+            if not limits:
+                del row[7]
+            rows.append(row)
+    return make_table(headers, rows, numeric)
+
+
+def generation_table(checks: Sequence[GenerationCheck]) -> Table:
+    rows = [
+        [
+            c.claim_id,
+            c.benchmark,
+            f"{c.from_generation} → {c.to_generation}",
+            c.metric,
+            format_number(c.baseline),
+            format_number(c.current),
+            "—" if c.speedup != c.speedup else f"{c.speedup:.3g}x",
+            f"[{format_number(c.min)}, {format_number(c.max)}]",
+            c.paper,
+            c.verdict.upper() if c.verdict == "fail" else c.verdict,
+        ]
+        for c in checks
+    ]
+    headers = ["claim", "benchmark", "generations", "metric", "baseline", "current", "speedup", "bound", "paper", "verdict"]
+    return make_table(headers, rows, [False, False, False, False, True, True, True, False, False, False])
+
+
+def one_sided_table(only_baseline: Sequence[Record], only_current: Sequence[Record]) -> Table:
+    rows = [[r.label, device_text(r), "baseline only"] for r in only_baseline]
+    rows += [[r.label, device_text(r), "current only"] for r in only_current]
+    return make_table(["benchmark", "device", "present in"], rows)
+
+
+def failures_table(result: GateResult) -> Table:
+    return make_table(["benchmark", "metric", "why"], [[f.benchmark, f.metric, f.reason] for f in result.failures])
+
+
+def claims_table(records: Sequence[Record], claims_by_id: Mapping[str, Any] | None = None) -> Table:
+    """The claims checked in a run: claim, benchmark, device, measured, bound, paper value, verdict."""
+    claims_by_id = claims_by_id or {}
+    rows = []
+    for rec in records:
+        for v in rec.claims:
+            cid = str(v.get("id", "?"))
+            claim = claims_by_id.get(cid)
+            paper_value = v.get("paper")  # the recorder stores the claim's paper value under "paper"
+            if paper_value is None and claim is not None:
+                paper_value = getattr(claim, "paper_value", None)
+            source = getattr(claim, "source", "") if claim is not None else ""
+            rows.append(
+                [
+                    cid,
+                    rec.label,
+                    device_text(rec),
+                    _num(v.get("measured")),
+                    _bound(v.get("min"), v.get("max")),
+                    _num(paper_value),
+                    str(source),
+                    str(v.get("verdict", "?")),
+                ]
+            )
+    headers = ["claim", "benchmark", "device", "measured", "bound", "paper value", "source", "verdict"]
+    return make_table(headers, rows, [False, False, False, True, False, True, False, False])
+
+
+def _num(x: Any) -> str:
+    return format_number(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else ("—" if x is None else str(x))
+
+
+def _bound(lo: Any, hi: Any) -> str:
+    if lo is not None and hi is not None:
+        return f"[{_num(lo)}, {_num(hi)}]"
+    if lo is not None:
+        return f"≥ {_num(lo)}"
+    if hi is not None:
+        return f"≤ {_num(hi)}"
+    return "—"
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return _num(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+
+
+def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo]) -> dict[str, tuple[Table, str]]:
+    """Per experiment: a table (rows = configs; columns = device, model, varying config, metrics, labels) and a
+    line listing the config values shared by every row."""
+    by_exp: dict[str, list[Record]] = {}
+    for rec in records:
+        by_exp.setdefault(rec.experiment or "pytest-benchmark", []).append(rec)
+    out: dict[str, tuple[Table, str]] = {}
+    for exp, recs in by_exp.items():
+        params: list[str] = []
+        for r in recs:
+            params += [k for k in r.config if k not in params]
+        varying = [p for p in params if len({_cell(r.config.get(p, "—")) for r in recs}) > 1]
+        fixed = [p for p in params if p not in varying]
+        metrics: list[str] = []
+        for r in recs:
+            metrics += [m for m in r.metrics if m not in metrics]
+        labels: list[str] = []
+        for r in recs:
+            labels += [k for k in r.labels if k not in labels]
+        headers = ["device", "model"] + varying
+        for m in metrics:
+            unit = info[m].unit if m in info and info[m].unit else next((r.units[m] for r in recs if m in r.units), "")
+            head = f"{m} [{unit}]" if unit else m
+            if any(r.sources.get(m) == "modeled" for r in recs if m in r.metrics):
+                head += " (modeled)"
+            headers.append(head)
+        headers += labels
+        rows = []
+        for r in recs:
+            row = [device_text(r), r.model or "—"] + [_cell(r.config.get(p, "—")) for p in varying]
+            row += [format_number(r.metrics.get(m)) for m in metrics]
+            row += [r.labels.get(k, "—") for k in labels]
+            rows.append(row)
+        numeric = [False] * (2 + len(varying)) + [True] * len(metrics) + [False] * len(labels)
+        shared = ", ".join(f"{p}={_cell(recs[0].config.get(p))}" for p in fixed)
+        out[exp] = (make_table(headers, rows, numeric), shared)
+    return out

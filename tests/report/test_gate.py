@@ -1,0 +1,129 @@
+"""compare and gate logic on hand-written runs, and the hardware-upgrade mode against the real claims data."""
+import math
+
+import pytest
+
+from pytest_genai.claims import load_claims, load_metrics
+from pytest_genai.report.compare import (
+    BETTER, MISSING_BASELINE, MISSING_CURRENT, NO_DIRECTION, NOT_FINITE, REGRESSED, SAME, UNREGISTERED, WORSE,
+    compare_runs,
+)
+from pytest_genai.report.gate import CLAIM_CHECKED, gate_runs
+from pytest_genai.report.registry import MetricInfo, metric_info_from
+from pytest_genai.report.runs import run_from_json
+from pytest_genai.report.thresholds import parse_thresholds
+
+from .runfiles import bench, run_doc
+
+INFO = metric_info_from({
+    "tokens_per_s": MetricInfo("tokens_per_s", "tokens/s", "higher"),
+    "perplexity": MetricInfo("perplexity", "1", "lower"),
+    "compute_bound": {"unit": "1", "direction": "none"},
+})
+
+
+def run(*entries, name="x.json"):
+    return run_from_json(run_doc(list(entries)), name)
+
+
+def statuses(comparison):
+    return {(pc.pair.current.name, m.metric): m.status for pc in comparison.pairs for m in pc.metrics}
+
+
+def test_compare_classifies_each_metric() -> None:
+    base = run(bench("a", metrics={"tokens_per_s": 100.0, "perplexity": 12.0, "compute_bound": 1.0, "odd": 1.0,
+                                   "gone": 1.0}))
+    cur = run(bench("a", metrics={"tokens_per_s": 97.0, "perplexity": 11.0, "compute_bound": 0.0, "odd": 2.0,
+                                  "new": 3.0}))
+    comparison = compare_runs(base, cur, INFO, parse_thresholds(None))
+    assert statuses(comparison) == {
+        ("a", "tokens_per_s"): WORSE, ("a", "perplexity"): BETTER, ("a", "compute_bound"): NO_DIRECTION,
+        ("a", "odd"): UNREGISTERED, ("a", "gone"): MISSING_CURRENT, ("a", "new"): MISSING_BASELINE,
+    }
+    tps = comparison.pairs[0].metrics[0]
+    assert tps.ratio == pytest.approx(0.97) and tps.change == pytest.approx(-0.03) and tps.unit == "tokens/s"
+
+
+def test_gate_fails_on_regression_beyond_the_metric_threshold() -> None:
+    base = run(bench("a", metrics={"tokens_per_s": 100.0, "perplexity": 12.00}))
+    cur = run(bench("a", metrics={"tokens_per_s": 96.0, "perplexity": 12.10}))
+    loose = gate_runs(base, cur, INFO, parse_thresholds("tokens_per_s=5%,perplexity=1%"))
+    assert loose.passed
+    strict = gate_runs(base, cur, INFO, parse_thresholds("tokens_per_s=3%,perplexity=0.5%"))
+    assert [(f.metric, f.reason.split(" (")[0]) for f in strict.failures] == [
+        ("tokens_per_s", "dropped 4.00%"), ("perplexity", "rose 0.83%")]
+    assert "limit 3%" in strict.failures[0].reason
+
+
+def test_gate_nonfinite_current_fails_and_nonfinite_baseline_does_not() -> None:
+    base = run(bench("a", metrics={"tokens_per_s": 100.0, "perplexity": math.nan}))
+    cur = run(bench("a", metrics={"tokens_per_s": math.nan, "perplexity": 12.0}))
+    result = gate_runs(base, cur, INFO, parse_thresholds(None))
+    assert statuses(result.comparison)[("a", "tokens_per_s")] == NOT_FINITE
+    assert [f.metric for f in result.failures] == ["tokens_per_s"] and "current value is nan" in result.failures[0].reason
+
+
+def test_gate_strict_fails_on_missing_metrics_and_benchmarks() -> None:
+    base = run(bench("a", metrics={"tokens_per_s": 1.0, "perplexity": 2.0}), bench("b", config={"k": 1}))
+    cur = run(bench("a", metrics={"tokens_per_s": 1.0}))
+    assert gate_runs(base, cur, INFO, parse_thresholds(None)).passed
+    failures = gate_runs(base, cur, INFO, parse_thresholds(None), strict=True).failures
+    assert {(f.benchmark, f.metric) for f in failures} == {("a", "perplexity"), ("b", "*")}
+
+
+def test_identical_runs_pass_with_zero_threshold() -> None:
+    r = run(bench("a", metrics={"tokens_per_s": 100.0, "perplexity": 12.0}))
+    result = gate_runs(r, r, INFO, parse_thresholds("*=0%"))
+    assert result.passed and set(statuses(result.comparison).values()) == {SAME}
+
+
+# --- hardware-upgrade mode, on the claims data as shipped --------------------------------------------------------
+
+CLAIMS = [c for c in load_claims() if c.kind == "generation"]
+REAL_INFO = metric_info_from(load_metrics())
+
+
+def finetune(gen: str, tps: float, strategy: str = "ddp"):
+    return bench(f"test_ft[hpu-{strategy}]", "finetune", {"strategy": strategy, "model": "llama-3.1-8b"},
+                 {"tokens_per_s": tps}, device=("hpu", gen), model="llama-3.1-8b")
+
+
+def test_gaudi_to_gaudi2_speedup_in_band_passes_and_replaces_the_threshold() -> None:
+    result = gate_runs(run(finetune("gaudi", 1000.0)), run(finetune("gaudi2", 2750.0)), REAL_INFO,
+                       parse_thresholds(None), CLAIMS)
+    (check,) = result.generation_checks
+    assert check.claim_id == "A2.gen.gaudi_gaudi2" and check.speedup == pytest.approx(2.75)
+    assert check.metric == "tokens_per_s" and check.verdict == "pass" and result.passed
+    assert statuses(result.comparison)[("test_ft[hpu-ddp]", "tokens_per_s")] == CLAIM_CHECKED
+
+
+@pytest.mark.parametrize(("new", "bound"), [(2000.0, "< min 2.5"), (3500.0, "> max 3")])
+def test_gaudi_to_gaudi2_speedup_out_of_band_fails(new: float, bound: str) -> None:
+    result = gate_runs(run(finetune("gaudi", 1000.0)), run(finetune("gaudi2", new)), REAL_INFO,
+                       parse_thresholds(None), CLAIMS)
+    assert not result.passed
+    (failure,) = result.failures
+    assert "A2.gen.gaudi_gaudi2" in failure.reason and bound in failure.reason and "gaudi→gaudi2" in failure.reason
+
+
+def test_generation_variants_match_and_experiment_scopes_claims() -> None:
+    diffusion = lambda gen, v: bench("test_sr", "diffusion", {"res": 64}, {"samples_per_s": v},  # noqa: E731
+                                     device=("cuda", gen), model=None)
+    base, cur = run(diffusion("a100-sxm4-80gb", 10.0)), run(diffusion("h100-sxm", 21.0))
+    info = dict(REAL_INFO, samples_per_s=MetricInfo("samples_per_s", "samples/s", "higher"))
+    result = gate_runs(base, cur, info, parse_thresholds(None), CLAIMS)
+    assert [c.claim_id for c in result.generation_checks] == ["A3.gen.a100_h100"] and result.passed
+
+
+def test_different_generations_without_a_claim_are_gated_as_software_change() -> None:
+    base, cur = run(finetune("cpu", 100.0)), run(finetune("gaudi3", 50.0))
+    result = gate_runs(base, cur, REAL_INFO, parse_thresholds(None), CLAIMS)
+    assert result.generation_checks == () and not result.passed
+    assert any("no generation claim for cpu→gaudi3" in n for n in result.notes)
+
+
+def test_claim_without_usable_metric_is_noted() -> None:
+    base = run(bench("t", "finetune", {}, {"loss": 1.0}, device=("hpu", "gaudi2")))
+    cur = run(bench("t", "finetune", {}, {"loss": 1.0}, device=("hpu", "gaudi3")))
+    result = gate_runs(base, cur, REAL_INFO, parse_thresholds(None), CLAIMS)
+    assert result.generation_checks == () and "share no metric" in result.notes[0]
