@@ -87,14 +87,15 @@ class PlanConfig:
             raise ValueError(f"PlanConfig.tiers={tuple(tiers)!r}: bits {bits} must strictly decrease from the "
                              "first (sensitive) tier to the last")
         cuts = len(tiers) - 1
-        fr = _as_tuple(self.sensitive_fraction)
-        if len(fr) != cuts or any(isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 <= f <= 1.0
-                                  for f in fr):
-            raise ValueError(f"PlanConfig.sensitive_fraction={self.sensitive_fraction!r}: give {cuts} number(s) "
-                             "in [0, 1] (cumulative for 3 tiers)")
-        if any(a > b for a, b in zip(fr, fr[1:])):
-            raise ValueError(f"PlanConfig.sensitive_fraction={self.sensitive_fraction!r}: cumulative fractions "
-                             "must not decrease")
+        if self.score_threshold is None:  # the fraction rule is used (a threshold replaces it)
+            fr = _as_tuple(self.sensitive_fraction)
+            if len(fr) != cuts or any(isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 <= f <= 1.0
+                                      for f in fr):
+                raise ValueError(f"PlanConfig.sensitive_fraction={self.sensitive_fraction!r}: give {cuts} number(s) "
+                                 "in [0, 1] (cumulative for 3 tiers)")
+            if any(a > b for a, b in zip(fr, fr[1:])):
+                raise ValueError(f"PlanConfig.sensitive_fraction={self.sensitive_fraction!r}: cumulative fractions "
+                                 "must not decrease")
         if self.score_threshold is not None:
             th = _as_tuple(self.score_threshold)
             if len(th) != cuts or any(isinstance(t, bool) or not isinstance(t, (int, float)) for t in th):

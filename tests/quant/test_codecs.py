@@ -1,0 +1,121 @@
+"""Round-trip error bounds, idempotence and storage layout of every format (hypothesis properties)."""
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+from pytest_genai.quant import codecs as C
+from pytest_genai.quant.formats import FORMATS, get_format
+
+SCALED = ["int8", "int4", "fp8_e4m3", "fp8_e5m2"]
+
+
+@st.composite
+def weights(draw):
+    rows = draw(st.integers(1, 24))
+    cols = draw(st.sampled_from([32, 64, 96]))
+    seed = draw(st.integers(0, 2**31 - 1))
+    log_mag = draw(st.floats(-12, 6))
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(rows, cols, generator=g) * (2.0 ** log_mag)
+    if draw(st.booleans()):  # outliers
+        w[0, 0] *= 50
+    if draw(st.booleans()) and rows > 1:  # an all-zero row
+        w[-1] = 0
+    return w
+
+
+def _same_codes(a, b):
+    if a.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        return torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+    return torch.equal(a, b)
+
+
+@settings(max_examples=25, deadline=None)
+@given(w=weights(), fmt=st.sampled_from(sorted(FORMATS)), group=st.sampled_from([None, 32]))
+def test_round_trip_within_documented_bound(w, fmt, group):
+    if fmt == "fp16" and w.abs().max() > 65504:
+        return
+    q = C.quantize(w, fmt, group)
+    err = (w - C.dequantize(q)).abs()
+    bound = C.error_bound(q, w)
+    # the bound itself is exact math; allow fp32 rounding of the divide and the product
+    slack = 4 * torch.finfo(torch.float32).eps * (w.abs() + bound)
+    assert bool((err <= bound + slack).all()), f"{fmt}: max err/bound {(err / bound.clamp_min(1e-38)).max()}"
+
+
+@settings(max_examples=25, deadline=None)
+@given(w=weights(), fmt=st.sampled_from(sorted(FORMATS)), group=st.sampled_from([None, 32]))
+def test_quantization_is_idempotent(w, fmt, group):
+    if fmt == "fp16" and w.abs().max() > 65504:
+        return
+    q1 = C.quantize(w, fmt, group)
+    q2 = C.quantize(C.dequantize(q1), fmt, group)
+    assert _same_codes(q1.data, q2.data)
+    assert (q1.scale is None) == (q2.scale is None)
+    if q1.scale is not None:
+        assert torch.equal(q1.scale, q2.scale)
+
+
+@settings(max_examples=25, deadline=None)
+@given(w=weights(), fmt=st.sampled_from(sorted(FORMATS)), group=st.sampled_from([None, 32]))
+def test_stored_bytes_match_the_format_spec(w, fmt, group):
+    if fmt == "fp16" and w.abs().max() > 65504:
+        return
+    q = C.quantize(w, fmt, group)
+    assert q.nbytes() == get_format(fmt).stored_bytes(tuple(w.shape), group)
+    assert q.data.dtype == C.storage_dtype(fmt)
+
+
+@pytest.mark.parametrize("fmt", SCALED)
+def test_scales_are_amax_over_qmax_rounded_up(fmt):
+    w = torch.tensor([[0.5, -2.0, 1.0, 0.25] * 8, [0.0] * 32])
+    q = C.quantize(w, fmt)
+    qmax = get_format(fmt).qmax
+    assert q.scale.shape == (2, 1)
+    assert float(q.scale[0, 0]) >= 2.0 / qmax and float(q.scale[0, 0]) <= 2.0 / qmax * (1 + 2**-15)
+    assert float(q.scale[1, 0]) == 1.0  # all-zero row: scale 1, codes 0
+    assert torch.equal(C.dequantize(q)[1], torch.zeros(32))
+
+
+def test_int8_codes_example():
+    w = torch.tensor([[127.0, -63.5, 0.2, 1.0]])
+    q = C.quantize(w, "int8")
+    assert q.scale.item() == 1.0
+    assert q.data.tolist() == [[127, -64, 0, 1]]  # round half to even: -63.5 -> -64
+
+
+def test_int4_packs_two_codes_per_byte():
+    w = torch.tensor([[7.0, -7.0, 1.0, 0.0] * 8])
+    q = C.quantize(w, "int4", 32)
+    assert q.data.dtype == torch.uint8 and q.data.shape == (1, 16)
+    assert q.data[0, 0].item() == (15 | (1 << 4))  # codes 7 -> 15 (low nibble), -7 -> 1 (high nibble)
+    assert C.unpack_int4(q.data)[0, :4].tolist() == [7, -7, 1, 0]
+
+
+def test_fp8_uses_torch_float8_dtypes():
+    w = torch.randn(4, 32)
+    assert C.quantize(w, "fp8_e4m3").data.dtype == torch.float8_e4m3fn
+    assert C.quantize(w, "fp8_e5m2").data.dtype == torch.float8_e5m2
+
+
+@pytest.mark.parametrize("bad, match", [
+    (torch.zeros(3), "2-D weight matrix"),
+    (torch.zeros(0, 4), "empty"),
+    (torch.tensor([[float("nan"), 1.0]]), "inf or nan"),
+    (torch.ones(2, 2, dtype=torch.int32), "not floating point"),
+])
+def test_bad_weights_rejected_with_reason(bad, match):
+    with pytest.raises(ValueError, match=match):
+        C.quantize(bad, "int8", where="module 'x'")
+
+
+def test_fp16_overflow_rejected():
+    with pytest.raises(ValueError, match="overflows fp16.*use bf16"):
+        C.quantize(torch.full((2, 2), 1e6), "fp16")
+
+
+def test_select_rows_dequantizes_like_the_full_matrix():
+    w = torch.randn(10, 64)
+    q = C.quantize(w, "int4", 32)
+    idx = torch.tensor([3, 0, 3, 9])
+    assert torch.equal(C.dequantize(q.select_rows(idx)), C.dequantize(q)[idx])
