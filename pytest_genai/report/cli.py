@@ -46,9 +46,9 @@ def _load_nonempty(path: str, role: str) -> Run:
     return run
 
 
-def _warn(lines: Sequence[str], stream: TextIO = sys.stderr) -> None:
+def _warn(lines: Sequence[str], stream: TextIO | None = None) -> None:
     for line in lines:
-        print(f"warning: {line}", file=stream)
+        print(f"warning: {line}", file=stream or sys.stderr)
 
 
 def _metric_info() -> dict[str, MetricInfo]:

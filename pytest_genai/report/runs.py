@@ -123,13 +123,18 @@ def load_run(path: str | os.PathLike[str]) -> Run:
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        hint = (
-            "the file ends early — it looks truncated (was the run interrupted?)"
-            if exc.pos >= len(text.rstrip()) - 1
-            else "it is not JSON; pass the file written by pytest --benchmark-json"
-        )
+        hint = _json_hint(text, exc)
         raise ReportInputError(f"{p}: invalid JSON at line {exc.lineno}, column {exc.colno} ({exc.msg}): {hint}") from None
     return run_from_json(obj, str(p))
+
+
+def _json_hint(text: str, exc: json.JSONDecodeError) -> str:
+    body = text.strip()
+    if not body.startswith(("{", "[")):
+        return "it is not JSON; pass the file written by pytest --benchmark-json"
+    if exc.pos >= len(body) - 1 or exc.msg.startswith("Unterminated string"):
+        return "the file ends early — it looks truncated (was the run interrupted, or the disk full?)"
+    return "the JSON is malformed; pass the file exactly as pytest --benchmark-json wrote it"
 
 
 def run_from_json(obj: Any, source: str) -> Run:

@@ -43,7 +43,7 @@ def comparison_table(
         for mc in pc.metrics:
             if keep is not None and mc.status not in keep:
                 continue
-            metric = f"{mc.metric} [{mc.unit}]" if mc.unit else mc.metric
+            metric = f"{mc.metric} [{mc.unit}]" if mc.unit and mc.unit != "1" else mc.metric
             if "modeled" in mc.source:
                 metric += " (modeled)"
             row = [
@@ -163,7 +163,7 @@ def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo])
         headers = ["device", "model"] + varying
         for m in metrics:
             unit = info[m].unit if m in info and info[m].unit else next((r.units[m] for r in recs if m in r.units), "")
-            head = f"{m} [{unit}]" if unit else m
+            head = f"{m} [{unit}]" if unit and unit != "1" else m
             if any(r.sources.get(m) == "modeled" for r in recs if m in r.metrics):
                 head += " (modeled)"
             headers.append(head)

@@ -1,0 +1,143 @@
+"""The three commands through their main(argv): exit codes, messages (never a traceback), written files."""
+import json
+import re
+import math
+from pathlib import Path
+
+import pytest
+
+from pytest_genai.cli import main as pytest_genai_main
+from pytest_genai.report.cli import compare_main, gate_main, report_main
+from pytest_genai.report.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION
+
+from .runfiles import bench, run_doc, write_run
+
+
+def quant(name="test_q[cpu-real]", tps=1000.0, ppl=12.0, config=None, **kw):
+    config = config or {"mode": "real", "bits": 8}
+    return bench(name, "quant", config, {"tokens_per_s": tps, "perplexity": ppl}, **kw)
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> tuple[Path, Path]:
+    return write_run(tmp_path / "base.json", [quant()]), write_run(tmp_path / "cur.json", [quant(tps=600.0)])
+
+
+def test_dispatch_through_the_pytest_genai_command(runs, capsys) -> None:
+    base, cur = runs
+    assert pytest_genai_main(["gate", str(base), str(cur)]) == EXIT_REGRESSION
+    assert pytest_genai_main(["compare", str(base), str(cur)]) == EXIT_OK
+    assert pytest_genai_main(["report", str(base)]) == EXIT_OK
+
+
+def test_gate_regression_table_names_the_metric(runs, capsys, tmp_path: Path) -> None:
+    base, cur = runs
+    summary = tmp_path / "out" / "gate.md"
+    assert gate_main([str(base), str(cur), "-o", str(summary)]) == EXIT_REGRESSION
+    out = capsys.readouterr().out
+    assert "**FAIL**: 1 regression(s)" in out
+    assert "| test_q[cpu-real] | tokens_per_s | dropped 40.00% (limit 5%, higher is better) |" in out
+    assert "REGRESSED" in out and summary.read_text() == out
+    assert not list(summary.parent.glob(".*tmp"))  # atomic write left no temp file
+
+
+def test_gate_passes_and_thresholds_loosen(runs, capsys) -> None:
+    base, cur = runs
+    assert gate_main([str(base), str(base)]) == EXIT_OK
+    assert "**PASS**" in capsys.readouterr().out
+    assert gate_main([str(base), str(cur), "--max-regression", "tokens_per_s=50%"]) == EXIT_OK
+
+
+def test_compare_prints_ratios_with_direction(runs, capsys) -> None:
+    base, cur = runs
+    assert compare_main([str(base), str(cur)]) == EXIT_OK
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if "tokens_per_s" in line)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3:8] == ["1000", "600", "-40.00%", "↑ higher", "5%"]
+    assert "↓ lower" in next(line for line in out.splitlines() if "perplexity" in line)
+
+
+def test_bad_threshold_token_is_named(runs, capsys) -> None:
+    base, cur = runs
+    assert gate_main([str(base), str(cur), "--max-regression", "tokens_per_s=5"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "bad token 'tokens_per_s=5'" in err and "'tokens_per_s=5%'" in err and "Traceback" not in err
+
+
+def _bad(tmp_path: Path, name: str, content: str | bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return path
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        pytest.param('{"benchmarks": [{"name": "t", "extra', "truncated", id="truncated"),
+        pytest.param("not json at all", "invalid JSON", id="not-json"),
+        pytest.param(b"", "empty", id="empty-file"),
+        pytest.param(json.dumps(run_doc([])), "contains no benchmarks", id="empty-run"),
+        pytest.param(json.dumps(run_doc([quant(schema="pytest-genai/0")])), "reads 'pytest-genai/1'", id="old-contract"),
+        pytest.param(json.dumps({"foo": 1}), "no 'benchmarks' list", id="not-benchmark-json"),
+    ],
+)
+def test_each_bad_input_is_one_message_and_exit_2(tmp_path: Path, runs, capsys, content, expected: str) -> None:
+    good, _ = runs
+    bad = _bad(tmp_path, "bad.json", content)
+    for main, argv in ((gate_main, [str(good), str(bad)]), (compare_main, [str(bad), str(good)]),
+                       (report_main, [str(bad)])):
+        assert main(argv) == EXIT_BAD_INPUT
+        err = capsys.readouterr().err
+        assert str(bad) in err and expected in err and "Traceback" not in err
+
+
+def test_missing_file_and_bad_arguments(tmp_path: Path, runs, capsys) -> None:
+    good, _ = runs
+    assert gate_main([str(good), str(tmp_path / "nope.json")]) == EXIT_BAD_INPUT
+    assert "no such file" in capsys.readouterr().err
+    assert gate_main([str(good)]) == EXIT_BAD_INPUT  # argparse: missing CURRENT
+    assert "usage: pytest-genai gate" in capsys.readouterr().err
+    assert report_main(["--help"]) == EXIT_OK
+
+
+def test_nothing_in_common_is_bad_input_for_gate(tmp_path: Path, capsys) -> None:
+    a = write_run(tmp_path / "a.json", [quant()])
+    b = write_run(tmp_path / "b.json", [bench("other", "dabench", {"hidden": 64}, {"efficiency": 0.5})])
+    assert gate_main([str(a), str(b)]) == EXIT_BAD_INPUT
+    assert "nothing to gate" in capsys.readouterr().err
+    assert compare_main([str(a), str(b)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "baseline only" in out and "current only" in out
+
+
+def test_one_sided_benchmarks_and_nan_values(tmp_path: Path, capsys) -> None:
+    a = write_run(tmp_path / "a.json", [quant(), quant("test_q[cpu-fake]", config={"mode": "fake"})])
+    b = write_run(tmp_path / "b.json", [quant(ppl=math.nan), bench("test_new", "quant", {"mode": "x"}, {})])
+    assert gate_main([str(a), str(b)]) == EXIT_REGRESSION
+    out = capsys.readouterr()
+    assert "| test_q[cpu-real] | perplexity | current value is nan" in out.out
+    assert "present on one side only (not gated; --strict fails on them)" in out.out
+    assert "perplexity is nan (not finite)" in out.err
+
+
+def test_report_writes_markdown_and_html(tmp_path: Path, capsys) -> None:
+    claim = {"id": "A1.compression_ratio", "metric": "compression_ratio", "measured": 3.9, "min": 2.0, "max": 6.0,
+             "paper": 5.93, "verdict": "pass", "message": "ok"}
+    path = write_run(tmp_path / "out.json", [
+        bench("test_q[cpu-fp32]", "quant", {"mode": "fp32", "task": "wikitext"},
+              {"compression_ratio": 1.0, "perplexity": 14.9, "tokens_per_s": 1500.0}),
+        bench("test_q[cpu-real]", "quant", {"mode": "real", "task": "wikitext"},
+              {"compression_ratio": 3.9, "perplexity": 15.2, "tokens_per_s": 1100.0,
+               "peak_bytes_modeled": 1e6}, sources={"peak_bytes_modeled": "modeled"}, claims=[claim]),
+    ])
+    md, html = tmp_path / "r" / "report.md", tmp_path / "r" / "report.html"
+    assert report_main([str(path), "-o", str(md), "-o", str(html), "--plots", str(tmp_path / "r" / "plots")]) == 0
+    text = re.sub(r" +", " ", md.read_text())  # columns are padded for terminals
+    assert "| A1.compression_ratio | test_q[cpu-real] | cpu | 3.9 | [2, 6] | 5.93 | Paper A, A1 | pass |" in text
+    assert "## Experiment: quant" in text and "tokens_per_s [tokens/s]" in text and "| perplexity |" in text
+    assert re.search(r"peak_bytes_modeled( \[\w+\])? \(modeled\)", text) and "Same in every row: task=wikitext" in text
+    assert "![quant_perplexity_vs_compression](plots/quant_perplexity_vs_compression.png)" in text
+    page = html.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "data:image/png;base64," in page
+    assert 'src="plots' not in page and "<td class=\"num\">3.9</td>" in page
