@@ -168,18 +168,18 @@ def records_from_benchmarks(benchmarks: Iterable[Any], source: str, warnings: li
     out: list[Record] = []
     sink = warnings if warnings is not None else []
     for index, bench in enumerate(benchmarks):
-        out.append(_record(bench, f"{source}: benchmark #{index}", sink))
+        out.append(_record(bench, source, index, sink))
     return out
 
 
-def _record(bench: Any, where: str, warnings: list[str]) -> Record:
+def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
     if not isinstance(bench, dict):
-        raise ReportInputError(f"{where}: is a JSON {type(bench).__name__}, expected an object")
+        raise ReportInputError(f"{source}: benchmark #{index}: is a JSON {type(bench).__name__}, expected an object")
     name = bench.get("name")
     fullname = bench.get("fullname", name)
     if not isinstance(name, str) or not name:
-        raise ReportInputError(f"{where}: has no 'name' string (not pytest-benchmark JSON?)")
-    where = f"{where.split(': benchmark')[0]}: benchmark {name!r}"
+        raise ReportInputError(f"{source}: benchmark #{index}: has no 'name' string (not pytest-benchmark JSON?)")
+    where = f"{source}: benchmark {name!r}"
     param = bench.get("param")
     extra = bench.get("extra_info") or {}
     if not isinstance(extra, dict):

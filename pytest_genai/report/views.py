@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Iterable, Mapping, Sequence
 
 from .compare import FAILING, MISSING_CURRENT, Comparison, MetricComparison
@@ -72,7 +73,7 @@ def generation_table(checks: Sequence[GenerationCheck]) -> Table:
             c.metric,
             format_number(c.baseline),
             format_number(c.current),
-            "—" if c.speedup != c.speedup else f"{c.speedup:.3g}x",
+            "—" if math.isnan(c.speedup) else f"{c.speedup:.3g}x",
             f"[{format_number(c.min)}, {format_number(c.max)}]",
             c.paper,
             c.verdict.upper() if c.verdict == "fail" else c.verdict,
