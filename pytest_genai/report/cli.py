@@ -39,9 +39,10 @@ def _run_main(build: Callable[[], argparse.ArgumentParser], body: Callable[[argp
 def _load_nonempty(path: str, role: str) -> Run:
     run = load_run(path)
     if not run.records:
+        absent = "".join(f"; {kind}: {why}" for kind, why in run.absent.items())
         raise ReportInputError(
             f"{path}: the {role} run contains no benchmarks — check the run's -m/-k selection, and that "
-            "benchmarks were not disabled (--benchmark-disable) or skipped"
+            f"benchmarks were not disabled (--benchmark-disable) or skipped{absent}"
         )
     return run
 

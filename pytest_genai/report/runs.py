@@ -92,6 +92,8 @@ class Run:
     devices: tuple[Mapping[str, Any], ...] = ()
     warnings: tuple[str, ...] = ()
     datetime: str | None = None
+    absent: Mapping[str, str] = field(default_factory=dict)
+    """Device kinds the session did not find, with the probe's reason (``machine_info.genai.absent``)."""
 
     @property
     def generations(self) -> tuple[str, ...]:
@@ -154,13 +156,17 @@ def run_from_json(obj: Any, source: str) -> Run:
     warnings: list[str] = []
     records = tuple(records_from_benchmarks(benchmarks, source, warnings))
     devices: tuple[Mapping[str, Any], ...] = ()
+    absent: dict[str, str] = {}
     machine = obj.get("machine_info")
     if isinstance(machine, dict) and isinstance(machine.get("genai"), dict):
         found = machine["genai"].get("devices")
         if isinstance(found, list):
             devices = tuple(d for d in found if isinstance(d, dict))
+        missing = machine["genai"].get("absent")
+        if isinstance(missing, dict):
+            absent = {str(k): str(v) for k, v in missing.items()}
     when = obj.get("datetime")
-    return Run(source, records, devices, tuple(warnings), when if isinstance(when, str) else None)
+    return Run(source, records, devices, tuple(warnings), when if isinstance(when, str) else None, absent)
 
 
 def records_from_benchmarks(benchmarks: Iterable[Any], source: str, warnings: list[str] | None = None) -> list[Record]:

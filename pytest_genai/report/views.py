@@ -12,6 +12,9 @@ from .registry import MetricInfo
 from .runs import Record
 from .tables import Table, format_change, format_number, make_table
 
+MAX_LABEL_CHARS = 24
+"""Labels with longer values than this are descriptions, not table cells."""
+
 _ARROWS = {"higher": "↑ higher", "lower": "↓ lower", "none": "—", None: "? (unregistered)"}
 
 
@@ -161,6 +164,8 @@ def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo])
         labels: list[str] = []
         for r in recs:
             labels += [k for k in r.labels if k not in labels]
+        # short labels (bound: memory) are columns; long descriptive ones stay in the JSON
+        labels = [k for k in labels if all(len(r.labels.get(k, "")) <= MAX_LABEL_CHARS for r in recs)]
         headers = ["device", "model"] + varying
         for m in metrics:
             unit = info[m].unit if m in info and info[m].unit else next((r.units[m] for r in recs if m in r.units), "")

@@ -78,6 +78,8 @@ def _bad(tmp_path: Path, name: str, content: str | bytes) -> Path:
         pytest.param("not json at all", "invalid JSON", id="not-json"),
         pytest.param(b"", "empty", id="empty-file"),
         pytest.param(json.dumps(run_doc([])), "contains no benchmarks", id="empty-run"),
+        pytest.param(json.dumps({"benchmarks": [], "machine_info": {"genai": {"absent": {"hpu": "no habana"}}}}),
+                     "hpu: no habana", id="empty-run-absent-device"),
         pytest.param(json.dumps(run_doc([quant(schema="pytest-genai/0")])), "reads 'pytest-genai/1'", id="old-contract"),
         pytest.param(json.dumps({"foo": 1}), "no 'benchmarks' list", id="not-benchmark-json"),
     ],
