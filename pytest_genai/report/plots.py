@@ -1,5 +1,5 @@
-"""PNG plots of a run: roofline, sweep (scaling / batch-size) curves, throughput per strategy,
-quality vs compression ratio with the Pareto front.
+"""PNG plots of a run: roofline, sweep (scaling / batch-size) curves, throughput per strategy
+(or dtype, attention...), quality vs compression ratio with the Pareto front.
 
 Which plots are drawn follows from what the records hold (metric names of the JSON
 contract, config parameters that vary), so a run with only quantization benchmarks gets
@@ -23,7 +23,8 @@ from .registry import THROUGHPUT_METRICS, MetricInfo, default_metric_info
 from .roofline import ceiling_polyline, ridge_point
 from .runs import Record, records_from_benchmarks
 
-STRATEGY_PARAMS = ("strategy", "parallelism")
+CATEGORY_PARAMS = ("strategy", "parallelism", "dtype", "precision", "mode", "attention", "flash_attention")
+"""Categorical config parameters that get a grouped bar chart of throughput (DDP vs FSDP, fp32 vs bf16...)."""
 QUALITY_METRICS = ("perplexity", "word_perplexity", "bits_per_byte", "ppl_ratio", "acc", "acc_norm")
 """Quality metrics plotted against ``compression_ratio``."""
 _QUALITY_DIRECTIONS = {"perplexity": "lower", "word_perplexity": "lower", "bits_per_byte": "lower",
@@ -92,7 +93,7 @@ def write_plots(records: Iterable[Any], outdir: str | Path, info: Mapping[str, M
     paths: list[Path] = []
     paths += roofline_plots(recs, out)
     paths += sweep_plots(recs, out)
-    paths += strategy_plots(recs, out)
+    paths += category_plots(recs, out)
     paths += pareto_plots(recs, out, info)
     return paths
 
@@ -199,9 +200,10 @@ def _throughput_metric(recs: Sequence[Record]) -> str | None:
 
 
 def _varying(recs: Sequence[Record]) -> list[str]:
+    """Config parameters that differ between records; ``id`` (derived from the others) is left out."""
     keys: list[str] = []
     for r in recs:
-        keys += [k for k in r.config if k not in keys]
+        keys += [k for k in r.config if k not in keys and k != "id"]
     return [k for k in keys if len({repr(r.config.get(k)) for r in recs}) > 1]
 
 
@@ -244,36 +246,40 @@ def sweep_plots(recs: Sequence[Record], outdir: Path) -> list[Path]:
     return paths
 
 
-def strategy_plots(recs: Sequence[Record], outdir: Path) -> list[Path]:
-    """Grouped bars of throughput per parallelism strategy (DDP, FSDP, ZeRO-3...)."""
+def category_plots(recs: Sequence[Record], outdir: Path) -> list[Path]:
+    """Grouped bars of throughput per value of a categorical parameter (strategy, dtype, attention...)."""
     paths = []
     for exp, group in _by_experiment(recs).items():
         metric = _throughput_metric(group)
-        param = next((p for p in STRATEGY_PARAMS if any(p in r.config for r in group)), None)
-        if metric is None or param is None:
+        if metric is None:
             continue
-        rows = [r for r in group if metric in r.metrics and param in r.config]
-        strategies = list(dict.fromkeys(str(r.config[param]) for r in rows))
-        if len(strategies) < 2:
-            continue
-        others = [p for p in _varying(rows) if p != param]
-        groups = list(dict.fromkeys(_series_label(r, others) for r in rows))
-        fig = _new_figure()
-        ax = fig.add_subplot()
-        width = 0.8 / max(1, len(groups))
-        for gi, glabel in enumerate(groups):
-            heights = []
-            for s in strategies:
-                vals = [r.metrics[metric] for r in rows if str(r.config[param]) == s and _series_label(r, others) == glabel]
-                heights.append(vals[0] if vals else 0.0)
-            ax.bar([i + gi * width for i in range(len(strategies))], heights, width=width, label=glabel)
-        ax.set_xticks([i + width * (len(groups) - 1) / 2 for i in range(len(strategies))], strategies)
-        ax.set_ylabel(metric)
-        ax.set_title(f"{exp}: {metric} per {param}")
-        if len(groups) <= 12:
-            ax.legend(fontsize=7)
-        paths.append(_save(fig, outdir / f"{_slug(exp, metric, 'by', param)}.png"))
+        for param in CATEGORY_PARAMS:
+            rows = [r for r in group if metric in r.metrics and param in r.config]
+            values = list(dict.fromkeys(str(r.config[param]) for r in rows))
+            if len(values) >= 2:
+                fig = _bars(rows, param, values, metric, f"{exp}: {metric} per {param}")
+                paths.append(_save(fig, outdir / f"{_slug(exp, metric, 'by', param)}.png"))
     return paths
+
+
+def _bars(rows: Sequence[Record], param: str, values: Sequence[str], metric: str, title: str) -> Any:
+    others = [p for p in _varying(rows) if p != param]
+    groups = list(dict.fromkeys(_series_label(r, others) for r in rows))
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    width = 0.8 / max(1, len(groups))
+    for gi, glabel in enumerate(groups):
+        heights = []
+        for v in values:
+            found = [r.metrics[metric] for r in rows if str(r.config[param]) == v and _series_label(r, others) == glabel]
+            heights.append(found[0] if found else 0.0)
+        ax.bar([i + gi * width for i in range(len(values))], heights, width=width, label=glabel)
+    ax.set_xticks([i + width * (len(groups) - 1) / 2 for i in range(len(values))], values)
+    ax.set_ylabel(metric)
+    ax.set_title(title)
+    if len(groups) <= 12:
+        ax.legend(fontsize=7)
+    return fig
 
 
 # --- quality vs compression -------------------------------------------------------------------

@@ -140,9 +140,12 @@ def _bound(lo: Any, hi: Any) -> str:
 
 
 def _cell(value: Any) -> str:
+    """A config value as written in the config (no thousands separators, floats in shortest form)."""
     if isinstance(value, (dict, list, tuple)):
         return json.dumps(value, sort_keys=True, separators=(",", ":"))
-    return _num(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
 
 
 def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo]) -> dict[str, tuple[Table, str]]:

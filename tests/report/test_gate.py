@@ -107,10 +107,10 @@ def test_gaudi_to_gaudi2_speedup_out_of_band_fails(new: float, bound: str) -> No
 
 
 def test_generation_variants_match_and_experiment_scopes_claims() -> None:
-    diffusion = lambda gen, v: bench("test_sr", "diffusion", {"res": 64}, {"samples_per_s": v},  # noqa: E731
+    diffusion = lambda gen, v: bench("test_sr", "diffusion", {"res": 64}, {"images_per_s": v},  # noqa: E731
                                      device=("cuda", gen), model=None)
     base, cur = run(diffusion("a100-sxm4-80gb", 10.0)), run(diffusion("h100-sxm", 21.0))
-    info = dict(REAL_INFO, samples_per_s=MetricInfo("samples_per_s", "samples/s", "higher"))
+    info = dict(REAL_INFO, images_per_s=MetricInfo("images_per_s", "images/s", "higher"))
     result = gate_runs(base, cur, info, parse_thresholds(None), CLAIMS)
     assert [c.claim_id for c in result.generation_checks] == ["A3.gen.a100_h100"] and result.passed
 

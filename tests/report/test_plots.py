@@ -17,7 +17,8 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 def dab(layers: int, hidden: int, ai: float, tflops: float, gen: str = "h100-sxm", **extra):
     metrics = {"arithmetic_intensity": ai, "achieved_tflops": tflops, "tokens_per_s": tflops * 1e3, **extra}
-    return bench(f"test_l1[{gen}-L{layers}-H{hidden}]", "dabench", {"layers": layers, "hidden": hidden, "dtype": "bf16"},
+    config = {"layers": layers, "hidden": hidden, "dtype": "bf16", "id": f"L{layers}-H{hidden}"}
+    return bench(f"test_l1[{gen}-L{layers}-H{hidden}]", "dabench", config,
                  metrics, device=("cuda", gen), model=None, labels={"bound": "memory" if ai < 295 else "compute"})
 
 
@@ -28,6 +29,8 @@ def records():
         for batch in (2, 4):
             out.append(bench(f"test_ft[cpu-{strategy}-{batch}]", "finetune", {"strategy": strategy, "batch_size": batch},
                              {"tokens_per_s": tps * batch}))
+    for dtype, ips in (("fp32", 85.0), ("bf16", 111.0)):
+        out.append(bench(f"test_d[cpu-{dtype}]", "diffusion", {"dtype": dtype, "id": f"sr-{dtype}"}, {"images_per_s": ips}))
     for mode, ratio, ppl in (("fp32", 1.0, 14.9), ("fake", 3.2, 15.3), ("real", 3.9, 15.2), ("real4", 6.5, 19.0)):
         out.append(bench(f"test_q[cpu-{mode}]", "quant", {"mode": mode}, {"compression_ratio": ratio, "perplexity": ppl}))
     return out
@@ -41,7 +44,7 @@ def test_each_plot_kind_is_a_nonempty_png(tmp_path: Path) -> None:
         "roofline_h100-sxm.png",
         "dabench_tokens_per_s_vs_layers.png", "dabench_tokens_per_s_vs_hidden.png",
         "finetune_tokens_per_s_vs_batch_size.png", "finetune_tokens_per_s_by_strategy.png",
-        "quant_perplexity_vs_compression.png",
+        "quant_perplexity_vs_compression.png", "diffusion_images_per_s_by_dtype.png",
     ])
     for p in paths:
         data = p.read_bytes()
