@@ -1,0 +1,290 @@
+"""Paper B, B1 — DABench-LLM Level 1: intra-chip profiling of a decoder-block stack.
+
+For every config of the device's sweep (layers x hidden, and batch / sequence at larger scales; ``--genai-scale``):
+the step is timed by pytest-benchmark (synchronized, warmed up), and the test records the roofline (analytic FLOPs and
+minimal bytes, intensity, achieved TFLOP/s and GB/s, efficiency against the ceilings measured in this session and
+against the spec table, bound), the same per op class (matmul, attention, elementwise), the load imbalance over
+per-layer times and the resource allocation ratio where the runtime exposes a counter. The capacity tests search the
+largest layer count that runs (CPU: under ``--genai-memory-budget``, default 256 MiB) beside the memory model's.
+Dataflow chips (wse, rdu, ipu) are read from their vendors' profiles (``pytest_genai.dabench.vendor``).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from pytest_genai.dabench.config import capacity_config, default_sweep
+
+pytestmark = pytest.mark.dabench
+
+EXPERIMENT = "dabench"
+MODEL = "gpt-decoder-block"
+CPU_THREADS = 1  # pinned: the CI machine has 2 cores shared with the rest of the run; ceilings use the same count
+CPU_BUDGET_DEFAULT = 256 * 2**20
+LARGE_HIDDEN = 4096  # matmul-dominated: the physics claims for H100/H200 apply from this hidden size up
+ROUNDS = 5
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize ``level1_cfg`` with the sweep of the device kind whose fixture the test requests."""
+    if "level1_cfg" not in metafunc.fixturenames:
+        return
+    from pytest_genai.options import resolve
+
+    kind = next(k for k in ("cpu", "cuda", "hpu", "wse", "rdu", "ipu") if k in metafunc.fixturenames)
+    configs = default_sweep(kind, resolve(metafunc.config, "scale"))
+    metafunc.parametrize("level1_cfg", configs, ids=[c.id for c in configs])
+
+
+@pytest.fixture(scope="session")
+def pinned_threads():
+    """torch's intra-op threads pinned for the session (restored afterwards)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(CPU_THREADS)
+    yield CPU_THREADS
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def measured_ceilings(pinned_threads):
+    """Ceilings measured once per session per (device, dtype): a large matmul and a large copy."""
+    from pytest_genai.dabench.ceilings import measure_copy_gbs, measure_matmul_tflops
+    from pytest_genai.dabench.roofline import Ceilings
+
+    cache: dict[tuple[str, int, str], Ceilings] = {}
+    copy_gbs: dict[tuple[str, int], float] = {}
+
+    def get(device, dtype: str) -> Ceilings:
+        key = (device.kind, device.index, dtype)
+        if key not in cache:
+            if key[:2] not in copy_gbs:
+                copy_gbs[key[:2]] = measure_copy_gbs(device)
+            cache[key] = Ceilings(measure_matmul_tflops(device, dtype), copy_gbs[key[:2]], "measured")
+        return cache[key]
+
+    return get
+
+
+def _spec_ceilings(device, dtype: str):
+    from pytest_genai.dabench.roofline import Ceilings
+
+    spec = device.spec
+    peak = spec.peak_tflops(dtype) if spec is not None else None
+    if not peak or not spec.mem_bandwidth_gbs:
+        return None
+    return Ceilings(peak, spec.mem_bandwidth_gbs, "spec")
+
+
+def _check(genai, *claim_ids: str) -> None:
+    """Check claims by id; an id not yet in claims/data/paper_b.toml is reported as pending, not silently dropped."""
+    import warnings
+
+    from pytest_genai.claims import load_claims
+
+    known = {c.id for c in load_claims()}
+    pending = [cid for cid in claim_ids if cid not in known]
+    for cid in pending:
+        genai.label(f"claim_pending:{cid}", "proposed for paper_b.toml, not yet defined")
+        warnings.warn(f"claim {cid} is not defined in claims/data/paper_b.toml yet; not checked", stacklevel=2)
+    ready = [cid for cid in claim_ids if cid in known]
+    if ready:
+        genai.check(*ready)
+
+
+def _record(genai, result) -> None:
+    for name, value in result.metrics.items():
+        genai.metric(name, value, source=result.sources.get(name, "measured"))
+    for name, text in result.labels.items():
+        genai.label(name, text)
+
+
+def _level1(benchmark, genai, device, cfg, ceilings_for) -> None:
+    from pytest_genai.dabench import level1
+
+    genai.start(experiment=EXPERIMENT, device=device, config=cfg, model=MODEL)
+    measured = ceilings_for(device, cfg.dtype)
+
+    def time_step(step) -> float:
+        def synced() -> None:
+            step()
+            device.synchronize()
+
+        benchmark.pedantic(synced, setup=device.synchronize, rounds=ROUNDS, warmup_rounds=1, iterations=1)
+        stats = getattr(benchmark, "stats", None)
+        if stats is None:  # --benchmark-disable: pytest-benchmark ran it once, untimed
+            from pytest_genai.dabench.timing import time_callable
+
+            return time_callable(step, sync=device.synchronize, repeats=ROUNDS).median_s
+        return stats.stats.median
+
+    meas = level1.measure(cfg, device, time_step=time_step, repeats=ROUNDS)
+    result = level1.compose(cfg, meas, measured, _spec_ceilings(device, cfg.dtype))
+    _record(genai, result)
+    genai.metric("tokens_per_s", cfg.tokens / meas.step_s)
+    genai.label("work_counts", "analytic (pytest_genai.dabench.counts): matrix-product FLOPs, minimal bytes per op")
+    if device.kind == "cpu":
+        genai.label("cpu_threads", str(CPU_THREADS))
+    if cfg.layers > 1:
+        _check(genai, "B1.identical_layers_li")
+    if device.kind == "cuda" and cfg.hidden >= LARGE_HIDDEN:
+        _check(genai, "B1.large_hidden_compute_bound", "B1.large_hidden_compute_bound_efficiency")
+
+
+def test_level1_cpu(benchmark, genai, cpu, level1_cfg, measured_ceilings):
+    _level1(benchmark, genai, cpu, level1_cfg, measured_ceilings)
+
+
+def test_level1_cuda(benchmark, genai, cuda, level1_cfg, measured_ceilings):
+    _level1(benchmark, genai, cuda, level1_cfg, measured_ceilings)
+
+
+def test_level1_hpu(benchmark, genai, hpu, level1_cfg, measured_ceilings):
+    _level1(benchmark, genai, hpu, level1_cfg, measured_ceilings)
+
+
+# --- capacity ------------------------------------------------------------------------------------------------------
+
+
+def _capacity(benchmark, genai, device, budget: int | None, *, limit: int) -> None:
+    from pytest_genai.dabench.capacity import largest_fitting, predicted_max_layers, predicted_peak_bytes
+    from pytest_genai.dabench.fit import probe
+
+    cfg = capacity_config(device.kind)
+    genai.start(experiment=EXPERIMENT, device=device, config={**cfg.as_dict(), "layers": "searched"}, model=MODEL)
+    probes = {}
+
+    def fits(n: int) -> bool:
+        probes[n] = probe(cfg, n, device, budget)
+        return probes[n].ok
+
+    search = benchmark.pedantic(largest_fitting, args=(fits,), kwargs={"limit": limit}, rounds=1, iterations=1)
+    assert search.max_fitting >= 1, f"not even one layer of {cfg.id} fits (budget {budget} B)"
+    assert not search.hit_limit, f"{limit} layers still fit; raise the limit to find the capacity"
+    foreach = device.kind != "cpu"
+    if budget is None:
+        budget = int(device.spec.mem_capacity_gb * 1e9) if device.spec and device.spec.mem_capacity_gb else None
+    genai.metric("max_layers", search.max_fitting)
+    genai.metric("capacity_probes", len(search.probes))
+    peak = probes[search.max_fitting].peak_bytes
+    if peak is not None:
+        genai.metric("peak_tensor_bytes", peak)
+    at_max = dataclasses.replace(cfg, layers=search.max_fitting)
+    genai.metric("peak_bytes_modeled", predicted_peak_bytes(at_max, foreach_optimizer=foreach).total, source="modeled")
+    if budget is not None:
+        genai.metric("memory_budget_bytes", budget)
+        modeled = predicted_max_layers(cfg, budget, foreach_optimizer=foreach)
+        genai.metric("max_layers_modeled", modeled, source="modeled")
+        genai.metric("max_layers_modeled_over_measured", modeled / search.max_fitting, source="modeled")
+        _check(genai, "B1.capacity_model_agreement")
+    genai.attach("capacity_probes", [{"layers": n, "ok": ok} for n, ok in search.probes])
+
+
+def test_capacity_cpu(benchmark, genai, cpu, genai_settings, pinned_threads):
+    budget = genai_settings.get("memory_budget") or CPU_BUDGET_DEFAULT
+    _capacity(benchmark, genai, cpu, budget, limit=1024)
+
+
+def test_capacity_cuda(benchmark, genai, cuda, genai_settings):
+    _capacity(benchmark, genai, cuda, genai_settings.get("memory_budget"), limit=4096)
+
+
+# --- timer ---------------------------------------------------------------------------------------------------------
+
+
+def test_timer_overhead_cpu(benchmark, genai, cpu):
+    """The floor under every CPU timing here: an empty synchronized region (two clock reads), reported."""
+    from pytest_genai.dabench.timing import timer_overhead_s
+
+    genai.start(experiment=EXPERIMENT, device=cpu, config={"region": "empty"}, model=None)
+    overhead = benchmark.pedantic(timer_overhead_s, kwargs={"sync": cpu.synchronize}, rounds=1, iterations=1)
+    genai.metric("timer_overhead_s", overhead)
+    assert 0 < overhead < 1e-4, f"an empty timed region costs {overhead:.3g} s; timings below 1 ms are meaningless"
+
+
+# --- dataflow chips ------------------------------------------------------------------------------------------------
+
+
+def _record_profile(genai, profile) -> None:
+    if profile.allocation_ratio is not None:
+        genai.metric("allocation_ratio", profile.allocation_ratio)
+        genai.label("allocation_source", f"{profile.source_format}: {profile.allocation_units}")
+    if profile.load_imbalance is not None:
+        genai.metric("load_imbalance", profile.load_imbalance)
+        genai.label("li_definition", f"{profile.li_definition} over {profile.li_subtasks}")
+    for name, value in profile.extra.items():
+        genai.metric(f"{profile.vendor}_{name}", value)
+    genai.label("profile_source", profile.source_format)
+
+
+def _read_profile(request, benchmark, genai, device, cfg):
+    from pytest_genai.dabench.vendor import VendorUnavailable, read_profile
+
+    root = request.config.getoption("genai_dabench_profiles", default=None)
+    if not root:
+        pytest.skip("dataflow profiles are read from --genai-dabench-profiles DIR (<DIR>/<kind>/<config id>/<file>)")
+    genai.start(experiment=EXPERIMENT, device=device, config=cfg, model=MODEL)
+    try:
+        profile = benchmark.pedantic(read_profile, args=(root, device.kind, cfg), rounds=1, iterations=1)
+    except VendorUnavailable as exc:
+        pytest.skip(str(exc))
+    _record_profile(genai, profile)
+    return profile
+
+
+def test_level1_wse(request, benchmark, genai, wse, level1_cfg):
+    """WSE-2: allocation (Active PEs) and LI over kernels from the Cerebras compile report of the config."""
+    _read_profile(request, benchmark, genai, wse, level1_cfg)
+    _check(genai, "B1.wse2_allocation", "B1.wse2_load_imbalance")
+
+
+def test_level1_rdu(request, benchmark, genai, rdu, level1_cfg):
+    """SN30: allocation (PCU utilization) and LI over sections from SambaTune; the bound from measured DDR traffic."""
+    from pytest_genai.dabench.counts import stack_counts
+    from pytest_genai.dabench.roofline import arithmetic_intensity, classify_bound
+
+    profile = _read_profile(request, benchmark, genai, rdu, level1_cfg)
+    _check(genai, "B1.rdu_allocation")
+    ddr_bytes = profile.extra.get("ddr_total_bytes")
+    spec = _spec_ceilings(rdu, "bf16")
+    if ddr_bytes and spec is not None:
+        flops = stack_counts(level1_cfg).flops
+        intensity = arithmetic_intensity(flops, ddr_bytes)
+        genai.metric("flops", flops)
+        genai.metric("arithmetic_intensity", intensity)
+        genai.metric("compute_bound", 1.0 if classify_bound(intensity, spec.ridge) == "compute" else 0.0)
+        genai.label("bound_source", "analytic FLOPs / SambaTune measured DDR bytes, against the SN30 spec ridge")
+        _check(genai, "B1.rdu_memory_bound")
+
+
+def test_level1_ipu(benchmark, genai, ipu, level1_cfg, tmp_path):
+    """IPU: the config compiled and timed with PopTorch; allocation / LI from its PopVision report."""
+    from pytest_genai.dabench.counts import stack_counts
+    from pytest_genai.dabench.readers.graphcore import read_popvision
+    from pytest_genai.dabench.roofline import RooflinePoint
+    from pytest_genai.dabench.vendor import VendorUnavailable, run_on_ipu
+
+    genai.start(experiment=EXPERIMENT, device=ipu, config=level1_cfg, model=MODEL)
+    try:
+        run = benchmark.pedantic(run_on_ipu, args=(level1_cfg, tmp_path), rounds=1, iterations=1)
+    except VendorUnavailable as exc:
+        pytest.skip(str(exc))
+    work = stack_counts(level1_cfg)
+    genai.metric("step_time_s", run.step_s)
+    genai.metric("flops", work.flops)
+    genai.metric("bytes_moved", work.bytes)
+    genai.metric("arithmetic_intensity", work.flops / work.bytes)
+    genai.metric("achieved_tflops", work.flops / run.step_s / 1e12)
+    spec = _spec_ceilings(ipu, level1_cfg.dtype)
+    if spec is not None:
+        point = RooflinePoint(work.flops, work.bytes, run.step_s, spec)
+        genai.metric("ceiling_tflops_spec", spec.tflops)
+        genai.metric("ceiling_gbs_spec", spec.gbs)
+        genai.metric("compute_efficiency", point.achieved_flops_per_s / spec.flops_per_s)
+        genai.metric("compute_bound", 1.0 if point.bound == "compute" else 0.0)
+        genai.label("bound", point.bound)
+        _check(genai, "B1.ipu_compute_efficiency", "B1.ipu_memory_bound")
+    if run.profile_file is not None:
+        _record_profile(genai, read_popvision(run.profile_file))

@@ -1,0 +1,19 @@
+"""DABench-LLM Level 1 (Paper B, B1): intra-chip profiling of a GPT-style decoder-block stack.
+
+Modules, each with one job (importing this package imports nothing heavy):
+
+* :mod:`.config`     — :class:`DecoderConfig` (frozen) and the per-device default sweeps.
+* :mod:`.counts`     — analytic FLOPs and minimal bytes per op, per op class (pure).
+* :mod:`.roofline`   — intensity, attainable performance, ridge point, bound, efficiency (pure).
+* :mod:`.balance`    — the load-imbalance metric LI (pure).
+* :mod:`.allocation` — resource allocation ratio from CPU times or CUDA kernel records (pure).
+* :mod:`.capacity`   — the largest-layer-count bisection and the memory model (pure).
+* :mod:`.model`      — the torch decoder stack built from a config (torch imported inside).
+* :mod:`.timing`     — synchronized, warmed-up median timings (torch imported inside).
+* :mod:`.ceilings`   — measured matmul and copy ceilings (torch imported inside).
+* :mod:`.memtrack`   — CPU tensor-memory high-water mark with a budget (torch imported inside).
+* :mod:`.kernels`    — CUDA kernel records from a torch.profiler trace (torch imported inside).
+* :mod:`.vendor`     — the workload through Cerebras / SambaNova / Graphcore SDKs where present.
+* :mod:`.readers`    — vendor profile readers (Cerebras compile report, SambaTune section report, PopVision).
+* :mod:`.level1`     — runs one config end to end and returns the metrics the benchmark records.
+"""

@@ -1,0 +1,38 @@
+"""Load imbalance LI over subtasks (Paper B, B1).
+
+DABench-LLM reports a load-imbalance metric whose values near 1 mean better balance, the slowest subtask bounding
+the whole. The default here is ``mean / max`` of the subtask loads (the fraction of the slowest subtask's time the
+average subtask is busy; equivalently ideal time over bottleneck time for a pipeline of the subtasks); ``min / max``
+is the stricter alternative. The definition used is always named in the output (``LI_DEFINITIONS``).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+LI_DEFINITIONS = {
+    "mean_over_max": "mean(load) / max(load)",
+    "min_over_max": "min(load) / max(load)",
+}
+
+
+def load_imbalance(loads: Sequence[float], definition: str = "mean_over_max") -> float:
+    """LI of ``loads`` (times, cycles or memory per subtask) in [0, 1]; 1 when all loads are equal.
+
+    Scale-invariant; a single subtask is perfectly balanced. Raises ValueError for an empty sequence, a negative
+    or non-finite load, all-zero loads, or an unknown ``definition``.
+    """
+    if definition not in LI_DEFINITIONS:
+        raise ValueError(f"unknown load-imbalance definition {definition!r}; use one of {sorted(LI_DEFINITIONS)}")
+    values = [float(x) for x in loads]
+    if not values:
+        raise ValueError("load_imbalance needs at least one subtask load")
+    for i, x in enumerate(values):
+        if not math.isfinite(x) or x < 0:
+            raise ValueError(f"subtask load #{i} is {x!r}; loads must be finite and >= 0")
+    peak = max(values)
+    if peak == 0:
+        raise ValueError("all subtask loads are 0; load imbalance is undefined")
+    if definition == "min_over_max":
+        return min(values) / peak
+    return min(1.0, math.fsum(values) / len(values) / peak)

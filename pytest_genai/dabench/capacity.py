@@ -1,0 +1,157 @@
+"""Capacity limit (Paper B, B1: WSE-2 fails beyond 72 layers): the largest layer count that runs, and a memory model.
+
+:func:`largest_fitting` searches for the largest ``n`` with ``fits(n)`` true, assuming ``fits`` is monotone (once a
+count fails, every larger one fails): it doubles until the first failure, then bisects. :func:`predicted_peak_bytes`
+is the memory model it is compared with (modeled, not measured): weights, gradients, AdamW state, the activations
+autograd saves, and the largest transient buffers, each a pure function of the config.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from pytest_genai.dabench.config import DecoderConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class CapacitySearch:
+    """Result of a search: the largest passing count (0 if even ``start`` fails) and every probe made."""
+
+    max_fitting: int
+    probes: tuple[tuple[int, bool], ...]
+    hit_limit: bool  # True when ``limit`` itself fitted, so the real capacity may be larger
+
+
+def largest_fitting(fits: Callable[[int], bool], *, start: int = 1, limit: int = 4096) -> CapacitySearch:
+    """Largest ``n`` in ``[start, limit]`` with ``fits(n)``, by doubling then bisection (O(log n) probes)."""
+    if start < 1 or limit < start:
+        raise ValueError(f"need 1 <= start <= limit, got start={start}, limit={limit}")
+    probes: list[tuple[int, bool]] = []
+
+    def probe(n: int) -> bool:
+        ok = bool(fits(n))
+        probes.append((n, ok))
+        return ok
+
+    if not probe(start):
+        return CapacitySearch(0, tuple(probes), False)
+    good, bad = start, None
+    while bad is None:
+        if good == limit:
+            return CapacitySearch(limit, tuple(probes), True)
+        n = min(limit, good * 2)
+        if probe(n):
+            good = n
+        else:
+            bad = n
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if probe(mid):
+            good = mid
+        else:
+            bad = mid
+    return CapacitySearch(good, tuple(probes), False)
+
+
+# --- memory model (modeled) -------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryBreakdown:
+    """Modeled bytes of one step's high-water mark, by what holds them."""
+
+    weights: int  # parameters and buffers (the causal mask)
+    optimizer_state: int
+    inputs: int  # the step's input (and, when training, the fixed output gradient)
+    phase: str  # which phase sets the peak: forward, backward or optimizer
+    phase_bytes: int  # activations, gradients and transients live at the peak of that phase
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.optimizer_state + self.inputs + self.phase_bytes
+
+
+def _scores_elements(cfg: DecoderConfig) -> int:
+    return cfg.batch * cfg.heads * cfg.seq_len * cfg.seq_len if cfg.attention == "math" else 0
+
+
+def buffer_bytes(cfg: DecoderConfig) -> int:
+    """The boolean causal mask each block registers for math attention (1 byte per S x S element)."""
+    return cfg.layers * cfg.seq_len * cfg.seq_len if cfg.attention == "math" and cfg.causal else 0
+
+
+def saved_activation_bytes_per_layer(cfg: DecoderConfig) -> int:
+    """Tensors autograd keeps for one block's backward.
+
+    Block input and LayerNorm-1 output (2), the QKV output that k and v view (3) plus the scaled q (1), the merged
+    attention context (1), residual and LayerNorm-2 output (2): 9 x tokens x hidden; the FC1 output and the GELU
+    output (2 x tokens x ffn); the softmax probabilities (math attention); LayerNorm statistics (fp32, 2 x 2 per token).
+    The fused attention instead keeps its output and a log-sum-exp row per head (fp32).
+    """
+    e = cfg.bytes_per_element
+    m, h, f = cfg.tokens, cfg.hidden, cfg.ffn_hidden
+    stats = 2 * 2 * m * 4
+    if cfg.attention == "math":
+        attention = _scores_elements(cfg) * e
+    else:
+        attention = m * h * e + cfg.batch * cfg.heads * cfg.seq_len * 4
+    return e * (9 * m * h + 2 * m * f) + attention + stats
+
+
+def forward_transient_bytes(cfg: DecoderConfig) -> int:
+    """Short-lived set inside one block's forward beyond what is saved: the pre-softmax scores beside the
+    probabilities (math attention) or the block output being written while its input is alive."""
+    e = cfg.bytes_per_element
+    return e * max(_scores_elements(cfg), cfg.tokens * cfg.hidden) + e * cfg.tokens * cfg.hidden
+
+
+def backward_transient_bytes(cfg: DecoderConfig) -> int:
+    """Short-lived set inside one block's backward: the gradients of the probabilities and of the scores (math
+    attention), or of the FFN's wide activations."""
+    e = cfg.bytes_per_element
+    return e * max(2 * _scores_elements(cfg), 2 * cfg.tokens * cfg.ffn_hidden)
+
+
+def predicted_peak_bytes(cfg: DecoderConfig, *, foreach_optimizer: bool = False) -> MemoryBreakdown:
+    """Modeled high-water mark of a steady-state step (after the first update has created the AdamW state).
+
+    ``forward``: weights + the widest point of one block's forward (no autograd graph is kept).
+    ``train``: weights + AdamW state (2 x weights, in the parameters' dtype) + the largest of three phases:
+    end of forward (every block's saved activations + a forward transient), backward (either all saved activations
+    with a backward transient, or -- when a block's gradients outweigh its activations -- all gradients with one
+    block's activations), and the update (gradients + the update's temporaries: a full weights-sized buffer for
+    the multi-tensor ``foreach`` AdamW used on accelerators, the largest parameter twice for the per-tensor loop).
+    """
+    e = cfg.bytes_per_element
+    weights = cfg.params * e + buffer_bytes(cfg)
+    m, h, f = cfg.tokens, cfg.hidden, cfg.ffn_hidden
+    x = m * h * e
+    if cfg.mode == "forward":
+        # Input, LayerNorm output and QKV output (5 x m x h) with two S x S buffers, or the FFN's widest point.
+        attn = e * (5 * m * h) + 2 * e * _scores_elements(cfg)
+        ffn = e * (2 * m * h + 2 * m * f)
+        return MemoryBreakdown(weights, 0, x, "forward", max(attn, ffn))
+    grads = cfg.params * e
+    saved = saved_activation_bytes_per_layer(cfg)
+    biggest_param = max(h * f, 3 * h * h) * e
+    phases = {
+        "forward": cfg.layers * saved + forward_transient_bytes(cfg),
+        "backward": max(cfg.layers * saved, grads + saved) + backward_transient_bytes(cfg),
+        "optimizer": grads + (cfg.params * e if foreach_optimizer else 2 * biggest_param),
+    }
+    phase = max(phases, key=phases.__getitem__)
+    return MemoryBreakdown(weights, 2 * cfg.params * e, 2 * x, phase, phases[phase])
+
+
+def predicted_max_layers(
+    cfg: DecoderConfig, budget_bytes: int, *, foreach_optimizer: bool = False, limit: int = 1 << 20
+) -> int:
+    """Largest layer count whose modeled peak fits ``budget_bytes`` (0 if one layer does not)."""
+    if budget_bytes <= 0:
+        raise ValueError(f"budget_bytes must be positive, got {budget_bytes!r}")
+
+    def fits(n: int) -> bool:
+        peak = predicted_peak_bytes(dataclasses.replace(cfg, layers=n), foreach_optimizer=foreach_optimizer)
+        return peak.total <= budget_bytes
+
+    return largest_fitting(fits, limit=limit).max_fitting

@@ -1,0 +1,218 @@
+"""One DABench-LLM Level 1 measurement, end to end: the metrics a benchmark records for one config on one device.
+
+:func:`measure` runs the torch work (step time, per-layer loads, op-class times, allocation counters);
+:func:`compose` turns those measurements and the analytic counts into named metrics (pure), each tagged with its
+source: ``measured`` for timings, counters and exact counts of the workload (matrix-product FLOPs, the minimal
+bytes of each op -- both defined by the config, not estimated; FLOPs are cross-checked with FlopCounterMode) and
+what is derived from them; ``modeled`` for estimates, whose names say so (``elementwise_flops_modeled``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pytest_genai.dabench import counts as _counts
+from pytest_genai.dabench.allocation import cpu_allocation_ratio, occupancy_ratio, sm_allocation_ratio
+from pytest_genai.dabench.balance import LI_DEFINITIONS, load_imbalance
+from pytest_genai.dabench.config import DecoderConfig
+from pytest_genai.dabench.roofline import Ceilings, RooflinePoint
+
+MEASURED, MODELED = "measured", "modeled"
+CLASSES = ("matmul", "attention", "elementwise")
+
+
+@dataclasses.dataclass(frozen=True)
+class Allocation:
+    """A measured allocation ratio and the counter it came from."""
+
+    ratio: float
+    source: str  # e.g. "cpu_time/(wall*cores)", "cuda_kernels:grid_blocks/SMs"
+    occupancy: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Measurements:
+    """What :func:`measure` timed on the device (seconds are medians)."""
+
+    step_s: float
+    layer_s: tuple[float, ...]  # per layer: median load on the load clock (see measure())
+    class_s: Mapping[str, float]
+    allocation: Allocation | None
+    layer_clock: str = "wall"  # "wall" (synchronized) or "process_cpu" (CPU: seconds the process ran)
+    layer_wall_s: tuple[float, ...] = ()  # CPU only: per-layer median wall times, for transparency
+
+
+@dataclasses.dataclass(frozen=True)
+class Level1Result:
+    metrics: dict[str, float]
+    sources: dict[str, str]
+    labels: dict[str, str]
+
+
+def _roofline_metrics(prefix: str, point: RooflinePoint, out: dict[str, float], src: dict[str, str]) -> None:
+    def put(name: str, value: float, source: str) -> None:
+        out[prefix + name] = float(value)
+        src[prefix + name] = source
+
+    put("flops", point.flops, MEASURED)
+    put("bytes_moved", point.bytes_moved, MEASURED)
+    put("arithmetic_intensity", point.intensity, MEASURED)
+    put("time_s" if prefix else "step_time_s", point.seconds, MEASURED)
+    put("achieved_tflops", point.achieved_flops_per_s / 1e12, MEASURED)
+    put("achieved_gbs", point.achieved_bytes_per_s / 1e9, MEASURED)
+    put("efficiency", point.efficiency, MEASURED)
+    put("compute_bound", 1.0 if point.bound == "compute" else 0.0, MEASURED)
+
+
+def compose(
+    cfg: DecoderConfig,
+    meas: Measurements,
+    measured: Ceilings,
+    spec: Ceilings | None,
+    *,
+    li_definition: str = "mean_over_max",
+) -> Level1Result:
+    """Metrics of one config from its measurements, its analytic counts and the device's ceilings (pure)."""
+    metrics: dict[str, float] = {}
+    sources: dict[str, str] = {}
+    labels: dict[str, str] = {}
+    work = _counts.stack_counts(cfg)
+    whole = RooflinePoint(work.flops, work.bytes, meas.step_s, measured)
+    _roofline_metrics("", whole, metrics, sources)
+    labels["bound"] = whole.bound
+    metrics["elementwise_flops_modeled"] = float(work.nominal_flops)
+    sources["elementwise_flops_modeled"] = MODELED
+    metrics["ceiling_tflops_measured"] = measured.tflops
+    metrics["ceiling_gbs_measured"] = measured.gbs
+    metrics["ridge_point_measured"] = measured.ridge
+    metrics["ceiling_fraction_tflops"] = whole.achieved_flops_per_s / measured.flops_per_s
+    sources.update(dict.fromkeys(
+        ("ceiling_tflops_measured", "ceiling_gbs_measured", "ridge_point_measured", "ceiling_fraction_tflops"),
+        MEASURED,
+    ))
+    if spec is not None:
+        # Published (or, for the CPU, probe-measured) ceilings: not modeled; their names say where they come from.
+        spec_source = MEASURED
+        metrics["ceiling_tflops_spec"] = spec.tflops
+        metrics["ceiling_gbs_spec"] = spec.gbs
+        metrics["efficiency_spec"] = RooflinePoint(work.flops, work.bytes, meas.step_s, spec).efficiency
+        sources.update(ceiling_tflops_spec=spec_source, ceiling_gbs_spec=spec_source, efficiency_spec=MEASURED)
+        labels["bound_spec"] = RooflinePoint(work.flops, work.bytes, meas.step_s, spec).bound
+
+    per_class = _counts.class_counts(_counts.layer_forward_ops(cfg))
+    for cls in CLASSES:
+        seconds = meas.class_s.get(cls)
+        if seconds is None or cls not in per_class:
+            continue
+        cw = per_class[cls]
+        point = RooflinePoint(cw.flops, cw.bytes, seconds, measured)
+        _roofline_metrics(f"{cls}_", point, metrics, sources)
+        labels[f"{cls}_bound"] = point.bound
+
+    loads = list(meas.layer_s)
+    metrics["load_imbalance"] = load_imbalance(loads, li_definition)
+    other = "min_over_max" if li_definition == "mean_over_max" else "mean_over_max"
+    metrics[f"load_imbalance_{other}"] = load_imbalance(loads, other)
+    if meas.layer_wall_s:
+        metrics["load_imbalance_wall"] = load_imbalance(list(meas.layer_wall_s), li_definition)
+        sources["load_imbalance_wall"] = MEASURED
+    metrics["layer_time_max_s"] = max(loads)
+    metrics["layer_time_mean_s"] = sum(loads) / len(loads)
+    sources.update(dict.fromkeys(
+        ("load_imbalance", f"load_imbalance_{other}", "layer_time_max_s", "layer_time_mean_s"), MEASURED
+    ))
+    unit = "forward" if cfg.mode == "forward" else "forward+backward"
+    clock = "process CPU" if meas.layer_clock == "process_cpu" else "synchronized wall"
+    labels["li_definition"] = f"{LI_DEFINITIONS[li_definition]} over per-layer {unit} {clock} times (medians)"
+
+    if meas.allocation is not None:
+        metrics["allocation_ratio"] = meas.allocation.ratio
+        sources["allocation_ratio"] = MEASURED
+        labels["allocation_source"] = meas.allocation.source
+        if meas.allocation.occupancy is not None:
+            metrics["allocation_occupancy"] = meas.allocation.occupancy
+            sources["allocation_occupancy"] = MEASURED
+    return Level1Result(metrics, sources, labels)
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity), the units a CPU allocation ratio is counted against."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def measure(
+    cfg: DecoderConfig,
+    device: Any,
+    *,
+    time_step: Callable[[Callable[[], None]], float] | None = None,
+    repeats: int = 5,
+    warmup: int = 1,
+) -> Measurements:
+    """Build the stack on ``device`` and measure one config.
+
+    ``time_step(step) -> median seconds`` times the whole step (the benchmark passes pytest-benchmark's pedantic
+    loop there, with device synchronization); by default :func:`~pytest_genai.dabench.timing.time_callable`.
+    Per-layer and per-op-class loads are timed interleaved (:func:`~pytest_genai.dabench.timing.time_each`).
+    A layer's load for LI is its median time on the load clock: on accelerators the synchronized wall clock; on
+    the CPU the process's CPU time (``time.process_time``), which counts the work the cores did for the layer and
+    not the time the OS gave the cores to other processes -- on a 2-core machine shared by several jobs, wall-clock
+    medians of identical layers were seen 20-30% apart. The wall-clock LI is reported beside it on the CPU.
+    """
+    import torch
+
+    from pytest_genai.dabench import model
+    from pytest_genai.dabench.timing import cpu_times, time_callable, time_each
+
+    torch_device = device.torch_device
+    if torch_device is None:
+        raise ValueError(f"device kind {device.kind!r} is not torch-addressable; use pytest_genai.dabench.vendor")
+    stack = model.build_stack(cfg, torch_device)
+    x = model.make_input(cfg, torch_device)
+    step = model.make_step(cfg, stack, x)
+    sync = device.synchronize
+    if time_step is None:
+        step_s = time_callable(step, sync=sync, warmup=warmup, repeats=repeats).median_s
+    else:
+        step_s = time_step(step)
+    layer_fns = model.layer_steps(cfg, stack, x)
+    layer_t = time_each(layer_fns, sync=sync, warmup=warmup, repeats=repeats)
+    layer_cpu = None
+    if device.kind == "cpu":
+        layer_cpu = time_each(layer_fns, warmup=0, repeats=repeats, clock=time.process_time)
+    class_steps = model.op_class_steps(stack.blocks[0], x)
+    class_t = time_each(list(class_steps.values()), sync=sync, warmup=warmup, repeats=repeats)
+    class_s = {name: t.median_s for name, t in zip(class_steps, class_t)}
+
+    allocation = None
+    if device.kind == "cpu":
+        ct = cpu_times(step)
+        cores = available_cores()
+        allocation = Allocation(
+            cpu_allocation_ratio(ct.cpu_s, ct.wall_s, cores), f"process cpu_time/(wall x {cores} cores)"
+        )
+    elif device.kind == "cuda":
+        from pytest_genai.dabench.kernels import profile_kernels
+
+        sms = torch.cuda.get_device_properties(device.index).multi_processor_count
+        kernels = profile_kernels(step, device)
+        ratio = sm_allocation_ratio(kernels, sms)
+        if ratio is not None:
+            allocation = Allocation(ratio, f"cuda kernels: time-weighted min(1, grid blocks/{sms} SMs)",
+                                    occupancy_ratio(kernels))
+    del stack, step
+    if layer_cpu is None:
+        return Measurements(step_s, tuple(t.median_s for t in layer_t), class_s, allocation)
+    return Measurements(
+        step_s,
+        tuple(t.median_s for t in layer_cpu),
+        class_s,
+        allocation,
+        layer_clock="process_cpu",
+        layer_wall_s=tuple(t.median_s for t in layer_t),
+    )

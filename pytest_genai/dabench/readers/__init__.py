@@ -1,0 +1,51 @@
+"""Readers for the dataflow vendors' profiling outputs, into one allocation / load-imbalance schema.
+
+Each reader names the documented format it was written against (module docstrings) and which fields are read.
+
+* :mod:`.cerebras`  — ``compile_report.txt`` of the Cerebras compiler (WSE): Active PEs, Compute Utilization, kernels.
+* :mod:`.sambanova` — SambaTune ``reports/section_report.csv`` (RDU): per-section PCU/PMU utilization and latency.
+* :mod:`.graphcore` — PopVision ``profile.pop`` through the PopVision Analysis Library ``pva`` (IPU): tile memory.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Mapping
+
+
+@dataclasses.dataclass(frozen=True)
+class DataflowProfile:
+    """Allocation and balance of one compiled workload, as a vendor profile states them.
+
+    ``allocation_ratio``: on-chip units used / available (fraction), or None when the format does not state it.
+    ``load_imbalance``: LI over ``subtask_loads`` (per ``li_subtasks``), named by ``li_definition``.
+    ``extra``: further numeric fields the format gives (fractions or the format's units, named with the unit).
+    """
+
+    vendor: str
+    source_format: str
+    allocation_ratio: float | None
+    allocation_units: str
+    load_imbalance: float | None
+    li_definition: str
+    li_subtasks: str
+    subtask_loads: tuple[float, ...]
+    extra: Mapping[str, float] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("allocation_ratio", "load_imbalance"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and 0 <= value <= 1.0 + 1e-9):
+                raise ValueError(f"DataflowProfile.{name} must be a fraction in [0, 1], got {value!r}")
+
+
+_NUMBER = re.compile(r"^[-+]?(\d{1,3}(,\d{3})+|\d+)?(\.\d+)?([eE][-+]?\d+)?$")
+
+
+def parse_number(text: str, *, field: str) -> float:
+    """A number as vendor reports print it: thousands separators allowed, optional trailing ``%`` kept as percent."""
+    s = text.strip().rstrip("%").strip()
+    if not s or not _NUMBER.match(s):
+        raise ValueError(f"field {field!r}: {text!r} is not a number")
+    return float(s.replace(",", ""))

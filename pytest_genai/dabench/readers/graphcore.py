@@ -1,0 +1,74 @@
+"""Graphcore PopVision report (IPU) -> :class:`DataflowProfile`.
+
+Format read: the ``profile.pop`` that Poplar writes with ``POPLAR_ENGINE_OPTIONS='{"autoReport.all":"true",
+"autoReport.directory":DIR}'``, opened with the PopVision Analysis Library (``import pva;
+pva.openReport(path)``; docs.graphcore.ai/projects/libpva, "PopVision Analysis Python API"). Fields read:
+``report.compilation.target.numTiles``, ``.tilesPerIpu``, ``.numIPUs`` and ``.bytesPerTile`` (or ``.bytesPerIPU`` /
+``tilesPerIpu`` when ``bytesPerTile`` is absent), and per tile ``report.compilation.tiles[i].memory.total.excludingGaps``
+(bytes used on the tile, excluding alignment gaps) -- the attributes Graphcore's own TensorFlow test utilities read.
+
+Mapping: allocation ratio = tile memory used / tile memory available (sum over tiles of ``excludingGaps`` over
+``numTiles x bytesPerTile``); LI over tiles of their used memory (the compiler spreads a layer over tiles; an
+overloaded tile bounds both memory capacity and compute). Per-IPU memory uses the assumption that tiles are listed
+IPU by IPU (``tilesPerIpu`` consecutive tiles each).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pytest_genai.dabench.balance import LI_DEFINITIONS, load_imbalance
+from pytest_genai.dabench.readers import DataflowProfile
+
+
+def profile_from_report(report: Any, *, li_definition: str = "mean_over_max") -> DataflowProfile:
+    """Read a ``pva`` report object (or any object with the same attributes)."""
+    try:
+        target = report.compilation.target
+        tiles = list(report.compilation.tiles)
+    except AttributeError as exc:
+        raise ValueError(f"not a PopVision report: missing report.compilation.target/tiles ({exc})") from None
+    num_tiles = int(target.numTiles)
+    tiles_per_ipu = int(getattr(target, "tilesPerIpu", num_tiles))
+    num_ipus = int(getattr(target, "numIPUs", max(1, num_tiles // max(1, tiles_per_ipu))))
+    bytes_per_tile = getattr(target, "bytesPerTile", None)
+    if bytes_per_tile is None:
+        bytes_per_ipu = getattr(target, "bytesPerIPU", None)
+        if bytes_per_ipu is None:
+            raise ValueError("PopVision report target has neither bytesPerTile nor bytesPerIPU")
+        bytes_per_tile = bytes_per_ipu / tiles_per_ipu
+    if not tiles:
+        raise ValueError("PopVision report has no tiles")
+    used = [float(t.memory.total.excludingGaps) for t in tiles]
+    capacity = num_tiles * float(bytes_per_tile)
+    per_ipu = [sum(used[i * tiles_per_ipu:(i + 1) * tiles_per_ipu]) for i in range(num_ipus)]
+    extra = {
+        "num_ipus": float(num_ipus),
+        "num_tiles": float(num_tiles),
+        "tile_memory_used_bytes": sum(used),
+        "tile_memory_max_bytes": max(used),
+        "tiles_in_use_fraction": sum(1 for u in used if u > 0) / num_tiles,
+        "ipu_memory_max_fraction": max(per_ipu) / (tiles_per_ipu * float(bytes_per_tile)),
+    }
+    return DataflowProfile(
+        vendor="graphcore",
+        source_format="PopVision profile.pop via libpva",
+        allocation_ratio=sum(used) / capacity,
+        allocation_units="tile memory",
+        load_imbalance=load_imbalance(used, li_definition),
+        li_definition=LI_DEFINITIONS[li_definition],
+        li_subtasks="tiles (memory.total.excludingGaps)",
+        subtask_loads=tuple(used),
+        extra=extra,
+    )
+
+
+def read_popvision(path: str | Path, **kwargs: str) -> DataflowProfile:
+    """Open ``profile.pop`` with ``pva`` (Poplar SDK) and read it; ImportError names the SDK when it is absent."""
+    try:
+        import pva
+    except ImportError as exc:
+        raise ImportError(
+            "reading profile.pop needs the PopVision Analysis Library (`pva`, shipped with the Poplar SDK)"
+        ) from exc
+    return profile_from_report(pva.openReport(str(path)), **kwargs)

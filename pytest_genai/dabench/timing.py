@@ -1,0 +1,124 @@
+"""Synchronized, warmed-up timings with medians, and the timer's own overhead.
+
+Every timed region is ``sync(); t0 = clock(); work(); sync(); t1 = clock()``: the device's queue is drained before
+the clock is read at both ends, so asynchronous devices (CUDA, HPU) are timed for the work itself, not for its
+launch. On the CPU ``sync`` is a no-op and the region's cost is the clock call itself, which
+:func:`timer_overhead_s` measures and reports.
+"""
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from collections.abc import Callable, Sequence
+
+Clock = Callable[[], float]
+
+
+def _noop() -> None:
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """Per-repeat seconds of one timed callable."""
+
+    samples: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if not self.samples:
+            raise ValueError("Timing needs at least one sample")
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def min_s(self) -> float:
+        return min(self.samples)
+
+
+def time_callable(
+    fn: Callable[[], object],
+    *,
+    sync: Callable[[], None] | None = None,
+    warmup: int = 1,
+    repeats: int = 5,
+    clock: Clock = time.perf_counter,
+) -> Timing:
+    """Run ``fn`` ``warmup`` times untimed, then ``repeats`` times each between two ``sync`` + clock reads.
+
+    ``sync=None`` means no synchronization (only correct on the CPU; the CUDA timing test uses it to show the
+    difference).
+    """
+    if warmup < 0 or repeats < 1:
+        raise ValueError(f"need warmup >= 0 and repeats >= 1, got warmup={warmup}, repeats={repeats}")
+    do_sync = sync or _noop
+    for _ in range(warmup):
+        fn()
+    do_sync()
+    samples = []
+    for _ in range(repeats):
+        do_sync()
+        t0 = clock()
+        fn()
+        do_sync()
+        samples.append(clock() - t0)
+    return Timing(tuple(samples))
+
+
+def time_each(
+    fns: Sequence[Callable[[], object]],
+    *,
+    sync: Callable[[], None] | None = None,
+    warmup: int = 1,
+    repeats: int = 5,
+    clock: Clock = time.perf_counter,
+) -> list[Timing]:
+    """Median-ready timings of several callables, interleaved round by round so that a slow spell of a shared
+    machine affects all of them alike (used for per-layer loads)."""
+    if warmup < 0 or repeats < 1:
+        raise ValueError(f"need warmup >= 0 and repeats >= 1, got warmup={warmup}, repeats={repeats}")
+    do_sync = sync or _noop
+    for _ in range(warmup):
+        for fn in fns:
+            fn()
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for i, fn in enumerate(fns):
+            do_sync()
+            t0 = clock()
+            fn()
+            do_sync()
+            samples[i].append(clock() - t0)
+    return [Timing(tuple(s)) for s in samples]
+
+
+def timer_overhead_s(
+    *, sync: Callable[[], None] | None = None, repeats: int = 1001, clock: Clock = time.perf_counter
+) -> float:
+    """Median seconds of an empty timed region (sync + two clock reads): the floor under every measurement."""
+    return time_callable(_noop, sync=sync, warmup=10, repeats=repeats, clock=clock).median_s
+
+
+@dataclasses.dataclass(frozen=True)
+class CpuTimes:
+    """Wall and process-CPU seconds over one timed region."""
+
+    wall_s: float
+    cpu_s: float
+
+
+def cpu_times(fn: Callable[[], object], *, min_wall_s: float = 0.2, max_calls: int = 1000) -> CpuTimes:
+    """Wall time and process CPU time (all threads) of back-to-back calls of ``fn`` until ``min_wall_s`` has
+    passed (at least one call, at most ``max_calls``), so that the ratio is not dominated by clock granularity."""
+    if min_wall_s < 0 or max_calls < 1:
+        raise ValueError(f"need min_wall_s >= 0 and max_calls >= 1, got {min_wall_s}, {max_calls}")
+    c0, t0 = time.process_time(), time.perf_counter()
+    calls = 0
+    while calls < max_calls:
+        fn()
+        calls += 1
+        if time.perf_counter() - t0 >= min_wall_s:
+            break
+    return CpuTimes(wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0)
