@@ -34,6 +34,11 @@ def _run_main(build: Callable[[], argparse.ArgumentParser], body: Callable[[argp
     except (ReportInputError, ThresholdError) as exc:
         print(f"pytest-genai {parser.prog.split()[-1]}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except OSError as exc:  # an output path that cannot be written
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"pytest-genai {parser.prog.split()[-1]}: error: cannot write {where}{exc.strerror or exc}",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 def _load_nonempty(path: str, role: str) -> Run:
@@ -117,8 +122,11 @@ def _report(args: argparse.Namespace) -> int:
         images: list[Path] = []
         if needs_images:
             try:
-                images = write_plots([r for r in run.records], Path(args.plots or tmp), info)
+                images = write_plots(run.records, Path(args.plots or tmp), info)
             except PlotsUnavailable as exc:
+                if args.plots is not None:  # asked for explicitly: fail clearly
+                    raise ReportInputError(f"--plots {args.plots}: {exc}") from None
+                _warn([str(exc)])
                 notes.append(str(exc))
         for path, fmt in targets:
             # Markdown links only to plots that outlive this command (--plots DIR).
@@ -159,8 +167,8 @@ def _compare_parser() -> argparse.ArgumentParser:
 
 
 def _header(baseline: Run, current: Run, thresholds: Thresholds) -> str:
-    return (f"baseline: {baseline.source} ({len(baseline.records)} benchmarks) · "
-            f"current: {current.source} ({len(current.records)} benchmarks) · thresholds: {thresholds.id}")
+    return (f"baseline: {baseline.source} ({len(baseline.records)} benchmark(s)) · "
+            f"current: {current.source} ({len(current.records)} benchmark(s)) · thresholds: {thresholds.id}")
 
 
 def _compare(args: argparse.Namespace) -> int:

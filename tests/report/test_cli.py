@@ -143,3 +143,24 @@ def test_report_writes_markdown_and_html(tmp_path: Path, capsys) -> None:
     page = html.read_text()
     assert page.startswith("<!DOCTYPE html>") and "data:image/png;base64," in page
     assert 'src="plots' not in page and "<td class=\"num\">3.9</td>" in page
+
+
+def test_report_without_matplotlib(tmp_path: Path, runs, capsys, monkeypatch) -> None:
+    import sys
+
+    for name in ("matplotlib.figure", "matplotlib.backends.backend_agg"):
+        monkeypatch.setitem(sys.modules, name, None)  # makes the import fail as if matplotlib were absent
+    good, _ = runs
+    assert report_main([str(good), "--plots", str(tmp_path / "p")]) == EXIT_BAD_INPUT
+    assert "pip install 'pytest-genai[plot]'" in capsys.readouterr().err
+    assert report_main([str(good), "-o", str(tmp_path / "r.html")]) == EXIT_OK  # HTML without plots, with a note
+    assert "plots need matplotlib" in (tmp_path / "r.html").read_text()
+
+
+def test_unwritable_output_is_a_message(tmp_path: Path, runs, capsys) -> None:
+    good, _ = runs
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert report_main([str(good), "-o", str(blocker / "r.md")]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "cannot write" in err and "Traceback" not in err
