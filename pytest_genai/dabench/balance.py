@@ -33,6 +33,8 @@ def load_imbalance(loads: Sequence[float], definition: str = "mean_over_max") ->
     peak = max(values)
     if peak == 0:
         raise ValueError("all subtask loads are 0; load imbalance is undefined")
+    floor = min(values) / peak
     if definition == "min_over_max":
-        return min(values) / peak
-    return min(1.0, math.fsum(values) / len(values) / peak)
+        return floor
+    # mean lies in [min, max]; the clamp only removes floating-point rounding at the ends.
+    return min(1.0, max(floor, math.fsum(values) / len(values) / peak))

@@ -1,0 +1,15 @@
+import subprocess
+import sys
+
+PURE = ["config", "counts", "roofline", "balance", "allocation", "capacity", "level1", "kernels", "vendor", "fit",
+        "timing", "ceilings", "model", "memtrack", "readers", "readers.cerebras", "readers.sambanova",
+        "readers.graphcore"]
+
+
+def test_importing_dabench_does_not_import_torch():
+    code = (
+        "import sys\n"
+        + "".join(f"import pytest_genai.dabench.{m}\n" for m in PURE)
+        + "assert 'torch' not in sys.modules, 'torch imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,0 +1,77 @@
+"""compose() on fixed measurements (pure), and measure() end to end on a tiny config on the CPU."""
+import dataclasses
+
+import pytest
+
+from pytest_genai.dabench import counts, level1
+from pytest_genai.dabench.config import DecoderConfig
+from pytest_genai.dabench.roofline import Ceilings
+
+CFG = DecoderConfig(layers=2, hidden=64, heads=1, seq_len=32)
+ROOFLINE_NAMES = ("flops", "bytes_moved", "arithmetic_intensity", "achieved_tflops", "achieved_gbs", "efficiency",
+                  "ceiling_tflops_measured", "ceiling_gbs_measured", "ceiling_tflops_spec", "ceiling_gbs_spec")
+
+
+def _meas(**kw):
+    base = dict(step_s=1e-3, layer_s=(4e-4, 5e-4), class_s={"matmul": 2e-4, "attention": 1e-4, "elementwise": 1e-4},
+                allocation=level1.Allocation(0.5, "test counter"))
+    base.update(kw)
+    return level1.Measurements(**base)
+
+
+def test_compose_records_the_roofline_contract_and_sources():
+    result = level1.compose(CFG, _meas(), Ceilings(1.0, 100.0, "measured"), Ceilings(2.0, 50.0, "spec"))
+    m = result.metrics
+    for name in ROOFLINE_NAMES:
+        assert name in m, name
+    work = counts.stack_counts(CFG)
+    assert m["flops"] == work.flops and m["bytes_moved"] == work.bytes
+    assert m["achieved_tflops"] == pytest.approx(work.flops / 1e-3 / 1e12)
+    assert m["load_imbalance"] == pytest.approx(0.45 / 0.5)
+    assert m["load_imbalance_min_over_max"] == pytest.approx(0.8)
+    assert m["allocation_ratio"] == 0.5
+    assert result.labels["bound"] in ("compute", "memory")
+    assert m["compute_bound"] == (1.0 if result.labels["bound"] == "compute" else 0.0)
+    assert "synchronized wall" in result.labels["li_definition"]
+    assert {"matmul_efficiency", "attention_compute_bound", "elementwise_achieved_gbs"} <= set(m)
+    # Estimates are the only modeled numbers here, and their names say so.
+    modeled = {k for k, v in result.sources.items() if v == "modeled"}
+    assert modeled == {"elementwise_flops_modeled"}
+    assert set(result.sources) == set(m)
+
+
+def test_bound_flips_with_the_ridge():
+    work = counts.stack_counts(CFG)
+    intensity = work.flops / work.bytes
+    low_ridge = Ceilings(1.0, 1e12 / (0.5 * intensity) / 1e9, "measured")  # ridge at half the intensity
+    high_ridge = Ceilings(1.0, 1e12 / (2 * intensity) / 1e9, "measured")
+    assert level1.compose(CFG, _meas(), low_ridge, None).labels["bound"] == "compute"
+    assert level1.compose(CFG, _meas(), high_ridge, None).labels["bound"] == "memory"
+
+
+def test_absent_counter_means_absent_metric():
+    result = level1.compose(CFG, _meas(allocation=None), Ceilings(1.0, 100.0, "measured"), None)
+    assert "allocation_ratio" not in result.metrics
+    assert "ceiling_tflops_spec" not in result.metrics
+
+
+def test_measure_on_the_cpu():
+    pytest.importorskip("torch")
+    from pytest_genai.devices.device import Device
+
+    cpu = Device(kind="cpu", index=0, name="cpu", generation="cpu")
+    cfg = dataclasses.replace(CFG, mode="train")
+    meas = level1.measure(cfg, cpu, repeats=3)
+    assert meas.step_s > 0 and len(meas.layer_s) == cfg.layers
+    assert meas.layer_clock == "process_cpu" and len(meas.layer_wall_s) == cfg.layers
+    assert set(meas.class_s) == {"matmul", "attention", "elementwise"}
+    assert 0 < meas.allocation.ratio <= 1.05
+    result = level1.compose(cfg, meas, Ceilings(0.1, 10.0, "measured"), None)
+    assert result.metrics["load_imbalance"] > 0.5  # identical layers, process CPU time
+
+
+def test_measure_needs_a_torch_device():
+    from pytest_genai.devices.device import Device
+
+    with pytest.raises(ValueError, match="not torch-addressable"):
+        level1.measure(CFG, Device(kind="ipu", index=0, name="ipu", generation="bow-ipu"))

@@ -1,0 +1,62 @@
+import dataclasses
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from pytest_genai.dabench import counts, model  # noqa: E402
+from pytest_genai.dabench.config import DecoderConfig  # noqa: E402
+
+CPU = torch.device("cpu")
+
+
+@pytest.mark.parametrize("attention", ["math", "sdpa"])
+def test_stack_shape_params_and_causality(attention):
+    cfg = DecoderConfig(layers=2, hidden=32, heads=4, seq_len=8, batch=2, attention=attention)
+    stack = model.build_stack(cfg, CPU)
+    assert sum(p.numel() for p in stack.parameters()) == cfg.params
+    x = model.make_input(cfg, CPU)
+    y = stack(x)
+    assert y.shape == x.shape
+    x2 = x.clone()
+    x2[:, -1] += 1.0  # changing the last token must not change earlier positions (causal mask)
+    assert torch.allclose(stack(x2)[:, :-1], y[:, :-1], atol=1e-5)
+
+
+def test_math_and_sdpa_attention_agree():
+    cfg = DecoderConfig(layers=1, hidden=32, heads=4, seq_len=8)
+    x = model.make_input(cfg, CPU)
+    y_math = model.build_stack(cfg, CPU)(x)
+    y_sdpa = model.build_stack(dataclasses.replace(cfg, attention="sdpa"), CPU)(x)
+    assert torch.allclose(y_math, y_sdpa, atol=1e-5)
+
+
+def test_train_step_updates_weights_and_releases_grads():
+    cfg = DecoderConfig(layers=1, hidden=16, heads=2, seq_len=4, mode="train")
+    stack = model.build_stack(cfg, CPU)
+    before = stack.blocks[0].fc1.weight.detach().clone()
+    model.make_step(cfg, stack, model.make_input(cfg, CPU))()
+    assert not torch.equal(before, stack.blocks[0].fc1.weight)
+    assert all(p.grad is None for p in stack.parameters())
+
+
+def test_op_class_steps_run_exactly_the_counted_forward_ops():
+    from torch.utils.flop_counter import FlopCounterMode
+
+    cfg = DecoderConfig(layers=1, hidden=32, heads=2, seq_len=8, batch=2)
+    stack = model.build_stack(cfg, CPU)
+    steps = model.op_class_steps(stack.blocks[0], model.make_input(cfg, CPU))
+    by_class = counts.class_counts(counts.layer_forward_ops(cfg))
+    for name, step in steps.items():
+        with FlopCounterMode(display=False) as counter:
+            step()
+        assert counter.get_total_flops() == by_class[name].flops, name
+
+
+def test_layer_steps_one_per_layer():
+    cfg = DecoderConfig(layers=3, hidden=16, heads=2, seq_len=4, mode="train")
+    stack = model.build_stack(cfg, CPU)
+    steps = model.layer_steps(cfg, stack, model.make_input(cfg, CPU))
+    assert len(steps) == 3
+    steps[1]()
+    assert all(p.grad is None for p in stack.parameters())

@@ -1,0 +1,77 @@
+"""Timing: synchronization order proven with a recording fake device; the timer's overhead measured; on CUDA
+(only where a GPU is present) timing without a synchronize measures the launch, not the work."""
+import time
+
+import pytest
+
+from pytest_genai.dabench.timing import Timing, cpu_times, time_callable, time_each, timer_overhead_s
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        self.now = 0.0
+
+    def sync(self) -> None:
+        self.events.append("sync")
+
+    def clock(self) -> float:
+        self.events.append("clock")
+        self.now += 1.0
+        return self.now
+
+    def work(self) -> None:
+        self.events.append("work")
+
+
+def test_clock_is_read_only_after_a_synchronize():
+    rec = Recorder()
+    timing = time_callable(rec.work, sync=rec.sync, clock=rec.clock, warmup=1, repeats=2)
+    assert rec.events == ["work", "sync"] + ["sync", "clock", "work", "sync", "clock"] * 2
+    assert timing.samples == (1.0, 1.0)
+
+
+def test_time_each_interleaves_rounds():
+    order: list[str] = []
+    fns = [lambda: order.append("a"), lambda: order.append("b")]
+    timings = time_each(fns, warmup=1, repeats=3)
+    assert order == ["a", "b"] * 4
+    assert len(timings) == 2 and all(len(t.samples) == 3 for t in timings)
+
+
+def test_median_and_validation():
+    assert Timing((3.0, 1.0, 2.0)).median_s == 2.0
+    with pytest.raises(ValueError, match="at least one sample"):
+        Timing(())
+    with pytest.raises(ValueError, match="repeats"):
+        time_callable(lambda: None, repeats=0)
+
+
+def test_timer_overhead_is_measured_and_small():
+    overhead = timer_overhead_s(repeats=201)
+    assert 0 < overhead < 1e-4  # perf_counter pairs cost well under 100 us on any machine we run on
+
+
+def test_cpu_times_cover_the_requested_wall_time():
+    def spin() -> None:
+        end = time.perf_counter() + 0.005
+        while time.perf_counter() < end:
+            pass
+
+    ct = cpu_times(spin, min_wall_s=0.05)
+    assert ct.wall_s >= 0.05
+    assert 0 < ct.cpu_s <= ct.wall_s * 2 + 0.01  # one busy thread (+ interpreter helpers)
+
+
+def test_unsynchronized_cuda_timing_differs():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU: run on a GPU node to check that synchronization changes CUDA timings")
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    work = lambda: [a @ a for _ in range(8)]  # noqa: E731
+    synced = time_callable(work, sync=torch.cuda.synchronize, warmup=2, repeats=5).median_s
+    torch.cuda.synchronize()
+    unsynced = time_callable(work, sync=None, warmup=0, repeats=1).median_s
+    torch.cuda.synchronize()
+    # 8 matmuls of 1.1 TFLOP each take milliseconds; queuing them takes microseconds.
+    assert unsynced < 0.5 * synced, (unsynced, synced)
