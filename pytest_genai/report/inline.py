@@ -12,12 +12,14 @@ out of the session.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 import pytest
 
 from .compare import FAILING, MetricComparison, compare_records
+from .deltas import worsening
 from .errors import ReportInputError
 from .matching import match_records
 from .registry import MetricInfo, default_metric_info
@@ -126,8 +128,9 @@ class BaselinePlugin:
             if r.baseline is None:
                 rows.append([r.nodeid, "—", "0", "—", "no match in baseline"])
                 continue
-            gated = [m for m in r.metrics if m.change is not None and m.direction in ("higher", "lower")]
-            worst = max(gated, key=lambda m: -m.change if m.direction == "higher" else m.change, default=None)
+            gated = [m for m in r.metrics if m.baseline is not None and m.current is not None
+                     and m.change is not None and not math.isnan(m.change) and m.direction in ("higher", "lower")]
+            worst = max(gated, key=lambda m: worsening(m.baseline, m.current, m.direction), default=None)
             worst_text = "—" if worst is None else f"{worst.metric} {format_change(worst.change)}"
             regressed = ", ".join(m.metric for m in r.regressions)
             status = f"REGRESSED: {regressed}" if regressed else "ok"

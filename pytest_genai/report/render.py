@@ -63,11 +63,11 @@ def report_blocks(
     claims = claims_table(recs, claims_by_id)
     blocks.append(Heading("Claims"))
     blocks.append(claims if claims.rows else Paragraph("No claims were checked in this run."))
-    for exp, (table, shared) in experiment_tables(recs, info).items():
-        blocks.append(Heading(f"Experiment: {exp}"))
-        if shared:
-            blocks.append(Paragraph(f"Same in every row: {shared}"))
-        blocks.append(table)
+    for group in experiment_tables(recs, info):
+        blocks.append(Heading(f"Experiment: {group.experiment} — {group.test}"))
+        if group.shared:
+            blocks.append(Paragraph(f"Same in every row: {group.shared}"))
+        blocks.extend(group.tables)
     if any("modeled" in r.sources.values() for r in recs):
         blocks.append(Paragraph("Columns marked (modeled) are computed from a model of the hardware, not measured."))
     if images:

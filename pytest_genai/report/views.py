@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .compare import FAILING, MISSING_CURRENT, Comparison, MetricComparison
 from .gate import GateResult, GenerationCheck
@@ -14,6 +15,8 @@ from .tables import Table, format_change, format_number, make_table
 
 MAX_LABEL_CHARS = 24
 """Labels with longer values than this are descriptions, not table cells."""
+MAX_VALUE_COLUMNS = 8
+"""Metric and label columns per table; wider results are split over several tables."""
 
 _ARROWS = {"higher": "↑ higher", "lower": "↓ lower", "none": "—", None: "? (unregistered)"}
 
@@ -148,42 +151,75 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo]) -> dict[str, tuple[Table, str]]:
-    """Per experiment: a table (rows = configs; columns = device, model, varying config, metrics, labels) and a
-    line listing the config values shared by every row."""
-    by_exp: dict[str, list[Record]] = {}
+@dataclass(frozen=True)
+class ExperimentTables:
+    """The results of one test function of one experiment: rows = configs, metrics split over several tables
+    (each repeating the row's identity) so that a CI comment stays readable."""
+
+    experiment: str
+    test: str
+    shared: str
+    tables: tuple[Table, ...]
+
+
+def _ordered(keys: Iterable[Iterable[str]]) -> list[str]:
+    out: dict[str, None] = {}
+    for group in keys:
+        for k in group:
+            out.setdefault(k, None)
+    return list(out)
+
+
+def _metric_header(m: str, recs: Sequence[Record], info: Mapping[str, MetricInfo]) -> str:
+    unit = info[m].unit if m in info and info[m].unit else next((r.units[m] for r in recs if m in r.units), "")
+    head = f"{m} [{unit}]" if unit and unit != "1" else m
+    if any(r.sources.get(m) == "modeled" for r in recs if m in r.metrics):
+        head += " (modeled)"
+    return head
+
+
+def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo]) -> list[ExperimentTables]:
+    """Group records by (experiment, test function) and lay each group out as tables.
+
+    Identity columns: device and model when they vary, then the config ``id`` when every row has one
+    (it names the config), else the config parameters that vary.  Values shared by every row go in
+    :attr:`ExperimentTables.shared`.  Metrics (with units; "(modeled)" when modeled) and short labels follow,
+    at most :data:`MAX_VALUE_COLUMNS` per table.
+    """
+    groups: dict[tuple[str, str], list[Record]] = {}
     for rec in records:
-        by_exp.setdefault(rec.experiment or "pytest-benchmark", []).append(rec)
-    out: dict[str, tuple[Table, str]] = {}
-    for exp, recs in by_exp.items():
-        params: list[str] = []
-        for r in recs:
-            params += [k for k in r.config if k not in params]
+        groups.setdefault((rec.experiment or "pytest-benchmark", rec.name.split("[", 1)[0]), []).append(rec)
+    out = []
+    for (exp, test), recs in groups.items():
+        params = _ordered(r.config for r in recs)
         varying = [p for p in params if len({_cell(r.config.get(p, "—")) for r in recs}) > 1]
-        fixed = [p for p in params if p not in varying]
-        metrics: list[str] = []
-        for r in recs:
-            metrics += [m for m in r.metrics if m not in metrics]
-        labels: list[str] = []
-        for r in recs:
-            labels += [k for k in r.labels if k not in labels]
+        shared = [f"{p}={_cell(recs[0].config.get(p))}" for p in params if p not in varying and p != "id"]
+        if all("id" in r.config for r in recs) and len(recs) > 1:
+            varying = ["id"]
+        identity: list[tuple[str, Callable[[Record], str]]] = []
+        constant: list[str] = []
+        for head, get in (("device", device_text), ("model", lambda r: r.model or "—")):
+            if len({get(r) for r in recs}) > 1:
+                identity.append((head, get))
+            else:
+                constant.append(f"{head}={get(recs[0])}")
+        shared = constant + shared
+        identity += [(p, lambda r, p=p: _cell(r.config.get(p, "—"))) for p in varying]
+        if not identity:
+            identity = [("benchmark", lambda r: r.name)]
+        metrics = _ordered(r.metrics for r in recs)
         # short labels (bound: memory) are columns; long descriptive ones stay in the JSON
-        labels = [k for k in labels if all(len(r.labels.get(k, "")) <= MAX_LABEL_CHARS for r in recs)]
-        headers = ["device", "model"] + varying
-        for m in metrics:
-            unit = info[m].unit if m in info and info[m].unit else next((r.units[m] for r in recs if m in r.units), "")
-            head = f"{m} [{unit}]" if unit and unit != "1" else m
-            if any(r.sources.get(m) == "modeled" for r in recs if m in r.metrics):
-                head += " (modeled)"
-            headers.append(head)
-        headers += labels
-        rows = []
-        for r in recs:
-            row = [device_text(r), r.model or "—"] + [_cell(r.config.get(p, "—")) for p in varying]
-            row += [format_number(r.metrics.get(m)) for m in metrics]
-            row += [r.labels.get(k, "—") for k in labels]
-            rows.append(row)
-        numeric = [False] * (2 + len(varying)) + [True] * len(metrics) + [False] * len(labels)
-        shared = ", ".join(f"{p}={_cell(recs[0].config.get(p))}" for p in fixed)
-        out[exp] = (make_table(headers, rows, numeric), shared)
+        labels = [k for k in _ordered(r.labels for r in recs)
+                  if all(len(r.labels.get(k, "")) <= MAX_LABEL_CHARS for r in recs)]
+        values: list[tuple[str, bool, Callable[[Record], str]]] = [
+            (_metric_header(m, recs, info), True, lambda r, m=m: format_number(r.metrics.get(m))) for m in metrics
+        ] + [(k, False, lambda r, k=k: r.labels.get(k, "—")) for k in labels]
+        tables = []
+        for start in range(0, max(1, len(values)), MAX_VALUE_COLUMNS):
+            chunk = values[start:start + MAX_VALUE_COLUMNS]
+            headers = [h for h, _ in identity] + [h for h, _, _ in chunk]
+            numeric = [False] * len(identity) + [n for _, n, _ in chunk]
+            rows = [[get(r) for _, get in identity] + [get(r) for _, _, get in chunk] for r in recs]
+            tables.append(make_table(headers, rows, numeric))
+        out.append(ExperimentTables(exp, test, ", ".join(shared), tuple(tables)))
     return out

@@ -57,8 +57,8 @@ def test_gate_fails_the_slowed_run_with_a_table_naming_the_metrics(two_runs, cap
     assert "| test_tokens[cpu] | benchmark_median_s | rose" in failures
 
     assert report_main([str(slow), "-o", str(pytester.path / "r.md"), "-o", str(pytester.path / "r.html")]) == EXIT_OK
-    assert "## Experiment: toy" in (pytester.path / "r.md").read_text()
-    assert "<h2>Experiment: toy</h2>" in (pytester.path / "r.html").read_text()
+    assert "## Experiment: toy — test_tokens" in (pytester.path / "r.md").read_text()
+    assert "<h2>Experiment: toy — test_tokens</h2>" in (pytester.path / "r.html").read_text()
 
 
 def test_inline_baseline_fails_the_regressed_benchmark_without_traceback(pytester, monkeypatch) -> None:

@@ -5,7 +5,7 @@ import pytest
 
 from pytest_genai.claims import load_claims, load_metrics
 from pytest_genai.report.compare import (
-    BETTER, MISSING_BASELINE, MISSING_CURRENT, NO_DIRECTION, NOT_FINITE, REGRESSED, SAME, UNREGISTERED, WORSE,
+    BETTER, MISSING_BASELINE, MISSING_CURRENT, NO_DIRECTION, NOT_FINITE, SAME, UNREGISTERED, WORSE,
     compare_runs,
 )
 from pytest_genai.report.gate import CLAIM_CHECKED, gate_runs

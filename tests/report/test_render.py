@@ -31,11 +31,31 @@ def dabench_run():
 
 
 def test_experiment_table_rows_are_configs_and_headers_carry_units() -> None:
-    table, shared = experiment_tables(dabench_run().records, INFO)["dabench"]
-    assert table.headers == ("device", "model", "layers", "id", "achieved_tflops [TFLOP/s]", "flops_modeled (modeled)",
-                             "bound")
-    assert table.rows[1] == ("cpu", "tiny", "4", "L4", "0.06", "2,000,000,000", "compute")
-    assert shared == "hidden=64, lr=0.0003"  # constant config, written as configured
+    (group,) = experiment_tables(dabench_run().records, INFO)
+    assert (group.experiment, group.test) == ("dabench", "l1")
+    (table,) = group.tables
+    # the config id names each row; short labels are columns, long descriptive ones are not
+    assert table.headers == ("id", "achieved_tflops [TFLOP/s]", "flops_modeled (modeled)", "bound")
+    assert table.rows[1] == ("L4", "0.06", "2,000,000,000", "compute")
+    assert group.shared == "device=cpu, model=tiny, hidden=64, lr=0.0003"  # constant values, written as configured
+
+
+def test_wide_results_split_into_tables_that_repeat_the_row_identity() -> None:
+    metrics = {f"m{i:02d}": float(i) for i in range(19)}
+    recs = run_from_json(run_doc([bench("t[a]", "x", {"k": 1}, metrics, device=("cpu", "cpu")),
+                                  bench("t[b]", "x", {"k": 2}, metrics, device=("cuda", "h100-sxm"))]), "x").records
+    (group,) = experiment_tables(recs, {})
+    assert [len(t.headers) for t in group.tables] == [2 + 8, 2 + 8, 2 + 3]
+    assert all(t.headers[:2] == ("device", "k") for t in group.tables)
+    assert [t.rows[1][:2] for t in group.tables] == [("h100-sxm", "2")] * 3
+
+
+def test_tests_of_one_experiment_get_their_own_tables() -> None:
+    recs = run_from_json(run_doc([bench("test_a[1]", "dab", {"k": 1}, {"x": 1.0}),
+                                  bench("test_b", "dab", {"k": 1}, {"y": 2.0})]), "x").records
+    groups = experiment_tables(recs, {})
+    assert [(g.test, g.tables[0].headers) for g in groups] == [("test_a", ("benchmark", "x")),
+                                                             ("test_b", ("benchmark", "y"))]
 
 
 def test_markdown_report_reads_as_a_ci_comment(tmp_path: Path) -> None:
