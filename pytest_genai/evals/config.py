@@ -1,0 +1,95 @@
+"""Evaluation settings as frozen dataclasses (validation only in ``__post_init__``), and the presets per
+``--genai-scale``."""
+from __future__ import annotations
+
+import dataclasses
+
+
+def _positive_or_none(owner: str, name: str, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{owner}.{name} must be a positive integer or None (no limit), got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalBudget:
+    """How much of each dataset one evaluation reads; None means all of it.
+
+    WikiText: ``wikitext_pages`` pages drawn with ``seed`` (all pages when None), taken in that seeded order until
+    ``wikitext_tokens`` tokens; the page that crosses the cap is cut at a line boundary. HellaSwag / BoolQ: a
+    seeded subset of that many examples.
+    """
+
+    wikitext_pages: int | None = None
+    wikitext_tokens: int | None = None
+    hellaswag: int | None = None
+    boolq: int | None = None
+    seed: int = 1234
+
+    def __post_init__(self) -> None:
+        for name in ("wikitext_pages", "wikitext_tokens", "hellaswag", "boolq"):
+            _positive_or_none("EvalBudget", name, getattr(self, name))
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ValueError(f"EvalBudget.seed must be an integer, got {self.seed!r}")
+
+    @property
+    def id(self) -> str:
+        def part(tag: str, value: int | None) -> str:
+            return f"{tag}{'all' if value is None else value}"
+
+        return "-".join((part("wtp", self.wikitext_pages), part("wtt", self.wikitext_tokens),
+                         part("hs", self.hellaswag), part("bq", self.boolq), f"s{self.seed}"))
+
+    def examples(self, task: str) -> int | None:
+        return {"wikitext": self.wikitext_pages, "hellaswag": self.hellaswag, "boolq": self.boolq}[task]
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalSettings:
+    """How the model is run: rolling-window length (``max_length``, lm-eval's window for word perplexity), the
+    sliding-window ``context`` and ``stride`` of the token perplexity, batch size and CPU threads."""
+
+    max_length: int = 2048
+    context: int = 2048
+    stride: int = 512
+    batch_size: int = 8
+    threads: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_length", "context", "stride", "batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"EvalSettings.{name} must be a positive integer, got {value!r}")
+        _positive_or_none("EvalSettings", "threads", self.threads)
+        if self.max_length < 2:
+            raise ValueError(f"EvalSettings.max_length must be at least 2, got {self.max_length}")
+        if self.stride > self.context:
+            raise ValueError(f"EvalSettings.stride ({self.stride}) must not exceed context ({self.context}); "
+                             "use stride == context for non-overlapping windows")
+        if self.context > self.max_length:
+            raise ValueError(f"EvalSettings.context ({self.context}) must not exceed max_length ({self.max_length})")
+
+    @property
+    def id(self) -> str:
+        return f"L{self.max_length}-c{self.context}-s{self.stride}-b{self.batch_size}"
+
+
+#: ``--genai-scale`` → (data budget, run settings). 'tiny' is what CI runs on two CPU cores.
+PRESETS: dict[str, tuple[EvalBudget, EvalSettings]] = {
+    "tiny": (EvalBudget(wikitext_tokens=2048, hellaswag=40, boolq=40),
+             EvalSettings(max_length=512, context=512, stride=512, batch_size=4)),
+    "small": (EvalBudget(wikitext_tokens=32768, hellaswag=1000, boolq=1000),
+              EvalSettings(max_length=1024, context=1024, stride=512, batch_size=8)),
+    "full": (EvalBudget(), EvalSettings(max_length=2048, context=2048, stride=512, batch_size=8)),
+}
+
+
+def preset(scale: str | None, limit: int | None = None) -> tuple[EvalBudget, EvalSettings]:
+    """The preset for ``--genai-scale`` (default 'tiny'); ``--genai-limit N`` sets every task's example count to N
+    (WikiText: N pages) and keeps the scale's WikiText token cap."""
+    scale = (scale or "tiny").strip().lower()
+    if scale not in PRESETS:
+        raise ValueError(f"--genai-scale {scale!r} is not an evaluation scale; use one of {', '.join(PRESETS)}")
+    budget, settings = PRESETS[scale]
+    if limit is not None:
+        budget = dataclasses.replace(budget, wikitext_pages=limit, hellaswag=limit, boolq=limit)
+    return budget, settings

@@ -1,0 +1,97 @@
+"""Evaluation metrics as pure functions (floats in, floats out), with the definitions of lm-evaluation-harness.
+
+Log-likelihoods are natural-log sums (negative numbers); ``higher_is_better`` sits beside each metric as in lm-eval.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+HIGHER_IS_BETTER = {
+    "perplexity": False,
+    "word_perplexity": False,
+    "byte_perplexity": False,
+    "bits_per_byte": False,
+    "acc": True,
+    "acc_norm": True,
+}
+
+
+def _check_counts(loglikelihoods: Sequence[float], counts: Sequence[int], what: str) -> None:
+    if len(loglikelihoods) != len(counts):
+        raise ValueError(f"{len(loglikelihoods)} log-likelihoods but {len(counts)} {what} counts; pass one per document")
+    if sum(counts) <= 0:
+        raise ValueError(f"the total {what} count must be positive, got {sum(counts)}")
+
+
+def token_perplexity(total_loglikelihood: float, n_tokens: int) -> float:
+    """Token-level perplexity: ``exp(-sum log p(token) / number of scored tokens)``."""
+    if n_tokens <= 0:
+        raise ValueError(f"n_tokens must be positive, got {n_tokens}")
+    return math.exp(-total_loglikelihood / n_tokens)
+
+
+def weighted_perplexity(loglikelihoods: Sequence[float], counts: Sequence[int]) -> float:
+    """lm-eval's ``weighted_perplexity``: ``exp(-sum(ll_i) / sum(count_i))`` over documents."""
+    _check_counts(loglikelihoods, counts, "unit")
+    return math.exp(-math.fsum(loglikelihoods) / sum(counts))
+
+
+def word_perplexity(loglikelihoods: Sequence[float], words: Sequence[int]) -> float:
+    """lm-eval ``wikitext`` word_perplexity: per-document rolling log-likelihoods, divided by the words counted on
+    the raw (not detokenized) pages."""
+    _check_counts(loglikelihoods, words, "word")
+    return weighted_perplexity(loglikelihoods, words)
+
+
+def byte_perplexity(loglikelihoods: Sequence[float], n_bytes: Sequence[int]) -> float:
+    """lm-eval ``wikitext`` byte_perplexity: ``exp(-sum ll / sum UTF-8 bytes)``."""
+    _check_counts(loglikelihoods, n_bytes, "byte")
+    return weighted_perplexity(loglikelihoods, n_bytes)
+
+
+def bits_per_byte(loglikelihoods: Sequence[float], n_bytes: Sequence[int]) -> float:
+    """lm-eval ``bits_per_byte``: ``-sum ll / sum bytes / ln 2`` (= log2 of byte perplexity)."""
+    _check_counts(loglikelihoods, n_bytes, "byte")
+    return -math.fsum(loglikelihoods) / sum(n_bytes) / math.log(2)
+
+
+def argmax(values: Sequence[float]) -> int:
+    """Index of the largest value; the first one on ties (numpy's argmax, which lm-eval uses)."""
+    if not values:
+        raise ValueError("argmax of an empty sequence")
+    best = 0
+    for i, v in enumerate(values):
+        if v > values[best]:
+            best = i
+    return best
+
+
+def choice_correct(loglikelihoods: Sequence[float], gold: int) -> float:
+    """lm-eval multiple-choice ``acc`` of one question: 1.0 if the choice with the highest summed log-likelihood
+    (given the context) is the gold one."""
+    return 1.0 if argmax(loglikelihoods) == gold else 0.0
+
+
+def choice_correct_norm(loglikelihoods: Sequence[float], choices: Sequence[str], gold: int) -> float:
+    """lm-eval ``acc_norm`` of one question: the log-likelihood of each choice divided by the choice's length in
+    characters (the choice text without the leading delimiter space) before the argmax."""
+    if len(loglikelihoods) != len(choices):
+        raise ValueError(f"{len(loglikelihoods)} log-likelihoods for {len(choices)} choices")
+    if any(len(c) == 0 for c in choices):
+        raise ValueError("acc_norm divides by the choice length; an empty choice has none")
+    return choice_correct([ll / len(c) for ll, c in zip(loglikelihoods, choices)], gold)
+
+
+def mean(values: Sequence[float]) -> float:
+    """Arithmetic mean (lm-eval's aggregation for acc and acc_norm)."""
+    if not values:
+        raise ValueError("mean of no values; evaluate at least one example")
+    return math.fsum(values) / len(values)
+
+
+def ratio(value: float, baseline: float) -> float:
+    """``value / baseline`` (e.g. quantized perplexity over the same run's fp32 perplexity)."""
+    if baseline == 0:
+        raise ValueError("baseline is zero; a ratio to it is undefined")
+    return value / baseline

@@ -1,0 +1,82 @@
+"""Run one task on one model with one budget: data selection, evaluation, and a flat result for recording."""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Callable
+
+from pytest_genai.evals import data, tasks
+from pytest_genai.evals.config import EvalBudget, EvalSettings
+from pytest_genai.evals.lm import EvalLM
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskData:
+    """The selected examples of one task (a :class:`data.WikiTextSlice` or a list of items) and their provenance."""
+
+    task: str
+    examples: Any
+    n_examples: int
+    source: str
+    budget: EvalBudget
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskResult:
+    """Metrics of one task run (names as in ``metrics_evals.toml``), per-example outcomes, and the work done."""
+
+    task: str
+    metrics: dict[str, float]
+    per_example: tuple[float, ...]
+    n_examples: int
+    input_tokens: int
+    seconds: float
+
+    @property
+    def eval_tokens_per_s(self) -> float:
+        return self.input_tokens / self.seconds if self.seconds > 0 else float("nan")
+
+
+def select(task: str, budget: EvalBudget, data_dir: Any, count_tokens: Callable[[str], int]) -> TaskData:
+    """Load ``task``'s data (``--genai-data-dir`` or the local hub cache) and take the budget's seeded subset."""
+    loaded = data.load_task(task, data_dir)
+    source = data.data_source(task, data_dir)
+    if task == "wikitext":
+        sliced = data.slice_wikitext(loaded, pages=budget.wikitext_pages, max_tokens=budget.wikitext_tokens,
+                                     seed=budget.seed, count_tokens=count_tokens)
+        return TaskData(task, sliced, len(sliced.pages), source, budget)
+    items = data.select_subset(loaded, budget.examples(task), budget.seed)
+    return TaskData(task, items, len(items), source, budget)
+
+
+def run_task(lm: EvalLM, task_data: TaskData, settings: EvalSettings, sync: Callable[[], None] = lambda: None) -> TaskResult:
+    """Evaluate. WikiText gives the sliding-window ``perplexity`` plus lm-eval's ``word_perplexity``,
+    ``byte_perplexity`` and ``bits_per_byte``; HellaSwag ``acc`` and ``acc_norm``; BoolQ ``acc``."""
+    start = time.perf_counter()
+    if task_data.task == "wikitext":
+        sliced = task_data.examples
+        ppl = tasks.sliding_perplexity(lm, sliced.text, context=settings.context, stride=settings.stride)
+        rolling = tasks.wikitext_rolling(lm, sliced.pages)
+        sync()
+        seconds = time.perf_counter() - start
+        values = {
+            "perplexity": ppl.perplexity,
+            "word_perplexity": rolling.word_perplexity,
+            "byte_perplexity": rolling.byte_perplexity,
+            "bits_per_byte": rolling.bits_per_byte,
+            "rolling_token_perplexity": rolling.token_perplexity,
+            "eval_tokens": ppl.scored_tokens,
+        }
+        return TaskResult("wikitext", values, rolling.loglikelihoods, task_data.n_examples,
+                          ppl.input_tokens + rolling.input_tokens, seconds)
+    if task_data.task == "hellaswag":
+        result = tasks.hellaswag(lm, task_data.examples)
+        values = {"acc": result.acc, "acc_norm": result.acc_norm}
+    elif task_data.task == "boolq":
+        result = tasks.boolq(lm, task_data.examples)
+        values = {"acc": result.acc}
+    else:
+        raise ValueError(f"unknown task {task_data.task!r}; use one of {', '.join(data.TASKS)}")
+    sync()
+    seconds = time.perf_counter() - start
+    return TaskResult(task_data.task, values, result.correct, result.n, result.input_tokens, seconds)

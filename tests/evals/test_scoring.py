@@ -1,0 +1,108 @@
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_genai.evals.scoring import logits_arg, model_input, score_requests
+from pytest_genai.evals.windows import Window
+
+from .conftest import VOCAB
+
+
+def reference_logprob(model, context, continuation, max_length):
+    """Straightforward lm-eval arithmetic: one unpadded sequence, full logits, log_softmax, gather."""
+    import torch
+
+    inp = (list(context) + list(continuation))[-(max_length + 1):][:-1]
+    with torch.no_grad():
+        logits = model(torch.tensor([inp])).logits[0]
+    logp = torch.log_softmax(logits.double(), dim=-1)[-len(continuation):]
+    return float(logp[torch.arange(len(continuation)), torch.tensor(continuation)].sum())
+
+
+def _requests(seed, n=7):
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        ctx = tuple(rng.randrange(VOCAB) for _ in range(rng.randint(1, 20)))
+        cont = tuple(rng.randrange(VOCAB) for _ in range(rng.randint(1, 6)))
+        out.append(Window(ctx, cont))
+    return out
+
+
+def test_scores_equal_the_plain_unbatched_computation(model):
+    requests = _requests(0)
+    run = score_requests(model, requests, max_length=16, batch_size=3)
+    for req, score in zip(requests, run.scores):
+        assert score.logprob == pytest.approx(reference_logprob(model, req.context, req.continuation, 16), abs=1e-4)
+        assert score.n_tokens == len(req.continuation)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 1000), batch_size=st.integers(1, 9))
+def test_batch_size_does_not_change_any_score(model, seed, batch_size):
+    requests = _requests(seed)
+    one = score_requests(model, requests, max_length=24, batch_size=1)
+    many = score_requests(model, requests, max_length=24, batch_size=batch_size)
+    for a, b in zip(one.scores, many.scores):
+        assert a.logprob == pytest.approx(b.logprob, abs=1e-4)
+        assert a.is_greedy == b.is_greedy
+    assert one.input_tokens == many.input_tokens  # padding is never counted as work
+
+
+def test_logits_only_at_scored_positions_equal_full_logits(model):
+    import torch
+
+    class NoKeep(torch.nn.Module):  # a model whose forward cannot skip positions
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask=None, use_cache=False):
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask, use_cache=use_cache)
+
+    assert logits_arg(model) == "logits_to_keep" and logits_arg(NoKeep(model)) is None
+    requests = _requests(3)
+    a = score_requests(model, requests, max_length=24, batch_size=4)
+    b = score_requests(NoKeep(model), requests, max_length=24, batch_size=4)
+    assert [s.logprob for s in a.scores] == pytest.approx([s.logprob for s in b.scores], abs=1e-4)
+
+
+def test_long_requests_are_truncated_from_the_left_like_lm_eval(model):
+    req = Window(tuple(range(30)), (5, 6, 7))
+    inp, n = model_input(req, max_length=10)
+    assert inp == tuple(range(30))[-8:] + (5, 6) and n == 3
+    score = score_requests(model, [req], max_length=10).scores[0]
+    assert score.logprob == pytest.approx(reference_logprob(model, req.context, req.continuation, 10), abs=1e-4)
+
+
+def test_identical_inputs_run_once(model):
+    ctx = (1, 2, 3, 4)
+    run = score_requests(model, [Window(ctx, (9,)), Window(ctx, (10,))], max_length=16)
+    assert run.input_tokens == 4 and run.forward_calls == 1
+    # one-token continuations from the same input: their probabilities come from one distribution
+    total = math.exp(run.scores[0].logprob) + math.exp(run.scores[1].logprob)
+    assert 0 < total <= 1.0 + 1e-6
+
+
+def test_greedy_flag(model):
+    import torch
+
+    ctx = (5, 6, 7)
+    with torch.no_grad():
+        best = int(model(torch.tensor([ctx])).logits[0, -1].argmax())
+    run = score_requests(model, [Window(ctx, (best,)), Window(ctx, ((best + 1) % VOCAB,))], max_length=8)
+    assert run.scores[0].is_greedy and not run.scores[1].is_greedy
+
+
+@pytest.mark.parametrize("req, match", [
+    (Window((), (1,)), "context token"),
+    (Window((1,), ()), "continuation token"),
+    (Window((1,), tuple(range(20))), "exceeds max_length"),
+])
+def test_bad_requests_say_what_to_do(model, req, match):
+    with pytest.raises(ValueError, match=match):
+        score_requests(model, [req], max_length=8)
