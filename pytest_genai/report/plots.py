@@ -166,14 +166,16 @@ def roofline_figure(recs: Sequence[Record], title: str) -> Any:
     ax.set_ylabel("achieved [TFLOP/s]")
     ax.set_title(title)
     ax.grid(True, which="both", linewidth=0.3)
-    ax.legend(fontsize=7, loc="lower right")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="lower right")
     return fig
 
 
 def roofline_plots(recs: Sequence[Record], outdir: Path) -> list[Path]:
     by_device: dict[str, list[Record]] = {}
     for r in recs:
-        if "arithmetic_intensity" in r.metrics and "achieved_tflops" in r.metrics and r.device is not None:
+        points = (r.metrics.get("arithmetic_intensity"), r.metrics.get("achieved_tflops"))
+        if all(_finite(v) for v in points) and r.device is not None:
             by_device.setdefault(r.device.generation, []).append(r)
     paths = []
     for gen, group in by_device.items():

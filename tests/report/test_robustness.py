@@ -1,0 +1,69 @@
+"""Whatever a run file holds, the commands answer with an exit code and a message — never a traceback."""
+import contextlib
+import io
+import json
+import math
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_genai.report.cli import compare_main, gate_main, report_main
+
+from .runfiles import bench, run_doc
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10, 10) | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=5),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=8,
+)
+PATHS = [
+    (), ("benchmarks",), ("benchmarks", 0), ("benchmarks", 0, "name"), ("benchmarks", 0, "extra_info"),
+    ("benchmarks", 0, "stats"), ("benchmarks", 0, "extra_info", "genai"), ("benchmarks", 0, "extra_info", "genai", "schema"),
+    ("benchmarks", 0, "extra_info", "genai", "device"), ("benchmarks", 0, "extra_info", "genai", "config"),
+    ("benchmarks", 0, "extra_info", "genai", "metrics"), ("benchmarks", 0, "extra_info", "genai", "metrics", "tokens_per_s"),
+    ("benchmarks", 0, "extra_info", "genai", "metric_sources"), ("benchmarks", 0, "extra_info", "genai", "claims"),
+    ("benchmarks", 0, "extra_info", "genai", "labels"), ("benchmarks", 0, "extra_info", "genai", "model"),
+    ("machine_info",), ("machine_info", "genai"),
+]
+
+
+def mutated(path: tuple, value) -> object:
+    doc = run_doc([bench("test_q[cpu]", config={"bits": 8}, metrics={"tokens_per_s": 10.0, "perplexity": 12.0},
+                         labels={"bound": "memory"}, median=0.1)])
+    if not path:
+        return value
+    target = doc
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return doc
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(PATHS), json_values)
+def test_no_traceback_on_any_mutation(tmp_path: Path, path: tuple, value) -> None:
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(run_doc([bench("test_q[cpu]", config={"bits": 8}, metrics={"tokens_per_s": 11.0})])))
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(mutated(path, value)))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        codes = [gate_main([str(good), str(bad)]), compare_main([str(bad), str(good)]), report_main([str(bad)])]
+    assert set(codes) <= {0, 1, 2}
+    assert "Traceback" not in err.getvalue()
+    if 2 in codes:
+        assert "error:" in err.getvalue()
+
+
+def test_nan_and_infinity_everywhere_still_render(tmp_path: Path) -> None:
+    entry = bench("t[cpu]", config={"x": math.nan}, metrics={"tokens_per_s": math.inf, "perplexity": math.nan,
+                                                            "compression_ratio": -math.inf, "arithmetic_intensity": math.nan,
+                                                            "achieved_tflops": 1.0})
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(run_doc([entry, entry])))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert report_main([str(path), "--plots", str(tmp_path / "p")]) == 0
+        assert gate_main([str(path), str(path)]) == 2  # duplicate keys on both sides cannot be paired: said so
+    assert "|inf|" in out.getvalue().replace(" ", "") and "nothing to gate" in err.getvalue()
