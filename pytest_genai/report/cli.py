@@ -253,7 +253,8 @@ def _gate(args: argparse.Namespace) -> int:
     parts += [f"Note: {n}" for n in result.notes]
     failures = result.failures
     if failures:
-        parts += [f"**FAIL**: {len(failures)} regression(s)", failures_table(result).to_markdown()]
+        parts += [f"**FAIL**: {len(failures)} failure(s): regressed metrics or failed generation claims",
+                  failures_table(result).to_markdown()]
     else:
         checked = sum(1 for pc in comparison.pairs for m in pc.metrics if m.max_regression is not None)
         parts.append(f"**PASS**: {len(comparison.pairs)} benchmark(s), {checked} gated metric value(s), no regression")

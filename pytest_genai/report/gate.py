@@ -153,8 +153,8 @@ def check_generation(claim: Any, pc: PairComparison, info: Mapping[str, MetricIn
     if basis is None:
         return None
     metric, direction = basis
-    b, c = float(base.metrics[metric]), float(cur.metrics[metric])
-    s = speedup(b, c, direction)
+    b, c = base.metrics[metric], cur.metrics[metric]
+    s = speedup(float(b), float(c), direction)
     verdict, message = _check(claim, s)
     moved = f"{base.device.generation}→{cur.device.generation}" if base.device and cur.device else "?"
     return GenerationCheck(
@@ -227,7 +227,10 @@ def gate_runs(
             replaced.add(check.metric)
         if not applicable:
             unclaimed.add(gens)
-        metrics = tuple(dataclasses.replace(m, status=CLAIM_CHECKED) if m.metric in replaced else m for m in pc.metrics)
+        metrics = tuple(
+            dataclasses.replace(m, status=CLAIM_CHECKED, max_regression=None) if m.metric in replaced else m
+            for m in pc.metrics
+        )
         pairs.append(PairComparison(pc.pair, metrics))
     for frm, to in sorted(unclaimed):
         notes.append(

@@ -17,7 +17,7 @@ def format_number(x: object) -> str:
     if isinstance(x, float) and not math.isfinite(x):
         return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
     if isinstance(x, int):
-        return f"{x:,}"
+        return f"{x:,}" if abs(x) >= 10_000 else str(x)
     ax = abs(x)
     if ax == 0:
         return "0"

@@ -35,7 +35,7 @@ def test_gate_regression_table_names_the_metric(runs, capsys, tmp_path: Path) ->
     summary = tmp_path / "out" / "gate.md"
     assert gate_main([str(base), str(cur), "-o", str(summary)]) == EXIT_REGRESSION
     out = capsys.readouterr().out
-    assert "**FAIL**: 1 regression(s)" in out
+    assert "**FAIL**: 1 failure(s)" in out
     assert "| test_q[cpu-real] | tokens_per_s | dropped 40.00% (limit 5%, higher is better) |" in out
     assert "REGRESSED" in out and summary.read_text() == out
     assert not list(summary.parent.glob(".*tmp"))  # atomic write left no temp file
@@ -164,3 +164,19 @@ def test_unwritable_output_is_a_message(tmp_path: Path, runs, capsys) -> None:
     assert report_main([str(good), "-o", str(blocker / "r.md")]) == EXIT_BAD_INPUT
     err = capsys.readouterr().err
     assert "cannot write" in err and "Traceback" not in err
+
+
+def test_gate_hardware_upgrade_checks_the_generation_claim(tmp_path: Path, capsys) -> None:
+    def ft(gen: str, tps: float, strategy: str):
+        return bench(f"test_ft[hpu-{strategy}]", "finetune", {"strategy": strategy}, {"tokens_per_s": tps},
+                     device=("hpu", gen), model="llama-3.1-8b")
+
+    old = write_run(tmp_path / "gaudi.json", [ft("gaudi", 1000.0, "ddp"), ft("gaudi", 800.0, "fsdp")])
+    new = write_run(tmp_path / "gaudi2.json", [ft("gaudi2", 2700.0, "ddp"), ft("gaudi2", 1900.0, "fsdp")])
+    assert gate_main([str(old), str(new)]) == EXIT_REGRESSION
+    out = re.sub(r" +", " ", capsys.readouterr().out)
+    assert "### Hardware-upgrade claims" in out
+    assert "| A2.gen.gaudi_gaudi2 | test_ft[hpu-ddp] | gaudi → gaudi2 | tokens_per_s | 1000 | 2700 | 2.7x | [2.5, 3] |" in out
+    assert "| test_ft[hpu-fsdp] | tokens_per_s | gaudi→gaudi2 speedup of tokens_per_s: claim A2.gen.gaudi_gaudi2: " \
+           "measured 2.375 < min 2.5" in out
+    assert gate_main([str(old), str(new), "--no-claims"]) == EXIT_OK  # gated as a software change: both got faster

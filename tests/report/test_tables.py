@@ -9,7 +9,7 @@ from pytest_genai.report.tables import Table, format_change, format_number, make
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(None, "—"), (0, "0"), (34081, "34,081"), (34081.4, "34,081"), (12.3949, "12.39"), (0.9612, "0.9612"),
+    [(None, "—"), (0, "0"), (1000, "1000"), (1000.0, "1000"), (34081, "34,081"), (34081.4, "34,081"), (12.3949, "12.39"), (0.9612, "0.9612"),
      (1.5e-5, "1.500e-05"), (2e16, "2.000e+16"), (float("nan"), "nan"), (float("-inf"), "-inf"), ("ddp", "ddp")],
 )
 def test_format_number(value, text: str) -> None:
