@@ -36,20 +36,13 @@ def _status(mc: MetricComparison, strict: bool = False) -> str:
     return mc.status
 
 
-def comparison_table(
-    comparison: Comparison, *, strict: bool = False, only: Iterable[str] | None = None, limits: bool = True
-) -> Table:
-    """One row per (matched benchmark, metric): values, change, direction, limit and status."""
-    keep = set(only) if only is not None else None
-    headers = ["benchmark", "device", "metric", "baseline", "current", "change", "better", "limit", "status"]
-    numeric = [False, False, False, True, True, True, False, True, False]
-    if not limits:
-        del headers[7], numeric[7]
+def comparison_table(comparison: Comparison, *, strict: bool = False) -> Table:
+    """One row per (matched benchmark, metric): values, ratio, change, direction, limit and status."""
+    headers = ["benchmark", "device", "metric", "baseline", "current", "ratio", "change", "better", "limit", "status"]
+    numeric = [False, False, False, True, True, True, True, False, True, False]
     rows = []
     for pc in comparison.pairs:
         for mc in pc.metrics:
-            if keep is not None and mc.status not in keep:
-                continue
             metric = f"{mc.metric} [{mc.unit}]" if mc.unit and mc.unit != "1" else mc.metric
             if "modeled" in mc.source:
                 metric += " (modeled)"
@@ -59,13 +52,12 @@ def comparison_table(
                 metric,
                 format_number(mc.baseline),
                 format_number(mc.current),
+                "—" if mc.ratio is None else f"{mc.ratio:.4g}x",
                 format_change(mc.change),
                 _ARROWS.get(mc.direction, str(mc.direction)),
                 "—" if mc.max_regression is None else f"{mc.max_regression * 100:g}%",
                 _status(mc, strict),
             ]
-            if not limits:
-                del row[7]
             rows.append(row)
     return make_table(headers, rows, numeric)
 

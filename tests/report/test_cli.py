@@ -54,7 +54,7 @@ def test_compare_prints_ratios_with_direction(runs, capsys) -> None:
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if "tokens_per_s" in line)
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[3:8] == ["1000", "600", "-40.00%", "↑ higher", "5%"]
+    assert cells[3:9] == ["1000", "600", "0.6x", "-40.00%", "↑ higher", "5%"]
     assert "↓ lower" in next(line for line in out.splitlines() if "perplexity" in line)
 
 
