@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .errors import ReportInputError
-
 from pytest_genai import SCHEMA  # the version of the JSON contract this package reads
+
+from .errors import ReportInputError
 
 BENCH_MEDIAN_METRIC = "benchmark_median_s"
 """Name under which pytest-benchmark's own median round time (``stats.median``) is exposed."""
