@@ -1,0 +1,148 @@
+"""Paper B, B2 — DABench-LLM Level 2: inter-chip scaling (DP / TP / PP) and deployment (batch size, precision).
+
+Scaling: the Level 1 decoder stack trains on ``--genai-nproc`` ranks launched with torchrun (gloo on the CPU, one
+core per rank; NCCL on CUDA) and on one rank; the ratio of their samples/s is ``scaling_throughput_ratio``. The
+pipeline run compares the optimal partition of measured per-layer loads with the equal-layer-count split (the
+paper's IPU finding: the most loaded stage sets the throughput). Deployment: samples/s against batch size (and the
+batch where gains plateau) and mixed / low precision against fp32, in-process on one device.
+
+Paper B's B2 claims are scoped to the dataflow chips (``not_applicable`` elsewhere, and shown so). The dataflow
+chips (wse, rdu, ipu) have no torch device: these benchmarks skip there.
+"""
+import pytest
+
+from pytest_genai.scaling import config as scaling_config
+from pytest_genai.scaling.config import STRATEGIES, ParallelConfig, PrecisionConfig
+
+pytestmark = pytest.mark.dabench
+
+EXPERIMENT = "dabench_level2"
+MODEL = "decoder-block-stack"
+B2_MIXED_PRECISION = ("B2.rdu_mixed_precision", "B2.ipu_mixed_precision", "B2.wse2_mixed_precision")
+
+
+def _torch_device_or_skip(device, kinds=("cpu", "cuda", "hpu")):
+    if device.kind not in kinds:
+        pytest.skip(f"this Level 2 benchmark runs through torch on {', '.join(kinds)}; {device.kind} runs would go "
+                    "through its vendor SDK, which this suite does not drive for Level 2")
+
+
+def _pin_cpu_threads(device):
+    if device.kind == "cpu":
+        import torch
+
+        torch.set_num_threads(1)  # one core per rank in the scaling runs; the same here for comparable numbers
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_parallel_scaling(benchmark, genai, genai_device, genai_settings, strategy, tmp_path):
+    _torch_device_or_skip(genai_device, ("cpu", "cuda"))
+    from pytest_genai.scaling.run import pipeline_step_s_modeled, run_parallel, summarize
+
+    scale, nnodes = genai_settings["scale"], genai_settings["nnodes"]
+    world = genai_settings["nproc"] * nnodes
+    if world < 2:
+        pytest.skip("scaling needs at least 2 ranks: --genai-nproc 2 (or more)")
+    if genai_device.kind == "cuda":
+        import torch
+
+        if torch.cuda.device_count() < genai_settings["nproc"]:
+            pytest.skip(f"--genai-nproc {genai_settings['nproc']} needs that many GPUs per node, "
+                        f"found {torch.cuda.device_count()}")
+    workload = scaling_config.parallel_workload(genai_device.kind, scale)
+    head = scaling_config.pipeline_head_vocab(genai_device.kind, scale) if strategy == "pp" else 0
+    cfg = ParallelConfig(strategy, workload, world_size=world, head_vocab=head)
+    genai.start(experiment=EXPERIMENT, device=genai_device, config=cfg, model=MODEL)
+    result = benchmark.pedantic(
+        run_parallel, args=([cfg], tmp_path),
+        kwargs=dict(device_kind=genai_device.kind, timeout_s=genai_settings["timeout"], nnodes=nnodes,
+                    rdzv_endpoint=genai_settings["rdzv_endpoint"]),
+        rounds=1, iterations=1,
+    )
+    s = summarize(result["results"][0], cfg)
+    genai.metric("world_size", s.world_size)
+    genai.metric("samples_per_s", s.samples_per_s)
+    genai.metric("baseline_samples_per_s", s.baseline_samples_per_s)
+    genai.metric("step_time_s", s.step_s)
+    genai.metric("baseline_step_time_s", s.baseline_step_s)
+    genai.metric("scaling_throughput_ratio", s.scaling_throughput_ratio)
+    genai.metric("scaling_efficiency", s.scaling_efficiency)
+    genai.metric("comm_time_share", s.comm_time_share)
+    genai.label("strategy", strategy)
+    genai.label("comm_time_share_method", s.comm_method)
+    genai.label("scaling_baseline", "1 rank, same workload; dp: one rank's batch (weak scaling), tp/pp: whole batch")
+    genai.attach("load_context", s.load_context)
+    if strategy == "pp":
+        optimal, naive = s.partitions["optimal"], s.partitions["naive"]
+        genai.metric("max_stage_compute_s", optimal.max_stage_compute_s)
+        genai.metric("naive_max_stage_compute_s", naive.max_stage_compute_s)
+        genai.metric("partition_max_stage_ratio", optimal.max_stage_compute_s / naive.max_stage_compute_s)
+        genai.metric("partition_throughput_ratio", optimal.samples_per_s / naive.samples_per_s)
+        genai.metric("load_imbalance", optimal.stage_load_imbalance)
+        genai.metric("naive_load_imbalance", naive.stage_load_imbalance)
+        genai.label("load_imbalance_subtasks", "pipeline stages: median measured compute per step, mean/max")
+        genai.metric("partition_max_stage_ratio_modeled",
+                     optimal.partition.max_stage_load / naive.partition.max_stage_load, source="modeled")
+        genai.metric("pipeline_step_time_s_modeled", pipeline_step_s_modeled(optimal, cfg.micro_batches),
+                     source="modeled")
+        from pytest_genai.scaling.partition import bubble_fraction_modeled
+
+        genai.metric("pipeline_bubble_fraction_modeled", bubble_fraction_modeled(world, cfg.micro_batches),
+                     source="modeled")
+        genai.label("partition_optimal", optimal.partition.id)
+        genai.label("partition_naive", naive.partition.id)
+        genai.attach("layer_loads_s", list(s.layer_loads_s))
+        # The partitioner's contract on the loads it was given (exact, whatever the machine does).
+        assert optimal.partition.max_stage_load <= naive.partition.max_stage_load
+    genai.check("B2.rdu_tp_2_to_4_chips")
+
+
+def test_batch_size_sweep(benchmark, genai, genai_device, genai_settings):
+    _torch_device_or_skip(genai_device)
+    from pytest_genai.scaling.deploy import batch_sweep
+
+    cfg = scaling_config.batch_sweep_config(genai_device.kind, genai_settings["scale"])
+    _pin_cpu_threads(genai_device)
+    genai.start(experiment=EXPERIMENT, device=genai_device, config=cfg, model=MODEL)
+    result = benchmark.pedantic(batch_sweep, args=(cfg, genai_device), rounds=1, iterations=1)
+    best = max(range(len(result.batches)), key=lambda i: result.samples_per_s[i])
+    genai.metric("samples_per_s", result.samples_per_s[best])
+    genai.metric("best_batch", result.batches[best])
+    genai.metric("batch_throughput_gain", result.throughput_gain)
+    plateau = result.plateau_batch
+    if plateau is not None:
+        genai.metric("plateau_batch", plateau)
+    genai.label("plateau", f"gains below {cfg.min_gain:.0%} after batch {plateau}" if plateau is not None
+                else f"still gaining more than {cfg.min_gain:.0%} at the largest batch {cfg.batches[-1]}")
+    genai.attach("batch_curve", [
+        {"batch": b, "step_time_s": t, "samples_per_s": sps, "batch_scaling_efficiency": eff}
+        for b, t, sps, eff in zip(result.batches, result.step_s, result.samples_per_s,
+                                  result.batch_scaling_efficiency)
+    ])
+
+
+@pytest.mark.parametrize("precision", ["amp_bf16", "amp_fp16", "bf16"])
+def test_precision(benchmark, genai, genai_device, genai_settings, precision):
+    _torch_device_or_skip(genai_device)
+    if precision not in scaling_config.precisions(genai_device.kind):
+        pytest.skip(f"{precision} is not swept on {genai_device.kind} (no fast kernels for it there)")
+    from pytest_genai.scaling.deploy import precision_sweep
+
+    cfg = PrecisionConfig(scaling_config.precision_workload(genai_device.kind, genai_settings["scale"]), precision)
+    _pin_cpu_threads(genai_device)
+    genai.start(experiment=EXPERIMENT, device=genai_device, config=cfg, model=MODEL)
+    result = benchmark.pedantic(precision_sweep, args=(cfg, genai_device), rounds=1, iterations=1)
+    batch = cfg.workload.batch
+    genai.metric("samples_per_s", batch / result.step_s)
+    genai.metric("fp32_samples_per_s", batch / result.fp32_step_s)
+    genai.metric("step_time_s", result.step_s)
+    genai.metric("precision_output_rel_error", result.output_rel_error)
+    if cfg.is_mixed:
+        genai.metric("mixed_precision_speedup", result.speedup)
+        genai.check(*B2_MIXED_PRECISION)
+    else:
+        genai.metric("low_precision_speedup", result.speedup)
+    # The low precision was really used: its output differs from fp32 by rounding of a 8-11 bit mantissa,
+    # not by 0 (autocast silently off) and not by O(1) (a broken cast).
+    assert 1e-5 < result.output_rel_error < 0.1, f"output differs from fp32 by {result.output_rel_error:.3g}"
+

@@ -1,0 +1,143 @@
+"""Deployment sweeps on one device (Paper B, B2): throughput against batch size, and against numeric precision.
+
+Both run Level 1's decoder stack in-process (:func:`pytest_genai.dabench.model.build_stack`) and time its step
+with Level 1's synchronized, warmed-up, interleaved timer (:func:`pytest_genai.dabench.timing.time_each`: the
+variants are timed round by round, so a slow spell of a shared machine hits all of them alike); the median of each
+variant is its step time.
+
+* :func:`batch_sweep` — samples/s at each batch; the plateau batch (:func:`pytest_genai.scaling.knee.plateau_batch`)
+  is computed from those measured points.
+* :func:`precision_sweep` — fp32 against a mixed (``torch.autocast``; parameters and optimizer stay fp32) or pure
+  low-precision step of the same stack; the speedup is fp32 step time / low-precision step time. The relative
+  output difference from fp32 is reported too: it shows the low precision was really used.
+
+torch is imported inside functions.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from pytest_genai.dabench.config import DecoderConfig
+from pytest_genai.scaling import knee, metrics
+from pytest_genai.scaling.config import PRECISION_DTYPES, BatchSweepConfig, PrecisionConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchSweepResult:
+    batches: tuple[int, ...]
+    step_s: tuple[float, ...]
+    min_gain: float
+
+    @property
+    def samples_per_s(self) -> tuple[float, ...]:
+        return tuple(b / s for b, s in zip(self.batches, self.step_s))
+
+    @property
+    def plateau_batch(self) -> int | None:
+        return knee.plateau_batch(self.batches, self.samples_per_s, min_gain=self.min_gain)
+
+    @property
+    def batch_scaling_efficiency(self) -> tuple[float, ...]:
+        return knee.batch_scaling_efficiency(self.batches, self.samples_per_s)
+
+    @property
+    def throughput_gain(self) -> float:
+        """Best measured samples/s over samples/s at the smallest batch."""
+        return max(self.samples_per_s) / self.samples_per_s[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class PrecisionResult:
+    precision: str
+    fp32_step_s: float
+    step_s: float
+    output_rel_error: float
+
+    @property
+    def speedup(self) -> float:
+        """fp32 step time / low-precision step time (= samples/s ratio, same batch)."""
+        return metrics.mixed_precision_speedup(1.0 / self.step_s, 1.0 / self.fp32_step_s)
+
+
+def _step(cfg: DecoderConfig, stack: Any, x: Any, autocast: tuple[str, Any] | None) -> Callable[[], None]:
+    """A training (forward + backward + AdamW) or forward step; with ``autocast``, the forward runs under
+    ``torch.autocast(device_type, dtype)`` and the backward and update outside it (the recommended AMP pattern)."""
+    import torch
+
+    if autocast is None:
+        from pytest_genai.dabench.model import make_step
+
+        return make_step(cfg, stack, x)
+    device_type, dtype = autocast
+
+    def amp() -> Any:
+        return torch.autocast(device_type=device_type, dtype=dtype)
+
+    if cfg.mode == "forward":
+        stack.eval()
+
+        def forward_step() -> None:
+            with torch.inference_mode(), amp():
+                stack(x)
+
+        return forward_step
+    stack.train()
+    optimizer = torch.optim.AdamW(stack.parameters(), lr=1e-4)
+    grad_out = torch.full_like(x, 1.0 / x.numel())
+
+    def train_step() -> None:
+        with amp():
+            out = stack(x)
+        out.float().backward(grad_out)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return train_step
+
+
+def batch_sweep(cfg: BatchSweepConfig, device: Any) -> BatchSweepResult:
+    """Measured step time at each batch of ``cfg.batches`` on ``device`` (a pytest_genai Device)."""
+    from pytest_genai.dabench.model import build_stack, make_input
+    from pytest_genai.dabench.timing import time_each
+
+    tdev = device.torch_device
+    stack = build_stack(cfg.workload, tdev)
+    steps = [_step(cfg.at(b), stack, make_input(cfg.at(b), tdev), None) for b in cfg.batches]
+    timings = time_each(steps, sync=device.synchronize, warmup=cfg.warmup, repeats=cfg.repeats)
+    return BatchSweepResult(tuple(cfg.batches), tuple(t.median_s for t in timings), float(cfg.min_gain))
+
+
+def _output_rel_error(cfg: DecoderConfig, ref: Any, low: Any, x: Any, autocast: tuple[str, Any] | None) -> float:
+    import torch
+
+    with torch.no_grad():
+        want = ref(x).float()
+        if autocast is not None:
+            with torch.autocast(device_type=autocast[0], dtype=autocast[1]):
+                got = low(x).float()
+        else:
+            got = low(x.to(next(low.parameters()).dtype)).float()
+    return float((got - want).abs().max() / want.abs().max())
+
+
+def precision_sweep(cfg: PrecisionConfig, device: Any) -> PrecisionResult:
+    """Interleaved fp32 and ``cfg.precision`` steps of the same stack (same seed) on ``device``."""
+    import dataclasses as dc
+
+    from pytest_genai.dabench.model import build_stack, make_input, torch_dtype
+    from pytest_genai.dabench.timing import time_each
+
+    tdev = device.torch_device
+    amp_dtype, param_dtype = PRECISION_DTYPES[cfg.precision]
+    w = cfg.workload
+    x = make_input(w, tdev)
+    ref = build_stack(w, tdev)
+    autocast = None if amp_dtype is None else (tdev.type, torch_dtype(amp_dtype))
+    low_cfg = dc.replace(w, dtype=param_dtype)
+    low = build_stack(low_cfg, tdev)
+    error = _output_rel_error(w, ref, low, x, autocast)
+    steps = [_step(w, ref, x, None), _step(low_cfg, low, make_input(low_cfg, tdev), autocast)]
+    fp32, other = time_each(steps, sync=device.synchronize, warmup=cfg.warmup, repeats=cfg.repeats)
+    return PrecisionResult(cfg.precision, fp32.median_s, other.median_s, error)

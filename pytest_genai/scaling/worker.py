@@ -1,0 +1,97 @@
+"""What every rank runs: ``torchrun ... -m pytest_genai.scaling.worker JOB.json`` (launched by
+:mod:`pytest_genai.scaling.run` through :func:`pytest_genai.train.launcher.launch`).
+
+``JOB.json``: ``{"task": "measure" | "check", "device_kind": "cpu" | "cuda", "configs": [ParallelConfig JSON, ...]}``.
+Each rank pins one CPU thread (CPU runs give every rank one core), joins the process group (gloo on the CPU, NCCL on
+CUDA), runs each config's measurement (:mod:`.strategies`) or equivalence check (:mod:`.checks`), and sends its
+per-rank dict to rank 0, which writes ``{"task", "world_size", "results": [[rank 0, rank 1, ...], ...]}`` to
+``$PYTEST_GENAI_RESULT`` atomically. Every rank then leaves with ``os._exit(0)`` right after
+``destroy_process_group()`` (torch 2.13 + gloo sometimes aborts a rank at a normal interpreter exit; see the train
+launcher's notes); the result is written before.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+TASKS = ("measure", "check")
+
+
+def rank_env() -> dict[str, int]:
+    try:
+        return {k.lower(): int(os.environ[k]) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
+    except KeyError as exc:
+        raise RuntimeError(f"{exc.args[0]} is not set: run this module under torchrun "
+                           "(pytest_genai.scaling.run.run_parallel)") from None
+
+
+def _context(kind: str, env: dict[str, int]) -> Any:
+    import torch
+    import torch.distributed as dist
+
+    from pytest_genai.scaling.strategies import RankContext
+
+    if kind == "cpu":
+        torch.set_num_threads(1)
+        device, backend = torch.device("cpu"), "gloo"
+    elif kind == "cuda":
+        torch.cuda.set_device(env["local_rank"])
+        device, backend = torch.device("cuda", env["local_rank"]), "nccl"
+    else:
+        raise ValueError(f"device kind {kind!r} has no torch.distributed path here; use cpu or cuda")
+    dist.init_process_group(backend)
+    return RankContext(rank=env["rank"], world=env["world_size"], kind=kind, device=device)
+
+
+def run_job(job: dict[str, Any], env: dict[str, int]) -> dict[str, Any] | None:
+    """Run every config of ``job`` on this rank; rank 0 gets the gathered result, other ranks None."""
+    import torch.distributed as dist
+
+    from pytest_genai.scaling.checks import CHECKS
+    from pytest_genai.scaling.config import ParallelConfig
+    from pytest_genai.scaling.strategies import MEASURE
+
+    task = job.get("task")
+    if task not in TASKS:
+        raise ValueError(f"job task {task!r} is not one of {TASKS}")
+    ctx = _context(job.get("device_kind", "cpu"), env)
+    gathered = []
+    for raw in job["configs"]:
+        cfg = ParallelConfig.from_json(raw)
+        if cfg.world_size != ctx.world:
+            raise ValueError(f"config {cfg.id} wants world_size={cfg.world_size}, torchrun started {ctx.world} ranks")
+        mine = (MEASURE if task == "measure" else CHECKS)[cfg.strategy](cfg, ctx)
+        everyone: list[Any] = [None] * ctx.world
+        dist.all_gather_object(everyone, mine)
+        gathered.append(everyone)
+    if ctx.rank != 0:
+        return None
+    return {"task": task, "world_size": ctx.world, "device_kind": ctx.kind, "results": gathered}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: torchrun ... -m pytest_genai.scaling.worker JOB.json", file=sys.stderr)
+        return 2
+    import torch.distributed as dist
+
+    from pytest_genai.atomic import write_json_atomic
+
+    env = rank_env()
+    with open(argv[0], encoding="utf-8") as fh:
+        job = json.load(fh)
+    result = run_job(job, env)
+    if result is not None:
+        write_json_atomic(os.environ["PYTEST_GENAI_RESULT"], result)
+    dist.barrier()
+    dist.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

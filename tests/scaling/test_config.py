@@ -1,0 +1,92 @@
+import dataclasses
+
+import pytest
+
+from pytest_genai.dabench.config import DecoderConfig
+from pytest_genai.scaling import config as c
+from pytest_genai.scaling.config import BatchSweepConfig, ParallelConfig, PrecisionConfig
+
+W = DecoderConfig(layers=2, hidden=64, heads=2, seq_len=16, batch=4, mode="train")
+
+
+def test_ids_are_readable():
+    assert ParallelConfig("dp", W).id == "dp2-L2-h64-a2-s16-b4-fp32-train"
+    assert ParallelConfig("pp", W, micro_batches=2, head_vocab=256).id.endswith("-mb2-head256")
+    assert BatchSweepConfig(W, batches=(1, 2, 4)).id == "L2-h64-a2-s16-fp32-train-b1to4"
+    assert PrecisionConfig(W).id == "amp_bf16-vs-fp32-L2-h64-a2-s16-b4-train"
+
+
+def test_samples_per_step_weak_vs_strong():
+    assert ParallelConfig("dp", W, world_size=4).samples_per_step == 16
+    assert ParallelConfig("tp", W, world_size=2).samples_per_step == 4
+    assert ParallelConfig("pp", W, micro_batches=2).micro_batch == 2
+
+
+def test_json_round_trip():
+    cfg = ParallelConfig("pp", W, micro_batches=2, head_vocab=128, partitions=("naive",))
+    assert ParallelConfig.from_json(cfg.to_json()) == cfg
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(strategy="zero3"), "ParallelConfig.strategy"),
+    (dict(workload=dataclasses.replace(W, mode="forward")), "workload.mode"),
+    (dict(world_size=1), "world_size=1 must be >= 2"),
+    (dict(strategy="tp", workload=dataclasses.replace(W, heads=1)), "pick heads divisible by 2"),
+    (dict(strategy="pp", workload=dataclasses.replace(W, layers=1)), "at least as many layers"),
+    (dict(strategy="pp", micro_batches=3), "divisible by micro_batches=3"),
+    (dict(strategy="pp", partitions=("best",)), "ParallelConfig.partitions"),
+    (dict(strategy="dp", head_vocab=10), "head_vocab applies to pp only"),
+    (dict(warmup=-1), "ParallelConfig.warmup"),
+    (dict(repeats=0), "ParallelConfig.repeats"),
+])
+def test_parallel_config_errors_name_the_field(kwargs, match):
+    args = dict(strategy="dp", workload=W)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        ParallelConfig(**args)
+
+
+def test_pp_with_head_may_have_as_many_stages_as_layers_plus_one():
+    ParallelConfig("pp", dataclasses.replace(W, layers=1), head_vocab=32)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(batches=(1,)), "at least two"),
+    (dict(batches=(2, 1)), "strictly increasing"),
+    (dict(min_gain=-0.1), "min_gain"),
+])
+def test_batch_sweep_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        BatchSweepConfig(W, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(precision="fp32"), "fp32 is the"),
+    (dict(precision="int8"), "PrecisionConfig.precision"),
+    (dict(workload=dataclasses.replace(W, dtype="bf16")), "reference is fp32"),
+])
+def test_precision_errors(kwargs, match):
+    args = dict(workload=W)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        PrecisionConfig(**args)
+
+
+@pytest.mark.parametrize("kind", ["cpu", "cuda"])
+@pytest.mark.parametrize("scale", ["tiny", "small", "full"])
+def test_defaults_are_valid(kind, scale):
+    w = c.parallel_workload(kind, scale)
+    for strategy in ("dp", "tp"):
+        ParallelConfig(strategy, w)
+    ParallelConfig("pp", w, head_vocab=c.pipeline_head_vocab(kind, scale))
+    sweep = c.batch_sweep_config(kind, scale)
+    assert sweep.batches[0] == 1 and len(sweep.batches) >= 5
+    for p in c.precisions(kind):
+        PrecisionConfig(c.precision_workload(kind, scale), p)
+
+
+def test_unknown_scale_and_kind():
+    with pytest.raises(ValueError, match="--genai-scale 'huge'"):
+        c.parallel_workload("cpu", "huge")
+    with pytest.raises(ValueError, match="device kind 'ipu'"):
+        c.parallel_workload("ipu")
