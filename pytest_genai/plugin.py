@@ -233,9 +233,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
         try:
             written = write_plots(state.records, plots)
-        except ImportError as exc:
+        except (ImportError, OSError) as exc:  # no matplotlib, or an unwritable folder: say so, keep the results
             written = []
-            config.issue_config_time_warning(pytest.PytestWarning(f"--genai-plots: {exc}"), stacklevel=2)
+            reporter = config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(f"genai: --genai-plots {plots}: no plots written: {exc}", yellow=True)
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             for path in written:
