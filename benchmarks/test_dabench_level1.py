@@ -103,6 +103,7 @@ def _record(genai, result) -> None:
 
 def _level1(benchmark, genai, device, cfg, ceilings_for) -> None:
     from pytest_genai.dabench import level1
+    from pytest_genai.dabench.ceilings import ceiling_clock
 
     genai.start(experiment=EXPERIMENT, device=device, config=cfg, model=MODEL)
     measured = ceilings_for(device, cfg.dtype)
@@ -125,6 +126,7 @@ def _level1(benchmark, genai, device, cfg, ceilings_for) -> None:
     _record(genai, result)
     genai.metric("tokens_per_s", cfg.tokens / meas.step_s)
     genai.label("work_counts", "analytic (pytest_genai.dabench.counts): matrix-product FLOPs, minimal bytes per op")
+    genai.label("ceiling_clock", ceiling_clock(device)[0])
     if device.kind == "cpu":
         genai.label("cpu_threads", str(CPU_THREADS))
     if cfg.layers > 1:

@@ -146,8 +146,8 @@ def default_sweep(kind: str, scale: str = "tiny") -> tuple[DecoderConfig, ...]:
     if kind == "cpu":
         common = dict(dtype="fp32", attention="math", seq_len=128, batch=1)
         if scale == "tiny":
-            configs = _grid((2, 4), (64, 512), mode="forward", **common)
-            configs += _grid((2,), (256,), mode="train", **common)
+            configs = _grid((2, 4), (64, 256, 1024), mode="forward", **common)
+            configs += _grid((2,), (128, 512), mode="train", **common)
         elif scale == "small":
             configs = _grid((2, 4, 8), (64, 128, 256, 512, 1024), mode="forward", **common)
             configs += _grid((2, 4), (128, 512), mode="train", **common)

@@ -8,6 +8,7 @@ launch. On the CPU ``sync`` is a no-op and the region's cost is the clock call i
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -74,23 +75,36 @@ def time_each(
     warmup: int = 1,
     repeats: int = 5,
     clock: Clock = time.perf_counter,
+    min_sample_s: float = 0.0,
 ) -> list[Timing]:
-    """Median-ready timings of several callables, interleaved round by round so that a slow spell of a shared
-    machine affects all of them alike (used for per-layer loads)."""
+    """Timings of several callables, interleaved round by round so that a slow spell of a shared machine affects
+    all of them alike (used for per-layer loads).
+
+    ``min_sample_s`` > 0 makes each sample long enough for the clock: a callable faster than that is called
+    ``ceil(min_sample_s / its warm-up time)`` times per sample and the sample is the mean per call.
+    """
     if warmup < 0 or repeats < 1:
         raise ValueError(f"need warmup >= 0 and repeats >= 1, got warmup={warmup}, repeats={repeats}")
     do_sync = sync or _noop
-    for _ in range(warmup):
-        for fn in fns:
-            fn()
-    samples: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeats):
+    calls = [1] * len(fns)
+    for _ in range(max(warmup, 1 if min_sample_s > 0 else 0)):
         for i, fn in enumerate(fns):
             do_sync()
             t0 = clock()
             fn()
             do_sync()
-            samples[i].append(clock() - t0)
+            elapsed = clock() - t0
+            if min_sample_s > 0:
+                calls[i] = max(1, math.ceil(min_sample_s / elapsed)) if elapsed > 0 else calls[i] * 10
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for i, fn in enumerate(fns):
+            do_sync()
+            t0 = clock()
+            for _ in range(calls[i]):
+                fn()
+            do_sync()
+            samples[i].append((clock() - t0) / calls[i])
     return [Timing(tuple(s)) for s in samples]
 
 

@@ -75,3 +75,11 @@ def test_unsynchronized_cuda_timing_differs():
     torch.cuda.synchronize()
     # 8 matmuls of 1.1 TFLOP each take milliseconds; queuing them takes microseconds.
     assert unsynced < 0.5 * synced, (unsynced, synced)
+
+
+def test_short_work_is_repeated_within_a_sample():
+    rec = Recorder()  # its clock advances 1 s per read, so the warm-up call "takes" 1 s
+    calls = []
+    timings = time_each([lambda: calls.append(1)], clock=rec.clock, warmup=1, repeats=2, min_sample_s=3.5)
+    assert len(calls) == 1 + 2 * 4  # warm-up, then ceil(3.5 / 1) = 4 calls per sample
+    assert timings[0].samples == (0.25, 0.25)  # one clock step spread over 4 calls
