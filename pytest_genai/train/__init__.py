@@ -1,0 +1,15 @@
+"""Fine-tuning throughput (Paper A, A2): DDP vs FSDP vs DeepSpeed ZeRO, launched with torchrun.
+
+Modules, one job each (none imports torch at import time):
+
+- ``archs``      the paper's model architectures as data, scaled variants, parameter counts
+- ``flops``      analytic training FLOPs, cross-checked with torch's flop counter
+- ``planner``    per-device memory of each strategy and the DDP-when-it-fits recommendation
+- ``metrics``    tokens/s, samples/s, MFU, step-time statistics (pure functions)
+- ``config``     the benchmark configurations (frozen dataclasses with an ``id``)
+- ``launcher``   ``torchrun`` as a subprocess with a timeout and every rank's log tail on failure
+- ``strategies`` DDP, FSDP2 and DeepSpeed ZeRO-2/3 wrappers behind one interface
+- ``worker``     what each rank runs (``python -m pytest_genai.train.worker``)
+- ``gaudi``      the same strategies through optimum-habana's ``GaudiTrainer`` (only with ``habana_frameworks``)
+- ``cli``        ``pytest-genai plan``
+"""

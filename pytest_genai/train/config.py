@@ -1,0 +1,164 @@
+"""Benchmark configurations for fine-tuning (Paper A, A2): frozen dataclasses, validated, with an ``id``.
+
+``ThroughputConfig`` trains one of the paper's architectures, built from config with random weights (throughput
+does not depend on weight values; the id says ``random``), for a few steps under one strategy.
+``WikitextConfig`` fine-tunes a real pretrained model on WikiText text to show that the training path learns.
+Both travel to the workers as JSON (``to_json`` / ``from_json``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_genai.train.archs import PAPER_ARCHS, SCALES
+
+STRATEGIES = ("ddp", "fsdp", "zero2", "zero3")
+ATTENTION_MODES = ("unfused", "fused")  # the baseline first: comparisons reuse its run
+PRECISIONS = ("fp32", "amp")
+
+
+def _positive_int(obj: Any, field: str) -> None:
+    value = getattr(obj, field)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"{type(obj).__name__}.{field}={value!r} must be a positive int")
+
+
+def _choice(obj: Any, field: str, choices: tuple[str, ...]) -> None:
+    value = getattr(obj, field)
+    if value not in choices:
+        raise ValueError(f"{type(obj).__name__}.{field}={value!r} is unknown; use one of {choices}")
+
+
+@dataclass(frozen=True)
+class ThroughputConfig:
+    """One throughput run: architecture × scale × strategy × attention, ``steps`` steps of which ``warmup`` untimed.
+
+    ``attention='fused'`` is Flash Attention where the device has it (CUDA: SDPA's flash backend; Gaudi:
+    Habana fused SDPA) and plain SDPA on the CPU, which is labeled as such; ``'unfused'`` is eager
+    attention (CUDA: SDPA's math backend).
+    """
+
+    model: str
+    scale: str = "tiny"
+    strategy: str = "ddp"
+    attention: str = "fused"
+    micro_batch: int = 2
+    seq_len: int = 128
+    steps: int = 8
+    warmup: int = 3
+    precision: str = "fp32"
+    lr: float = 1e-3
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.model not in PAPER_ARCHS:
+            raise ValueError(f"ThroughputConfig.model={self.model!r} is unknown; use one of {sorted(PAPER_ARCHS)}")
+        _choice(self, "scale", tuple(SCALES))
+        _choice(self, "strategy", STRATEGIES)
+        _choice(self, "attention", ATTENTION_MODES)
+        _choice(self, "precision", PRECISIONS)
+        for field in ("micro_batch", "seq_len", "steps"):
+            _positive_int(self, field)
+        if not isinstance(self.warmup, int) or not 2 <= self.warmup < self.steps:
+            raise ValueError(
+                f"ThroughputConfig.warmup={self.warmup!r} must be an int in [2, steps={self.steps}): the first two "
+                "warm-up steps carry the memory probe, and some steps must be timed after them"
+            )
+        if not self.lr > 0:
+            raise ValueError(f"ThroughputConfig.lr={self.lr!r} must be positive")
+
+    @property
+    def id(self) -> str:
+        size = self.model if self.scale == "full" else f"{self.model}@{self.scale}"
+        return (f"{size}-random-{self.strategy}-attn_{self.attention}-{self.precision}"
+                f"-mb{self.micro_batch}-s{self.seq_len}")
+
+    @property
+    def sharded(self) -> str | None:
+        """The sharding strategy compared against DDP (claims A2.ddp_vs_*), or None for DDP."""
+        return None if self.strategy == "ddp" else self.strategy
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "throughput", **dataclasses.asdict(self)}
+
+
+@dataclass(frozen=True)
+class WikitextConfig:
+    """A real fine-tune of a pretrained causal LM on WikiText-2 text: held-out loss before and after.
+
+    ``model_path`` is a local folder with safetensors weights (no download); ``text_path`` a WikiText raw file.
+    """
+
+    model_path: str
+    text_path: str
+    model_name: str = "smollm2-135m"
+    strategy: str = "ddp"
+    micro_batch: int = 1
+    seq_len: int = 128
+    steps: int = 8
+    eval_blocks: int = 8
+    lr: float = 1e-4
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for field in ("model_path", "text_path", "model_name"):
+            if not isinstance(getattr(self, field), str) or not getattr(self, field):
+                raise ValueError(f"WikitextConfig.{field} must be a non-empty string")
+        _choice(self, "strategy", STRATEGIES)
+        for field in ("micro_batch", "seq_len", "steps", "eval_blocks"):
+            _positive_int(self, field)
+        if not self.lr > 0:
+            raise ValueError(f"WikitextConfig.lr={self.lr!r} must be positive")
+
+    @property
+    def id(self) -> str:
+        return f"{self.model_name}-wikitext-{self.strategy}-mb{self.micro_batch}-s{self.seq_len}-{self.steps}steps"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "wikitext", **dataclasses.asdict(self)}
+
+
+def from_json(data: dict[str, Any]) -> ThroughputConfig | WikitextConfig:
+    """The config a worker received (the inverse of ``to_json``)."""
+    data = dict(data)
+    kind = data.pop("kind", None)
+    classes = {"throughput": ThroughputConfig, "wikitext": WikitextConfig}
+    if kind not in classes:
+        raise ValueError(f"config kind={kind!r} is unknown; use one of {sorted(classes)}")
+    return classes[kind](**data)
+
+
+#: Per scale: (micro-batch, sequence length, steps, warm-up steps, precision). ``tiny`` runs on 2 CPU cores in
+#: seconds; ``small`` makes model states dominate memory; ``full`` is the paper's sizes on accelerators
+#: (bf16 autocast).
+SCALE_SETTINGS = {
+    "tiny": (2, 128, 8, 3, "fp32"),
+    "small": (2, 256, 6, 2, "fp32"),
+    "full": (1, 2048, 10, 3, "amp"),
+}
+
+
+def benchmark_matrix(scale: str) -> list[ThroughputConfig]:
+    """The throughput runs of ``benchmarks/test_finetune.py`` at ``scale`` (``--genai-scale``).
+
+    ``tiny`` (CI) keeps the comparisons the claims need and no more: Gemma-2-27B (the paper's DDP-vs-sharding
+    model) under DDP, FSDP and ZeRO-3, and Llama-3.1-8B under DDP with attention fused and unfused.
+    ``small`` and ``full`` run every paper model under DDP, ZeRO-2, FSDP and ZeRO-3 with attention fused and
+    unfused (Gemma-2 has no SDPA path in transformers, so its fused runs exist only on Gaudi).
+    """
+    if scale not in SCALE_SETTINGS:
+        raise ValueError(f"scale={scale!r} is unknown; use one of {sorted(SCALE_SETTINGS)} (--genai-scale)")
+    mb, seq, steps, warmup, precision = SCALE_SETTINGS[scale]
+
+    def cfg(model: str, strategy: str, attention: str) -> ThroughputConfig:
+        return ThroughputConfig(model=model, scale=scale, strategy=strategy, attention=attention, micro_batch=mb,
+                                seq_len=seq, steps=steps, warmup=warmup, precision=precision)
+
+    if scale == "tiny":
+        return [cfg("gemma-2-27b", s, "unfused") for s in ("ddp", "fsdp", "zero3")] + [
+            cfg("llama-3.1-8b", "ddp", a) for a in ATTENTION_MODES]
+    # Baselines come first (DDP before the sharded strategies, unfused before fused), so each comparison
+    # reuses a run its own benchmark already timed.
+    return [cfg(m, s, a) for m in PAPER_ARCHS for a in ATTENTION_MODES for s in ("ddp", "zero2", "fsdp", "zero3")]

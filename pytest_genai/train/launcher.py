@@ -1,0 +1,280 @@
+"""Launch distributed workers through ``torchrun`` (``python -m torch.distributed.run``) as a subprocess.
+
+The test process stays out of the process group: it starts torchrun with a timeout and reads rank 0's result
+file. On a crash, a non-zero exit or a timeout it kills torchrun *and every worker* (torchrun starts each
+worker in its own session, so killing torchrun's process group is not enough: workers are found through a
+launch token in their environment, which also finds workers re-parented after torchrun died) and raises
+:class:`LaunchError` with the tail of every rank's log.
+
+Rendezvous: one node uses ``--standalone`` (a free port). Several nodes need ``nnodes`` and an endpoint
+``host:port``; under Slurm the node rank and job id come from its environment (``SLURM_NODEID``,
+``SLURM_JOB_ID``) when not given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+TOKEN_ENV = "PYTEST_GENAI_LAUNCH_TOKEN"
+TAIL_LINES = 30
+
+
+class LaunchError(RuntimeError):
+    """The distributed job crashed, exited non-zero, hung past its timeout, or wrote no result."""
+
+    def __init__(self, message: str, *, returncode: int | None, timed_out: bool, logs: Mapping[str, str]):
+        self.returncode = returncode
+        self.timed_out = timed_out
+        self.logs = dict(logs)
+        parts = [message]
+        for name, tail in self.logs.items():
+            parts.append(f"----- {name} (last {TAIL_LINES} lines) -----\n{tail.rstrip() or '(empty)'}")
+        super().__init__("\n".join(parts))
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """How many processes, on how many nodes, and for how long at most."""
+
+    nproc: int = 2
+    nnodes: int = 1
+    rdzv_endpoint: str | None = None
+    node_rank: int | None = None
+    rdzv_id: str | None = None
+    timeout_s: float = 300.0
+
+    def __post_init__(self) -> None:
+        for field in ("nproc", "nnodes"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"LaunchSpec.{field}={value!r} must be a positive int (--genai-{field})")
+        if not (isinstance(self.timeout_s, (int, float)) and self.timeout_s > 0):
+            raise ValueError(f"LaunchSpec.timeout_s={self.timeout_s!r} must be positive (--genai-timeout)")
+        if self.nnodes > 1 and not self.rdzv_endpoint:
+            raise ValueError(
+                f"LaunchSpec: nnodes={self.nnodes} needs rdzv_endpoint host:port reachable from every node "
+                "(--genai-rdzv-endpoint, e.g. the first Slurm node and a free port)"
+            )
+        if self.rdzv_endpoint is not None and ":" not in self.rdzv_endpoint:
+            raise ValueError(f"LaunchSpec.rdzv_endpoint={self.rdzv_endpoint!r} must be host:port")
+
+    @property
+    def world_size(self) -> int:
+        return self.nproc * self.nnodes
+
+    @property
+    def id(self) -> str:
+        return f"{self.nnodes}x{self.nproc}"
+
+    @classmethod
+    def from_env(cls, nproc: int, nnodes: int = 1, rdzv_endpoint: str | None = None, timeout_s: float = 300.0,
+                 env: Mapping[str, str] | None = None) -> "LaunchSpec":
+        """A spec that takes the node rank and job id from Slurm's environment when present."""
+        env = os.environ if env is None else env
+        node_rank = None
+        rdzv_id = None
+        if nnodes > 1 and "SLURM_JOB_ID" in env:
+            rdzv_id = f"slurm-{env['SLURM_JOB_ID']}"
+            if "SLURM_NODEID" in env:
+                node_rank = int(env["SLURM_NODEID"])
+        return cls(nproc=nproc, nnodes=nnodes, rdzv_endpoint=rdzv_endpoint, node_rank=node_rank,
+                   rdzv_id=rdzv_id, timeout_s=timeout_s)
+
+
+def torchrun_command(spec: LaunchSpec, log_dir: Path, worker: Sequence[str], run_id: str) -> list[str]:
+    """The ``torchrun`` command line (``worker`` is ``['-m', 'module', ...]`` or ``['script.py', ...]``)."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={spec.nproc}"]
+    if spec.nnodes == 1 and spec.rdzv_endpoint is None:
+        cmd.append("--standalone")
+    else:
+        cmd += [
+            f"--nnodes={spec.nnodes}",
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint={spec.rdzv_endpoint}",
+            f"--rdzv-id={spec.rdzv_id or run_id}",
+        ]
+        if spec.node_rank is not None:
+            cmd.append(f"--node-rank={spec.node_rank}")
+    cmd += ["--max-restarts=0", "--monitor-interval=0.5", f"--log-dir={log_dir}", "--redirects=3", "--role=genai"]
+    return cmd + list(worker)
+
+
+def _proc_env_has(pid: int, needle: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return needle in fh.read()
+    except OSError:
+        return False
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    fields = fh.read().rsplit(b")", 1)[1].split()
+                if int(fields[1]) == pid:
+                    kids.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    return kids
+
+
+def job_processes(root_pid: int, token: str) -> list[int]:
+    """Every process of one launch: descendants of torchrun, plus any process carrying the launch token."""
+    found: list[int] = []
+    stack = [root_pid]
+    while stack:
+        pid = stack.pop()
+        for kid in _children(pid):
+            if kid not in found:
+                found.append(kid)
+                stack.append(kid)
+    if os.path.isdir("/proc"):
+        needle = f"{TOKEN_ENV}={token}".encode()
+        me = os.getpid()
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and int(entry) not in (me, root_pid) and int(entry) not in found:
+                if _proc_env_has(int(entry), needle):
+                    found.append(int(entry))
+    return found
+
+
+def _signal_all(pids: Sequence[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+        return state not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
+
+
+def kill_job(proc: subprocess.Popen, token: str, grace_s: float = 3.0) -> None:
+    """SIGTERM torchrun and every worker, then SIGKILL whatever is left after ``grace_s``."""
+    pids = job_processes(proc.pid, token)
+    _signal_all([proc.pid, *pids], signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not any(_alive(p) for p in pids):
+            break
+        time.sleep(0.05)
+    leftovers = [p for p in [*pids, *job_processes(proc.pid, token)] if _alive(p)]
+    if proc.poll() is None:
+        leftovers.append(proc.pid)
+    _signal_all(leftovers, signal.SIGKILL)
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
+        pass
+
+
+def _tail(path: Path, lines: int = TAIL_LINES) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return f"(unreadable: {exc})"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def rank_logs(log_dir: Path) -> dict[str, str]:
+    """Tail of every log under ``log_dir``: torchrun's own and each rank's stdout/stderr (``<rank>/stderr.log``)."""
+    logs: dict[str, str] = {}
+    for path in sorted(log_dir.rglob("*.log")):
+        rel = path.relative_to(log_dir)
+        parts = rel.parts
+        # torchrun layout: <run_id>/attempt_<n>/<local_rank>/{stdout,stderr}.log
+        name = f"rank {parts[-2]} {path.stem}" if len(parts) >= 2 and parts[-2].isdigit() else str(rel)
+        logs[name] = _tail(path)
+    return logs
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    result: dict
+    wall_s: float
+    log_dir: Path
+
+
+def launch(
+    worker: Sequence[str],
+    spec: LaunchSpec,
+    work_dir: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    result_name: str = "result.json",
+) -> LaunchResult:
+    """Run ``worker`` on ``spec.world_size`` ranks and return rank 0's JSON result.
+
+    The worker gets ``PYTEST_GENAI_RESULT`` (where rank 0 writes its JSON, atomically) in its environment.
+    Raises :class:`LaunchError` with every rank's log tail when the job fails, hangs or writes no result.
+    """
+    work_dir = Path(work_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    log_dir = work_dir / "logs"
+    log_dir.mkdir(exist_ok=True)
+    result_path = work_dir / result_name
+    if result_path.exists():
+        result_path.unlink()
+    run_id = uuid.uuid4().hex[:12]
+    token = uuid.uuid4().hex
+    child_env = dict(os.environ)
+    child_env.update(env or {})
+    package_root = str(Path(__file__).resolve().parents[2])
+    child_env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, child_env.get("PYTHONPATH")) if p)
+    child_env[TOKEN_ENV] = token
+    child_env["PYTEST_GENAI_RESULT"] = str(result_path)
+    child_env.setdefault("PYTHONUNBUFFERED", "1")
+    cmd = torchrun_command(spec, log_dir, worker, run_id)
+    launcher_log = log_dir / "torchrun.log"
+    start = time.monotonic()
+    with open(launcher_log, "wb") as out:
+        proc = subprocess.Popen(cmd, env=child_env, stdout=out, stderr=subprocess.STDOUT, cwd=work_dir,
+                                start_new_session=True)
+        try:
+            returncode = proc.wait(timeout=spec.timeout_s)
+        except subprocess.TimeoutExpired:
+            kill_job(proc, token)
+            raise LaunchError(
+                f"distributed job timed out after {spec.timeout_s:g} s ({spec.world_size} ranks, "
+                f"{' '.join(worker)}); every process was killed. Raise --genai-timeout if it is only slow.",
+                returncode=None, timed_out=True, logs=rank_logs(log_dir),
+            ) from None
+        except BaseException:
+            kill_job(proc, token)
+            raise
+    wall = time.monotonic() - start
+    leftovers = [p for p in job_processes(proc.pid, token) if _alive(p)]
+    if leftovers:
+        _signal_all(leftovers, signal.SIGKILL)
+    if returncode != 0:
+        raise LaunchError(
+            f"distributed job failed with exit code {returncode} ({spec.world_size} ranks, {' '.join(worker)})",
+            returncode=returncode, timed_out=False, logs=rank_logs(log_dir),
+        )
+    try:
+        result = json.loads(result_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise LaunchError(
+            f"distributed job exited 0 but rank 0 wrote no readable result at {result_path}: {exc}",
+            returncode=returncode, timed_out=False, logs=rank_logs(log_dir),
+        ) from None
+    return LaunchResult(result=result, wall_s=wall, log_dir=log_dir)
+

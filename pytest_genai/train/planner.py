@@ -1,0 +1,285 @@
+"""Fit planner: per-device memory of each parallel strategy, and DDP whenever it fits (Paper A, A2, as a tool).
+
+Paper A's conclusion for fine-tuning on Gaudi: sharding (DeepSpeed ZeRO-3, FSDP) saves memory but costs
+throughput, so use it only when the model does not fit one card. The planner predicts each strategy's
+per-device memory and recommends the first that fits in the order DDP, ZeRO-2, FSDP, ZeRO-3.
+
+Model states (ZeRO paper, Rajbhandari et al. 2020, sec. 3.1), per parameter:
+
+- ``fp32``: fp32 weights (4 B) + fp32 gradients (4 B) + Adam moments (8 B) = 16 B;
+- ``amp``: the same 16 B (fp32 master weights, bf16 autocast compute); activations are 2-byte;
+- ``mixed``: bf16/fp16 weights (2) + gradients (2) + fp32 master copy and Adam moments (12) = 16 B, the ZeRO
+  paper's ``K = 12``.
+
+Sharding (``world`` = data-parallel size): DDP replicates everything; ZeRO-2 shards gradients and optimizer
+states; FSDP (full shard) and ZeRO-3 shard all three and, while a unit runs, hold its gathered full weights
+and gradients (``gathered``: the largest unit's parameters × (weight + gradient bytes), two units in flight
+for prefetch). ``method='lora'`` freezes the base weights (no gradients or optimizer states for them) and
+trains rank-``r`` adapters on q, k, v, o.
+
+Activations (saved for backward, per token and decoder layer) are an enumeration of the tensors that
+transformers' Llama / Gemma-2 layers save, checked exactly against ``torch.autograd.graph.saved_tensors_hooks``
+in the tests; the LM head adds the fp32 log-softmax of the logits, and the loss's backward briefly holds
+two more logits-sized fp32 buffers (counted as ``transient``).
+
+Everything here is pure arithmetic (no torch). Numbers it returns are *modeled*; benchmarks compare them with
+measured peaks (see ``PLANNER_TOLERANCE``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from pytest_genai.train.archs import ArchSpec
+
+STRATEGIES = ("ddp", "zero2", "fsdp", "zero3")
+SHARDED = ("zero2", "fsdp", "zero3")
+METHODS = ("full", "lora")
+ATTENTIONS = ("sdpa", "eager", "flash")
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Bytes per parameter of each model state, and per saved activation element."""
+
+    name: str
+    weight: int
+    grad: int
+    optimizer: int
+    activation: int
+    frozen_weight: int  # bytes of a frozen (LoRA base) weight
+
+
+PRECISIONS: dict[str, Precision] = {
+    "fp32": Precision("fp32", weight=4, grad=4, optimizer=8, activation=4, frozen_weight=4),
+    "amp": Precision("amp", weight=4, grad=4, optimizer=8, activation=2, frozen_weight=2),
+    "mixed": Precision("mixed", weight=2, grad=2, optimizer=12, activation=2, frozen_weight=2),
+}
+
+#: |measured / predicted - 1| the benchmarks accept between a strategy's predicted per-rank peak and the
+#: measured one (the allocator's peak on CUDA/HPU, live tensor bytes on the CPU; neither counts communication
+#: libraries' own buffers). Set from CPU measurements with 2 ranks (docs/finetune.md): DDP, ZeRO-2 and ZeRO-3
+#: came within 1-8% at the tiny and small scales; FSDP2 held up to 27% more than modeled at the small scale
+#: (a full-size copy of the tied embedding stays alive on each rank), so its tolerance is wider.
+PLANNER_TOLERANCE = {"ddp": 0.10, "zero2": 0.15, "zero3": 0.15, "fsdp": 0.35}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What is trained, how, and on how many data-parallel ranks."""
+
+    arch: ArchSpec
+    world: int
+    micro_batch: int = 1
+    seq_len: int = 2048
+    precision: str = "mixed"
+    method: str = "full"
+    lora_rank: int = 16
+    attention: str = "sdpa"
+
+    def __post_init__(self) -> None:
+        for field in ("world", "micro_batch", "seq_len", "lora_rank"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"Workload.{field}={value!r} must be a positive int")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"Workload.precision={self.precision!r} is unknown; use one of {sorted(PRECISIONS)}")
+        if self.method not in METHODS:
+            raise ValueError(f"Workload.method={self.method!r} is unknown; use one of {METHODS}")
+        if self.attention not in ATTENTIONS:
+            raise ValueError(f"Workload.attention={self.attention!r} is unknown; use one of {ATTENTIONS}")
+
+    @property
+    def bytes(self) -> Precision:
+        return PRECISIONS[self.precision]
+
+    @property
+    def tokens(self) -> int:
+        """Tokens per rank per micro-batch."""
+        return self.micro_batch * self.seq_len
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Predicted per-device bytes of one strategy (all fields modeled).
+
+    Training memory peaks in one of two phases, and the estimate is the larger:
+
+    - end of forward / start of backward: weights, optimizer states, every saved activation, the logits'
+      transient buffers, a sharded strategy's gathered units, and the gradients only where they persist
+      between steps (DDP's all-reduce buckets; DeepSpeed's gradient partitions);
+    - optimizer step: weights, gradients and optimizer states (the fused AdamW makes no temporaries).
+    """
+
+    strategy: str
+    weights: int
+    grads: int
+    optimizer: int
+    activations: int
+    transient: int
+    gathered: int
+    grads_persist: bool
+
+    @property
+    def model_states(self) -> int:
+        return self.weights + self.grads + self.optimizer
+
+    @property
+    def forward_peak(self) -> int:
+        grads = self.grads if self.grads_persist else 0
+        return self.weights + self.optimizer + grads + self.activations + self.transient + self.gathered
+
+    @property
+    def step_peak(self) -> int:
+        return self.model_states
+
+    @property
+    def total(self) -> int:
+        return max(self.forward_peak, self.step_peak)
+
+    def as_dict(self) -> dict[str, int | str | bool]:
+        return {**dataclasses.asdict(self), "model_states": self.model_states, "total": self.total}
+
+
+def lora_params(arch: ArchSpec, rank: int) -> int:
+    """Trainable LoRA parameters: ``r·(in + out)`` for each of q, k, v, o in every layer."""
+    per_layer = (arch.hidden + arch.q_dim) + 2 * (arch.hidden + arch.kv_dim) + (arch.q_dim + arch.hidden)
+    return arch.num_layers * rank * per_layer
+
+
+def trainable_params(w: Workload) -> int:
+    return w.arch.param_count() if w.method == "full" else lora_params(w.arch, w.lora_rank)
+
+
+def saved_activation_bytes_per_token(arch: ArchSpec, seq_len: int, attention: str, act_bytes: int) -> int:
+    """Bytes transformers' decoder saves for backward per token (all layers plus the LM head).
+
+    Per layer, in elements of ``act_bytes``: each RMSNorm keeps its input, its normalized output and one rstd
+    (``2H + 1``); the q/k/v and gate/up linears keep their (normed) input (``2H``); q and k after RoPE and v;
+    the o-projection's input (``q_dim``); the MLP keeps gate, up, activation and product (``4F``).
+    SDPA adds its log-sum-exp per head (its output is the o-projection's input). Eager attention instead keeps
+    keys and values expanded to every query head and the softmax probabilities (``heads·S``, fp32); Gemma-2's
+    logit soft-capping keeps its tanh output too (``heads·S``). The head keeps the final norm, its output,
+    and the fp32 log-softmax (``V``; Gemma-2's final soft-capping another ``V``).
+    Activation checkpointing and fused-attention memory savings beyond SDPA are not modeled.
+    """
+    if attention not in ATTENTIONS:
+        raise ValueError(f"attention={attention!r} is unknown; use one of {ATTENTIONS}")
+    h, f, q, kv, heads = arch.hidden, arch.ffn, arch.q_dim, arch.kv_dim, arch.num_heads
+    elems = arch.norms_per_layer * (2 * h + 1) + 2 * h + 4 * f + q  # norms, linear inputs, MLP, o_proj input
+    fp32_elems = 0
+    if attention in ("sdpa", "flash"):
+        elems += q + 2 * kv
+        fp32_elems += heads  # log-sum-exp
+    else:
+        elems += 3 * q  # q, and k and v expanded to every query head
+        fp32_elems += heads * seq_len * (2 if arch.family == "gemma2" else 1)
+    layer_bytes = elems * act_bytes + fp32_elems * 4
+    head_bytes = (2 * h + 1 + h) * act_bytes + arch.vocab * 4 * (2 if arch.family == "gemma2" else 1)
+    return arch.num_layers * layer_bytes + head_bytes
+
+
+def _largest_unit_params(arch: ArchSpec) -> int:
+    """Parameters of the biggest FSDP / ZeRO-3 unit: a decoder layer, or the root (embeddings, norm, head)."""
+    root = arch.param_count() - arch.num_layers * arch.layer_params()
+    return max(arch.layer_params(), root)
+
+
+def estimate(w: Workload, strategy: str) -> MemoryEstimate:
+    """Predicted per-device memory of ``strategy`` for workload ``w`` (see the module docstring)."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy={strategy!r} is unknown; use one of {STRATEGIES}")
+    b = w.bytes
+    total = w.arch.param_count()
+    train = trainable_params(w)
+    weight_bytes = train * b.weight + (total - train) * b.frozen_weight if w.method == "lora" else total * b.weight
+    grads, optim = train * b.grad, train * b.optimizer
+    shard_weights = strategy in ("fsdp", "zero3")
+    shard_grads = strategy in SHARDED
+    world = w.world
+    weights = -(-weight_bytes // world) if shard_weights else weight_bytes
+    grads = -(-grads // world) if shard_grads else grads
+    optim = -(-optim // world) if shard_grads else optim
+    gathered = 0
+    if shard_weights and world > 1:
+        unit = _largest_unit_params(w.arch)
+        per_param = b.weight + (b.grad if w.method == "full" else 0)
+        gathered = 2 * unit * per_param
+    attention = "eager" if w.attention == "eager" else "sdpa"
+    activations = w.tokens * saved_activation_bytes_per_token(w.arch, w.seq_len, attention, b.activation)
+    transient = 2 * w.tokens * w.arch.vocab * 4  # logits' fp32 gradient buffers at the start of backward
+    if w.precision == "amp":  # autocast keeps a bf16 copy of each weight it used until the forward ends
+        transient += 2 * (2 * _largest_unit_params(w.arch) if shard_weights else total)
+    grads_persist = strategy != "fsdp"  # FSDP frees sharded gradients at zero_grad(set_to_none=True)
+    return MemoryEstimate(strategy, weights, grads, optim, activations, transient, gathered, grads_persist)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The planner's answer for one workload on one device capacity."""
+
+    workload: Workload
+    capacity_bytes: int
+    usable_fraction: float
+    estimates: tuple[MemoryEstimate, ...]
+    recommended: str | None
+    reason: str
+
+    def fits(self, strategy: str) -> bool:
+        return self.estimate(strategy).total <= self.usable_bytes
+
+    def estimate(self, strategy: str) -> MemoryEstimate:
+        for e in self.estimates:
+            if e.strategy == strategy:
+                return e
+        raise ValueError(f"strategy={strategy!r} is not in this plan; use one of {STRATEGIES}")
+
+    @property
+    def usable_bytes(self) -> int:
+        return int(self.capacity_bytes * self.usable_fraction)
+
+    @property
+    def ddp_fits(self) -> bool:
+        return self.fits("ddp")
+
+
+def plan(w: Workload, capacity_bytes: int, usable_fraction: float = 0.9) -> Plan:
+    """Estimate every strategy and recommend DDP if it fits in ``usable_fraction`` of the capacity, else the
+    least-sharded strategy that fits (ZeRO-2, then FSDP, then ZeRO-3), else none."""
+    if not isinstance(capacity_bytes, int) or capacity_bytes <= 0:
+        raise ValueError(f"capacity_bytes={capacity_bytes!r} must be a positive int (device memory in bytes)")
+    if not 0 < usable_fraction <= 1:
+        raise ValueError(f"usable_fraction={usable_fraction!r} must be in (0, 1]")
+    estimates = tuple(estimate(w, s) for s in STRATEGIES)
+    usable = int(capacity_bytes * usable_fraction)
+    gib = 2**30
+    for e in estimates:
+        if e.total <= usable:
+            if e.strategy == "ddp":
+                reason = f"DDP fits ({e.total / gib:.1f} GiB of {usable / gib:.1f} GiB usable): no sharding needed"
+            else:
+                ddp = estimates[0].total
+                reason = (
+                    f"DDP needs {ddp / gib:.1f} GiB > {usable / gib:.1f} GiB usable; "
+                    f"{e.strategy} fits with {e.total / gib:.1f} GiB per device"
+                )
+            return Plan(w, capacity_bytes, usable_fraction, estimates, e.strategy, reason)
+    best = min(estimates, key=lambda e: e.total)
+    reason = (
+        f"nothing fits: the smallest is {best.strategy} with {best.total / gib:.1f} GiB > {usable / gib:.1f} GiB "
+        f"usable; use more devices (--world), LoRA (--method lora), a shorter sequence or a smaller micro-batch"
+    )
+    return Plan(w, capacity_bytes, usable_fraction, estimates, None, reason)
+
+
+def min_world_size(w: Workload, strategy: str, capacity_bytes: int, usable_fraction: float = 0.9,
+                   limit: int = 4096) -> int | None:
+    """Smallest data-parallel size at which ``strategy`` fits, or None up to ``limit`` devices."""
+    usable = int(capacity_bytes * usable_fraction)
+    world = 1
+    while world <= limit:
+        if estimate(dataclasses.replace(w, world=world), strategy).total <= usable:
+            return world
+        world *= 2
+    return None

@@ -1,0 +1,130 @@
+"""Run a fine-tuning configuration on ``torchrun`` workers and summarize rank 0's result.
+
+``summarize`` is pure (a result dict in, a :class:`RunSummary` out), so the arithmetic is tested without
+launching anything.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_genai.train import metrics
+from pytest_genai.train.config import ThroughputConfig, WikitextConfig
+from pytest_genai.train.launcher import LaunchSpec, launch
+
+WORKER = ("-m", "pytest_genai.train.worker")
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """The job-level numbers of one run (all measured, except ``flops_per_step``, which is analytic)."""
+
+    world_size: int
+    global_batch: int
+    seq_len: int
+    step_s: tuple[float, ...]
+    median_step_s: float
+    tokens_per_s: float
+    samples_per_s: float
+    peak_memory_bytes: tuple[int, ...]
+    memory_measure: str
+    losses: tuple[float, ...]
+    attention_impl: str | None
+    flops_per_step: int | None
+    wall_s: float | None
+    extra: Mapping[str, Any]
+
+    @property
+    def max_peak_memory_bytes(self) -> int:
+        return max(self.peak_memory_bytes)
+
+    def achieved_tflops(self) -> float | None:
+        if self.flops_per_step is None:
+            return None
+        return metrics.achieved_tflops(self.flops_per_step, self.median_step_s)
+
+
+def summarize(result: Mapping[str, Any], cfg: ThroughputConfig | WikitextConfig, warmup: int,
+              wall_s: float | None = None) -> RunSummary:
+    """Job-level numbers from rank 0's result: slowest-rank step times, their median after ``warmup``, throughput."""
+    ranks = result["ranks"]
+    world = int(result["world_size"])
+    if len(ranks) != world:
+        raise ValueError(f"result has {len(ranks)} rank entries for world_size={world}")
+    steps = metrics.global_step_times([r["step_s"] for r in ranks])
+    median = metrics.median_step_s(steps, warmup)
+    global_batch = cfg.micro_batch * world
+    flops = None
+    if isinstance(cfg, ThroughputConfig):
+        from pytest_genai.train.archs import get_arch
+        from pytest_genai.train.flops import training_flops_per_step
+
+        flops = training_flops_per_step(get_arch(cfg.model, cfg.scale), cfg.seq_len, global_batch)
+    extra = {k: v for k, v in ranks[0].items() if k not in ("step_s", "peak_memory_bytes", "memory_measure",
+                                                             "attention_impl")}
+    return RunSummary(
+        world_size=world,
+        global_batch=global_batch,
+        seq_len=cfg.seq_len,
+        step_s=tuple(steps),
+        median_step_s=median,
+        tokens_per_s=metrics.tokens_per_s(global_batch, cfg.seq_len, median),
+        samples_per_s=metrics.samples_per_s(global_batch, median),
+        peak_memory_bytes=tuple(int(r["peak_memory_bytes"]) for r in ranks),
+        memory_measure=str(ranks[0]["memory_measure"]),
+        losses=tuple(float(x) for x in result["losses"]),
+        attention_impl=ranks[0].get("attention_impl"),
+        flops_per_step=flops,
+        wall_s=wall_s,
+        extra=extra,
+    )
+
+
+def launch_config(cfg: ThroughputConfig | WikitextConfig, device_kind: str, spec: LaunchSpec, work_dir: Path,
+                  env: Mapping[str, str] | None = None) -> tuple[dict[str, Any], float]:
+    """Write the worker's spec into ``work_dir``, run it on ``spec.world_size`` ranks; (result, wall seconds)."""
+    work_dir = Path(work_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    spec_path = work_dir / "worker_spec.json"
+    spec_path.write_text(json.dumps({"device": device_kind, "config": cfg.to_json()}), encoding="utf-8")
+    done = launch([*WORKER, str(spec_path)], spec, work_dir, env=env)
+    return done.result, done.wall_s
+
+
+def run(cfg: ThroughputConfig | WikitextConfig, device_kind: str, spec: LaunchSpec, work_dir: Path,
+        env: Mapping[str, str] | None = None) -> RunSummary:
+    """Launch ``cfg`` and summarize it (warm-up steps: ``cfg.warmup`` for throughput runs, 1 for WikiText)."""
+    result, wall = launch_config(cfg, device_kind, spec, work_dir, env)
+    warmup = cfg.warmup if isinstance(cfg, ThroughputConfig) else min(1, cfg.steps - 1)
+    return summarize(result, cfg, warmup, wall)
+
+
+class RunCache:
+    """Runs each (device kind, config, launch) once per session; later requests get the same summary (or error).
+
+    The benchmarks compare runs (DDP against a sharded strategy, fused against unfused attention); a comparison
+    reuses the baseline's run when it already happened and launches it otherwise.
+    """
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self._done: dict[tuple[str, str, str], RunSummary | BaseException] = {}
+
+    def get(self, cfg: ThroughputConfig | WikitextConfig, device_kind: str, spec: LaunchSpec,
+            env: Mapping[str, str] | None = None, *, fresh: bool = False) -> RunSummary:
+        """The run's summary; ``fresh=True`` launches it even if it already ran (a benchmark timing its own job)."""
+        key = (device_kind, cfg.id, spec.id)
+        if fresh or key not in self._done:
+            try:
+                work = self.root / f"{device_kind}-{spec.id}-{cfg.id}"
+                self._done[key] = run(cfg, device_kind, spec, work, env)
+            except Exception as exc:  # remembered: dependents fail with the same logs instead of relaunching
+                self._done[key] = exc
+        done = self._done[key]
+        if isinstance(done, BaseException):
+            raise done
+        return done

@@ -1,0 +1,272 @@
+"""What every rank runs: ``torchrun ... -m pytest_genai.train.worker CONFIG.json``.
+
+Each rank pins its CPU threads, joins the process group, trains, and reports per-rank measurements; rank 0
+gathers them and writes the job's result JSON (atomically) to ``$PYTEST_GENAI_RESULT``. Then every rank
+leaves with ``os._exit(0)`` right after ``destroy_process_group()``: with torch 2.13 + gloo, a normal
+interpreter exit sometimes aborts a rank after all its work (``terminate called without an active
+exception``); the result is already written by then.
+
+Per rank: each step is timed between device synchronizations, batches are made before the clock starts.
+Peak memory is the allocator's peak on CUDA; on the CPU it is the peak of live tensor bytes
+(:mod:`pytest_genai.train.memtrack`) over model construction and the first two warm-up steps, which are then
+not timed (the growth of the resident set is reported beside it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+from typing import Any
+
+from pytest_genai.train.config import ThroughputConfig, WikitextConfig, from_json
+from pytest_genai.atomic import write_json_atomic
+from pytest_genai.train.memtrack import live_tensor_bytes
+
+SCHEMA = "pytest-genai-train/1"
+MEMORY_PROBE_STEPS = 2
+
+
+def rank_env() -> dict[str, int]:
+    """RANK, LOCAL_RANK, WORLD_SIZE and LOCAL_WORLD_SIZE as set by torchrun."""
+    try:
+        return {k.lower(): int(os.environ[k]) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")}
+    except KeyError as exc:
+        raise RuntimeError(f"{exc.args[0]} is not set: run this module under torchrun (pytest_genai.train.launcher)") from None
+
+
+def current_rss_bytes() -> int:
+    with open("/proc/self/statm", encoding="ascii") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_rss_bytes() -> int:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(rss if sys.platform == "darwin" else rss * 1024)
+
+
+def synthetic_batch(seed: int, step: int, rank: int, micro_batch: int, seq_len: int, vocab: int, device: Any = None):
+    """Random token ids for (step, rank): the same on every run, different per rank and step.
+
+    The global batch of a step is the ranks' micro-batches concatenated in rank order.
+    """
+    import torch
+
+    gen = torch.Generator().manual_seed((seed * 1_000_003 + step) * 4099 + rank)
+    ids = torch.randint(0, vocab, (micro_batch, seq_len), generator=gen)
+    return ids if device is None else ids.to(device)
+
+
+def _device(kind: str, local_rank: int):
+    from pytest_genai.devices.device import Device
+
+    return Device(kind=kind, index=local_rank if kind != "cpu" else 0, name=kind, generation=kind)
+
+
+def _setup(kind: str, env: dict[str, int]) -> None:
+    import torch
+    import torch.distributed as dist
+
+    if kind == "cpu":
+        threads = max(1, (os.cpu_count() or 1) // max(1, env["local_world_size"]))
+        torch.set_num_threads(threads)
+        backend = "gloo"
+    elif kind == "cuda":
+        torch.cuda.set_device(env["local_rank"])
+        backend = "nccl"
+    else:
+        raise ValueError(f"device kind {kind!r} has no torch training path here; Gaudi runs through pytest_genai.train.gaudi")
+    dist.init_process_group(backend)
+
+
+def _timed_steps(trainer: Any, device: Any, batches: list[Any]) -> tuple[list[float], list[Any]]:
+    step_s, losses = [], []
+    for ids in batches:
+        device.synchronize()
+        t0 = time.perf_counter()
+        loss = trainer.step(ids)
+        device.synchronize()
+        step_s.append(time.perf_counter() - t0)
+        losses.append(loss)
+    return step_s, losses
+
+
+def _mean_over_ranks(values: list[Any]) -> list[float]:
+    """Per-step losses averaged over ranks (gloo has no AVG: sum, then divide)."""
+    import torch
+    import torch.distributed as dist
+
+    t = torch.stack([v.float().reshape(()) for v in values])
+    dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return [float(x) for x in (t / dist.get_world_size()).cpu()]
+
+
+def attention_setup(kind: str, mode: str, family_has_sdpa: bool) -> tuple[str, str | None, str]:
+    """(transformers attn_implementation, SDPA backend or None, label) for a device kind and attention mode.
+
+    CUDA: SDPA restricted to its flash backend vs its math backend. CPU: SDPA (its CPU kernel — not Flash
+    Attention, and labeled so) vs eager. Architectures without SDPA support cannot run ``fused``.
+    """
+    if mode == "fused" and not family_has_sdpa:
+        raise ValueError("this architecture has no SDPA path in transformers; only attention='unfused' runs")
+    if kind == "cuda":
+        return ("sdpa", "flash", "sdpa-flash") if mode == "fused" else (
+            ("sdpa", "math", "sdpa-math") if family_has_sdpa else ("eager", None, "eager"))
+    return ("sdpa", None, "sdpa-cpu (not flash attention)") if mode == "fused" else ("eager", None, "eager")
+
+
+def run_throughput(cfg: ThroughputConfig, kind: str, env: dict[str, int]) -> dict[str, Any]:
+    import contextlib
+
+    import torch
+
+    from pytest_genai.train.archs import get_arch
+    from pytest_genai.train.build import build_model, supports_sdpa
+    from pytest_genai.train.strategies import Context, wrap
+
+    arch = get_arch(cfg.model, cfg.scale)
+    impl, backend, label = attention_setup(kind, cfg.attention, supports_sdpa(arch))
+    device = _device(kind, env["local_rank"])
+    device.reset_peak_memory()
+    rss0 = current_rss_bytes()
+    ctx = Context(device_kind=kind, local_rank=env["local_rank"], precision=cfg.precision, lr=cfg.lr)
+    batches = [synthetic_batch(cfg.seed, i, env["rank"], cfg.micro_batch, cfg.seq_len, arch.vocab, ctx.torch_device)
+               for i in range(cfg.steps)]
+
+    def sdpa():
+        if backend is None:
+            return contextlib.nullcontext()
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        return sdpa_kernel(SDPBackend.FLASH_ATTENTION if backend == "flash" else SDPBackend.MATH)
+
+    # The memory probe covers model construction and the first two (untimed) warm-up steps: the peak comes in
+    # the second step, when the optimizer states exist. CUDA's allocator keeps its own statistics.
+    probe_steps = min(MEMORY_PROBE_STEPS, cfg.warmup)
+    tracker = live_tensor_bytes() if kind == "cpu" else contextlib.nullcontext()
+    with tracker:
+        model = build_model(arch, impl, seed=cfg.seed)
+        t0 = time.perf_counter()
+        trainer = wrap(cfg.strategy, model, ctx, cfg.micro_batch)
+        setup_s = time.perf_counter() - t0
+        with sdpa():
+            probe_s, probe_losses = _timed_steps(trainer, device, batches[:probe_steps])
+    with sdpa():
+        step_s, losses = _timed_steps(trainer, device, batches[probe_steps:])
+    peak = tracker.peak if kind == "cpu" else device.peak_memory_bytes()
+    return {
+        "step_s": probe_s + step_s,
+        "losses": probe_losses + losses,
+        "peak_memory_bytes": int(peak),
+        "memory_measure": "live_tensor_bytes" if kind == "cpu" else "allocator_peak",
+        "memory_probe_steps": probe_steps,
+        "rss_growth_bytes": peak_rss_bytes() - rss0,
+        "setup_s": setup_s,
+        "attention_impl": label,
+        "params": arch.param_count(),
+        "threads": torch.get_num_threads(),
+    }
+
+
+def _wikitext_blocks(cfg: WikitextConfig, tokenizer: Any, needed: int) -> Any:
+    """The first ``needed`` blocks of ``seq_len`` tokens of the WikiText file (read with universal newlines)."""
+    import torch
+
+    ids: list[int] = []
+    with open(cfg.text_path, encoding="utf-8") as fh:  # newline=None: CRLF copies read as LF
+        for line in fh:
+            ids.extend(tokenizer(line, add_special_tokens=False)["input_ids"])
+            if len(ids) >= needed * cfg.seq_len:
+                break
+    if len(ids) < needed * cfg.seq_len:
+        raise ValueError(f"{cfg.text_path} has {len(ids)} tokens; {needed} blocks of {cfg.seq_len} need more")
+    return torch.tensor(ids[: needed * cfg.seq_len]).view(needed, cfg.seq_len)
+
+
+def run_wikitext(cfg: WikitextConfig, kind: str, env: dict[str, int]) -> dict[str, Any]:
+    """Fine-tune a pretrained model: held-out loss on the first ``eval_blocks`` blocks, before and after."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from pytest_genai.train.strategies import Context, wrap
+
+    device = _device(kind, env["local_rank"])
+    device.reset_peak_memory()
+    rss0 = current_rss_bytes()
+    tokenizer = AutoTokenizer.from_pretrained(cfg.model_path)
+    model = AutoModelForCausalLM.from_pretrained(cfg.model_path, dtype=torch.float32)
+    model.config.use_cache = False
+    model.train()
+    world = env["world_size"]
+    blocks = _wikitext_blocks(cfg, tokenizer, cfg.eval_blocks + cfg.steps * world * cfg.micro_batch)
+    ctx = Context(device_kind=kind, local_rank=env["local_rank"], precision="fp32", lr=cfg.lr)
+    trainer = wrap(cfg.strategy, model, ctx, cfg.micro_batch)
+    held_out = blocks[: cfg.eval_blocks].to(ctx.torch_device)
+
+    def evaluate() -> float:
+        return float(sum(trainer.forward_loss(held_out[i : i + 1]) for i in range(cfg.eval_blocks)) / cfg.eval_blocks)
+
+    eval_start = evaluate()
+    train = blocks[cfg.eval_blocks :]
+    batches = []
+    for step in range(cfg.steps):
+        first = (step * world + env["rank"]) * cfg.micro_batch
+        batches.append(train[first : first + cfg.micro_batch].to(ctx.torch_device))
+    step_s, losses = _timed_steps(trainer, device, batches)
+    eval_end = evaluate()
+    peak = device.peak_memory_bytes() if kind != "cpu" else peak_rss_bytes() - rss0
+    return {
+        "step_s": step_s,
+        "losses": losses,
+        "eval_loss_start": eval_start,
+        "eval_loss_end": eval_end,
+        "peak_memory_bytes": int(peak),
+        "memory_measure": "allocator_peak" if kind != "cpu" else "rss_growth",
+        "params": sum(p.numel() for p in model.parameters()),
+        "threads": torch.get_num_threads(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: torchrun ... -m pytest_genai.train.worker CONFIG.json", file=sys.stderr)
+        return 2
+    with open(argv[0], encoding="utf-8") as fh:
+        spec = json.load(fh)
+    kind = spec.get("device", "cpu")
+    cfg = from_json(spec["config"])
+    env = rank_env()
+    if kind == "hpu":
+        from pytest_genai.train.gaudi import run_gaudi
+
+        return run_gaudi(cfg, env)
+
+    import torch.distributed as dist
+
+    _setup(kind, env)
+    local = run_throughput(cfg, kind, env) if isinstance(cfg, ThroughputConfig) else run_wikitext(cfg, kind, env)
+    local["losses"] = _mean_over_ranks(local.pop("losses"))
+    gathered: list[Any] = [None] * env["world_size"]
+    dist.all_gather_object(gathered, local)
+    if env["rank"] == 0:
+        result = {
+            "schema": SCHEMA,
+            "config": cfg.to_json(),
+            "device": kind,
+            "world_size": env["world_size"],
+            "losses": local["losses"],
+            "ranks": [{k: v for k, v in r.items() if k != "losses"} for r in gathered],
+        }
+        write_json_atomic(os.environ["PYTEST_GENAI_RESULT"], result)
+    dist.barrier()
+    dist.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
