@@ -71,6 +71,10 @@ def inc_rtn(model, names, bits: int = 8, group_size=None) -> None:
     """
     import torch.nn as nn
 
+    try:  # INC's RTN decides at its import whether transformers' Conv1D exists; import transformers first
+        import transformers  # noqa: F401
+    except ImportError:
+        pass
     q = _require("neural_compressor.torch.quantization", "pip install neural-compressor-pt")
     names = list(names)
     holder = nn.Module()

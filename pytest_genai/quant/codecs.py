@@ -19,7 +19,7 @@ from typing import Any
 
 from .formats import FormatSpec, get_format
 
-_CHUNK_ELEMENTS = 1 << 20  # elements of fp32 temporary per chunk (4 MiB)
+_CHUNK_ELEMENTS = 1 << 18  # elements of the fp32 scratch buffer per chunk (1 MiB: stays in cache)
 
 
 def _torch():
@@ -98,18 +98,28 @@ def _check_weight(w, where: str) -> None:
         raise ValueError(f"{where}: weight is empty (shape {tuple(w.shape)})")
     if not w.is_floating_point():
         raise ValueError(f"{where}: weight dtype {w.dtype} is not floating point; quantize an fp32/bf16/fp16 model")
-    if not bool(torch.isfinite(w).all()):
+
+
+def _row_amax(w, group: int):
+    """max |w| per row and group, from two fast reductions (amax, amin); nan/inf propagate."""
+    torch = _torch()
+    rows, cols = w.shape
+    grouped = w.reshape(rows, cols // group, group)
+    return torch.maximum(grouped.amax(dim=-1), grouped.amin(dim=-1).neg_()).to(torch.float32)
+
+
+def _check_finite(amax, where: str) -> None:
+    torch = _torch()
+    if not bool(torch.isfinite(amax).all()):  # amax over rows carries any nan / inf of the weight
         raise ValueError(f"{where}: weight contains inf or nan; fix the model before quantizing")
 
 
-def compute_scales(w, spec: FormatSpec, group_size: int | None):
+def compute_scales(w, spec: FormatSpec, group_size: int | None, where: str = "weight"):
     """fp32 scales ``(rows, groups)``: ``amax / qmax`` rounded up (1.0 where a row/group is all zero)."""
     torch = _torch()
-    rows, cols = w.shape
-    g = spec.effective_group_size(group_size) or cols
-    grouped = w.reshape(rows, cols // g, g)
-    lo, hi = torch.aminmax(grouped, dim=-1)
-    amax = torch.maximum(hi, -lo).to(torch.float32)
+    g = spec.effective_group_size(group_size) or w.shape[1]
+    amax = _row_amax(w, g)  # two reductions: much faster on CPU than aminmax or abs().amax()
+    _check_finite(amax, where)
     scale = amax / spec.qmax
     scale = torch.where(amax > 0, scale, torch.ones_like(scale))
     return round_scale_up(scale)
@@ -129,40 +139,39 @@ def quantize(w, fmt: str, group_size: int | None = None, *, where: str = "weight
     spec.check_shape(tuple(w.shape), group_size, where=where)
     rows, cols = (int(s) for s in w.shape)
     shape = (rows, cols)
+    w = w.detach()
     if not spec.scaled:
+        row_amax = _row_amax(w, cols)
+        _check_finite(row_amax, where)
+        amax = float(row_amax.max())
         if spec.qmax is not None:  # fp16 range check
-            amax = float(w.detach().abs().max())
             if amax > spec.qmax:
                 raise ValueError(
                     f"{where}: max |w| = {amax:g} overflows {fmt} (max {spec.qmax:g}); use bf16 or a scaled format"
                 )
-        data = w.detach().to(storage_dtype(fmt), copy=True).contiguous()
+        data = w.to(storage_dtype(fmt), copy=True).contiguous()
         return QuantizedWeight(spec.name, data, None, shape, None)
 
     g = spec.effective_group_size(group_size)
     gg = g or cols
     ngroups = cols // gg
-    w = w.detach()
-    scale = compute_scales(w, spec, g)
-    if spec.kind == "int":
-        out = torch.empty((rows, cols // 2 if spec.bits == 4 else cols),
-                          dtype=storage_dtype(fmt), device=w.device)
-    else:
-        out = torch.empty((rows, cols), dtype=float8_dtype(fmt), device=w.device)
+    scale = compute_scales(w, spec, g, where)
+    packed = spec.bits == 4
+    out = torch.empty((rows, cols // 2 if packed else cols), dtype=storage_dtype(fmt), device=w.device)
+    step = max(1, _CHUNK_ELEMENTS // cols)
+    buf = torch.empty(min(rows, step) * cols, dtype=torch.float32, device=w.device)  # reused: stays in cache
     for a, b in _row_chunks(rows, cols):
-        x = w[a:b].to(torch.float32).reshape(b - a, ngroups, gg)
-        x = x / scale[a:b].unsqueeze(-1)
+        x = buf[: (b - a) * cols].view(b - a, ngroups, gg)
+        torch.div(w[a:b].reshape(b - a, ngroups, gg), scale[a:b].unsqueeze(-1), out=x)
         if spec.kind == "int":
-            x.round_().clamp_(-spec.qmax, spec.qmax)
-            x = x.reshape(b - a, cols)
-            if spec.bits == 8:
-                out[a:b] = x.to(torch.int8)
-            else:
-                codes = (x + 8.0).to(torch.uint8).reshape(b - a, cols // 2, 2)
-                out[a:b] = codes[..., 0] | (codes[..., 1] << 4)
+            x.round_()
+        x.clamp_(-spec.qmax, spec.qmax)
+        x = x.view(b - a, cols)
+        if packed:
+            codes = (x + 8.0).to(torch.uint8).view(b - a, cols // 2, 2)
+            torch.bitwise_or(codes[..., 0], codes[..., 1] << 4, out=out[a:b])
         else:
-            x.clamp_(-spec.qmax, spec.qmax)
-            out[a:b] = x.reshape(b - a, cols).to(out.dtype)
+            out[a:b].copy_(x)  # cast to int8 (exact: integral values) or float8 (round to nearest even)
     return QuantizedWeight(spec.name, out, scale, shape, g)
 
 

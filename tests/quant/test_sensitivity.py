@@ -38,7 +38,8 @@ def test_block_granularity_pools_the_block(llama):
     assert set(res.scores) == {"model.layers.0", "model.layers.1"}
     ws = {n: w for n, w in _eligible_weights(llama).items() if n.startswith("model.layers.1.")}
     pooled = torch.cat([w.reshape(-1).abs().double() for w in ws.values()])
-    assert res.scores["model.layers.1"] == pytest.approx(float(pooled.mean()) / res.threshold, rel=1e-12)
+    # sums are fp32 within a chunk, fp64 across chunks (threshold._scan)
+    assert res.scores["model.layers.1"] == pytest.approx(float(pooled.mean()) / res.threshold, rel=1e-5)
     assert res.units["model.layers.1"] == tuple(ws)
 
 

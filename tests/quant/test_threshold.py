@@ -36,7 +36,8 @@ def test_exact_threshold_equals_kthvalue_of_the_concatenation(ws, sparsity, samp
     assert res.tau == ref and res.k == k
     assert res.rank == int((allabs <= ref).sum())  # rank of tau: within ties of k
     assert res.n_above == [int((w.abs() > ref).sum()) for w in ws]
-    assert res.sum_abs == pytest.approx([float(w.abs().double().sum()) for w in ws], rel=1e-12)
+    # sums are fp32 within a 2**18-element chunk, fp64 across chunks (see threshold._scan)
+    assert res.sum_abs == pytest.approx([float(w.abs().double().sum()) for w in ws], rel=1e-5)
 
 
 @settings(max_examples=25, deadline=None)
