@@ -166,8 +166,10 @@ def _capacity(benchmark, genai, device, budget: int | None, *, limit: int) -> No
     assert search.max_fitting >= 1, f"not even one layer of {cfg.id} fits (budget {budget} B)"
     assert not search.hit_limit, f"{limit} layers still fit; raise the limit to find the capacity"
     foreach = device.kind != "cpu"
-    if budget is None:
-        budget = int(device.spec.mem_capacity_gb * 1e9) if device.spec and device.spec.mem_capacity_gb else None
+    if budget is None and device.kind == "cuda":
+        import torch
+
+        budget = int(torch.cuda.get_device_properties(device.index).total_memory)
     genai.metric("max_layers", search.max_fitting)
     genai.metric("capacity_probes", len(search.probes))
     peak = probes[search.max_fitting].peak_bytes

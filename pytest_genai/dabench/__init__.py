@@ -12,6 +12,7 @@ Modules, each with one job (importing this package imports nothing heavy):
 * :mod:`.timing`     — synchronized, warmed-up median timings (torch imported inside).
 * :mod:`.ceilings`   — measured matmul and copy ceilings (torch imported inside).
 * :mod:`.memtrack`   — CPU tensor-memory high-water mark with a budget (torch imported inside).
+* :mod:`.fit`        — one capacity probe: does a stack of n layers run (out-of-memory caught, memory freed).
 * :mod:`.kernels`    — CUDA kernel records from a torch.profiler trace (torch imported inside).
 * :mod:`.vendor`     — the workload through Cerebras / SambaNova / Graphcore SDKs where present.
 * :mod:`.readers`    — vendor profile readers (Cerebras compile report, SambaTune section report, PopVision).

@@ -23,7 +23,9 @@ from pytest_genai.dabench.roofline import Ceilings, RooflinePoint
 MEASURED, MODELED = "measured", "modeled"
 CLASSES = ("matmul", "attention", "elementwise")
 #: Shortest per-layer / per-op-class sample: faster work is repeated within a sample (see timing.time_each).
-MIN_SAMPLE_S = 2e-3
+MIN_SAMPLE_S = 5e-3
+#: Repeats of the per-layer loads (LI), at least this many whatever the step's repeats.
+LAYER_REPEATS = 7
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,10 +185,11 @@ def measure(
     else:
         step_s = time_step(step)
     layer_fns = model.layer_steps(cfg, stack, x)
-    layer_t = time_each(layer_fns, sync=sync, warmup=warmup, repeats=repeats, min_sample_s=MIN_SAMPLE_S)
+    layer_repeats = max(repeats, LAYER_REPEATS)
+    layer_t = time_each(layer_fns, sync=sync, warmup=warmup, repeats=layer_repeats, min_sample_s=MIN_SAMPLE_S)
     layer_cpu = None
     if device.kind == "cpu":
-        layer_cpu = time_each(layer_fns, warmup=0, repeats=repeats, clock=time.process_time,
+        layer_cpu = time_each(layer_fns, warmup=0, repeats=layer_repeats, clock=time.process_time,
                               min_sample_s=MIN_SAMPLE_S)
     class_steps = model.op_class_steps(stack.blocks[0], x)
     class_t = time_each(list(class_steps.values()), sync=sync, warmup=warmup, repeats=repeats,
