@@ -18,6 +18,7 @@ run, a thread-backed group in tests). torch is imported inside functions.
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +26,9 @@ from typing import Any
 AllReduce = Callable[[Any], Any]
 
 
+@functools.cache
 def _functions() -> tuple[Any, Any]:
+    """The two autograd functions, defined once on first use (so that importing this module does not import torch)."""
     import torch
 
     class CopyToRanks(torch.autograd.Function):
@@ -148,11 +151,9 @@ def _linear_from(weight: Any, bias: Any) -> Any:
 
     out_features, in_features = weight.shape
     layer = nn.Linear(in_features, out_features, bias=bias is not None, device=weight.device, dtype=weight.dtype)
-    with_grad = layer.weight.requires_grad
     layer.weight.data.copy_(weight.detach())
     if bias is not None:
         layer.bias.data.copy_(bias.detach())
-    layer.weight.requires_grad_(with_grad)
     return layer
 
 
