@@ -267,7 +267,6 @@ def test_level1_ipu(benchmark, genai, ipu, level1_cfg, tmp_path):
     """IPU: the config compiled and timed with PopTorch; allocation / LI from its PopVision report."""
     from pytest_genai.dabench.counts import stack_counts
     from pytest_genai.dabench.readers.graphcore import read_popvision
-    from pytest_genai.dabench.roofline import RooflinePoint
     from pytest_genai.dabench.vendor import VendorUnavailable, run_on_ipu
 
     genai.start(experiment=EXPERIMENT, device=ipu, config=level1_cfg, model=MODEL)
@@ -283,12 +282,12 @@ def test_level1_ipu(benchmark, genai, ipu, level1_cfg, tmp_path):
     genai.metric("achieved_tflops", work.flops / run.step_s / 1e12)
     spec = _spec_ceilings(ipu, level1_cfg.dtype)
     if spec is not None:
-        point = RooflinePoint(work.flops, work.bytes, run.step_s, spec)
         genai.metric("ceiling_tflops_spec", spec.tflops)
         genai.metric("ceiling_gbs_spec", spec.gbs)
-        genai.metric("compute_efficiency", point.achieved_flops_per_s / spec.flops_per_s)
-        genai.metric("compute_bound", 1.0 if point.bound == "compute" else 0.0)
-        genai.label("bound", point.bound)
-        _check(genai, "B1.ipu_compute_efficiency", "B1.ipu_memory_bound")
+        genai.metric("compute_efficiency", work.flops / run.step_s / spec.flops_per_s)
+        _check(genai, "B1.ipu_compute_efficiency")
+        # Not checked here: B1.ipu_memory_bound. The bound needs measured traffic (the exchange and streaming-memory
+        # bytes of the execution profile); the analytic minimal bytes against the 65 TB/s in-processor memory of the
+        # spec would only restate the spec table.
     if run.profile_file is not None:
         _record_profile(genai, read_popvision(run.profile_file))
