@@ -96,7 +96,7 @@ def _check(genai, *claim_ids: str) -> None:
 
 def _record(genai, result) -> None:
     for name, value in result.metrics.items():
-        genai.metric(name, value, source=result.sources.get(name, "measured"))
+        genai.metric(name, value, source=result.sources.get(name))
     for name, text in result.labels.items():
         genai.label(name, text)
 
@@ -227,13 +227,9 @@ def _record_profile(genai, profile) -> None:
 def _read_profile(request, benchmark, genai, device, cfg):
     from pytest_genai.dabench.vendor import VendorUnavailable, read_profile
 
-    from pytest_genai.options import SETTINGS, resolve
+    from pytest_genai.options import resolve
 
-    # The setting is requested from the plugin (see docs/dabench.md); until it exists, the CLI option only.
-    if "dabench_profiles" in SETTINGS:
-        root = resolve(request.config, "dabench_profiles")
-    else:
-        root = request.config.getoption("genai_dabench_profiles", default=None)
+    root = resolve(request.config, "dabench_profiles")
     if not root:
         pytest.skip("dataflow profiles are read from --genai-dabench-profiles DIR (<DIR>/<kind>/<config id>/<file>)")
     genai.start(experiment=EXPERIMENT, device=device, config=cfg, model=MODEL)

@@ -75,6 +75,7 @@ SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | No
     "scale": ("--genai-scale", "GENAI_SCALE", "genai_scale", None, "tiny"),
     "memory_budget": ("--genai-memory-budget", "GENAI_MEMORY_BUDGET", None, parse_bytes, None),
     "timeout": ("--genai-timeout", "GENAI_TIMEOUT", "genai_timeout", parse_positive_float, 300.0),
+    "dabench_profiles": ("--genai-dabench-profiles", "GENAI_DABENCH_PROFILES", None, None, None),
     "baseline": ("--genai-baseline", None, None, None, None),
     "max_regression": ("--genai-max-regression", None, None, None, None),
 }

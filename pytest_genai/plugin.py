@@ -31,6 +31,7 @@ _HELP = {
     "scale": "model scale for fine-tuning benchmarks: tiny (CPU seconds), small, or full (the paper's sizes)",
     "memory_budget": "memory budget for capacity searches on the CPU, e.g. 2GiB",
     "timeout": "seconds before a distributed worker is declared hung and killed",
+    "dabench_profiles": "folder of vendor profiling outputs (<kind>/<config id>/<file>) for the WSE/RDU/IPU Level-1 readers",
     "baseline": "a previous --benchmark-json file; each benchmark's metrics are compared with it as the run goes",
     "max_regression": "per-metric regression thresholds for --genai-baseline, e.g. tokens_per_s=5%,perplexity=0.5%",
 }

@@ -11,7 +11,8 @@ from pytest_genai import SCHEMA
 from pytest_genai.claims.check import FAIL, check_value, not_applicable
 from pytest_genai.devices.device import Device
 
-SOURCES = ("measured", "modeled")
+SOURCES = ("measured", "modeled", "spec")
+"""measured: from this run; modeled: computed from a model (the name says so); spec: a published datasheet number."""
 
 
 class GenaiWarning(UserWarning):
@@ -74,8 +75,12 @@ class GenaiRecorder:
                                     "extra_info": {"genai": data}})
         return self
 
-    def metric(self, name: str, value: float, *, source: str = "measured", unit: str | None = None) -> float:
-        """Record a number. ``source="modeled"`` for anything computed from a model rather than measured."""
+    def metric(self, name: str, value: float, *, source: str | None = None, unit: str | None = None) -> float:
+        """Record a number. ``source="modeled"`` for anything computed from a model rather than measured (its name
+        must say so), ``"spec"`` for a datasheet number; default: ``"spec"`` for names ending in ``_spec``, else
+        ``"measured"``."""
+        if source is None:
+            source = "spec" if name.endswith("_spec") else "measured"
         if source not in SOURCES:
             raise ValueError(f"genai.metric({name!r}): source must be one of {SOURCES}, got {source!r}")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
