@@ -166,7 +166,7 @@ def probe_memory(quantizer: str, arch: ArchConfig, threads: int = 1) -> MemoryPr
     run_quantizer(quantizer, model)
     seconds = time.perf_counter() - t0
     peak = _status_kib("VmHWM") * 1024
-    ratio = compression_report(fp32, model)["compression_ratio"]
+    ratio = compression_report(fp32, model, with_file=False)["compression_ratio"]
     return MemoryProbe(quantizer, arch.id, fp32, baseline, with_model, peak, growth_ratio(peak, baseline, fp32),
                        (peak - with_model) / fp32, seconds, ratio, "VmHWM after clear_refs=5, fresh process")
 

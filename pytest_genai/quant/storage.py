@@ -64,14 +64,15 @@ def eligible_stored_bytes(model, plan) -> int:
     return total
 
 
-def compression_report(original, qmodel, plan=None) -> dict:
+def compression_report(original, qmodel, plan=None, *, with_file: bool = True) -> dict:
     """Measured compression of ``qmodel`` against the fp32 ``original`` (a model or its fp32 bytes;
     None = the size recorded by ``quantize_model``).
 
     Keys: ``compression_ratio`` (eligible weights: fp32 bytes / stored bytes),
     ``compression_ratio_model`` (whole state dict), ``compression_ratio_safetensors`` (fp32 bytes of
-    the model / size of its safetensors file), the byte counts, the plan's predictions and their
-    relative error, ``sparse_storage`` (always False: zeros are stored densely, never counted as saved).
+    the model / size of its safetensors file; only ``with_file``), the byte counts, the plan's
+    predictions and their relative error, ``sparse_storage`` (always False: zeros are stored densely,
+    never counted as saved).
     """
     info = getattr(qmodel, "genai_quant", None)
     plan = plan or (info.plan if info else None)
@@ -88,28 +89,29 @@ def compression_report(original, qmodel, plan=None) -> dict:
     eligible_fp32 = 4 * sum(r * c for r, c in plan.shapes.values())
     stored_eligible = eligible_stored_bytes(qmodel, plan)
     stored_model = model_stored_bytes(qmodel)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "model.safetensors"
-        save_quantized(qmodel, path, plan)
-        st_bytes = path.stat().st_size
     summary = plan.summary()
     measured = compression_ratio(eligible_fp32, stored_eligible)
     measured_model = compression_ratio(model_fp32, stored_model)
-    return {
+    out = {
         "compression_ratio": measured,
         "compression_ratio_model": measured_model,
-        "compression_ratio_safetensors": compression_ratio(model_fp32, st_bytes),
         "eligible_fp32_bytes": eligible_fp32,
         "stored_bytes": stored_eligible,
         "model_fp32_bytes": model_fp32,
         "model_stored_bytes": stored_model,
-        "safetensors_bytes": st_bytes,
         "predicted_compression_ratio": summary["predicted_compression_ratio"],
         "predicted_compression_ratio_model": summary["predicted_compression_ratio_model"],
         "compression_ratio_prediction_error": relative_error(measured, summary["predicted_compression_ratio"]),
         "mean_bits_per_weight": 8.0 * stored_eligible / (eligible_fp32 / 4),
         "sparse_storage": False,
     }
+    if with_file:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "model.safetensors"
+            save_quantized(qmodel, path, plan)
+            out["safetensors_bytes"] = path.stat().st_size
+        out["compression_ratio_safetensors"] = compression_ratio(model_fp32, out["safetensors_bytes"])
+    return out
 
 
 def _flatten_subclass(key: str, t):

@@ -1,0 +1,157 @@
+"""Paper A, A1: speed and peak memory of the sensitivity-aware mixed-precision quantizer vs torchao and INC.
+
+The model has the TinyLlama-1.1B architecture with RANDOM weights (timing and memory depend on the shapes,
+not the values; nothing is downloaded), built from its public config. ``--genai-scale`` picks its size:
+tiny (default, CI: 1 decoder layer at full width, vocab 2048), small (4 layers, full vocab), full (all 22
+layers, 1.1B parameters). Each id says which.
+
+In one test, on CPU with one pinned thread, three quantizers process identical fresh models:
+pytest-genai (sensitivity analysis + plan + real quantization, bf16/int8 tiers, 25% sensitive),
+torchao int8 weight-only, and Intel Neural Compressor RTN int8 (both on the same eligible linears).
+Timing: rounds interleaved across the three (the order rotates each round) and medians compared; the model
+build is never timed. pytest-benchmark's own stats time the pytest-genai pipeline. Peak memory: each
+quantizer in a fresh process; the kernel's RSS high-water mark is reset (/proc/self/clear_refs) after the
+model is built, and ``peak_rss_growth_ratio = (peak RSS - RSS before the model) / fp32 model bytes``.
+Targets from the issue: no slower than either baseline; peak growth under 1.3x of the fp32 model.
+"""
+from __future__ import annotations
+
+import dataclasses
+import gc
+import logging
+import os
+import statistics
+import time
+import warnings
+
+import pytest
+
+from pytest_genai.options import resolve
+
+pytestmark = [pytest.mark.quant, pytest.mark.cpu]
+
+SCALES = {"tiny": dict(layers=1, vocab=2048), "small": dict(layers=4, vocab=32000), "full": dict(layers=22, vocab=32000)}
+ROUNDS = {"tiny": 3, "small": 2, "full": 1}
+MAX_PEAK_GROWTH = 1.3  # issue 3: peak RSS growth under 1.3x of the fp32 model size
+THREADS = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class QuantizerBench:
+    scale: str
+    layers: int
+    vocab: int
+    rounds: int
+    mode: str = "real"
+    tiers: tuple[str, ...] = ("bf16", "int8")
+    sensitive_fraction: float = 0.25
+    threads: int = THREADS
+
+    @property
+    def id(self) -> str:
+        from pytest_genai.quant.bench import ArchConfig
+
+        return ArchConfig(self.layers, self.vocab).id
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "qbench" not in metafunc.fixturenames:
+        return
+    scale = resolve(metafunc.config, "scale")
+    if scale not in SCALES:
+        raise pytest.UsageError(f"--genai-scale={scale!r}: the quantizer benchmark knows {sorted(SCALES)}")
+    cfg = QuantizerBench(scale=scale, rounds=ROUNDS[scale], **SCALES[scale])
+    metafunc.parametrize("qbench", [pytest.param(cfg, id=cfg.id)])
+
+
+def _quiet():
+    warnings.filterwarnings("ignore", module="torchao.*")
+    logging.getLogger("neural_compressor").setLevel(logging.ERROR)
+
+
+def test_quantizer_speed_and_memory_vs_torchao_and_inc(benchmark, genai, cpu, qbench):
+    import torch
+
+    from pytest_genai.quant import compression_report
+    from pytest_genai.quant.backends import inc_available, torchao_available
+    from pytest_genai.quant.bench import ArchConfig, build_random_model, probe_memory_subprocess, run_quantizer, warm_up
+
+    if not os.path.exists("/proc/self/clear_refs"):
+        pytest.skip("peak RSS needs Linux /proc/self/clear_refs to reset the high-water mark after the model build")
+    for reason in (torchao_available(), inc_available()):
+        if reason:
+            pytest.skip(f"{reason}; the comparison needs both baselines: pip install 'pytest-genai[quant]'")
+    _quiet()
+    arch = ArchConfig(qbench.layers, qbench.vocab)
+    genai.start(experiment="quant", device=cpu, config=qbench, model=arch.id)
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(qbench.threads)
+    try:
+        quantizers = ("pytest-genai", "torchao", "inc")
+        for q in quantizers:
+            warm_up(q)
+        seconds: dict[str, list[float]] = {q: [] for q in quantizers}
+        last = {}
+        for r in range(qbench.rounds):
+            for q in quantizers[r % 3:] + quantizers[:r % 3]:  # rotate the order: drift hits all alike
+                model = build_random_model(arch)
+                gc.collect()
+                t0 = time.perf_counter()
+                plan = run_quantizer(q, model, tiers=qbench.tiers, sensitive_fraction=qbench.sensitive_fraction)
+                seconds[q].append(time.perf_counter() - t0)
+                if q == "pytest-genai":
+                    last = {"model": model, "plan": plan}
+                del model
+                gc.collect()
+
+        def pipeline(model):
+            run_quantizer("pytest-genai", model, tiers=qbench.tiers, sensitive_fraction=qbench.sensitive_fraction)
+
+        benchmark.pedantic(pipeline, setup=lambda: ((build_random_model(arch),), {}), rounds=qbench.rounds,
+                           iterations=1)
+    finally:
+        torch.set_num_threads(previous_threads)
+
+    med = {q: statistics.median(v) for q, v in seconds.items()}
+    qmodel, plan = last["model"], last["plan"]
+    report = compression_report(None, qmodel)
+    summary = plan.summary()
+    memory = {q: probe_memory_subprocess(q, arch, qbench.threads) for q in quantizers}
+
+    genai.metric("quantize_seconds", med["pytest-genai"])
+    genai.metric("quantize_seconds_torchao", med["torchao"])
+    genai.metric("quantize_seconds_inc", med["inc"])
+    genai.metric("quantize_time_ratio_vs_torchao", med["pytest-genai"] / med["torchao"])
+    genai.metric("quantize_time_ratio_vs_inc", med["pytest-genai"] / med["inc"])
+    genai.metric("model_fp32_bytes", memory["pytest-genai"].model_fp32_bytes)
+    genai.metric("peak_rss_bytes", memory["pytest-genai"].peak_rss_bytes)
+    genai.metric("peak_rss_growth_ratio", memory["pytest-genai"].peak_rss_growth_ratio)
+    genai.metric("quantize_extra_rss_ratio", memory["pytest-genai"].quantize_extra_rss_ratio)
+    genai.metric("peak_rss_growth_ratio_torchao", memory["torchao"].peak_rss_growth_ratio)
+    genai.metric("peak_rss_growth_ratio_inc", memory["inc"].peak_rss_growth_ratio)
+    genai.metric("compression_ratio", report["compression_ratio"])
+    genai.metric("compression_ratio_model", report["compression_ratio_model"])
+    genai.metric("compression_ratio_safetensors", report["compression_ratio_safetensors"])
+    genai.metric("compression_ratio_torchao", memory["torchao"].compression_ratio)
+    genai.metric("compression_ratio_inc", memory["inc"].compression_ratio)
+    genai.metric("predicted_compression_ratio", summary["predicted_compression_ratio"], source="modeled")
+    genai.metric("compression_ratio_prediction_error", report["compression_ratio_prediction_error"])
+    genai.metric("mean_bits_per_weight", report["mean_bits_per_weight"])
+    genai.metric("sensitivity_threshold", plan.threshold)
+    genai.metric("eligible_params", summary["eligible_params"])
+    genai.label("sensitivity", plan.sensitivity)
+    genai.label("peak_memory_method", memory["pytest-genai"].method)
+    genai.attach("plan", {**summary, "formats": plan.formats, "scores": plan.scores})
+    genai.attach("compression", report)
+    genai.attach("quantize_seconds_rounds", seconds)
+    genai.attach("memory", {q: dataclasses.asdict(m) for q, m in memory.items()})
+    genai.check("A1.compression_ratio")
+
+    # dense storage: the measured ratio is the plan's prediction (issue 3: within 0.1%)
+    assert report["compression_ratio_prediction_error"] <= 1e-3, report
+    slower = [q for q in ("torchao", "inc") if med["pytest-genai"] > med[q]]
+    assert not slower, (f"pytest-genai analyze+plan+quantize took {med['pytest-genai']:.3f}s (median), slower than "
+                        + ", ".join(f"{q} {med[q]:.3f}s" for q in slower))
+    growth = memory["pytest-genai"].peak_rss_growth_ratio
+    assert growth < MAX_PEAK_GROWTH, (f"peak RSS grew to {growth:.3f}x the fp32 model "
+                                      f"({memory['pytest-genai'].model_fp32_bytes} B); target < {MAX_PEAK_GROWTH}")
