@@ -19,6 +19,23 @@ pytestmark = pytest.mark.dabench
 EXPERIMENT = "dabench_level2"
 MODEL = "decoder-block-stack"
 B2_MIXED_PRECISION = ("B2.rdu_mixed_precision", "B2.ipu_mixed_precision", "B2.wse2_mixed_precision")
+#: Physics claims proposed for paper_b.toml (see docs/scaling.md); checked as soon as the claims file has them.
+PROPOSED = {
+    "dp": ("B2.cpu_dp_weak_scaling",),
+    "tp": ("B2.cpu_tp_communication_bound",),
+    "pp": ("B2.cpu_pipeline_optimal_partition",),
+    "batch": ("B2.batch_size_gain",),
+    "amp_bf16": ("B2.amp_bf16_really_reduced",),
+}
+
+
+def _check_proposed(genai, key):
+    from pytest_genai.claims import load_claims
+
+    known = {claim.id for claim in load_claims()}
+    ids = [cid for cid in PROPOSED.get(key, ()) if cid in known]
+    if ids:
+        genai.check(*ids)
 
 
 def _torch_device_or_skip(device, kinds=("cpu", "cuda", "hpu")):
@@ -104,6 +121,7 @@ def test_parallel_scaling(benchmark, genai, genai_device, genai_settings, strate
         assert optimal.partition.max_stage_load <= naive.partition.max_stage_load
     if strategy == "tp":
         genai.check("B2.rdu_tp_2_to_4_chips")
+    _check_proposed(genai, strategy)
 
 
 def test_batch_size_sweep(benchmark, genai, genai_device, genai_settings, pinned_threads):
@@ -127,6 +145,7 @@ def test_batch_size_sweep(benchmark, genai, genai_device, genai_settings, pinned
         for b, t, sps, eff in zip(result.batches, result.step_s, result.samples_per_s,
                                   result.batch_scaling_efficiency)
     ])
+    _check_proposed(genai, "batch")
 
 
 @pytest.mark.parametrize("precision", ["amp_bf16", "amp_fp16", "bf16"])
@@ -153,6 +172,7 @@ def test_precision(benchmark, genai, genai_device, genai_settings, precision, pi
         genai.check(*B2_MIXED_PRECISION)
     else:
         genai.metric("low_precision_speedup", result.speedup)
+    _check_proposed(genai, precision)
     # The low precision was really used: its output differs from fp32 by rounding of a 8-11 bit mantissa,
     # not by 0 (autocast silently off) and not by O(1) (a broken cast).
     assert 1e-5 < result.output_rel_error < 0.1, f"output differs from fp32 by {result.output_rel_error:.3g}"

@@ -5,8 +5,8 @@ with Level 1's synchronized, warmed-up, interleaved timer (:func:`pytest_genai.d
 variants are timed round by round, so a slow spell of a shared machine hits all of them alike); the median of each
 variant is its step time.
 
-* :func:`batch_sweep` — samples/s at each batch; the plateau batch (:func:`pytest_genai.scaling.knee.plateau_batch`)
-  is computed from those measured points.
+* :func:`batch_sweep` — samples/s at each batch (each timed sample runs enough steps to cover the largest batch's
+  samples); the plateau batch (:func:`pytest_genai.scaling.knee.plateau_batch`) is computed from those points.
 * :func:`precision_sweep` — fp32 against a mixed (``torch.autocast``; parameters and optimizer stay fp32) or pure
   low-precision step of the same stack; the speedup is fp32 step time / low-precision step time. The relative
   output difference from fp32 is reported too: it shows the low precision was really used.
@@ -104,9 +104,23 @@ def batch_sweep(cfg: BatchSweepConfig, device: Any) -> BatchSweepResult:
 
     tdev = device.torch_device
     stack = build_stack(cfg.workload, tdev)
-    steps = [_step(cfg.at(b), stack, make_input(cfg.at(b), tdev), None) for b in cfg.batches]
-    timings = time_each(steps, sync=device.synchronize, warmup=cfg.warmup, repeats=cfg.repeats)
-    return BatchSweepResult(tuple(cfg.batches), tuple(t.median_s for t in timings), float(cfg.min_gain))
+    top = cfg.batches[-1]
+
+    def same_samples(b: int) -> Callable[[], None]:
+        # Every timed sample runs ceil(top / b) steps: each point covers about the same number of samples and wall
+        # span, so a shared machine's interruptions hit small and large batches alike.
+        step, calls = _step(cfg.at(b), stack, make_input(cfg.at(b), tdev), None), -(-top // b)
+
+        def run() -> None:
+            for _ in range(calls):
+                step()
+
+        return run
+
+    timings = time_each([same_samples(b) for b in cfg.batches], sync=device.synchronize, warmup=cfg.warmup,
+                        repeats=cfg.repeats)
+    step_s = tuple(t.median_s / -(-top // b) for t, b in zip(timings, cfg.batches))
+    return BatchSweepResult(tuple(cfg.batches), step_s, float(cfg.min_gain))
 
 
 def _output_rel_error(cfg: DecoderConfig, ref: Any, low: Any, x: Any, autocast: tuple[str, Any] | None) -> float:
