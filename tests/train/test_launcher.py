@@ -1,0 +1,110 @@
+"""The torchrun launcher: results come back; a raising, hanging or failing worker fails fast, with every rank's
+log tail, and leaves nothing running."""
+import os
+import textwrap
+import time
+
+import pytest
+
+from pytest_genai.train.launcher import TOKEN_ENV, LaunchError, LaunchSpec, launch, torchrun_command
+
+TIMEOUT_S = 6.0  # each case must end well inside this (torchrun start-up is about 2 s here)
+
+
+def _script(tmp_path, body: str):
+    path = tmp_path / "worker.py"
+    path.write_text(textwrap.dedent(body))
+    return [str(path)]
+
+
+def _no_leftovers(tmp_path):
+    """No live process still runs this test's worker script."""
+    needle = str(tmp_path).encode()
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmdline = fh.read()
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if needle in cmdline and state not in (b"Z", b"X"):
+            left.append(pid)
+    return left
+
+
+def test_rank0_result_comes_back(tmp_path):
+    worker = _script(tmp_path, """
+        import json, os
+        if os.environ["RANK"] == "0":
+            json.dump({"world": os.environ["WORLD_SIZE"], "token": bool(os.environ.get("%s"))},
+                      open(os.environ["PYTEST_GENAI_RESULT"], "w"))
+    """ % TOKEN_ENV)
+    done = launch(worker, LaunchSpec(nproc=2, timeout_s=60), tmp_path / "job")
+    assert done.result == {"world": "2", "token": True}
+    assert not _no_leftovers(tmp_path)
+
+
+@pytest.mark.parametrize("case, body, timed_out, expect_log", [
+    ("raises", """
+        import os, time
+        if os.environ["RANK"] == "1":
+            raise RuntimeError("boom from rank 1")
+        time.sleep(600)
+    """, False, "boom from rank 1"),
+    ("hangs", """
+        import os, time
+        print("rank", os.environ["RANK"], "waiting forever", flush=True)
+        time.sleep(600)
+    """, True, "waiting forever"),
+    ("exits_nonzero", """
+        import os, sys
+        print("rank", os.environ["RANK"], "giving up", flush=True)
+        sys.exit(3 if os.environ["RANK"] == "0" else 0)
+    """, False, "giving up"),
+], ids=["raises", "hangs", "exits_nonzero"])
+def test_failing_worker_fails_fast_with_every_ranks_log(tmp_path, case, body, timed_out, expect_log):
+    start = time.monotonic()
+    with pytest.raises(LaunchError) as info:
+        launch(_script(tmp_path, body), LaunchSpec(nproc=2, timeout_s=TIMEOUT_S), tmp_path / "job")
+    elapsed = time.monotonic() - start
+    err = info.value
+    assert elapsed < TIMEOUT_S + 6, f"{case}: took {elapsed:.1f} s"
+    assert err.timed_out is timed_out
+    assert (err.returncode is None) if timed_out else (err.returncode != 0)
+    text = str(err)
+    assert expect_log in text
+    assert "rank 0 stdout" in text and "rank 1 stdout" in text and "rank 1 stderr" in text
+    assert ("timed out" in text) if timed_out else ("exit code" in text)
+    assert not _no_leftovers(tmp_path), f"{case}: processes left running"
+
+
+def test_exit_zero_without_result_is_an_error(tmp_path):
+    with pytest.raises(LaunchError, match="wrote no readable result"):
+        launch(_script(tmp_path, "pass\n"), LaunchSpec(nproc=1, timeout_s=60), tmp_path / "job")
+
+
+def test_commands_single_and_multi_node(tmp_path):
+    single = torchrun_command(LaunchSpec(nproc=4), tmp_path, ["-m", "w"], "run1")
+    assert "--standalone" in single and "--nproc-per-node=4" in single and single[-2:] == ["-m", "w"]
+    multi = torchrun_command(LaunchSpec(nproc=8, nnodes=2, rdzv_endpoint="node1:29500", node_rank=1), tmp_path,
+                             ["w.py"], "run1")
+    assert "--standalone" not in multi
+    assert {"--nnodes=2", "--rdzv-backend=c10d", "--rdzv-endpoint=node1:29500", "--node-rank=1", "--rdzv-id=run1"} <= set(multi)
+
+
+def test_slurm_environment_gives_node_rank_and_job_id():
+    spec = LaunchSpec.from_env(nproc=8, nnodes=2, rdzv_endpoint="n1:29500",
+                               env={"SLURM_JOB_ID": "4242", "SLURM_NODEID": "1"})
+    assert spec.node_rank == 1 and spec.rdzv_id == "slurm-4242" and spec.world_size == 16
+    assert LaunchSpec.from_env(nproc=2, env={"SLURM_JOB_ID": "1"}).rdzv_id is None  # one node: standalone
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"nproc": 0}, "--genai-nproc"), ({"nnodes": 2}, "--genai-rdzv-endpoint"),
+    ({"rdzv_endpoint": "nohostport"}, "host:port"), ({"timeout_s": 0}, "--genai-timeout"),
+])
+def test_bad_spec_names_the_option(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        LaunchSpec(**kwargs)

@@ -1,0 +1,146 @@
+"""Fit planner: model-state arithmetic pinned by hand, activations against torch's saved tensors, the advice."""
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_genai.train.archs import PAPER_ARCHS, get_arch
+from pytest_genai.train.planner import (
+    STRATEGIES, Workload, estimate, lora_params, min_world_size, plan, saved_activation_bytes_per_token,
+)
+
+GIB = 2**30
+L8B = PAPER_ARCHS["llama-3.1-8b"]
+
+
+@pytest.mark.parametrize("precision", ["mixed", "fp32", "amp"])
+def test_ddp_model_states_are_16_bytes_per_param(precision):
+    """Adam in mixed precision: 2 (bf16 weights) + 2 (grads) + 12 (fp32 master, m, v) = 16 B/param (ZeRO, sec. 3.1);
+    fp32 (and amp): 4 + 4 + 8 = 16."""
+    e = estimate(Workload(L8B, world=8, precision=precision), "ddp")
+    assert e.model_states == 16 * 8_030_261_248
+    assert e.gathered == 0
+
+
+def test_sharding_divides_what_each_stage_shards():
+    n, world = L8B.param_count(), 8
+    w = Workload(L8B, world=world, precision="mixed")
+    z2, z3, fsdp = estimate(w, "zero2"), estimate(w, "zero3"), estimate(w, "fsdp")
+    assert z2.weights == 2 * n  # ZeRO-2 keeps the weights whole
+    assert z2.grads == -(-2 * n // world) and z2.optimizer == -(-12 * n // world)
+    assert z3.weights == -(-2 * n // world) and z3.model_states == fsdp.model_states
+    # the largest unit (embeddings + final norm + LM head here) is gathered, two in flight, weights and grads
+    root = L8B.param_count() - L8B.num_layers * L8B.layer_params()
+    assert z3.gathered == 2 * root * (2 + 2)
+
+
+def test_lora_trains_only_adapters():
+    arch = get_arch("llama-3.1-8b", "tiny")  # H=64, q=64, kv=16, L=2
+    per_layer = (64 + 64) + 2 * (64 + 16) + (64 + 64)  # q, k, v, o: r * (in + out)
+    assert lora_params(arch, 8) == 2 * 8 * per_layer
+    e = estimate(Workload(arch, world=1, precision="mixed", method="lora", lora_rank=8), "ddp")
+    trainable = lora_params(arch, 8)
+    assert e.grads == 2 * trainable and e.optimizer == 12 * trainable
+    assert e.weights == 2 * arch.param_count()  # frozen base in bf16, adapters in bf16
+
+
+def test_activation_example_by_hand():
+    arch = get_arch("llama-3.1-8b", "tiny")  # H=64, F=224, q=64, kv=16, heads=4, V=1024
+    per_layer_sdpa = (2 * (2 * 64 + 1) + 2 * 64 + 4 * 224 + 64 + 64 + 2 * 16) * 4 + 4 * 4
+    head = (2 * 64 + 1 + 64) * 4 + 1024 * 4
+    assert saved_activation_bytes_per_token(arch, 128, "sdpa", 4) == 2 * per_layer_sdpa + head
+
+
+def _saved_bytes(model, ids):
+    """Bytes of the distinct storages autograd saves for backward (parameters excluded)."""
+    import torch
+
+    seen = {}
+
+    def pack(t):
+        storage = t.untyped_storage()
+        seen[storage.data_ptr()] = max(seen.get(storage.data_ptr(), 0), storage.nbytes())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(input_ids=ids, labels=ids)
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    return sum(v for k, v in seen.items() if k not in params)
+
+
+@pytest.mark.parametrize("name, attention, batch, seq", [
+    ("llama-3.1-8b", "sdpa", 2, 64),
+    ("llama-3.1-8b", "eager", 2, 64),
+    ("gemma-2-27b", "eager", 2, 64),
+    ("llama-3.3-70b", "sdpa", 1, 128),
+])
+def test_activation_model_matches_saved_tensors(name, attention, batch, seq):
+    import torch
+
+    from pytest_genai.train.build import build_model
+
+    arch = get_arch(name, "tiny")
+    model = build_model(arch, attention)
+    ids = torch.randint(0, arch.vocab, (batch, seq), generator=torch.Generator().manual_seed(0))
+    measured = _saved_bytes(model, ids)
+    predicted = batch * seq * saved_activation_bytes_per_token(arch, seq, attention, 4)
+    assert measured == pytest.approx(predicted, rel=0.03)
+
+
+def test_plan_recommends_ddp_when_it_fits_and_sharding_only_when_not():
+    w = Workload(L8B, world=8, seq_len=2048, precision="mixed")
+    huge = plan(w, 1024 * GIB)
+    assert huge.recommended == "ddp" and huge.ddp_fits and "no sharding" in huge.reason
+    gaudi2 = plan(w, 96 * 10**9)  # 128 GiB of DDP model states do not fit in 96 GB
+    assert not gaudi2.ddp_fits and gaudi2.recommended in ("zero2", "fsdp", "zero3")
+    assert "DDP needs" in gaudi2.reason
+    tiny = plan(w, 1 * GIB)
+    assert tiny.recommended is None and "--world" in tiny.reason
+
+
+def test_lora_gemma_fits_ddp_on_a_gaudi3_at_1k_tokens():
+    """Paper A ran DDP on Gemma-2-27B; the planner says that is possible with LoRA adapters."""
+    w = Workload(PAPER_ARCHS["gemma-2-27b"], world=8, seq_len=1024, method="lora")
+    assert plan(w, 128 * 10**9).recommended == "ddp"
+    full = plan(dataclasses.replace(w, method="full"), 128 * 10**9)
+    assert not full.ddp_fits and full.recommended in ("fsdp", "zero3")
+
+
+def test_min_world_size():
+    w = Workload(L8B, world=1, seq_len=2048)
+    cap = 96 * 10**9
+    assert min_world_size(w, "ddp", cap) is None
+    world = min_world_size(w, "zero3", cap)
+    assert world is not None and estimate(dataclasses.replace(w, world=world), "zero3").total <= 0.9 * cap
+    assert estimate(dataclasses.replace(w, world=world // 2), "zero3").total > 0.9 * cap
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"world": 0}, "world"), ({"precision": "int4"}, "precision"), ({"method": "qlora"}, "method"),
+    ({"attention": "linear"}, "attention"),
+])
+def test_bad_workload_names_the_field(change, message):
+    with pytest.raises(ValueError, match=message):
+        Workload(L8B, **{"world": 1, **change})
+
+
+def test_bad_strategy_and_capacity():
+    w = Workload(L8B, world=1)
+    with pytest.raises(ValueError, match="strategy"):
+        estimate(w, "pipeline")
+    with pytest.raises(ValueError, match="capacity_bytes"):
+        plan(w, 0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(name=st.sampled_from(sorted(PAPER_ARCHS)), world=st.integers(1, 64), mb=st.integers(1, 8),
+       seq=st.integers(16, 4096), precision=st.sampled_from(["fp32", "amp", "mixed"]),
+       method=st.sampled_from(["full", "lora"]))
+def test_sharding_never_holds_more_model_state(name, world, mb, seq, precision, method):
+    w = Workload(PAPER_ARCHS[name], world=world, micro_batch=mb, seq_len=seq, precision=precision, method=method)
+    ddp, z2, z3 = (estimate(w, s) for s in ("ddp", "zero2", "zero3"))
+    assert z3.model_states <= z2.model_states <= ddp.model_states
+    assert all(estimate(w, s).activations == ddp.activations for s in STRATEGIES)
+    more = estimate(dataclasses.replace(w, world=world * 2), "zero3")
+    assert more.model_states <= z3.model_states
