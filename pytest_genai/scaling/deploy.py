@@ -123,7 +123,7 @@ def batch_sweep(cfg: BatchSweepConfig, device: Any) -> BatchSweepResult:
     return BatchSweepResult(tuple(cfg.batches), step_s, float(cfg.min_gain))
 
 
-def _output_rel_error(cfg: DecoderConfig, ref: Any, low: Any, x: Any, autocast: tuple[str, Any] | None) -> float:
+def _output_rel_error(ref: Any, low: Any, x: Any, autocast: tuple[str, Any] | None) -> float:
     import torch
 
     with torch.no_grad():
@@ -138,8 +138,6 @@ def _output_rel_error(cfg: DecoderConfig, ref: Any, low: Any, x: Any, autocast: 
 
 def precision_sweep(cfg: PrecisionConfig, device: Any) -> PrecisionResult:
     """Interleaved fp32 and ``cfg.precision`` steps of the same stack (same seed) on ``device``."""
-    import dataclasses as dc
-
     from pytest_genai.dabench.model import build_stack, make_input, torch_dtype
     from pytest_genai.dabench.timing import time_each
 
@@ -149,9 +147,9 @@ def precision_sweep(cfg: PrecisionConfig, device: Any) -> PrecisionResult:
     x = make_input(w, tdev)
     ref = build_stack(w, tdev)
     autocast = None if amp_dtype is None else (tdev.type, torch_dtype(amp_dtype))
-    low_cfg = dc.replace(w, dtype=param_dtype)
+    low_cfg = dataclasses.replace(w, dtype=param_dtype)
     low = build_stack(low_cfg, tdev)
-    error = _output_rel_error(w, ref, low, x, autocast)
+    error = _output_rel_error(ref, low, x, autocast)
     steps = [_step(w, ref, x, None), _step(low_cfg, low, make_input(low_cfg, tdev), autocast)]
     fp32, other = time_each(steps, sync=device.synchronize, warmup=cfg.warmup, repeats=cfg.repeats)
     return PrecisionResult(cfg.precision, fp32.median_s, other.median_s, error)
