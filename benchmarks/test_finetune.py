@@ -62,6 +62,11 @@ def _require_training_path(device, cfg: ThroughputConfig | None = None) -> None:
             pytest.skip(f"{cfg.model}: transformers has no SDPA attention for it; fused attention runs only on Gaudi")
 
 
+def _skip_unless_node0(summary, launch_spec) -> None:
+    if summary is None:
+        pytest.skip(f"node {launch_spec.node_rank} of {launch_spec.nnodes} took part in the job; node 0 records it")
+
+
 def _capacity_per_rank(device, nproc: int) -> int | None:
     """Memory one rank may use: the device's capacity (the CPU's RAM is shared by the node's ranks)."""
     spec = device.spec
@@ -94,6 +99,7 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
     world = launch_spec.world_size
     summary = benchmark.pedantic(finetune_runs.get, args=(cfg, kind, launch_spec), kwargs={"fresh": True},
                                  rounds=1, iterations=1)
+    _skip_unless_node0(summary, launch_spec)
     estimate, fit = _planner(cfg, world, summary.attention_impl or "", _capacity_per_rank(genai_device, launch_spec.nproc))
     config = {**dataclasses.asdict(cfg), "id": cfg.id, "weights": "random", "world_size": world,
               "nproc": launch_spec.nproc, "nnodes": launch_spec.nnodes, "sharded": cfg.sharded,
@@ -131,10 +137,12 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
 
     if cfg.sharded is not None:  # Paper A: DDP beats the sharding methods when the model fits one device
         ddp = finetune_runs.get(dataclasses.replace(cfg, strategy="ddp"), kind, launch_spec)
+        assert ddp is not None
         genai.metric("throughput_ratio_ddp_over_sharded", metrics.speedup(ddp.tokens_per_s, summary.tokens_per_s))
         genai.check("A2.ddp_vs_zero3", "A2.ddp_vs_fsdp")
     if cfg.attention == "fused":  # Paper A: Flash Attention +10-20% on Gaudi (CPU: SDPA vs eager, no claim)
         unfused = finetune_runs.get(dataclasses.replace(cfg, attention="unfused"), kind, launch_spec)
+        assert unfused is not None
         genai.metric("flash_attention_speedup", metrics.speedup(summary.tokens_per_s, unfused.tokens_per_s))
         genai.check("A2.flash_attention_gaudi", "A2.flash_attention_cuda")
 
@@ -168,6 +176,7 @@ def test_finetune_wikitext(benchmark, genai, genai_device, genai_settings, finet
     cfg = WikitextConfig(model_path=str(folder), text_path=str(text), **WIKITEXT)
     summary = benchmark.pedantic(finetune_runs.get, args=(cfg, genai_device.kind, launch_spec),
                                  kwargs={"fresh": True}, rounds=1, iterations=1)
+    _skip_unless_node0(summary, launch_spec)
     genai.start(experiment=EXPERIMENT, device=genai_device, model=cfg.model_name,
                 config={**dataclasses.asdict(cfg), "id": cfg.id, "weights": "pretrained",
                         "world_size": launch_spec.world_size})

@@ -208,7 +208,7 @@ def rank_logs(log_dir: Path) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class LaunchResult:
-    result: dict
+    result: dict | None  # None on the other nodes of a multi-node job: node 0 holds rank 0
     wall_s: float
     log_dir: Path
 
@@ -221,7 +221,7 @@ def launch(
     env: Mapping[str, str] | None = None,
     result_name: str = "result.json",
 ) -> LaunchResult:
-    """Run ``worker`` on ``spec.world_size`` ranks and return rank 0's JSON result.
+    """Run ``worker`` on ``spec.world_size`` ranks and return rank 0's JSON result (None on nodes other than 0).
 
     The worker gets ``PYTEST_GENAI_RESULT`` (where rank 0 writes its JSON, atomically) in its environment.
     Raises :class:`LaunchError` with every rank's log tail when the job fails, hangs or writes no result.
@@ -269,6 +269,8 @@ def launch(
             f"distributed job failed with exit code {returncode} ({spec.world_size} ranks, {' '.join(worker)})",
             returncode=returncode, timed_out=False, logs=rank_logs(log_dir),
         )
+    if spec.nnodes > 1 and spec.node_rank not in (None, 0):
+        return LaunchResult(result=None, wall_s=wall, log_dir=log_dir)  # rank 0 (node 0) writes the result
     try:
         result = json.loads(result_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

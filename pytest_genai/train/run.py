@@ -85,8 +85,10 @@ def summarize(result: Mapping[str, Any], cfg: ThroughputConfig | WikitextConfig,
 
 
 def launch_config(cfg: ThroughputConfig | WikitextConfig, device_kind: str, spec: LaunchSpec, work_dir: Path,
-                  env: Mapping[str, str] | None = None) -> tuple[dict[str, Any], float]:
-    """Write the worker's spec into ``work_dir``, run it on ``spec.world_size`` ranks; (result, wall seconds)."""
+                  env: Mapping[str, str] | None = None) -> tuple[dict[str, Any] | None, float]:
+    """Write the worker's spec into ``work_dir``, run it on ``spec.world_size`` ranks; (result, wall seconds).
+
+    The result is None on the nodes of a multi-node job other than node 0."""
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     spec_path = work_dir / "worker_spec.json"
@@ -96,9 +98,13 @@ def launch_config(cfg: ThroughputConfig | WikitextConfig, device_kind: str, spec
 
 
 def run(cfg: ThroughputConfig | WikitextConfig, device_kind: str, spec: LaunchSpec, work_dir: Path,
-        env: Mapping[str, str] | None = None) -> RunSummary:
-    """Launch ``cfg`` and summarize it (warm-up steps: ``cfg.warmup`` for throughput runs, 1 for WikiText)."""
+        env: Mapping[str, str] | None = None) -> RunSummary | None:
+    """Launch ``cfg`` and summarize it (warm-up steps: ``cfg.warmup`` for throughput runs, 1 for WikiText).
+
+    None on the nodes other than node 0 of a multi-node job (they take part; node 0 records)."""
     result, wall = launch_config(cfg, device_kind, spec, work_dir, env)
+    if result is None:
+        return None
     warmup = cfg.warmup if isinstance(cfg, ThroughputConfig) else min(1, cfg.steps - 1)
     return summarize(result, cfg, warmup, wall)
 
@@ -115,7 +121,7 @@ class RunCache:
         self._done: dict[tuple[str, str, str], RunSummary | BaseException] = {}
 
     def get(self, cfg: ThroughputConfig | WikitextConfig, device_kind: str, spec: LaunchSpec,
-            env: Mapping[str, str] | None = None, *, fresh: bool = False) -> RunSummary:
+            env: Mapping[str, str] | None = None, *, fresh: bool = False) -> RunSummary | None:
         """The run's summary; ``fresh=True`` launches it even if it already ran (a benchmark timing its own job)."""
         key = (device_kind, cfg.id, spec.id)
         if fresh or key not in self._done:

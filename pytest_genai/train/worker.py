@@ -103,17 +103,19 @@ def _mean_over_ranks(values: list[Any]) -> list[float]:
     return [float(x) for x in (t / dist.get_world_size()).cpu()]
 
 
-def attention_setup(kind: str, mode: str, family_has_sdpa: bool) -> tuple[str, str | None, str]:
+def attention_setup(kind: str, mode: str, family_has_sdpa: bool, precision: str = "fp32") -> tuple[str, str | None, str]:
     """(transformers attn_implementation, SDPA backend or None, label) for a device kind and attention mode.
 
-    CUDA: SDPA restricted to its flash backend vs its math backend. CPU: SDPA (its CPU kernel — not Flash
+    CUDA: SDPA restricted to its flash backend (bf16 under ``amp``; flash has no fp32 kernel, so fp32 runs use
+    the memory-efficient fused kernel, labeled so) vs its math backend. CPU: SDPA (its CPU kernel — not Flash
     Attention, and labeled so) vs eager. Architectures without SDPA support cannot run ``fused``.
     """
     if mode == "fused" and not family_has_sdpa:
         raise ValueError("this architecture has no SDPA path in transformers; only attention='unfused' runs")
     if kind == "cuda":
-        return ("sdpa", "flash", "sdpa-flash") if mode == "fused" else (
-            ("sdpa", "math", "sdpa-math") if family_has_sdpa else ("eager", None, "eager"))
+        if mode == "fused":
+            return ("sdpa", "flash", "sdpa-flash") if precision == "amp" else ("sdpa", "efficient", "sdpa-mem-efficient")
+        return ("sdpa", "math", "sdpa-math") if family_has_sdpa else ("eager", None, "eager")
     return ("sdpa", None, "sdpa-cpu (not flash attention)") if mode == "fused" else ("eager", None, "eager")
 
 
@@ -127,7 +129,7 @@ def run_throughput(cfg: ThroughputConfig, kind: str, env: dict[str, int]) -> dic
     from pytest_genai.train.strategies import Context, wrap
 
     arch = get_arch(cfg.model, cfg.scale)
-    impl, backend, label = attention_setup(kind, cfg.attention, supports_sdpa(arch))
+    impl, backend, label = attention_setup(kind, cfg.attention, supports_sdpa(arch), cfg.precision)
     device = _device(kind, env["local_rank"])
     device.reset_peak_memory()
     rss0 = current_rss_bytes()
@@ -140,7 +142,9 @@ def run_throughput(cfg: ThroughputConfig, kind: str, env: dict[str, int]) -> dic
             return contextlib.nullcontext()
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
-        return sdpa_kernel(SDPBackend.FLASH_ATTENTION if backend == "flash" else SDPBackend.MATH)
+        backends = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+                    "math": SDPBackend.MATH}
+        return sdpa_kernel(backends[backend])
 
     # The memory probe covers model construction and the first two (untimed) warm-up steps: the peak comes in
     # the second step, when the optimizer states exist. CUDA's allocator keeps its own statistics.

@@ -108,3 +108,25 @@ def test_slurm_environment_gives_node_rank_and_job_id():
 def test_bad_spec_names_the_option(kwargs, message):
     with pytest.raises(ValueError, match=message):
         LaunchSpec(**kwargs)
+
+
+def test_two_nodes_rendezvous_and_node0_holds_the_result(tmp_path):
+    """Two launches on this machine play two nodes of one job (c10d rendezvous on a local port)."""
+    import socket
+    from concurrent.futures import ThreadPoolExecutor
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    worker = _script(tmp_path, """
+        import json, os
+        if os.environ["RANK"] == "0":
+            json.dump({"world": int(os.environ["WORLD_SIZE"]), "node": int(os.environ["GROUP_RANK"])},
+                      open(os.environ["PYTEST_GENAI_RESULT"], "w"))
+    """)
+    specs = [LaunchSpec(nproc=1, nnodes=2, rdzv_endpoint=f"127.0.0.1:{port}", node_rank=n, rdzv_id="t",
+                        timeout_s=60) for n in (0, 1)]
+    with ThreadPoolExecutor(2) as pool:
+        done = list(pool.map(lambda n: launch(worker, specs[n], tmp_path / f"node{n}"), (0, 1)))
+    assert done[0].result == {"world": 2, "node": 0}
+    assert done[1].result is None

@@ -15,7 +15,8 @@ def test_synthetic_batches_are_deterministic_and_differ_by_rank_and_step():
 
 
 def test_attention_setup_labels_what_really_runs():
-    assert attention_setup("cuda", "fused", True) == ("sdpa", "flash", "sdpa-flash")
+    assert attention_setup("cuda", "fused", True, "amp") == ("sdpa", "flash", "sdpa-flash")
+    assert attention_setup("cuda", "fused", True, "fp32") == ("sdpa", "efficient", "sdpa-mem-efficient")
     assert attention_setup("cuda", "unfused", True) == ("sdpa", "math", "sdpa-math")
     impl, backend, label = attention_setup("cpu", "fused", True)
     assert (impl, backend) == ("sdpa", None) and "not flash attention" in label
