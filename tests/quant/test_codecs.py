@@ -119,3 +119,12 @@ def test_select_rows_dequantizes_like_the_full_matrix():
     q = C.quantize(w, "int4", 32)
     idx = torch.tensor([3, 0, 3, 9])
     assert torch.equal(C.dequantize(q.select_rows(idx)), C.dequantize(q)[idx])
+
+
+@pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp8_e5m2"])
+def test_fp8_lookup_decode_equals_the_cast(fmt):
+    q = C.quantize(torch.randn(16, 64) * 3, fmt)
+    every_code = torch.arange(256, dtype=torch.uint8).view(q.data.dtype).reshape(4, 64)
+    q_all = C.QuantizedWeight(fmt, every_code, torch.ones(4, 1), (4, 64), None)
+    for qq in (q, q_all):
+        assert torch.allclose(C.codes_as(qq, torch.float32), qq.data.float(), rtol=0, atol=0, equal_nan=True)
