@@ -58,7 +58,9 @@ def torchao_int8_weight_only(model, names, group_size=None) -> None:
     if group_size is None:
         cfg = q.Int8WeightOnlyConfig()
     else:
-        cfg = q.Int8WeightOnlyConfig(group_size=group_size)
+        from torchao.quantization.granularity import PerGroup
+
+        cfg = q.Int8WeightOnlyConfig(granularity=PerGroup(group_size))
     wanted = set(names)
     q.quantize_(model, cfg, filter_fn=lambda module, fqn: fqn in wanted)
 

@@ -13,10 +13,11 @@ def _need(reason):
         pytest.skip(f"{reason} (pip install 'pytest-genai[quant]' to run this)")
 
 
+@pytest.mark.parametrize("group", [None, 32])
 @pytest.mark.parametrize("backend, check", [("torchao", torchao_available), ("inc", inc_available)])
-def test_backend_int8_close_to_native(llama, tokens, backend, check):
+def test_backend_int8_close_to_native(llama, tokens, backend, check, group):
     _need(check())
-    plan = make_plan(analyze_sensitivity(llama), PlanConfig(tiers=("bf16", "int8")))
+    plan = make_plan(analyze_sensitivity(llama), PlanConfig(tiers=("bf16", "int8"), group_size=group))
     native = quantize_model(copy.deepcopy(llama), plan, "real")
     other = quantize_model(copy.deepcopy(llama), plan, "real", backend=backend)
     used = other.genai_quant.backend_formats
