@@ -4,9 +4,10 @@ quantizers on it (pytest-genai, torchao, INC), and a peak-RSS probe run in a fre
 Random weights: timing and memory depend on shapes, not values, so no checkpoint is needed (and
 none is downloaded); every result built here says "random-weights" in its id.
 
-Peak memory: a fresh ``python -m pytest_genai.quant.bench`` process imports everything and warms
-the quantizer up on a tiny model, reads its RSS (baseline), builds the model, resets the kernel's
-RSS high-water mark (``/proc/self/clear_refs`` = 5), quantizes, and reads ``VmHWM``.
+Peak memory: a fresh ``python -m pytest_genai.quant.bench`` interpreter imports everything, then
+forks one child per quantizer; the child warms the quantizer up on a tiny model, reads its RSS
+(baseline), builds the model, resets the kernel's RSS high-water mark (``/proc/self/clear_refs`` =
+5), quantizes, and reads ``VmHWM``.
 ``peak_rss_growth_ratio = (VmHWM - baseline) / fp32 model bytes``: 1.0 is the model alone, a
 second full copy would be >= 2.0.
 """
@@ -53,10 +54,11 @@ class ArchConfig:
         return f"tinyllama-1.1b-arch{cut}-random-weights"
 
 
-def build_random_model(arch: ArchConfig, hidden: int | None = None):
+def build_random_model(arch: ArchConfig, hidden: int | None = None, *, like=None):
     """A LlamaForCausalLM with TinyLlama-1.1B shapes and seeded N(0, 0.02) weights (norms = 1).
 
     Built on the meta device and filled in place, so construction never holds two copies.
+    ``like``: a state dict to copy the weights from instead of drawing them (a faster fresh copy).
     """
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -71,14 +73,37 @@ def build_random_model(arch: ArchConfig, hidden: int | None = None):
     g = torch.Generator().manual_seed(arch.seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if p.dim() == 1:
+            if like is not None:
+                p.copy_(like[name])
+            elif p.dim() == 1:
                 p.fill_(1.0)
             else:
                 p.normal_(0.0, 0.02, generator=g)
-        for name, b in model.named_buffers():  # rotary inv_freq is computed at init, recompute on CPU
-            if name.endswith("inv_freq"):
-                model.get_submodule(name.rsplit(".", 1)[0]).__init__(config=cfg)
+        for module in model.modules():  # non-persistent rotary buffers were left empty: rebuild on the CPU
+            if "inv_freq" in dict(module.named_buffers(recurse=False)):
+                fresh = type(module)(config=module.config)
+                for bname, buf in fresh.named_buffers(recurse=False):
+                    module.register_buffer(bname, buf, persistent=False)
     return model
+
+
+class ModelFactory:
+    """Fresh identical models of ``arch``: drawn once, then copied (cheaper than drawing again)
+    while the pristine copy stays under ``cache_limit_bytes``; drawn every time above it."""
+
+    def __init__(self, arch: ArchConfig, cache_limit_bytes: int = 2 << 30):
+        self.arch = arch
+        self.cache_limit_bytes = cache_limit_bytes
+        self._pristine = None
+
+    def __call__(self):
+        if self._pristine is not None:
+            return build_random_model(self.arch, like=self._pristine)
+        model = build_random_model(self.arch)
+        nbytes = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+        if nbytes <= self.cache_limit_bytes:
+            self._pristine = {k: v.detach().clone() for k, v in model.named_parameters()}
+        return model
 
 
 def run_quantizer(name: str, model, *, sensitive_fraction: float = 0.25, tiers=("bf16", "int8")):
@@ -168,32 +193,81 @@ def probe_memory(quantizer: str, arch: ArchConfig, threads: int = 1) -> MemoryPr
     peak = _status_kib("VmHWM") * 1024
     ratio = compression_report(fp32, model, with_file=False)["compression_ratio"]
     return MemoryProbe(quantizer, arch.id, fp32, baseline, with_model, peak, growth_ratio(peak, baseline, fp32),
-                       (peak - with_model) / fp32, seconds, ratio, "VmHWM after clear_refs=5, fresh process")
+                       (peak - with_model) / fp32, seconds, ratio, "VmHWM after clear_refs=5, in a child forked from a fresh interpreter after imports")
 
 
-def probe_memory_subprocess(quantizer: str, arch: ArchConfig, threads: int = 1, timeout: float = 600) -> MemoryProbe:
-    """``probe_memory`` in a fresh interpreter (clean RSS baseline); RuntimeError with its stderr on failure."""
-    cmd = [sys.executable, "-m", "pytest_genai.quant.bench", "--quantizer", quantizer, "--layers", str(arch.layers),
-           "--vocab", str(arch.vocab), "--seed", str(arch.seed), "--threads", str(threads)]
+def _import_for(quantizer: str) -> None:
+    import transformers.models.llama.modeling_llama  # noqa: F401
+
+    if quantizer == "torchao":
+        import torchao.quantization  # noqa: F401
+    elif quantizer == "inc":
+        import neural_compressor.torch.quantization  # noqa: F401
+
+
+def probe_memory_forked(quantizers, arch: ArchConfig, threads: int = 1) -> dict[str, MemoryProbe]:
+    """``probe_memory`` for each quantizer in its own child, forked from this process after the
+    imports (the children share nothing but the imported modules; one interpreter start for all)."""
+    for q in quantizers:
+        _import_for(q)
+    out = {}
+    for q in quantizers:
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # child
+            os.close(read_fd)
+            code = 0
+            try:
+                payload = json.dumps(asdict(probe_memory(q, arch, threads)))
+            except BaseException as exc:  # report, never return into the parent's code
+                payload = json.dumps({"error": f"{type(exc).__name__}: {exc}"})
+                code = 1
+            with os.fdopen(write_fd, "w") as f:
+                f.write(payload)
+            os._exit(code)
+        os.close(write_fd)
+        with os.fdopen(read_fd) as f:
+            payload = f.read()
+        _, status = os.waitpid(pid, 0)
+        data = json.loads(payload) if payload else {"error": f"child exited with status {status}"}
+        if "error" in data:
+            raise RuntimeError(f"memory probe of {q} failed: {data['error']}")
+        out[q] = MemoryProbe(**data)
+    return out
+
+
+def probe_memory_subprocess(quantizers, arch: ArchConfig, threads: int = 1,
+                            timeout: float = 1800) -> dict[str, MemoryProbe]:
+    """Peak RSS of each quantizer, measured in a fresh interpreter (clean baseline), one forked
+    child per quantizer; RuntimeError with the interpreter's stderr on failure."""
+    cmd = [sys.executable, "-m", "pytest_genai.quant.bench", "--quantizer", ",".join(quantizers),
+           "--layers", str(arch.layers), "--vocab", str(arch.vocab), "--seed", str(arch.seed),
+           "--threads", str(threads)]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode != 0 or not lines:
+    if proc.returncode != 0 or len(lines) != len(quantizers):
         raise RuntimeError(f"memory probe {' '.join(cmd[2:])} failed (rc={proc.returncode}):\n{proc.stderr[-3000:]}")
-    return MemoryProbe(**json.loads(lines[-1]))
+    probes = [MemoryProbe(**json.loads(ln)) for ln in lines]
+    return {p.quantizer: p for p in probes}
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m pytest_genai.quant.bench",
-                                description="peak RSS of one quantizer on a TinyLlama-1.1B-shaped random model")
-    p.add_argument("--quantizer", choices=QUANTIZERS, required=True)
+                                description="peak RSS of quantizers on a TinyLlama-1.1B-shaped random model")
+    p.add_argument("--quantizer", required=True, help=f"comma-separated, from {', '.join(QUANTIZERS)}")
     p.add_argument("--layers", type=int, default=22)
     p.add_argument("--vocab", type=int, default=32000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args(argv)
-    probe = probe_memory(args.quantizer, ArchConfig(args.layers, args.vocab, args.seed), args.threads)
-    print(json.dumps(asdict(probe)), flush=True)
+    quantizers = [q for q in args.quantizer.split(",") if q]
+    unknown = [q for q in quantizers if q not in QUANTIZERS]
+    if unknown or not quantizers:
+        p.error(f"--quantizer {args.quantizer!r}: use names from {', '.join(QUANTIZERS)}")
+    probes = probe_memory_forked(quantizers, ArchConfig(args.layers, args.vocab, args.seed), args.threads)
+    for q in quantizers:
+        print(json.dumps(asdict(probes[q])), flush=True)
     return 0
 
 

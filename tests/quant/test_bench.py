@@ -1,0 +1,63 @@
+"""Benchmark support: the TinyLlama-shaped random model, the quantizers, the RSS probe."""
+import os
+
+import pytest
+import torch
+
+from pytest_genai.quant.bench import (ArchConfig, ModelFactory, build_random_model, probe_memory, reset_peak_rss,
+                                      run_quantizer)
+
+
+def test_arch_ids_say_random_weights_and_cuts():
+    assert ArchConfig().id == "tinyllama-1.1b-arch-random-weights"
+    assert ArchConfig(layers=1, vocab=2048).id == "tinyllama-1.1b-arch-1layers-vocab2048-random-weights"
+    with pytest.raises(ValueError, match=r"ArchConfig.layers=30: use 1..22"):
+        ArchConfig(layers=30)
+
+
+def test_random_model_is_a_working_llama_with_tinyllama_widths():
+    from transformers import LlamaForCausalLM
+
+    model = build_random_model(ArchConfig(layers=1, vocab=64), hidden=64)
+    ref = LlamaForCausalLM(model.config)
+    ref.load_state_dict(model.state_dict())
+    x = torch.randint(0, 64, (1, 8))
+    with torch.no_grad():
+        assert torch.equal(model(x).logits, ref(x).logits)  # rotary buffers rebuilt correctly off the meta device
+    full = ArchConfig(layers=1, vocab=64)
+    cfg = build_random_model(full, like=None).config
+    assert (cfg.hidden_size, cfg.intermediate_size, cfg.num_key_value_heads) == (2048, 5632, 4)
+
+
+def test_factory_gives_identical_fresh_models():
+    make = ModelFactory(ArchConfig(layers=1, vocab=64))
+    a, b = make(), make()
+    assert a is not b
+    for (ka, va), (kb, vb) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert ka == kb and torch.equal(va, vb) and va.data_ptr() != vb.data_ptr()
+
+
+@pytest.mark.parametrize("name", ["pytest-genai", "torchao", "inc"])
+def test_quantizers_store_int8(name):
+    from pytest_genai.quant.backends import inc_available, torchao_available
+
+    reason = {"torchao": torchao_available, "inc": inc_available}.get(name, lambda: None)()
+    if reason:
+        pytest.skip(reason)
+    model = build_random_model(ArchConfig(layers=1, vocab=64), hidden=64)
+    plan = run_quantizer(name, model)
+    assert "int8" in plan.formats.values()
+    with pytest.raises(ValueError, match="quantizer 'bnb'"):
+        run_quantizer("bnb", model)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="needs Linux /proc/self/clear_refs")
+def test_probe_memory_in_process_sees_the_model_and_little_more():
+    assert reset_peak_rss()
+    probe = probe_memory("pytest-genai", ArchConfig(layers=1, vocab=64))
+    assert probe.model_fp32_bytes == 4 * sum(
+        p.numel() for p in build_random_model(ArchConfig(layers=1, vocab=64)).parameters())
+    assert probe.peak_rss_bytes >= probe.model_rss_bytes
+    # in this (already used) process the baseline may hold reusable heap, so only a loose sanity range
+    assert 0.5 < probe.peak_rss_growth_ratio < 2.0
+    assert 3.0 < probe.compression_ratio < 4.0
