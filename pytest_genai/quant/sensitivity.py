@@ -39,7 +39,12 @@ class SensitivityResult:
         """Number of excluded parameters per reason kind (bias, normalization, embedding, ...)."""
         out: dict[str, int] = {}
         for reason in self.excluded.values():
-            key = reason.split(" (")[0].split(",")[0]
+            if reason.startswith("tied"):
+                key = "tied"
+            elif reason.startswith("not "):
+                key = "other"
+            else:
+                key = reason.split(" (")[0]
             out[key] = out.get(key, 0) + 1
         return out
 

@@ -130,3 +130,15 @@ def test_bad_plans_and_arguments_named(llama):
 def test_empty_model_rejected():
     with pytest.raises(ValueError, match="no eligible weight matrices"):
         analyze_sensitivity(torch.nn.Sequential())
+
+
+def test_bf16_model_quantizes_and_predicts_exactly(tokens):
+    model = tiny_llama(7).to(torch.bfloat16)
+    plan = make_plan(analyze_sensitivity(model), PlanConfig(tiers=("fp16", "int4"), group_size=32))
+    real = quantize_model(copy.deepcopy(model), plan, "real")
+    fake = quantize_model(copy.deepcopy(model), plan, "fake")
+    torch.testing.assert_close(_logits(real, tokens), _logits(fake, tokens), rtol=0, atol=0)
+    rep = compression_report(None, real)
+    s = plan.summary()
+    assert rep["compression_ratio"] == pytest.approx(s["predicted_compression_ratio"], rel=1e-3)
+    assert rep["compression_ratio_model"] == pytest.approx(s["predicted_compression_ratio_model"], rel=1e-3)
