@@ -38,13 +38,18 @@ Apply, measure, save::
     qmodel = quantize_model(model, plan, mode="real", backend="native")  # stored low precision
         # backend: "native" | "torchao" (int8 weight-only) | "inc" (RTN int8/int4 CPU, FP8 HPU);
         # in place, returns the same model; qmodel.genai_quant holds plan, mode, fp32 bytes
-    rep = compression_report(None, qmodel)  # or compression_report(fp32_model_or_bytes, qmodel)
+    rep = compression_report(None, qmodel)  # or (fp32_model_or_bytes, qmodel[, plan], with_file=True)
     rep["compression_ratio"]        # measured: fp32 bytes of eligible weights / bytes stored
-    rep["compression_ratio_model"]  # whole state dict; rep["compression_ratio_safetensors"] file size
+    rep["compression_ratio_model"]  # whole state dict; rep["compression_ratio_safetensors"] file
+                                    # size (only with_file=True: writes a temp safetensors file)
     rep["stored_bytes"], rep["model_stored_bytes"], rep["safetensors_bytes"],
     rep["predicted_compression_ratio"], rep["compression_ratio_prediction_error"], rep["sparse_storage"]
     save_quantized(qmodel, "m.safetensors", plan)        # safetensors, plan in metadata, atomic
     qmodel2 = load_quantized(fresh_model_same_arch, "m.safetensors")
+
+Real-mode modules (``modules.QuantLinear`` / ``QuantEmbedding``) hold ``qweight`` (+ fp32 ``scale``)
+buffers and compute from them: per-channel formats as ``(x @ codes^T) * scale``, per-group ones by
+dequantizing. Benchmark support (TinyLlama-1.1B shapes, random weights, peak RSS): ``bench``.
 
 Optional pruning (separate, explicit): ``prune_(model, res)`` zeroes |w| <= tau; dense storage,
 so no bytes are claimed saved. Backends raise ``BackendUnavailable`` when their package/device is absent.
