@@ -46,16 +46,21 @@ class EvalBudget:
 @dataclasses.dataclass(frozen=True)
 class EvalSettings:
     """How the model is run: rolling-window length (``max_length``, lm-eval's window for word perplexity), the
-    sliding-window ``context`` and ``stride`` of the token perplexity, batch size and CPU threads."""
+    sliding-window ``context`` and ``stride`` of the token perplexity, batch size, CPU threads (None: every core
+    this process may use), and the forward-only throughput measurement (a ``throughput_batch`` x
+    ``throughput_seq`` batch of WikiText tokens, timed over ``rounds`` after one warm-up)."""
 
     max_length: int = 2048
     context: int = 2048
     stride: int = 512
     batch_size: int = 8
     threads: int | None = None
+    throughput_batch: int = 8
+    throughput_seq: int = 2048
+    rounds: int = 5
 
     def __post_init__(self) -> None:
-        for name in ("max_length", "context", "stride", "batch_size"):
+        for name in ("max_length", "context", "stride", "batch_size", "throughput_batch", "throughput_seq", "rounds"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"EvalSettings.{name} must be a positive integer, got {value!r}")
@@ -76,9 +81,11 @@ class EvalSettings:
 #: ``--genai-scale`` → (data budget, run settings). 'tiny' is what CI runs on two CPU cores.
 PRESETS: dict[str, tuple[EvalBudget, EvalSettings]] = {
     "tiny": (EvalBudget(wikitext_tokens=2048, hellaswag=40, boolq=40),
-             EvalSettings(max_length=512, context=512, stride=512, batch_size=4)),
+             EvalSettings(max_length=512, context=512, stride=512, batch_size=4, throughput_batch=1,
+                          throughput_seq=256, rounds=3)),
     "small": (EvalBudget(wikitext_tokens=32768, hellaswag=1000, boolq=1000),
-              EvalSettings(max_length=1024, context=1024, stride=512, batch_size=8)),
+              EvalSettings(max_length=1024, context=1024, stride=512, batch_size=8, throughput_batch=4,
+                           throughput_seq=1024)),
     "full": (EvalBudget(), EvalSettings(max_length=2048, context=2048, stride=512, batch_size=8)),
 }
 

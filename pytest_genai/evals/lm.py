@@ -7,6 +7,21 @@ from pytest_genai.evals.scoring import ScoreRun, score_requests
 from pytest_genai.evals.windows import Window
 
 
+def prefix_token_id(tokenizer: Any) -> int | None:
+    """lm-eval HFLM's prefix token: BOS if the tokenizer has one, else EOS."""
+    bos = getattr(tokenizer, "bos_token_id", None)
+    return bos if bos is not None else getattr(tokenizer, "eos_token_id", None)
+
+
+def encode_text(tokenizer: Any, text: str) -> list[int]:
+    """lm-eval HFLM ``tok_encode`` with default settings: the tokenizer's own special tokens, none added when the
+    text already starts with the prefix token."""
+    prefix_id = prefix_token_id(tokenizer)
+    prefix = tokenizer.decode([prefix_id]) if prefix_id is not None else ""
+    kwargs = {"add_special_tokens": False} if prefix and text.startswith(prefix) else {}
+    return list(tokenizer.encode(text, **kwargs))
+
+
 class EvalLM:
     """A model and its tokenizer, with the settings every evaluation of one run shares.
 
@@ -30,8 +45,7 @@ class EvalLM:
 
     @property
     def prefix_token_id(self) -> int | None:
-        bos = getattr(self.tokenizer, "bos_token_id", None)
-        return bos if bos is not None else getattr(self.tokenizer, "eos_token_id", None)
+        return prefix_token_id(self.tokenizer)
 
     @property
     def pad_token_id(self) -> int:
@@ -39,9 +53,7 @@ class EvalLM:
         return pad if pad is not None else int(self.prefix_token_id)
 
     def encode(self, text: str) -> list[int]:
-        prefix = self.tokenizer.decode([self.prefix_token_id])
-        kwargs = {"add_special_tokens": False} if prefix and text.startswith(prefix) else {}
-        return list(self.tokenizer.encode(text, **kwargs))
+        return encode_text(self.tokenizer, text)
 
     def encode_pair(self, context: str, continuation: str) -> Window:
         """lm-eval's ``_encode_pair``: trailing spaces of the context move to the continuation; the continuation's

@@ -1,9 +1,10 @@
-"""The same WikiText evaluation run by lm-evaluation-harness, for a side-by-side check of this suite.
+"""The same evaluations run by lm-evaluation-harness, for a side-by-side check of this suite.
 
 lm-eval's own pieces are used end to end: its ``HFLM`` model class (given the already-loaded model and tokenizer, so
 nothing is downloaded), its ``wikitext`` task functions (``wikitext_detokenizer``, ``process_results``) and its
 ``weighted_perplexity`` / ``bits_per_byte`` aggregations. Only the documents are ours: the same raw pages this suite
-scores, passed in as the task's ``{"page": ...}`` documents instead of lm-eval's hub copy.
+scores, passed in as the task's ``{"page": ...}`` documents instead of lm-eval's hub copy. For HellaSwag the same
+(query, " " + ending) pairs go through ``HFLM.loglikelihood``, as lm-eval's ``multiple_choice`` tasks send them.
 """
 from __future__ import annotations
 
@@ -63,3 +64,14 @@ def wikitext_metrics(pages: Sequence[str], loglikelihoods: Sequence[float]) -> L
         bits_per_byte=float(bits_per_byte([d["bits_per_byte"] for d in per_doc])),
         loglikelihoods=tuple(float(x) for x in loglikelihoods),
     )
+
+
+def loglikelihood_requests(pairs: Sequence[tuple[str, str]]) -> list[Any]:
+    """lm-eval ``loglikelihood`` requests for (context, continuation) string pairs."""
+    Instance, *_ = _lm_eval()
+    return [Instance(request_type="loglikelihood", doc={}, arguments=(ctx, cont), idx=i)
+            for i, (ctx, cont) in enumerate(pairs)]
+
+
+def loglikelihoods(hflm: Any, requests: Sequence[Any]) -> list[float]:
+    return [float(ll) for ll, _greedy in hflm.loglikelihood(list(requests), disable_tqdm=True)]

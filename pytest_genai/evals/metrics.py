@@ -90,6 +90,32 @@ def mean(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values)
 
 
+def paired_drop(baseline: Sequence[float], other: Sequence[float]) -> float:
+    """Accuracy drop on the same examples: ``mean(baseline_i - other_i)`` over per-example 0/1 outcomes
+    (= baseline accuracy - other accuracy)."""
+    if len(baseline) != len(other):
+        raise ValueError(f"{len(baseline)} baseline outcomes but {len(other)} to compare; pass the same examples")
+    return mean([b - o for b, o in zip(baseline, other)])
+
+
+def paired_drop_lower_bound(baseline: Sequence[float], other: Sequence[float], z: float = 1.645) -> float:
+    """One-sided lower confidence bound of the paired accuracy drop: ``d - z * s / sqrt(n)`` with ``d`` the mean and
+    ``s`` the sample standard deviation of the per-example differences (normal approximation; z = 1.645 gives 95%).
+
+    A claim "the drop is at most X" is contradicted at that confidence only when this bound exceeds X; with few
+    examples a single changed answer moves the point estimate by 1/n, which this accounts for. With no changed
+    answers the bound equals the drop (0)."""
+    diffs = [b - o for b, o in zip(baseline, other)]
+    if len(baseline) != len(other):
+        raise ValueError(f"{len(baseline)} baseline outcomes but {len(other)} to compare; pass the same examples")
+    n = len(diffs)
+    if n < 2:
+        raise ValueError("a confidence bound needs at least 2 paired examples")
+    d = math.fsum(diffs) / n
+    var = math.fsum((x - d) ** 2 for x in diffs) / (n - 1)
+    return d - z * math.sqrt(var / n)
+
+
 def ratio(value: float, baseline: float) -> float:
     """``value / baseline`` (e.g. quantized perplexity over the same run's fp32 perplexity)."""
     if baseline == 0:

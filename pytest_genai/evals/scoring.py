@@ -4,7 +4,8 @@ What it computes matches lm-evaluation-harness's ``HFLM._loglikelihood_tokens``:
 ``(context + continuation)[-(max_length + 1):][:-1]`` and the score is the summed log-probability of the
 continuation tokens, plus whether each was the greedy (argmax) token. How it computes it is leaner:
 
-* requests with the same input are run once (BoolQ's " no"/" yes" share one forward pass);
+* requests with the same context share it: the context runs once and its key/value cache serves every
+  continuation (HellaSwag's four endings; BoolQ's " no"/" yes" need the context's last logits only);
 * inputs are sorted by length and right-padded, so padding never precedes a scored token, and the attention mask
   keeps padded positions out of every real token's attention; padded positions are never scored;
 * logits are computed only at the positions that are scored (``logits_to_keep``), and log-probabilities come from
@@ -65,16 +66,127 @@ def logits_arg(model: Any) -> str | None:
 
 
 def score_requests(model: Any, requests: Sequence[Window], *, max_length: int, batch_size: int = 8,
-                   device: Any = None, pad_token_id: int = 0) -> ScoreRun:
-    """Score every request; see the module docstring. ``device`` defaults to the model's parameters' device."""
-    import torch
+                   device: Any = None, pad_token_id: int = 0, share_context: bool = True) -> ScoreRun:
+    """Score every request; see the module docstring. ``device`` defaults to the model's parameters' device.
 
+    ``share_context``: requests with the same context (and no left truncation) run the context once and reuse
+    its key/value cache for their continuations; the rest are batched. Same numbers either way, up to
+    floating-point reassociation (tests pin it)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     if max_length < 1:
         raise ValueError(f"max_length must be >= 1, got {max_length}")
+    for request in requests:
+        model_input(request, max_length)  # validate every request up front
     if device is None:
         device = next(model.parameters()).device
+
+    groups: dict[tuple[int, ...], list[int]] = {}
+    if share_context and cache_arg(model):
+        for i, request in enumerate(requests):
+            if len(request.context) + len(request.continuation) - 1 <= max_length:
+                groups.setdefault(request.context, []).append(i)
+        groups = {ctx: members for ctx, members in groups.items() if len(members) > 1}
+    shared = {i for members in groups.values() for i in members}
+    rest = [i for i in range(len(requests)) if i not in shared]
+
+    scores: list[Score | None] = [None] * len(requests)
+    tokens = calls = 0
+    was_training = model.training
+    model.eval()
+    try:
+        if rest:
+            run = _score_batched(model, [requests[i] for i in rest], max_length=max_length, batch_size=batch_size,
+                                 device=device, pad_token_id=pad_token_id)
+            for i, score in zip(rest, run.scores):
+                scores[i] = score
+            tokens, calls = run.input_tokens, run.forward_calls
+        for context, members in groups.items():
+            group_scores, group_tokens, group_calls = _score_shared_context(
+                model, context, [requests[i].continuation for i in members], device=device, pad_token_id=pad_token_id)
+            for i, score in zip(members, group_scores):
+                scores[i] = score
+            tokens += group_tokens
+            calls += group_calls
+    finally:
+        model.train(was_training)
+    return ScoreRun(tuple(scores), input_tokens=tokens, forward_calls=calls)  # type: ignore[arg-type]
+
+
+def cache_arg(model: Any) -> str | None:
+    """The keyword the model's forward takes a key/value cache by (``cache`` in transformers 5.x,
+    ``past_key_values`` before), if it takes one together with masks and positions."""
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):  # pragma: no cover
+        return None
+    if not all(name in params for name in ("use_cache", "position_ids", "attention_mask")):
+        return None
+    return next((name for name in ("cache", "past_key_values") if name in params), None)
+
+
+def _output_cache(out: Any) -> Any:
+    cache = getattr(out, "cache", None)
+    return cache if cache is not None else getattr(out, "past_key_values", None)
+
+
+def _log_probs(logits: Any, targets: Sequence[int]) -> tuple[float, bool]:
+    """Summed log-probability of ``targets`` under rows of ``logits`` (one row per target) and all-greedy flag."""
+    import torch
+
+    rows = logits.float()
+    lse = torch.logsumexp(rows, dim=-1)
+    picked = rows[torch.arange(len(targets)), torch.tensor(list(targets), device=rows.device)]
+    greedy = bool((rows.argmax(dim=-1).cpu() == torch.tensor(list(targets))).all())
+    return float((picked.double() - lse.double()).sum()), greedy
+
+
+def _score_shared_context(model: Any, context: tuple[int, ...], continuations: Sequence[tuple[int, ...]], *,
+                          device: Any, pad_token_id: int) -> tuple[list[Score], int, int]:
+    """Run ``context`` once; score each continuation from its last logits plus one batched pass over the
+    continuations' remaining tokens on top of the context's key/value cache."""
+    import torch
+
+    keep_arg = logits_arg(model)
+    with torch.inference_mode():
+        kwargs: dict[str, Any] = {"input_ids": torch.tensor([context], device=device), "use_cache": True}
+        if keep_arg:
+            kwargs[keep_arg] = 1
+        out = model(**kwargs)
+        first = out.logits[0, -1]
+        calls, tokens = 1, len(context)
+        results: list[tuple[float, bool]] = [_log_probs(first.expand(1, -1), cont[:1]) for cont in continuations]
+        longer = [k for k, cont in enumerate(continuations) if len(cont) > 1]
+        if longer:
+            cache = _output_cache(out)
+            if len(longer) > 1:
+                cache.batch_repeat_interleave(len(longer))
+            width = max(len(continuations[k]) - 1 for k in longer)
+            ids = torch.full((len(longer), width), pad_token_id, dtype=torch.long)
+            mask = torch.zeros((len(longer), len(context) + width), dtype=torch.long)
+            mask[:, : len(context)] = 1
+            for row, k in enumerate(longer):
+                rest = continuations[k][:-1]
+                ids[row, : len(rest)] = torch.tensor(rest, dtype=torch.long)
+                mask[row, len(context): len(context) + len(rest)] = 1
+            positions = torch.arange(len(context), len(context) + width).expand(len(longer), -1)
+            logits = model(input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device),
+                           use_cache=True, **{cache_arg(model): cache}).logits
+            calls += 1
+            tokens += sum(len(continuations[k]) - 1 for k in longer)
+            for row, k in enumerate(longer):
+                cont = continuations[k]
+                lp, greedy = _log_probs(logits[row, : len(cont) - 1], cont[1:])
+                first_lp, first_greedy = results[k]
+                results[k] = (first_lp + lp, first_greedy and greedy)
+        del out
+    return [Score(lp, len(cont), greedy) for (lp, greedy), cont in zip(results, continuations)], tokens, calls
+
+
+def _score_batched(model: Any, requests: Sequence[Window], *, max_length: int, batch_size: int, device: Any,
+                   pad_token_id: int) -> ScoreRun:
+    """Right-padded batches of unique inputs, longest first; logits only where scored."""
+    import torch
 
     # unique inputs -> the positions each request scores in it
     inputs: dict[tuple[int, ...], int] = {}
@@ -100,44 +212,39 @@ def score_requests(model: Any, requests: Sequence[Window], *, max_length: int, b
             wanted_targets[idx].setdefault(start + offset, set()).add(tok)
 
     calls = 0
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.inference_mode():
-            for b in range(0, len(order), batch_size):
-                batch = order[b: b + batch_size]
-                width = len(unique[batch[0]])
-                ids = torch.full((len(batch), width), pad_token_id, dtype=torch.long)
-                mask = torch.zeros((len(batch), width), dtype=torch.long)
-                for row, i in enumerate(batch):
-                    ids[row, : len(unique[i])] = torch.tensor(unique[i], dtype=torch.long)
-                    mask[row, : len(unique[i])] = 1
-                positions = sorted(set().union(*(needed[i] for i in batch)))
-                kwargs: dict[str, Any] = {"input_ids": ids.to(device), "use_cache": False}
-                if not bool(mask.all()):
-                    kwargs["attention_mask"] = mask.to(device)
-                if keep_arg and len(positions) < width:
-                    kwargs[keep_arg] = torch.tensor(positions, dtype=torch.long, device=device)
-                    column = {p: c for c, p in enumerate(positions)}
-                else:
-                    column = {p: p for p in range(width)}
-                logits = model(**kwargs).logits
-                calls += 1
-                for row, i in enumerate(batch):
-                    cols = sorted(needed[i])
-                    sel = logits[row, [column[p] for p in cols]].float()
-                    row_lse = torch.logsumexp(sel, dim=-1).tolist()
-                    row_arg = sel.argmax(dim=-1).tolist()
-                    pairs = [(c, p, t) for c, p in enumerate(cols) for t in sorted(wanted_targets[i][p])]
-                    picked = sel[[c for c, _, _ in pairs], [t for _, _, t in pairs]].tolist()
-                    for (c, p, t), value in zip(pairs, picked):
-                        target_logit[(i, p, t)] = value
-                    for c, p in enumerate(cols):
-                        lse[i][p] = row_lse[c]
-                        greedy[i][p] = row_arg[c]
-                del logits
-    finally:
-        model.train(was_training)
+    with torch.inference_mode():
+        for b in range(0, len(order), batch_size):
+            batch = order[b: b + batch_size]
+            width = len(unique[batch[0]])
+            ids = torch.full((len(batch), width), pad_token_id, dtype=torch.long)
+            mask = torch.zeros((len(batch), width), dtype=torch.long)
+            for row, i in enumerate(batch):
+                ids[row, : len(unique[i])] = torch.tensor(unique[i], dtype=torch.long)
+                mask[row, : len(unique[i])] = 1
+            positions = sorted(set().union(*(needed[i] for i in batch)))
+            kwargs: dict[str, Any] = {"input_ids": ids.to(device), "use_cache": False}
+            if not bool(mask.all()):
+                kwargs["attention_mask"] = mask.to(device)
+            if keep_arg and len(positions) < width:
+                kwargs[keep_arg] = torch.tensor(positions, dtype=torch.long, device=device)
+                column = {p: c for c, p in enumerate(positions)}
+            else:
+                column = {p: p for p in range(width)}
+            logits = model(**kwargs).logits
+            calls += 1
+            for row, i in enumerate(batch):
+                cols = sorted(needed[i])
+                sel = logits[row, [column[p] for p in cols]].float()
+                row_lse = torch.logsumexp(sel, dim=-1).tolist()
+                row_arg = sel.argmax(dim=-1).tolist()
+                pairs = [(c, p, t) for c, p in enumerate(cols) for t in sorted(wanted_targets[i][p])]
+                picked = sel[[c for c, _, _ in pairs], [t for _, _, t in pairs]].tolist()
+                for (c, p, t), value in zip(pairs, picked):
+                    target_logit[(i, p, t)] = value
+                for c, p in enumerate(cols):
+                    lse[i][p] = row_lse[c]
+                    greedy[i][p] = row_arg[c]
+            del logits
 
     scores = []
     for idx, start, targets in plan:

@@ -84,3 +84,22 @@ def test_mean_and_ratio():
 def test_bad_inputs_say_what_is_wrong(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_paired_drop_and_its_lower_bound_hand_example():
+    base = [1.0] * 10 + [0.0] * 30
+    one_flip = [0.0] + [1.0] * 9 + [0.0] * 30  # one answer lost out of 40
+    assert metrics.paired_drop(base, one_flip) == pytest.approx(0.025)
+    # differences: one 1 and 39 zeros -> s = sqrt((1 - 40 * 0.025**2) / 39) = 0.158
+    s = math.sqrt((1 - 40 * 0.025 ** 2) / 39)
+    assert metrics.paired_drop_lower_bound(base, one_flip) == pytest.approx(0.025 - 1.645 * s / math.sqrt(40))
+    assert metrics.paired_drop_lower_bound(base, base) == 0.0
+
+
+@settings(max_examples=25, deadline=None)
+@given(pairs=st.lists(st.tuples(st.sampled_from([0.0, 1.0]), st.sampled_from([0.0, 1.0])), min_size=2, max_size=60))
+def test_lower_bound_never_exceeds_the_drop(pairs):
+    base, other = [p[0] for p in pairs], [p[1] for p in pairs]
+    drop = metrics.paired_drop(base, other)
+    assert drop == pytest.approx(metrics.mean(base) - metrics.mean(other))
+    assert metrics.paired_drop_lower_bound(base, other) <= drop + 1e-12

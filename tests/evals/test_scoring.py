@@ -106,3 +106,37 @@ def test_greedy_flag(model):
 def test_bad_requests_say_what_to_do(model, req, match):
     with pytest.raises(ValueError, match=match):
         score_requests(model, [req], max_length=8)
+
+
+def _grouped_requests(seed):
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for _ in range(3):
+        ctx = tuple(rng.randrange(VOCAB) for _ in range(rng.randint(1, 12)))
+        for _ in range(rng.randint(1, 4)):  # several continuations of one context, as in HellaSwag
+            out.append(Window(ctx, tuple(rng.randrange(VOCAB) for _ in range(rng.randint(1, 6)))))
+    rng.shuffle(out)
+    return out
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 1000))
+def test_shared_context_scores_equal_independent_sequences(model, seed):
+    requests = _grouped_requests(seed)
+    shared = score_requests(model, requests, max_length=16, batch_size=2, share_context=True)
+    plain = score_requests(model, requests, max_length=16, batch_size=2, share_context=False)
+    for req, a, b in zip(requests, shared.scores, plain.scores):
+        assert a.logprob == pytest.approx(b.logprob, abs=1e-4)
+        assert a.logprob == pytest.approx(reference_logprob(model, req.context, req.continuation, 16), abs=1e-4)
+        assert (a.n_tokens, a.is_greedy) == (b.n_tokens, b.is_greedy)
+    assert shared.input_tokens <= plain.input_tokens  # each shared context is run once
+
+
+def test_a_context_shared_by_four_endings_runs_once(model):
+    ctx = tuple(range(1, 11))
+    endings = [(20, 21, 22), (30, 31), (40,), (50, 51, 52, 53)]
+    run = score_requests(model, [Window(ctx, e) for e in endings], max_length=32)
+    assert run.forward_calls == 2  # the context, then the endings' remaining tokens on its cache
+    assert run.input_tokens == len(ctx) + sum(len(e) - 1 for e in endings)

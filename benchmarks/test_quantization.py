@@ -1,0 +1,147 @@
+"""Paper A, A1: sensitivity-aware mixed-precision PTQ, evaluated on WikiText-2, HellaSwag and BoolQ.
+
+Rows: device x model x mode (fp32 baseline, fake = quantize-dequantize in fp32, real = stored low precision) x the
+device's precision pair (CPU bf16/int8, CUDA fp16/int8, Gaudi bf16/fp8) x task. Every row records its task's
+metrics, the forward-only tokens/s (pytest-benchmark timing of a fixed WikiText batch), model bytes and peak memory;
+quantized rows add the comparison with the session's fp32 baseline (evaluated once, on the same examples), the
+plan summary and, in real mode, the measured compression ratio. Claims come from the claims data: out-of-scope ones
+(other devices or models) are recorded as not applicable.
+
+Default CPU run (``--genai-scale tiny``): a 2,048-token seeded WikiText slice, 40 HellaSwag and 40 BoolQ examples.
+"""
+from __future__ import annotations
+
+import pytest
+
+from pytest_genai.evals.quantized import QuantCase
+
+pytestmark = pytest.mark.quant
+
+TASKS = ("wikitext", "hellaswag", "boolq")
+# ordered so each quantized model is built once and serves its three tasks
+CASES = [QuantCase(mode, task) for mode in ("fp32", "fake", "real") for task in TASKS]
+#: checked on the WikiText row of each model/mode (model-level claims: compression, perplexity, throughput)
+WIKITEXT_CLAIMS = ("A1.compression_ratio", "A1.ppl_ratio", "A1.gaudi2_tinyllama_compression",
+                   "A1.gaudi2_tinyllama_ppl", "A1.a100_tinyllama_compression", "A1.a100_tinyllama_ppl_delta",
+                   "A1.gaudi2_fake_tokens_per_s")
+TASK_CLAIMS = {"wikitext": WIKITEXT_CLAIMS, "hellaswag": ("A1.hellaswag_acc_drop",), "boolq": ("A1.boolq_acc_drop",)}
+
+
+class _QuantizedCache:
+    """The most recent quantized model (one at a time, to bound memory)."""
+
+    def __init__(self):
+        self.key = None
+        self.value = None
+
+    def get(self, key, build):
+        if key != self.key:
+            self.key, self.value = None, None
+            self.value = build()
+            self.key = key
+        return self.value
+
+
+@pytest.fixture(scope="module")
+def quantized_models():
+    return _QuantizedCache()
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_quantized_model_quality(benchmark, genai, genai_device, eval_model, fp32_eval_baseline, quantized_models,
+                                 case):
+    from pytest_genai.evals import data, runner, throughput
+    from pytest_genai.evals.quantized import quantize, resolve_backend, resolve_tiers
+    from pytest_genai.quant import BackendUnavailable, model_stored_bytes
+
+    session = fp32_eval_baseline
+    device = genai_device
+    if device.torch_device is None:
+        pytest.skip(f"the A1 evaluation runs through torch; {device.kind} has no torch device")
+    try:
+        source = data.data_source(case.task, session.data_dir)
+    except data.DataUnavailable as exc:
+        pytest.skip(str(exc))
+    settings = session.settings
+    threads = throughput.pin_threads(settings.threads) if device.kind == "cpu" else None
+
+    fp32 = session.fp32_model(device, eval_model)
+    tokenizer = fp32.loaded.tokenizer
+    baseline = session.baseline(device, eval_model, case.task)  # evaluated once per session, shared by all rows
+    task_data = session.task_data(case.task, eval_model, tokenizer)
+    if case.mode == "fp32":
+        model, quantized, result, tiers, backend = fp32.loaded.model, None, baseline, (), "none"
+    else:
+        tiers, backend = resolve_tiers(case, device.kind), resolve_backend(case, device.kind)
+
+        def build():
+            return quantize(session.fresh_model(device, eval_model), case, device.kind, device.synchronize)
+
+        try:
+            quantized = quantized_models.get((device.id, eval_model.name, case.mode, tiers, backend), build)
+        except BackendUnavailable as exc:
+            pytest.skip(str(exc))
+        model = quantized.model
+        result = runner.run_task(session.eval_lm(model, tokenizer, device), task_data, settings, sync=device.synchronize)
+
+    genai.start(experiment="quant", device=device, model=eval_model.name, config={
+        "mode": case.mode, "task": case.task, "precision": "/".join(tiers) or "fp32", "backend": backend,
+        "data_source": source, "n_examples": result.n_examples, "seed": session.budget.seed,
+        "limit": session.budget.examples(case.task), "wikitext_tokens": session.budget.wikitext_tokens,
+        "max_length": settings.max_length, "context": settings.context, "stride": settings.stride,
+        "batch_size": settings.batch_size, "threads": threads,
+        "throughput_batch": f"{settings.throughput_batch}x{settings.throughput_seq}",
+    })
+
+    # forward-only throughput: a fixed batch of WikiText tokens, warm-up, synchronized, median of the rounds
+    ids = session.throughput_ids(eval_model, tokenizer, settings.throughput_batch, settings.throughput_seq)
+    device.reset_peak_memory()
+    benchmark.pedantic(throughput.forward_fn(model, ids, device.torch_device, device.synchronize),
+                       rounds=settings.rounds, warmup_rounds=1, iterations=1)
+    genai.metric("tokens_per_s", throughput.tokens_per_s(ids.numel(), benchmark.stats.stats.median))
+    peak = device.peak_memory_bytes()
+    if peak is not None:
+        genai.metric("peak_memory_bytes", peak)
+    genai.metric("model_bytes", model_stored_bytes(model))
+
+    for name, value in result.metrics.items():
+        genai.metric(name, value)
+    genai.metric("n_examples", result.n_examples)
+    genai.metric("eval_input_tokens", result.input_tokens)
+    genai.metric("eval_seconds", result.seconds)
+    genai.metric("eval_tokens_per_s", result.eval_tokens_per_s)
+
+    if quantized is not None:
+        genai.metric("quantize_seconds", quantized.seconds)
+        genai.attach("plan", quantized.plan_summary)
+        genai.label("sensitivity", quantized.plan_summary.get("sensitivity", ""))
+        genai.metric("predicted_compression_ratio", quantized.plan_summary["predicted_compression_ratio"],
+                     source="modeled")
+        if quantized.report is not None:
+            report = quantized.report
+            genai.attach("compression", report)
+            genai.metric("compression_ratio", report["compression_ratio"])
+            genai.metric("compression_ratio_model", report["compression_ratio_model"])
+            genai.metric("compression_ratio_safetensors", report["compression_ratio_safetensors"])
+            genai.metric("mean_bits_per_weight", report["mean_bits_per_weight"])
+        _record_comparison(genai, case.task, result, baseline)
+        genai.check(*TASK_CLAIMS[case.task])
+
+
+def _record_comparison(genai, task, result, baseline):
+    """Quantized vs the same session's fp32 run, on the same examples."""
+    from pytest_genai.evals import metrics
+
+    if task == "wikitext":
+        genai.metric("ppl_ratio", metrics.ratio(result.metrics["perplexity"], baseline.metrics["perplexity"]))
+        genai.metric("ppl_delta", result.metrics["perplexity"] - baseline.metrics["perplexity"])
+        genai.metric("word_ppl_ratio", metrics.ratio(result.metrics["word_perplexity"],
+                                                     baseline.metrics["word_perplexity"]))
+        return
+    genai.metric("acc_drop", metrics.paired_drop(baseline.per_example, result.per_example))
+    genai.metric("acc_drop_lcb95", metrics.paired_drop_lower_bound(baseline.per_example, result.per_example))
+    if "acc_norm" in result.metrics:
+        genai.metric("acc_norm_drop", baseline.metrics["acc_norm"] - result.metrics["acc_norm"])
+    pairs = list(zip(baseline.per_example, result.per_example))
+    genai.metric("flips_to_wrong", sum(1 for b, q in pairs if b > q))
+    genai.metric("flips_to_right", sum(1 for b, q in pairs if b < q))
