@@ -32,7 +32,6 @@ pytestmark = [pytest.mark.quant, pytest.mark.cpu]
 
 SCALES = {"tiny": dict(layers=1, vocab=2048), "small": dict(layers=4, vocab=32000), "full": dict(layers=22, vocab=32000)}
 ROUNDS = {"tiny": 3, "small": 2, "full": 1}
-MAX_PEAK_GROWTH = 1.3  # issue 3: peak RSS growth under 1.3x of the fp32 model size
 THREADS = 1
 
 
@@ -146,13 +145,7 @@ def test_quantizer_speed_and_memory_vs_torchao_and_inc(benchmark, genai, cpu, qb
     genai.attach("compression", report)
     genai.attach("quantize_seconds_rounds", seconds)
     genai.attach("memory", {q: dataclasses.asdict(m) for q, m in memory.items()})
-    genai.check("A1.compression_ratio")
-
-    # dense storage: the measured ratio is the plan's prediction (issue 3: within 0.1%)
-    assert report["compression_ratio_prediction_error"] <= 1e-3, report
-    slower = [q for q in ("torchao", "inc") if med["pytest-genai"] > med[q]]
-    assert not slower, (f"pytest-genai analyze+plan+quantize took {med['pytest-genai']:.3f}s (median), slower than "
-                        + ", ".join(f"{q} {med[q]:.3f}s" for q in slower))
-    growth = memory["pytest-genai"].peak_rss_growth_ratio
-    assert growth < MAX_PEAK_GROWTH, (f"peak RSS grew to {growth:.3f}x the fp32 model "
-                                      f"({memory['pytest-genai'].model_fp32_bytes} B); target < {MAX_PEAK_GROWTH}")
+    # The paper's range, then the issue's targets (claims data: A1.target.*): measured == predicted ratio (dense
+    # storage, 0.1%), no slower than torchao or INC, peak RSS growth under 1.3x the fp32 model.
+    genai.check("A1.compression_ratio", "A1.target.measured_equals_predicted", "A1.target.quantize_vs_torchao",
+                "A1.target.quantize_vs_inc", "A1.target.peak_rss_growth")
