@@ -5,8 +5,9 @@ copied from each model's ``config.json`` on the Hugging Face Hub (sources below)
 weight values, so the benchmarks build these models from config with random weights and say so in their ids.
 
 Scaled variants keep each family's proportions (GQA ratio, FFN ratio, head size where it fits) and shrink
-layers, width and vocabulary so that the same code runs on two CPU cores in seconds (``tiny``) or exercises
-the memory planner with model states that dominate a process's memory (``small``).
+layers, width and vocabulary so that the same code runs on two CPU cores in seconds (``tiny``; four layers, so
+that sharding's per-layer collectives show, as they do at full size) or exercises the memory planner with model
+states that dominate a process's memory (``small``).
 
 Everything here is pure Python: no torch import.
 """
@@ -168,7 +169,7 @@ class Scale:
 
 
 SCALES: dict[str, Scale | None] = {
-    "tiny": Scale("tiny", num_layers=2, hidden=64, head_dim=16, vocab=1024, max_positions=512),
+    "tiny": Scale("tiny", num_layers=4, hidden=64, head_dim=16, vocab=1024, max_positions=512),
     "small": Scale("small", num_layers=4, hidden=512, head_dim=64, vocab=32768, max_positions=2048),
     "full": None,
 }

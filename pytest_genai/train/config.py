@@ -134,7 +134,7 @@ def from_json(data: dict[str, Any]) -> ThroughputConfig | WikitextConfig:
 #: seconds; ``small`` makes model states dominate memory; ``full`` is the paper's sizes on accelerators
 #: (bf16 autocast).
 SCALE_SETTINGS = {
-    "tiny": (2, 128, 8, 3, "fp32"),
+    "tiny": (2, 128, 15, 3, "fp32"),
     "small": (2, 256, 6, 2, "fp32"),
     "full": (1, 2048, 10, 3, "amp"),
 }

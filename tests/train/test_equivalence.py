@@ -38,17 +38,16 @@ def _single_process_losses(cfg: ThroughputConfig, world: int) -> list[float]:
 
 @pytest.fixture(scope="module")
 def reference():
-    cfg = ThroughputConfig(model="llama-3.1-8b", steps=STEPS, warmup=2, micro_batch=2, seq_len=32, lr=1e-2)
-    return cfg, _single_process_losses(cfg, WORLD)
+    cfg = ThroughputConfig(model="llama-3.1-8b", steps=STEPS, warmup=2, micro_batch=2, seq_len=32, lr=3e-3)
+    return cfg, _single_process_losses(cfg, WORLD), _single_process_losses(cfg, 1)
 
 
 @pytest.mark.parametrize("strategy", ["ddp", "fsdp", "zero3"])
 def test_distributed_matches_single_process(tmp_path, reference, strategy):
-    base, expected = reference
+    base, expected, rank0_only = reference
     cfg = dataclasses.replace(base, strategy=strategy)
     result, _ = launch_config(cfg, "cpu", LaunchSpec(nproc=WORLD, timeout_s=180), tmp_path)
     assert result["world_size"] == WORLD
-    # the model moves enough at this learning rate that a frozen model or a rank stepping on its own gradients
-    # would leave the tolerance below
-    assert abs(expected[-1] - expected[0]) > 0.01
+    # the test can fail: training on rank 0's micro-batch alone gives a trajectory far outside the tolerance
+    assert max(abs(a - b) for a, b in zip(expected, rank0_only)) > 0.01
     assert result["losses"] == pytest.approx(expected, rel=1e-4, abs=1e-5)

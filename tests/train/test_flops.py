@@ -8,12 +8,12 @@ from pytest_genai.train.flops import counted_training_flops, training_flops_per_
 
 
 def test_hand_computed_tiny_llama():
-    arch = get_arch("llama-3.1-8b", "tiny")  # L=2, H=64, q=64, kv=16, F=224, V=1024
+    arch = get_arch("llama-3.1-8b", "tiny")  # L=4, H=64, q=64, kv=16, F=224, V=1024
     layer = 64 * (64 + 2 * 16) + 64 * 64 + 3 * 64 * 224  # q,k,v + o + gate/up/down
-    n_matmul = 2 * layer + 1024 * 64  # + LM head
+    n_matmul = 4 * layer + 1024 * 64  # + LM head
     assert arch.matmul_params() == n_matmul
-    assert training_flops_per_token(arch, 128) == 6 * n_matmul + 12 * 2 * 128 * 64
-    assert training_flops_per_step(arch, 128, 4) == 4 * 128 * (6 * n_matmul + 12 * 2 * 128 * 64)
+    assert training_flops_per_token(arch, 128) == 6 * n_matmul + 12 * 4 * 128 * 64
+    assert training_flops_per_step(arch, 128, 4) == 4 * 128 * (6 * n_matmul + 12 * 4 * 128 * 64)
 
 
 @pytest.mark.parametrize("name", sorted(PAPER_ARCHS))

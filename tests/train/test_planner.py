@@ -36,9 +36,9 @@ def test_sharding_divides_what_each_stage_shards():
 
 
 def test_lora_trains_only_adapters():
-    arch = get_arch("llama-3.1-8b", "tiny")  # H=64, q=64, kv=16, L=2
+    arch = get_arch("llama-3.1-8b", "tiny")  # H=64, q=64, kv=16, L=4
     per_layer = (64 + 64) + 2 * (64 + 16) + (64 + 64)  # q, k, v, o: r * (in + out)
-    assert lora_params(arch, 8) == 2 * 8 * per_layer
+    assert lora_params(arch, 8) == 4 * 8 * per_layer
     e = estimate(Workload(arch, world=1, precision="mixed", method="lora", lora_rank=8), "ddp")
     trainable = lora_params(arch, 8)
     assert e.grads == 2 * trainable and e.optimizer == 12 * trainable
@@ -46,10 +46,10 @@ def test_lora_trains_only_adapters():
 
 
 def test_activation_example_by_hand():
-    arch = get_arch("llama-3.1-8b", "tiny")  # H=64, F=224, q=64, kv=16, heads=4, V=1024
+    arch = get_arch("llama-3.1-8b", "tiny")  # L=4, H=64, F=224, q=64, kv=16, heads=4, V=1024
     per_layer_sdpa = (2 * (2 * 64 + 1) + 2 * 64 + 4 * 224 + 64 + 64 + 2 * 16) * 4 + 4 * 4
     head = (2 * 64 + 1 + 64) * 4 + 1024 * 4
-    assert saved_activation_bytes_per_token(arch, 128, "sdpa", 4) == 2 * per_layer_sdpa + head
+    assert saved_activation_bytes_per_token(arch, 128, "sdpa", 4) == 4 * per_layer_sdpa + head
 
 
 def _saved_bytes(model, ids):
