@@ -81,14 +81,6 @@ def _skip_unless_node0(summary, launch_spec) -> None:
         pytest.skip(f"node {launch_spec.node_rank} of {launch_spec.nnodes} took part in the job; node 0 records it")
 
 
-def _cpu_probe_threads(spec) -> int | None:
-    """Threads the session's CPU peak was measured with (the spec's source says "..., N threads)")."""
-    import re
-
-    match = re.search(r"(\d+) threads", spec.source or "")
-    return int(match.group(1)) if match else None
-
-
 def _capacity_per_rank(device, nproc: int) -> int | None:
     """Memory one rank may use: the device's capacity (the CPU's RAM is shared by the node's ranks)."""
     spec = device.spec
@@ -151,7 +143,7 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
     peak = genai_device.spec.peak_tflops(dtype) if genai_device.spec else None
     if peak and kind == "cpu":
         # the CPU's peak was measured with some number of threads; the job used ranks x threads per rank
-        probe_threads = _cpu_probe_threads(genai_device.spec)
+        probe_threads = genai_device.spec.threads
         used = launch_spec.nproc * int(summary.extra.get("threads", 1))
         if probe_threads:
             genai.metric("mfu", metrics.mfu(achieved, peak / probe_threads, used))

@@ -66,5 +66,6 @@ def measure_cpu_spec(matmul_n: int = 1536, copy_mib: int = 128, repeats: int = 8
         mem_capacity_gb=mem_gb,
         compute_units=os.cpu_count(),
         compute_unit_name="core",
+        threads=threads,
         unknown=("tf32", "fp16", "bf16", "fp8", "onchip_mem_mb"),
     )

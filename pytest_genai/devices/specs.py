@@ -31,6 +31,7 @@ class DeviceSpec:
     onchip_mem_mb: float | None = None
     compute_units: int | None = None
     compute_unit_name: str | None = None
+    threads: int | None = None  # for a measured CPU spec: the threads the peaks were measured with
     unknown: tuple[str, ...] = ()
     unsupported: tuple[str, ...] = ()
 
