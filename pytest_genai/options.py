@@ -41,6 +41,14 @@ def parse_bytes(text: str) -> int:
     return int(float(match.group(1)) * _BYTE_UNITS[unit])
 
 
+def parse_path(text: str) -> str:
+    """A folder or file path, made absolute against the directory pytest was started in (so distributed workers,
+    which run elsewhere, see the same file)."""
+    if not str(text).strip():
+        raise ValueError("an empty path; give a folder or file")
+    return os.path.abspath(os.path.expanduser(str(text)))
+
+
 def parse_positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -65,18 +73,18 @@ def parse_positive_float(text: str) -> float:
 SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | None, Any]] = {
     "devices": ("--genai-devices", "GENAI_DEVICES", "genai_devices", parse_devices, KINDS),
     "claims": ("--genai-claims", "GENAI_CLAIMS", "genai_claims", parse_claims_mode, "enforce"),
-    "data_dir": ("--genai-data-dir", "GENAI_DATA_DIR", "genai_data_dir", None, None),
+    "data_dir": ("--genai-data-dir", "GENAI_DATA_DIR", "genai_data_dir", parse_path, None),
     "model": ("--genai-model", "GENAI_MODEL", "genai_model", None, None),
     "limit": ("--genai-limit", "GENAI_LIMIT", "genai_limit", parse_positive_int, None),
-    "plots": ("--genai-plots", None, None, None, None),
+    "plots": ("--genai-plots", None, None, parse_path, None),
     "nproc": ("--genai-nproc", "GENAI_NPROC", None, parse_positive_int, 2),
     "nnodes": ("--genai-nnodes", "GENAI_NNODES", None, parse_positive_int, 1),
     "rdzv_endpoint": ("--genai-rdzv-endpoint", "GENAI_RDZV_ENDPOINT", None, None, None),
     "scale": ("--genai-scale", "GENAI_SCALE", "genai_scale", None, "tiny"),
     "memory_budget": ("--genai-memory-budget", "GENAI_MEMORY_BUDGET", None, parse_bytes, None),
     "timeout": ("--genai-timeout", "GENAI_TIMEOUT", "genai_timeout", parse_positive_float, 300.0),
-    "dabench_profiles": ("--genai-dabench-profiles", "GENAI_DABENCH_PROFILES", None, None, None),
-    "baseline": ("--genai-baseline", None, None, None, None),
+    "dabench_profiles": ("--genai-dabench-profiles", "GENAI_DABENCH_PROFILES", None, parse_path, None),
+    "baseline": ("--genai-baseline", None, None, parse_path, None),
     "max_regression": ("--genai-max-regression", None, None, None, None),
 }
 
