@@ -93,7 +93,7 @@ def test_hellaswag_accuracy_and_speed_vs_lm_eval(benchmark, genai, genai_device,
     threads = throughput.pin_threads(settings.threads) if device.kind == "cpu" else None
     fp32 = session.fp32_model(device, eval_model)
     model, tokenizer = fp32.loaded.model, fp32.loaded.tokenizer
-    items = session.task_data("hellaswag", eval_model, tokenizer).examples
+    items = session.task_data("hellaswag", eval_model, tokenizer).examples[: settings.compare_examples]
     lm = session.eval_lm(model, tokenizer, device)
 
     genai.start(experiment="quant", device=device, model=eval_model.name, config={

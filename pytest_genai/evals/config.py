@@ -48,7 +48,8 @@ class EvalSettings:
     """How the model is run: rolling-window length (``max_length``, lm-eval's window for word perplexity), the
     sliding-window ``context`` and ``stride`` of the token perplexity, batch size, CPU threads (None: every core
     this process may use), and the forward-only throughput measurement (a ``throughput_batch`` x
-    ``throughput_seq`` batch of WikiText tokens, timed over ``rounds`` after one warm-up)."""
+    ``throughput_seq`` batch of WikiText tokens, timed over ``rounds`` after one warm-up). ``compare_examples``:
+    HellaSwag examples (of the selected ones) scored by both this suite and lm-eval in the side-by-side benchmark."""
 
     max_length: int = 2048
     context: int = 2048
@@ -58,9 +59,11 @@ class EvalSettings:
     throughput_batch: int = 8
     throughput_seq: int = 2048
     rounds: int = 5
+    compare_examples: int = 1000
 
     def __post_init__(self) -> None:
-        for name in ("max_length", "context", "stride", "batch_size", "throughput_batch", "throughput_seq", "rounds"):
+        for name in ("max_length", "context", "stride", "batch_size", "throughput_batch", "throughput_seq", "rounds",
+                     "compare_examples"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"EvalSettings.{name} must be a positive integer, got {value!r}")
@@ -82,10 +85,10 @@ class EvalSettings:
 PRESETS: dict[str, tuple[EvalBudget, EvalSettings]] = {
     "tiny": (EvalBudget(wikitext_tokens=2048, hellaswag=40, boolq=40),
              EvalSettings(max_length=512, context=512, stride=512, batch_size=4, throughput_batch=1,
-                          throughput_seq=256, rounds=3)),
+                          throughput_seq=256, rounds=2, compare_examples=16)),
     "small": (EvalBudget(wikitext_tokens=32768, hellaswag=1000, boolq=1000),
               EvalSettings(max_length=1024, context=1024, stride=512, batch_size=8, throughput_batch=4,
-                           throughput_seq=1024)),
+                           throughput_seq=1024, compare_examples=200)),
     "full": (EvalBudget(), EvalSettings(max_length=2048, context=2048, stride=512, batch_size=8)),
 }
 

@@ -8,10 +8,9 @@ from typing import Any
 
 MODES = ("fp32", "fake", "real")
 
-#: Real-mode backend per device kind. On the CPU torchao's int8 weight-only kernels keep evaluation at fp32 speed
-#: (the native int8 path, ``torch._weight_int8pack_mm``, is ~20x slower on prefill-sized inputs here); on Gaudi the
-#: paper used Intel Neural Compressor for FP8. Formats a backend does not handle are quantized natively.
-REAL_BACKENDS = {"cpu": "torchao", "cuda": "native", "hpu": "inc"}
+#: Real-mode backend per device kind: the suite's own codecs (the same quantizer as fake mode) except on Gaudi, where
+#: the paper used Intel Neural Compressor for FP8. Formats a backend does not handle are quantized natively.
+REAL_BACKENDS = {"cpu": "native", "cuda": "native", "hpu": "inc"}
 
 
 @dataclasses.dataclass(frozen=True)

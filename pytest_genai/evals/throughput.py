@@ -17,10 +17,12 @@ def available_cores() -> int:
 
 
 def pin_threads(threads: int | None) -> int:
-    """Fix torch's intra-op CPU threads (default: the cores this process may run on); returns the number set."""
+    """Fix torch's intra-op CPU threads; returns the number set. Default: ``OMP_NUM_THREADS`` when set (so a shared
+    machine's limit is respected), else the cores this process may run on."""
     import torch
 
-    n = threads or available_cores()
+    env = os.environ.get("OMP_NUM_THREADS", "")
+    n = threads or (int(env) if env.isdigit() and int(env) > 0 else available_cores())
     torch.set_num_threads(n)
     return n
 

@@ -23,8 +23,9 @@ def test_case_ids():
 def test_device_defaults():
     assert resolve_tiers(QuantCase("fake", "wikitext"), "cpu") == ("bf16", "int8")
     assert resolve_tiers(QuantCase("fake", "wikitext"), "hpu") == ("bf16", "fp8_e4m3")
-    assert resolve_backend(QuantCase("real", "wikitext"), "cpu") == "torchao"
-    assert resolve_backend(QuantCase("real", "wikitext", backend="native"), "cpu") == "native"
+    assert resolve_backend(QuantCase("real", "wikitext"), "cpu") == "native"
+    assert resolve_backend(QuantCase("real", "wikitext"), "hpu") == "inc"
+    assert resolve_backend(QuantCase("real", "wikitext", backend="torchao"), "cpu") == "torchao"
     assert resolve_backend(QuantCase("fake", "wikitext"), "cpu") == "native"
 
 
