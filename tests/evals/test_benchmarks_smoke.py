@@ -1,0 +1,67 @@
+"""The A1 benchmarks end to end in miniature: the real benchmark files, run by pytester on a tiny config-built model
+saved to a folder (``--genai-model``) and a few records in the shared-data layout (``--genai-data-dir``)."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .conftest import byte_tokenizer, tiny_llama
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+WIKI = (" = First Page = \n The first page has a few lines of text , with @-@ tokens . \n = = Part = = \n"
+        " More words follow here , and then some more ( as usual ) . \n = Second Page = \n"
+        " The second page is short but long enough to fill a small throughput batch of byte tokens . \n") * 2
+HS = [{"idx": i, "activity_label": "Cooking", "ctx": f"A man cuts onion {i}. he", "label": i % 4,
+       "endings": ["fries them.", "sings.", "cries a lot.", "leaves the kitchen."]} for i in range(3)]
+BQ = [{"question": f"is it true {i}", "passage": f"Title -- Passage number {i}.", "idx": i,
+       "label": "true" if i % 2 else "false"} for i in range(3)]
+
+
+@pytest.fixture
+def setup(tmp_path):
+    model_dir = tmp_path / "tiny-llama"
+    tiny_llama().save_pretrained(model_dir, safe_serialization=True)
+    byte_tokenizer().save_pretrained(model_dir)
+    data = tmp_path / "data"
+    (data / "wikitext-2-raw-v1").mkdir(parents=True)
+    (data / "wikitext-2-raw-v1" / "test.raw").write_bytes(WIKI.replace("\n", "\r\n").encode())
+    for folder, rows in (("hellaswag", HS), ("boolq", BQ)):
+        (data / folder).mkdir()
+        (data / folder / "validation.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return model_dir, data
+
+
+def test_quantization_and_lm_eval_benchmarks_run_and_record_the_contract(pytester, setup):
+    pytest.importorskip("pytest_benchmark")
+    model_dir, data = setup
+    for name in ("conftest.py", "test_quantization.py", "test_eval_vs_lmeval.py"):
+        shutil.copy(BENCHMARKS / name, pytester.path / name)
+    out = pytester.path / "out.json"
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-m", "quant and cpu", "--genai-devices", "cpu", "--genai-model", str(model_dir),
+        "--genai-data-dir", str(data), "--genai-claims", "report", "--benchmark-json", str(out),
+        "test_quantization.py", "test_eval_vs_lmeval.py")
+    import importlib.util
+
+    has_lm_eval = importlib.util.find_spec("lm_eval") is not None
+    result.assert_outcomes(passed=11 if has_lm_eval else 9, skipped=0 if has_lm_eval else 2)
+    rows = {b["name"]: b["extra_info"]["genai"] for b in json.loads(out.read_text())["benchmarks"]}
+    real = rows["test_quantized_model_quality[tiny-llama-cpu-real-wikitext]"]
+    assert real["experiment"] == "quant" and real["model"] == "tiny-llama"
+    assert real["config"]["mode"] == "real" and real["config"]["precision"] == "bf16/int8"
+    for metric in ("perplexity", "word_perplexity", "bits_per_byte", "compression_ratio", "mean_bits_per_weight",
+                   "tokens_per_s", "ppl_ratio", "model_bytes"):
+        assert metric in real["metrics"], metric
+    assert real["metric_sources"]["compression_ratio"] == "measured"
+    assert real["metric_sources"]["predicted_compression_ratio"] == "modeled"
+    assert {c["id"] for c in real["claims"]} >= {"A1.compression_ratio", "A1.ppl_ratio"}
+    assert "plan" in real["attachments"]
+    fake = rows["test_quantized_model_quality[tiny-llama-cpu-fake-hellaswag]"]
+    assert {"acc", "acc_norm", "acc_drop", "acc_drop_lcb95"} <= set(fake["metrics"])
+    assert "compression_ratio" not in fake["metrics"]  # nothing is stored in low precision in fake mode
+    fp32 = rows["test_quantized_model_quality[tiny-llama-cpu-fp32-boolq]"]
+    assert fp32["claims"] == [] and fp32["metrics"]["n_examples"] == 3
+    if has_lm_eval:
+        compare = rows["test_wikitext_word_perplexity_and_speed_vs_lm_eval[tiny-llama-cpu]"]
+        assert compare["metrics"]["word_ppl_rel_diff"] <= 1e-3
