@@ -40,6 +40,7 @@ def test_wikitext_word_perplexity_and_speed_vs_lm_eval(benchmark, genai, genai_d
         "seed": session.budget.seed, "wikitext_tokens": session.budget.wikitext_tokens,
         "max_length": settings.max_length, "batch_size": settings.batch_size, "threads": threads,
     })
+    genai.label("data", data.source_note("wikitext", source))
 
     ours_runs = []
 
@@ -101,6 +102,7 @@ def test_hellaswag_accuracy_and_speed_vs_lm_eval(benchmark, genai, genai_device,
         "seed": session.budget.seed, "max_length": settings.max_length, "batch_size": settings.batch_size,
         "threads": threads,
     })
+    genai.label("data", data.source_note("hellaswag", source))
     ours_runs = []
 
     def ours():

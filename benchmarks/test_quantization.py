@@ -93,6 +93,8 @@ def test_quantized_model_quality(benchmark, genai, genai_device, eval_model, fp3
         "throughput_batch": f"{settings.throughput_batch}x{settings.throughput_seq}",
     })
 
+    genai.label("data", data.source_note(case.task, source))
+
     # forward-only throughput: a fixed batch of WikiText tokens, warm-up, synchronized, median of the rounds
     ids = session.throughput_ids(eval_model, tokenizer, settings.throughput_batch, settings.throughput_seq)
     device.reset_peak_memory()

@@ -385,6 +385,23 @@ def data_source(task: str, data_dir: str | os.PathLike[str] | None) -> str:
     return str(path) if path is not None else f"hub:{HUB_DATASETS[task][0]}"
 
 
+#: How the offline copies differ from what lm-eval reads, recorded next to the numbers computed from them.
+SHARED_COPY_NOTES = {
+    "wikitext": "offline copy: CRLF line endings and no blank lines (not the canonical byte sequence); 62 pages for "
+                "60 articles; perplexities differ slightly from published lm-eval numbers",
+    "hellaswag": "offline copy: ctx combined and tag-cleaned upstream (ctx_b not capitalized, llama.cpp cleanup), "
+                 "not lm-eval's preprocessing of ctx_a/ctx_b; accuracies differ slightly from lm-eval's hellaswag",
+    "boolq": "offline copy: SuperGLUE layout with string labels (mapped true -> yes, false -> no); same text as lm-eval",
+}
+
+
+def source_note(task: str, source: str) -> str:
+    """What to know about ``task``'s numbers given where the data came from (``data_source``)."""
+    if source.startswith("hub:"):
+        return f"{source}: read as lm-eval reads it"
+    return SHARED_COPY_NOTES[task]
+
+
 def _data_path(task: str, data_dir: str | os.PathLike[str] | None) -> Path | None:
     """The file in ``data_dir`` for ``task``; None when the hub cache has it; else :class:`DataUnavailable`."""
     if data_dir:

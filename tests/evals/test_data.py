@@ -180,3 +180,9 @@ def test_slice_wikitext_stays_within_the_token_cap(max_tokens, seed):
 def test_slice_wikitext_without_cap_keeps_original_order():
     s = data.slice_wikitext(_corpus(), pages=3, max_tokens=None, seed=0, count_tokens=_words)
     assert list(s.page_indices) == sorted(s.page_indices) and len(s.pages) == 3 and not s.truncated
+
+
+def test_numbers_from_the_offline_copies_carry_a_note():
+    assert "blank lines" in data.source_note("wikitext", "/x/wikitext-2-raw-v1/test.raw")
+    assert "capitalized" in data.source_note("hellaswag", "/x/hellaswag/validation.jsonl")
+    assert data.source_note("boolq", "hub:aps/super_glue").startswith("hub:aps/super_glue")
