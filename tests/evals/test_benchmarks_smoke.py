@@ -32,7 +32,9 @@ def setup(tmp_path):
     return model_dir, data
 
 
-def test_quantization_and_lm_eval_benchmarks_run_and_record_the_contract(pytester, setup):
+def test_quantization_and_lm_eval_benchmarks_run_and_record_the_contract(setup, pytester):
+    # `setup` before `pytester`: pytester snapshots sys.modules when it starts and restores it at teardown, and the
+    # transformers/torch modules that building and saving the model imports cannot be imported a second time.
     pytest.importorskip("pytest_benchmark")
     model_dir, data = setup
     for name in ("conftest.py", "test_quantization.py", "test_eval_vs_lmeval.py"):
