@@ -95,6 +95,12 @@ def torchrun_command(spec: LaunchSpec, log_dir: Path, worker: Sequence[str], run
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={spec.nproc}"]
     if spec.nnodes == 1 and spec.rdzv_endpoint is None:
         cmd.append("--standalone")
+    elif spec.node_rank is not None:
+        # A known node rank (e.g. Slurm's): static rendezvous, so node 0 hosts global rank 0, which writes the
+        # result. (c10d assigns group ranks in arrival order and ignores --node-rank.)
+        host, _, port = spec.rdzv_endpoint.rpartition(":")
+        cmd += [f"--nnodes={spec.nnodes}", f"--node-rank={spec.node_rank}", f"--master-addr={host}",
+                f"--master-port={port}"]
     else:
         cmd += [
             f"--nnodes={spec.nnodes}",
@@ -102,8 +108,6 @@ def torchrun_command(spec: LaunchSpec, log_dir: Path, worker: Sequence[str], run
             f"--rdzv-endpoint={spec.rdzv_endpoint}",
             f"--rdzv-id={spec.rdzv_id or run_id}",
         ]
-        if spec.node_rank is not None:
-            cmd.append(f"--node-rank={spec.node_rank}")
     cmd += ["--max-restarts=0", "--monitor-interval=0.5", f"--log-dir={log_dir}", "--redirects=3", "--role=genai"]
     return cmd + list(worker)
 

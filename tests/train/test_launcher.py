@@ -91,7 +91,10 @@ def test_commands_single_and_multi_node(tmp_path):
     multi = torchrun_command(LaunchSpec(nproc=8, nnodes=2, rdzv_endpoint="node1:29500", node_rank=1), tmp_path,
                              ["w.py"], "run1")
     assert "--standalone" not in multi
-    assert {"--nnodes=2", "--rdzv-backend=c10d", "--rdzv-endpoint=node1:29500", "--node-rank=1", "--rdzv-id=run1"} <= set(multi)
+    # a known node rank: static rendezvous, so node 0 hosts global rank 0 (c10d would assign ranks by arrival)
+    assert {"--nnodes=2", "--node-rank=1", "--master-addr=node1", "--master-port=29500"} <= set(multi)
+    elastic = torchrun_command(LaunchSpec(nproc=8, nnodes=2, rdzv_endpoint="node1:29500"), tmp_path, ["w.py"], "run1")
+    assert {"--nnodes=2", "--rdzv-backend=c10d", "--rdzv-endpoint=node1:29500", "--rdzv-id=run1"} <= set(elastic)
 
 
 def test_slurm_environment_gives_node_rank_and_job_id():
@@ -111,7 +114,7 @@ def test_bad_spec_names_the_option(kwargs, message):
 
 
 def test_two_nodes_rendezvous_and_node0_holds_the_result(tmp_path):
-    """Two launches on this machine play two nodes of one job (c10d rendezvous on a local port)."""
+    """Two launches on this machine play two nodes of one job (static rendezvous on a local port)."""
     import socket
     from concurrent.futures import ThreadPoolExecutor
 
