@@ -28,7 +28,7 @@ _HELP = {
     "nproc": "processes per node for distributed benchmarks (torchrun --nproc-per-node)",
     "nnodes": "nodes for distributed benchmarks (torchrun --nnodes)",
     "rdzv_endpoint": "rendezvous endpoint host:port for multi-node distributed benchmarks",
-    "scale": "model scale for fine-tuning benchmarks: tiny (CPU seconds), small, or full (the paper's sizes)",
+    "scale": "workload scale for every benchmark: tiny (default; CPU minutes: e.g. a 2,048-token WikiText slice and 40 HellaSwag/BoolQ examples, 4-layer fine-tune models), small (32K tokens, 1,000 examples each), or full (all data, the paper's model sizes)",
     "memory_budget": "memory budget for capacity searches on the CPU, e.g. 2GiB",
     "timeout": "seconds before a distributed worker is declared hung and killed",
     "dabench_profiles": "folder of vendor profiling outputs (<kind>/<config id>/<file>) for the WSE/RDU/IPU Level-1 readers",
