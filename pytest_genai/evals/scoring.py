@@ -234,7 +234,11 @@ def _score_batched(model: Any, requests: Sequence[Window], *, max_length: int, b
             calls += 1
             for row, i in enumerate(batch):
                 cols = sorted(needed[i])
-                sel = logits[row, [column[p] for p in cols]].float()
+                idx = [column[p] for p in cols]
+                if idx == list(range(idx[0], idx[0] + len(idx))):
+                    sel = logits[row, idx[0]: idx[0] + len(idx)].float()  # a view: no copy of the vocab-wide rows
+                else:
+                    sel = logits[row, idx].float()
                 row_lse = torch.logsumexp(sel, dim=-1).tolist()
                 row_arg = sel.argmax(dim=-1).tolist()
                 pairs = [(c, p, t) for c, p in enumerate(cols) for t in sorted(wanted_targets[i][p])]
