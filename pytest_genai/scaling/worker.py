@@ -5,26 +5,17 @@
 Each rank pins one CPU thread (CPU runs give every rank one core), joins the process group (gloo on the CPU, NCCL on
 CUDA), runs each config's measurement (:mod:`.strategies`) or equivalence check (:mod:`.checks`), and sends its
 per-rank dict to rank 0, which writes ``{"task", "world_size", "results": [[rank 0, rank 1, ...], ...]}`` to
-``$PYTEST_GENAI_RESULT`` atomically. Every rank then leaves with ``os._exit(0)`` right after
-``destroy_process_group()`` (torch 2.13 + gloo sometimes aborts a rank at a normal interpreter exit; see the train
-launcher's notes); the result is written before.
+``$PYTEST_GENAI_RESULT`` atomically; every rank leaves through :func:`pytest_genai.train.rank.finish`.
 """
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import Any
 
+from pytest_genai.train.rank import finish, rank_env
+
 TASKS = ("measure", "check")
-
-
-def rank_env() -> dict[str, int]:
-    try:
-        return {k.lower(): int(os.environ[k]) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
-    except KeyError as exc:
-        raise RuntimeError(f"{exc.args[0]} is not set: run this module under torchrun "
-                           "(pytest_genai.scaling.run.run_parallel)") from None
 
 
 def _context(kind: str, env: dict[str, int]) -> Any:
@@ -76,21 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) != 1:
         print("usage: torchrun ... -m pytest_genai.scaling.worker JOB.json", file=sys.stderr)
         return 2
-    import torch.distributed as dist
-
-    from pytest_genai.atomic import write_json_atomic
-
-    env = rank_env()
+    env = rank_env("pytest_genai.scaling.worker")
     with open(argv[0], encoding="utf-8") as fh:
         job = json.load(fh)
-    result = run_job(job, env)
-    if result is not None:
-        write_json_atomic(os.environ["PYTEST_GENAI_RESULT"], result)
-    dist.barrier()
-    dist.destroy_process_group()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    finish(run_job(job, env))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ This module was written against optimum-habana's documented API and has not run 
 
 from __future__ import annotations
 
-import os
 import tempfile
 import time
 from typing import Any
@@ -85,7 +84,7 @@ def run_gaudi(cfg: ThroughputConfig | WikitextConfig, env: dict[str, int]) -> in
 
     from pytest_genai.train.archs import get_arch
     from pytest_genai.train.build import build_model
-    from pytest_genai.atomic import write_json_atomic
+    from pytest_genai.train.rank import finish
     from pytest_genai.train.worker import SCHEMA, synthetic_batch
 
     adapt_transformers_to_gaudi()
@@ -138,11 +137,7 @@ def run_gaudi(cfg: ThroughputConfig | WikitextConfig, env: dict[str, int]) -> in
     }
     gathered: list[Any] = [None] * env["world_size"]
     dist.all_gather_object(gathered, local)
-    if env["rank"] == 0:
-        write_json_atomic(os.environ["PYTEST_GENAI_RESULT"], {
-            "schema": SCHEMA, "config": cfg.to_json(), "device": "hpu", "world_size": env["world_size"],
-            "losses": clock.losses, "ranks": gathered,
-        })
-    dist.barrier()
-    dist.destroy_process_group()
-    os._exit(0)
+    finish({
+        "schema": SCHEMA, "config": cfg.to_json(), "device": "hpu", "world_size": env["world_size"],
+        "losses": clock.losses, "ranks": gathered,
+    } if env["rank"] == 0 else None)

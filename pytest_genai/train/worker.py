@@ -1,10 +1,8 @@
 """What every rank runs: ``torchrun ... -m pytest_genai.train.worker CONFIG.json``.
 
 Each rank pins its CPU threads, joins the process group, trains, and reports per-rank measurements; rank 0
-gathers them and writes the job's result JSON (atomically) to ``$PYTEST_GENAI_RESULT``. Then every rank
-leaves with ``os._exit(0)`` right after ``destroy_process_group()``: with torch 2.13 + gloo, a normal
-interpreter exit sometimes aborts a rank after all its work (``terminate called without an active
-exception``); the result is already written by then.
+gathers them and writes the job's result JSON; every rank then leaves through
+:func:`pytest_genai.train.rank.finish` (atomic result file, ``os._exit(0)`` after ``destroy_process_group()``).
 
 Per rank: each step is timed between device synchronizations, batches are made before the clock starts.
 Peak memory is the allocator's peak on CUDA; on the CPU it is the peak of live tensor bytes
@@ -22,19 +20,11 @@ import time
 from typing import Any
 
 from pytest_genai.train.config import ThroughputConfig, WikitextConfig, from_json
-from pytest_genai.atomic import write_json_atomic
+from pytest_genai.train.rank import finish, rank_env
 from pytest_genai.train.memtrack import live_tensor_bytes
 
 SCHEMA = "pytest-genai-train/1"
 MEMORY_PROBE_STEPS = 2
-
-
-def rank_env() -> dict[str, int]:
-    """RANK, LOCAL_RANK, WORLD_SIZE and LOCAL_WORLD_SIZE as set by torchrun."""
-    try:
-        return {k.lower(): int(os.environ[k]) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")}
-    except KeyError as exc:
-        raise RuntimeError(f"{exc.args[0]} is not set: run this module under torchrun (pytest_genai.train.launcher)") from None
 
 
 def current_rss_bytes() -> int:
@@ -242,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         spec = json.load(fh)
     kind = spec.get("device", "cpu")
     cfg = from_json(spec["config"])
-    env = rank_env()
+    env = rank_env("pytest_genai.train.worker")
     if kind == "hpu":
         from pytest_genai.train.gaudi import run_gaudi
 
@@ -264,12 +254,8 @@ def main(argv: list[str] | None = None) -> int:
             "losses": local["losses"],
             "ranks": [{k: v for k, v in r.items() if k != "losses"} for r in gathered],
         }
-        write_json_atomic(os.environ["PYTEST_GENAI_RESULT"], result)
-    dist.barrier()
-    dist.destroy_process_group()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+        finish(result)
+    finish(None)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,39 @@
+"""What every torchrun rank of this suite does at its start and end (the train, scaling and diffusion workers).
+
+* :func:`rank_env`: RANK, LOCAL_RANK, WORLD_SIZE and LOCAL_WORLD_SIZE as torchrun sets them, or a clear error.
+* :func:`finish`: rank 0 writes the job's result JSON atomically to ``$PYTEST_GENAI_RESULT`` (where
+  :func:`pytest_genai.train.launcher.launch` reads it); then every rank meets at a barrier, leaves the process
+  group and exits with ``os._exit(0)``. With torch 2.13 + gloo a normal interpreter exit sometimes aborts a rank
+  after all its work (``terminate called without an active exception``); the result is already written by then.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, NoReturn
+
+RANK_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
+
+
+def rank_env(module: str = "this module") -> dict[str, int]:
+    """``{"rank", "local_rank", "world_size", "local_world_size"}`` from torchrun's environment."""
+    try:
+        return {k.lower(): int(os.environ[k]) for k in RANK_VARS}
+    except KeyError as exc:
+        raise RuntimeError(f"{exc.args[0]} is not set: run {module} under torchrun "
+                           "(pytest_genai.train.launcher.launch starts it)") from None
+
+
+def finish(result: dict[str, Any] | None) -> NoReturn:
+    """Write ``result`` (rank 0 passes it, the others None), then leave the process group and exit 0."""
+    import torch.distributed as dist
+
+    from pytest_genai.atomic import write_json_atomic
+
+    if result is not None:
+        write_json_atomic(os.environ["PYTEST_GENAI_RESULT"], result)
+    dist.barrier()
+    dist.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
