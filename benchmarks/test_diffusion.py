@@ -1,9 +1,11 @@
-"""Paper A, A3: super-resolution diffusion-model training throughput per device.
+"""Paper A, A3: super-resolution diffusion-model training throughput per device, and its DDP scaling.
 
 The paper's generation-to-generation speedups (V100→A100→H100 ≈ 2x each, Gaudi→Gaudi2 4x, Gaudi2→Gaudi3 stalls)
 compare two runs: save each device's run with --benchmark-json and check them with
-`pytest-genai gate old.json new.json` (claims A3.gen.*). This test records throughput and asserts the training
-is real (the loss falls). Images are synthetic dust-like fields (see pytest_genai.diffusion.data).
+`pytest-genai gate old.json new.json` (claims A3.gen.*). The single-device test records throughput and asserts the
+training is real (the loss falls). The DDP test trains on ``--genai-nproc`` ranks (torchrun; gloo with one core
+per CPU rank, NCCL with one GPU per CUDA rank) after a one-rank baseline in the same job, and checks the scaling
+claims. Images are synthetic dust-like fields (see pytest_genai.diffusion.data).
 """
 import dataclasses
 
@@ -44,3 +46,43 @@ def test_diffusion_training_throughput(benchmark, genai, genai_device, dtype):
         genai.metric("peak_memory_bytes", memory)
     # The training is real: the noise-prediction loss falls over the run.
     assert sum(result.losses[-3:]) / 3 < 0.8 * result.losses[0], f"loss did not fall: {result.losses}"
+
+
+def test_diffusion_ddp_scaling(benchmark, genai, genai_device, genai_settings, tmp_path):
+    from pytest_genai.diffusion.ddp import run_ddp, summarize
+
+    kind = genai_device.kind
+    if kind not in ("cpu", "cuda"):
+        pytest.skip(f"the DDP run uses torch.distributed with gloo (cpu) or NCCL (cuda); {kind} is not wired here")
+    world = genai_settings["nproc"]
+    if world < 2:
+        pytest.skip("DDP scaling needs at least 2 ranks: --genai-nproc 2 (or more)")
+    if kind == "cpu":
+        from pytest_genai.evals.throughput import available_cores
+
+        if available_cores() < world:
+            pytest.skip(f"{world} CPU ranks need {world} cores (one each); this process may use {available_cores()}")
+    else:
+        import torch
+
+        if torch.cuda.device_count() < world:
+            pytest.skip(f"--genai-nproc {world} needs that many GPUs, found {torch.cuda.device_count()}")
+    cfg = SIZE_BY_KIND[kind]
+    genai.start(experiment="diffusion", device=genai_device, model="sr-unet-synthetic-dust",
+                config={**dataclasses.asdict(cfg), "strategy": "ddp", "world_size": world})
+    result = benchmark.pedantic(run_ddp, args=(cfg, world, tmp_path),
+                                kwargs=dict(device_kind=kind, timeout_s=genai_settings["timeout"]),
+                                rounds=1, iterations=1)
+    s = summarize(result)
+    genai.metric("world_size", s.world_size)
+    genai.metric("images_per_s", s.images_per_s)
+    genai.metric("baseline_images_per_s", s.baseline_images_per_s)
+    genai.metric("step_time_s", s.step_s)
+    genai.metric("baseline_step_time_s", s.baseline_step_s)
+    genai.metric("scaling_throughput_ratio", s.scaling_throughput_ratio)
+    genai.metric("scaling_efficiency", s.scaling_efficiency)
+    genai.metric("loss_start", s.losses[0])
+    genai.metric("loss_end", sum(s.losses[-3:]) / 3)
+    genai.check("A3.cpu_ddp_weak_scaling", "A3.cuda_ddp_scaling_efficiency")
+    # DDP training is real: rank 0's loss falls while the gradients are averaged over the ranks.
+    assert sum(s.losses[-3:]) / 3 < 0.8 * s.losses[0], f"loss did not fall under DDP: {s.losses}"

@@ -1,0 +1,90 @@
+"""What every rank runs: ``torchrun ... -m pytest_genai.diffusion.worker JOB.json`` (started by
+:func:`pytest_genai.diffusion.ddp.run_ddp`).
+
+``JOB.json``: ``{"device_kind": "cpu" | "cuda", "config": {DiffusionConfig fields}}``. Two phases in one job, so
+the baseline and the scaled run share processes, threads and the machine's state:
+
+1. **baseline**: rank 0 trains alone (no DDP) while the other ranks wait at a barrier;
+2. **ddp**: every rank trains its own batch (weak scaling) with ``DistributedDataParallel``, which all-reduces the
+   gradients in the backward pass, as the paper's training does.
+
+Each rank trains on its own synthetic fields (seed + rank); DDP broadcasts rank 0's weights at wrap time. CPU ranks
+use one thread each (gloo); CUDA ranks one GPU each (NCCL). Rank 0 gathers every rank's step times and losses and
+writes ``{"schema", "device_kind", "world_size", "config", "baseline": {...}, "ranks": [{...}, ...]}``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from typing import Any
+
+from pytest_genai.train.rank import finish, rank_env
+
+SCHEMA = "pytest-genai-diffusion-ddp/1"
+
+
+def _setup(kind: str, local_rank: int) -> Any:
+    import torch
+    import torch.distributed as dist
+
+    from pytest_genai.devices.device import Device
+
+    if kind == "cpu":
+        torch.set_num_threads(1)
+        backend = "gloo"
+    elif kind == "cuda":
+        torch.cuda.set_device(local_rank)
+        backend = "nccl"
+    else:
+        raise ValueError(f"device kind {kind!r} has no DDP path here; use cpu or cuda")
+    dist.init_process_group(backend)
+    return Device(kind=kind, index=local_rank if kind == "cuda" else 0, name=kind, generation=kind)
+
+
+def _summary(result: Any) -> dict[str, Any]:
+    return {"step_times_s": list(result.step_times_s), "losses": list(result.losses),
+            "images_per_step": result.images_per_step, "flops_per_step": result.flops_per_step}
+
+
+def run_job(job: dict[str, Any], env: dict[str, int]) -> dict[str, Any] | None:
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    from pytest_genai.diffusion.config import DiffusionConfig
+    from pytest_genai.diffusion.train import train_steps
+
+    kind = job.get("device_kind", "cpu")
+    cfg = DiffusionConfig(**job["config"])
+    device = _setup(kind, env["local_rank"])
+    rank_cfg = dataclasses.replace(cfg, seed=cfg.seed + env["rank"])
+
+    baseline = _summary(train_steps(cfg, device)) if env["rank"] == 0 else None
+    dist.barrier()
+
+    def wrap(model: Any) -> Any:
+        return DistributedDataParallel(model, device_ids=[env["local_rank"]] if kind == "cuda" else None)
+
+    mine = _summary(train_steps(rank_cfg, device, wrap=wrap))
+    mine["rank"] = env["rank"]
+    everyone: list[Any] = [None] * env["world_size"]
+    dist.all_gather_object(everyone, mine)
+    if env["rank"] != 0:
+        return None
+    return {"schema": SCHEMA, "device_kind": kind, "world_size": env["world_size"],
+            "config": dataclasses.asdict(cfg), "baseline": baseline, "ranks": everyone}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: torchrun ... -m pytest_genai.diffusion.worker JOB.json", file=sys.stderr)
+        return 2
+    env = rank_env("pytest_genai.diffusion.worker")
+    with open(argv[0], encoding="utf-8") as fh:
+        job = json.load(fh)
+    finish(run_job(job, env))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
