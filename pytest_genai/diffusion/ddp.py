@@ -13,11 +13,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import statistics
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_genai.diffusion.config import DiffusionConfig
+from pytest_genai.scaling.run import slowest_rank_steps
 
 WORKER = ("-m", "pytest_genai.diffusion.worker")
 
@@ -47,14 +47,6 @@ class DdpSummary:
     @property
     def scaling_efficiency(self) -> float:
         return self.scaling_throughput_ratio / self.world_size
-
-
-def slowest_rank_steps(per_rank: Sequence[Sequence[float]]) -> list[float]:
-    """Per step, the slowest rank's seconds (ranks x steps in, steps out)."""
-    lengths = {len(r) for r in per_rank}
-    if not per_rank or len(lengths) != 1 or 0 in lengths:
-        raise ValueError(f"every rank must report the same non-zero number of steps, got {sorted(lengths)}")
-    return [max(column) for column in zip(*per_rank)]
 
 
 def summarize(result: dict[str, Any]) -> DdpSummary:

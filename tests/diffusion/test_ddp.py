@@ -1,7 +1,7 @@
 import pytest
 
 from pytest_genai.diffusion import DiffusionConfig
-from pytest_genai.diffusion.ddp import run_ddp, slowest_rank_steps, summarize
+from pytest_genai.diffusion.ddp import run_ddp, summarize
 
 
 def _result(world=2, batch=8, steps=((0.10, 0.12, 0.11), (0.11, 0.10, 0.13)), base=(0.05, 0.06, 0.05)):
@@ -33,12 +33,10 @@ def test_perfect_scaling_has_efficiency_one():
     assert s.scaling_efficiency == pytest.approx(1.0)
 
 
-def test_slowest_rank_steps_needs_equal_step_counts():
-    assert slowest_rank_steps([[1, 5], [3, 2]]) == [3, 5]
+def test_ranks_with_different_step_counts_are_refused():
+    bad = _result(steps=((0.1, 0.1), (0.1,)))
     with pytest.raises(ValueError, match="same non-zero number of steps"):
-        slowest_rank_steps([[1, 2], [1]])
-    with pytest.raises(ValueError, match="same non-zero number of steps"):
-        slowest_rank_steps([])
+        summarize(bad)
 
 
 def test_summarize_rejects_foreign_or_incomplete_results():
