@@ -6,10 +6,16 @@ around the *same loaded model object* and its ``wikitext`` task functions. Recor
 their relative difference (asserted within 0.1%), both throughputs (model input tokens / median wall time of the
 whole evaluation, one warm-up round each) and the wall-time ratio, then one profiled run of ours: the matrix multiplies'
 share of the time, their achieved TFLOP/s (and fraction of the device's fp32 peak), and the modeled ceiling on any
-speedup over lm-eval for the same fp32 computation (lm-eval's time over our matmul time alone). HellaSwag: the same requests through both,
-per-example answers asserted identical, and the same throughput records.
+speedup over lm-eval for the same fp32 computation (lm-eval's time over our matmul time alone).
+
+HellaSwag and BoolQ: the same (context, " " + choice) requests through both, per-example answers asserted identical,
+and the same throughput records. Ours packs each context with all its choices into one sequence; lm-eval runs one
+sequence per choice (it reuses logits only when the choices are single tokens, as BoolQ's are).
 """
 from __future__ import annotations
+
+import dataclasses
+from typing import Any
 
 import pytest
 
@@ -18,50 +24,91 @@ pytestmark = pytest.mark.quant
 WORD_PPL_TOLERANCE = 1e-3  # 0.1%: the two implementations compute the same quantity
 
 
-def test_wikitext_word_perplexity_and_speed_vs_lm_eval(benchmark, genai, genai_device, eval_model, fp32_eval_baseline):
-    pytest.importorskip("lm_eval", reason="lm-evaluation-harness is not installed: `pip install pytest-genai[lmeval]`")
-    from pytest_genai.evals import data, lmeval_compare, metrics, tasks, throughput
+@dataclasses.dataclass
+class Side:
+    """What both sides of a comparison share: the session, device, loaded model and our evaluation LM."""
 
-    session = fp32_eval_baseline
-    device = genai_device
-    if device.kind not in ("cpu", "cuda"):
-        pytest.skip(f"lm-eval's HFLM runs on cpu or cuda; {device.kind} is compared through its own harness")
+    session: Any
+    device: Any
+    source: str
+    threads: int | None
+    model: Any
+    tokenizer: Any
+    lm: Any
+
+    @property
+    def settings(self) -> Any:
+        return self.session.settings
+
+
+def _setup(task: str, genai_device: Any, eval_model: Any, session: Any) -> Side:
+    pytest.importorskip("lm_eval", reason="lm-evaluation-harness is not installed: `pip install pytest-genai[lmeval]`")
+    from pytest_genai.evals import data, throughput
+
+    if genai_device.kind not in ("cpu", "cuda"):
+        pytest.skip(f"lm-eval's HFLM runs on cpu or cuda; {genai_device.kind} is compared through its own harness")
     try:
-        source = data.data_source("wikitext", session.data_dir)
+        source = data.data_source(task, session.data_dir)
     except data.DataUnavailable as exc:
         pytest.skip(str(exc))
-    settings = session.settings
-    threads = throughput.pin_threads(settings.threads) if device.kind == "cpu" else None
-    fp32 = session.fp32_model(device, eval_model)
+    threads = throughput.pin_threads(session.settings.threads) if genai_device.kind == "cpu" else None
+    fp32 = session.fp32_model(genai_device, eval_model)
     model, tokenizer = fp32.loaded.model, fp32.loaded.tokenizer
-    pages = session.task_data("wikitext", eval_model, tokenizer).examples.pages
-    lm = session.eval_lm(model, tokenizer, device)
+    return Side(session, genai_device, source, threads, model, tokenizer,
+                session.eval_lm(model, tokenizer, genai_device))
 
-    genai.start(experiment="quant", device=device, model=eval_model.name, config={
-        "mode": "fp32", "task": "wikitext", "comparison": "lm-eval", "data_source": source, "n_examples": len(pages),
-        "seed": session.budget.seed, "wikitext_tokens": session.budget.wikitext_tokens,
-        "max_length": settings.max_length, "batch_size": settings.batch_size, "threads": threads,
+
+def _start(genai: Any, side: Side, eval_model: Any, task: str, n_examples: int, **extra: Any) -> None:
+    from pytest_genai.evals import data
+
+    s = side.settings
+    genai.start(experiment="quant", device=side.device, model=eval_model.name, config={
+        "mode": "fp32", "task": task, "comparison": "lm-eval", "data_source": side.source, "n_examples": n_examples,
+        "seed": side.session.budget.seed, **extra, "max_length": s.max_length, "batch_size": s.batch_size,
+        "threads": side.threads,
     })
-    genai.label("data", data.source_note("wikitext", source))
+    genai.label("data", data.source_note(task, side.source))
 
-    ours_runs = []
 
-    def ours():
-        ours_runs.append(tasks.wikitext_rolling(lm, pages))
-        device.synchronize()
+def _hflm(side: Side) -> Any:
+    from pytest_genai.evals import lmeval_compare
 
-    benchmark.pedantic(ours, rounds=settings.rounds, warmup_rounds=1, iterations=1)
-    ours_result = ours_runs[-1]
-    ours_s = benchmark.stats.stats.median
+    return lmeval_compare.make_hflm(side.model, side.tokenizer, max_length=side.settings.max_length,
+                                    batch_size=side.settings.batch_size, device=side.device.torch_device)
 
-    hflm = lmeval_compare.make_hflm(model, tokenizer, max_length=settings.max_length, batch_size=settings.batch_size,
-                                    device=device.torch_device)
+
+def _time_ours(benchmark: Any, side: Side, fn: Any) -> tuple[Any, float]:
+    runs = []
+
+    def ours() -> None:
+        runs.append(fn())
+        side.device.synchronize()
+
+    benchmark.pedantic(ours, rounds=side.settings.rounds, warmup_rounds=1, iterations=1)
+    return runs[-1], benchmark.stats.stats.median
+
+
+def _time_theirs(side: Side, fn: Any) -> tuple[Any, float]:
+    from pytest_genai.evals import throughput
+
+    runs = []
+    times = throughput.time_rounds(lambda: runs.append(fn()), rounds=side.settings.rounds, warmup=1,
+                                   synchronize=side.device.synchronize)
+    return runs[-1], throughput.median(times)
+
+
+def test_wikitext_word_perplexity_and_speed_vs_lm_eval(benchmark, genai, genai_device, eval_model, fp32_eval_baseline):
+    from pytest_genai.evals import lmeval_compare, metrics, tasks, throughput
+
+    side = _setup("wikitext", genai_device, eval_model, fp32_eval_baseline)
+    pages = side.session.task_data("wikitext", eval_model, side.tokenizer).examples.pages
+    _start(genai, side, eval_model, "wikitext", len(pages), wikitext_tokens=side.session.budget.wikitext_tokens)
+
+    ours_result, ours_s = _time_ours(benchmark, side, lambda: tasks.wikitext_rolling(side.lm, pages))
+    hflm = _hflm(side)
     requests = lmeval_compare.wikitext_requests(pages)
-    theirs_runs = []
-    times = throughput.time_rounds(lambda: theirs_runs.append(lmeval_compare.rolling_loglikelihoods(hflm, requests)),
-                                   rounds=settings.rounds, warmup=1, synchronize=device.synchronize)
-    theirs = lmeval_compare.wikitext_metrics(pages, theirs_runs[-1])
-    theirs_s = throughput.median(times)
+    lls, theirs_s = _time_theirs(side, lambda: lmeval_compare.rolling_loglikelihoods(hflm, requests))
+    theirs = lmeval_compare.wikitext_metrics(pages, lls)
 
     tokens = ours_result.input_tokens  # the same windows on both sides (tests pin window equality with lm-eval's)
     rel_diff = abs(ours_result.word_perplexity - theirs.word_perplexity) / theirs.word_perplexity
@@ -75,10 +122,10 @@ def test_wikitext_word_perplexity_and_speed_vs_lm_eval(benchmark, genai, genai_d
     speedup = genai.metric("speedup_vs_lmeval", metrics.ratio(theirs_s, ours_s))
     # Where the time goes: both sides run the same disjoint windows, so their matrix multiplies are fixed work; the
     # profile bounds what any faster implementation of the same fp32 computation could gain over lm-eval.
-    prof = throughput.profile_ops(lambda: tasks.wikitext_rolling(lm, pages), device_kind=device.kind)
+    prof = throughput.profile_ops(lambda: tasks.wikitext_rolling(side.lm, pages), device_kind=side.device.kind)
     genai.metric("matmul_time_share", prof.matmul_share)
     genai.metric("matmul_tflops", prof.matmul_tflops)
-    peak = device.spec.peak_tflops("fp32") if device.spec else None
+    peak = side.device.spec.peak_tflops("fp32") if side.device.spec else None
     if peak:
         genai.metric("matmul_fraction_of_peak", prof.matmul_tflops / peak)
     genai.metric("modeled_speedup_ceiling_vs_lmeval", speedup / prof.matmul_share, source="modeled")
@@ -87,68 +134,56 @@ def test_wikitext_word_perplexity_and_speed_vs_lm_eval(benchmark, genai, genai_d
         f"by {rel_diff:.2e} (> {WORD_PPL_TOLERANCE:.0e})")
 
 
-def test_hellaswag_accuracy_and_speed_vs_lm_eval(benchmark, genai, genai_device, eval_model, fp32_eval_baseline):
-    """HellaSwag through both: the same (query, " " + ending) requests; ours shares each query's computation across
-    its four endings, lm-eval runs four full sequences (it reuses logits only for one-token continuations)."""
-    pytest.importorskip("lm_eval", reason="lm-evaluation-harness is not installed: `pip install pytest-genai[lmeval]`")
-    from pytest_genai.evals import data, lmeval_compare, metrics, tasks, throughput
+def _choice_task(task: str, items: Any) -> tuple[list[str], list[tuple[str, ...]], list[int], bool]:
+    """(contexts, choices, golds, normalize) of a multiple-choice task, as ``tasks.hellaswag`` / ``tasks.boolq``
+    build them."""
+    from pytest_genai.evals import tasks
 
-    session = fp32_eval_baseline
-    device = genai_device
-    if device.kind not in ("cpu", "cuda"):
-        pytest.skip(f"lm-eval's HFLM runs on cpu or cuda; {device.kind} is compared through its own harness")
-    try:
-        source = data.data_source("hellaswag", session.data_dir)
-    except data.DataUnavailable as exc:
-        pytest.skip(str(exc))
-    settings = session.settings
-    threads = throughput.pin_threads(settings.threads) if device.kind == "cpu" else None
-    fp32 = session.fp32_model(device, eval_model)
-    model, tokenizer = fp32.loaded.model, fp32.loaded.tokenizer
-    items = session.task_data("hellaswag", eval_model, tokenizer).examples[: settings.compare_examples]
-    lm = session.eval_lm(model, tokenizer, device)
+    if task == "hellaswag":
+        return [i.query for i in items], [tuple(i.endings) for i in items], [i.label for i in items], True
+    return ([tasks.boolq_prompt(i) for i in items], [tasks.BOOLQ_CHOICES] * len(items), [i.label for i in items],
+            False)
 
-    genai.start(experiment="quant", device=device, model=eval_model.name, config={
-        "mode": "fp32", "task": "hellaswag", "comparison": "lm-eval", "data_source": source, "n_examples": len(items),
-        "seed": session.budget.seed, "max_length": settings.max_length, "batch_size": settings.batch_size,
-        "threads": threads,
-    })
-    genai.label("data", data.source_note("hellaswag", source))
-    ours_runs = []
 
-    def ours():
-        ours_runs.append(tasks.hellaswag(lm, items))
-        device.synchronize()
+@pytest.mark.parametrize("task", ["hellaswag", "boolq"])
+def test_multiple_choice_accuracy_and_speed_vs_lm_eval(benchmark, genai, genai_device, eval_model, fp32_eval_baseline,
+                                                       task):
+    from pytest_genai.evals import lmeval_compare, metrics, scoring, tasks, throughput
 
-    benchmark.pedantic(ours, rounds=settings.rounds, warmup_rounds=1, iterations=1)
-    ours_result, ours_s = ours_runs[-1], benchmark.stats.stats.median
+    side = _setup(task, genai_device, eval_model, fp32_eval_baseline)
+    items = side.session.task_data(task, eval_model, side.tokenizer).examples[: side.settings.compare_examples]
+    _start(genai, side, eval_model, task, len(items))
+    contexts, choices, golds, normalize = _choice_task(task, items)
 
-    hflm = lmeval_compare.make_hflm(model, tokenizer, max_length=settings.max_length, batch_size=settings.batch_size,
-                                    device=device.torch_device)
-    requests = lmeval_compare.loglikelihood_requests([(i.query, " " + e) for i in items for e in i.endings])
-    theirs_runs = []
-    times = throughput.time_rounds(lambda: theirs_runs.append(lmeval_compare.loglikelihoods(hflm, requests)),
-                                   rounds=settings.rounds, warmup=1, synchronize=device.synchronize)
-    theirs_s = throughput.median(times)
-    lls = theirs_runs[-1]
-    theirs_correct, theirs_norm = [], []
-    for k, item in enumerate(items):
-        item_lls = lls[4 * k: 4 * k + 4]
-        theirs_correct.append(metrics.choice_correct(item_lls, item.label))
-        theirs_norm.append(metrics.choice_correct_norm(item_lls, item.endings, item.label))
+    ours_result, ours_s = _time_ours(
+        benchmark, side, lambda: tasks.multiple_choice(side.lm, contexts, choices, golds, normalize=normalize))
+    hflm = _hflm(side)
+    pairs = [(ctx, " " + choice) for ctx, options in zip(contexts, choices) for choice in options]
+    requests = lmeval_compare.loglikelihood_requests(pairs)
+    lls, theirs_s = _time_theirs(side, lambda: lmeval_compare.loglikelihoods(hflm, requests))
+    theirs_correct, theirs_norm, at = [], [], 0
+    for options, gold in zip(choices, golds):
+        item_lls = lls[at: at + len(options)]
+        at += len(options)
+        theirs_correct.append(metrics.choice_correct(item_lls, gold))
+        if normalize:
+            theirs_norm.append(metrics.choice_correct_norm(item_lls, options, gold))
 
-    # lm-eval's work: every request is one full sequence (query + ending, minus the last token)
-    their_tokens = sum(len(w.context) + len(w.continuation) - 1
-                       for w in (lm.encode_pair(i.query, " " + e) for i in items for e in i.endings))
+    # lm-eval's work: one sequence per distinct model input (it runs a request once per distinct
+    # context + continuation[:-1], which folds single-token choices of one context together)
+    inputs = {scoring.model_input(side.lm.encode_pair(ctx, cont), side.settings.max_length)[0] for ctx, cont in pairs}
+    their_tokens = sum(len(x) for x in inputs)
     genai.metric("acc", ours_result.acc)
-    genai.metric("acc_norm", ours_result.acc_norm)
     genai.metric("lmeval_acc", metrics.mean(theirs_correct))
-    genai.metric("lmeval_acc_norm", metrics.mean(theirs_norm))
+    if normalize:
+        genai.metric("acc_norm", ours_result.acc_norm)
+        genai.metric("lmeval_acc_norm", metrics.mean(theirs_norm))
     genai.metric("eval_input_tokens", ours_result.input_tokens)
     genai.metric("lmeval_input_tokens", their_tokens)
     # each side's own input tokens per second; the speedup is the wall-time ratio on the same examples
     genai.metric("tokens_per_s", throughput.tokens_per_s(ours_result.input_tokens, ours_s))
     genai.metric("lmeval_tokens_per_s", throughput.tokens_per_s(their_tokens, theirs_s))
     genai.metric("speedup_vs_lmeval", metrics.ratio(theirs_s, ours_s))
-    assert list(ours_result.correct) == theirs_correct and list(ours_result.correct_norm) == theirs_norm, (
-        "per-example HellaSwag answers differ from lm-eval's on the same requests")
+    assert list(ours_result.correct) == theirs_correct, f"per-example {task} answers differ from lm-eval's"
+    if normalize:
+        assert list(ours_result.correct_norm) == theirs_norm, f"per-example {task} acc_norm answers differ from lm-eval's"

@@ -4,8 +4,11 @@ What it computes matches lm-evaluation-harness's ``HFLM._loglikelihood_tokens``:
 ``(context + continuation)[-(max_length + 1):][:-1]`` and the score is the summed log-probability of the
 continuation tokens, plus whether each was the greedy (argmax) token. How it computes it is leaner:
 
-* requests with the same context share it: the context runs once and its key/value cache serves every
-  continuation (HellaSwag's four endings; BoolQ's " no"/" yes" need the context's last logits only);
+* requests with the same context share it: the context and all its continuations form one packed sequence
+  (``context + cont_0[:-1] + cont_1[:-1] + ...``, position ids restarting after the context for each continuation,
+  a mask that lets a continuation see the context and itself only), so the context runs once and several such
+  sequences fill one batched call (HellaSwag's four endings; BoolQ's " no"/" yes" need the context's last logits
+  only). Models without a 4D-mask path run the context once and its continuations on its key/value cache;
 * inputs are sorted by length and right-padded, so padding never precedes a scored token, and the attention mask
   keeps padded positions out of every real token's attention; padded positions are never scored;
 * logits are computed only at the positions that are scored (``logits_to_keep``), and log-probabilities come from
@@ -82,7 +85,7 @@ def score_requests(model: Any, requests: Sequence[Window], *, max_length: int, b
         device = next(model.parameters()).device
 
     groups: dict[tuple[int, ...], list[int]] = {}
-    if share_context and cache_arg(model):
+    if share_context and (packs_prefixes(model) or cache_arg(model)):
         for i, request in enumerate(requests):
             if len(request.context) + len(request.continuation) - 1 <= max_length:
                 groups.setdefault(request.context, []).append(i)
@@ -101,13 +104,24 @@ def score_requests(model: Any, requests: Sequence[Window], *, max_length: int, b
             for i, score in zip(rest, run.scores):
                 scores[i] = score
             tokens, calls = run.input_tokens, run.forward_calls
-        for context, members in groups.items():
-            group_scores, group_tokens, group_calls = _score_shared_context(
-                model, context, [requests[i].continuation for i in members], device=device, pad_token_id=pad_token_id)
-            for i, score in zip(members, group_scores):
-                scores[i] = score
+        if groups and packs_prefixes(model):
+            packed = [(context, [requests[i].continuation for i in members]) for context, members in groups.items()]
+            group_scores, group_tokens, group_calls = _score_packed(model, packed, batch_size=batch_size,
+                                                                    device=device, pad_token_id=pad_token_id)
+            for members, member_scores in zip(groups.values(), group_scores):
+                for i, score in zip(members, member_scores):
+                    scores[i] = score
             tokens += group_tokens
             calls += group_calls
+        else:
+            for context, members in groups.items():
+                member_scores, group_tokens, group_calls = _score_shared_context(
+                    model, context, [requests[i].continuation for i in members], device=device,
+                    pad_token_id=pad_token_id)
+                for i, score in zip(members, member_scores):
+                    scores[i] = score
+                tokens += group_tokens
+                calls += group_calls
     finally:
         model.train(was_training)
     return ScoreRun(tuple(scores), input_tokens=tokens, forward_calls=calls)  # type: ignore[arg-type]
@@ -181,6 +195,96 @@ def _score_shared_context(model: Any, context: tuple[int, ...], continuations: S
                 results[k] = (first_lp + lp, first_greedy and greedy)
         del out
     return [Score(lp, len(cont), greedy) for (lp, greedy), cont in zip(results, continuations)], tokens, calls
+
+
+def packs_prefixes(model: Any) -> bool:
+    """True when the model takes position ids and a ready-made 4D attention mask (transformers' own ``sdpa`` and
+    ``eager`` attention use such a mask as given), so a context and its continuations can share one sequence."""
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):  # pragma: no cover
+        return False
+    config = getattr(model, "config", None)
+    attention = getattr(config, "_attn_implementation", None)
+    return "position_ids" in params and "attention_mask" in params and attention in ("sdpa", "eager")
+
+
+def packed_layout(context: Sequence[int], continuations: Sequence[Sequence[int]]) -> tuple[
+        list[int], list[int], list[int], list[list[int]]]:
+    """One sequence for a context and its continuations: ``context + cont_0[:-1] + cont_1[:-1] + ...``.
+
+    Returns the tokens, their position ids (each continuation continues the context's positions), their segment
+    (-1: context, k: continuation k) and, per continuation, the positions whose logits predict its tokens (the
+    context's last position for the first token, then the continuation's own positions)."""
+    tokens, positions, segments = list(context), list(range(len(context))), [-1] * len(context)
+    scored = []
+    for k, cont in enumerate(continuations):
+        start = len(tokens)
+        rest = list(cont[:-1])
+        tokens += rest
+        positions += range(len(context), len(context) + len(rest))
+        segments += [k] * len(rest)
+        scored.append([len(context) - 1] + list(range(start, start + len(rest))))
+    return tokens, positions, segments, scored
+
+
+def prefix_mask(segments: Any, dtype: Any) -> Any:
+    """Additive ``[B, 1, W, W]`` attention mask for packed rows (segment -2 marks padding): a token sees earlier
+    context tokens and earlier tokens of its own continuation, never another continuation or padding. Padded
+    queries see themselves only (their outputs are never scored)."""
+    import torch
+
+    width = segments.shape[1]
+    causal = torch.ones(width, width, dtype=torch.bool, device=segments.device).tril()
+    key, query = segments[:, None, :], segments[:, :, None]
+    allow = causal & ((key == -1) | (key == query)) & (key != -2) & (query != -2)
+    allow |= torch.eye(width, dtype=torch.bool, device=segments.device)
+    mask = torch.zeros(allow.shape, dtype=dtype, device=segments.device)
+    mask.masked_fill_(~allow, torch.finfo(dtype).min)
+    return mask[:, None]
+
+
+def _score_packed(model: Any, groups: Sequence[tuple[tuple[int, ...], Sequence[tuple[int, ...]]]], *,
+                  batch_size: int, device: Any, pad_token_id: int) -> tuple[list[list[Score]], int, int]:
+    """Each context with its continuations as one packed sequence (:func:`packed_layout`), ``batch_size``
+    sequences per call, longest first, logits only at scored positions."""
+    import torch
+
+    layouts = [packed_layout(context, continuations) for context, continuations in groups]
+    order = sorted(range(len(groups)), key=lambda g: -len(layouts[g][0]))
+    keep_arg = logits_arg(model)
+    dtype = next(model.parameters()).dtype
+    dtype = dtype if dtype.is_floating_point else torch.float32
+    results: list[list[Score]] = [[] for _ in groups]
+    calls = 0
+    with torch.inference_mode():
+        for b in range(0, len(order), batch_size):
+            batch = order[b: b + batch_size]
+            width = len(layouts[batch[0]][0])
+            ids = torch.full((len(batch), width), pad_token_id, dtype=torch.long)
+            pos = torch.zeros((len(batch), width), dtype=torch.long)
+            seg = torch.full((len(batch), width), -2, dtype=torch.long)
+            for row, g in enumerate(batch):
+                toks, positions, segments, _ = layouts[g]
+                ids[row, : len(toks)] = torch.tensor(toks, dtype=torch.long)
+                pos[row, : len(toks)] = torch.tensor(positions, dtype=torch.long)
+                seg[row, : len(toks)] = torch.tensor(segments, dtype=torch.long)
+            wanted = sorted({p for g in batch for cols in layouts[g][3] for p in cols})
+            kwargs: dict[str, Any] = {"input_ids": ids.to(device), "position_ids": pos.to(device),
+                                      "attention_mask": prefix_mask(seg.to(device), dtype), "use_cache": False}
+            if keep_arg and len(wanted) < width:
+                kwargs[keep_arg] = torch.tensor(wanted, dtype=torch.long, device=device)
+                column = {p: c for c, p in enumerate(wanted)}
+            else:
+                column = {p: p for p in range(width)}
+            logits = model(**kwargs).logits
+            calls += 1
+            for row, g in enumerate(batch):
+                for cont, cols in zip(groups[g][1], layouts[g][3]):
+                    lp, greedy = _log_probs(logits[row, [column[p] for p in cols]], cont)
+                    results[g].append(Score(lp, len(cont), greedy))
+            del logits
+    return results, sum(len(layout[0]) for layout in layouts), calls
 
 
 def _score_batched(model: Any, requests: Sequence[Window], *, max_length: int, batch_size: int, device: Any,

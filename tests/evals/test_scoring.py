@@ -138,5 +138,51 @@ def test_a_context_shared_by_four_endings_runs_once(model):
     ctx = tuple(range(1, 11))
     endings = [(20, 21, 22), (30, 31), (40,), (50, 51, 52, 53)]
     run = score_requests(model, [Window(ctx, e) for e in endings], max_length=32)
-    assert run.forward_calls == 2  # the context, then the endings' remaining tokens on its cache
+    assert run.forward_calls == 1  # one packed sequence: the context, then each ending's tokens
     assert run.input_tokens == len(ctx) + sum(len(e) - 1 for e in endings)
+    for req, score in zip([Window(ctx, e) for e in endings], run.scores):
+        assert score.logprob == pytest.approx(reference_logprob(model, req.context, req.continuation, 32), abs=1e-4)
+
+
+def test_packed_contexts_fill_batches(model):
+    requests = [Window(tuple(range(1 + g, 8 + 2 * g)), e) for g in range(5) for e in [(20, 21), (30,), (40, 41, 42)]]
+    one = score_requests(model, requests, max_length=32, batch_size=1)
+    four = score_requests(model, requests, max_length=32, batch_size=4)
+    assert (one.forward_calls, four.forward_calls) == (5, 2)
+    assert one.input_tokens == four.input_tokens
+    for a, b, req in zip(one.scores, four.scores, requests):
+        assert a.logprob == pytest.approx(b.logprob, abs=1e-4)
+        assert a.logprob == pytest.approx(reference_logprob(model, req.context, req.continuation, 32), abs=1e-4)
+        assert a.is_greedy == b.is_greedy
+
+
+def test_models_without_a_4d_mask_path_share_the_context_through_its_cache(model, monkeypatch):
+    from pytest_genai.evals import scoring
+
+    ctx = tuple(range(1, 11))
+    endings = [(20, 21, 22), (30, 31), (40,), (50, 51, 52, 53)]
+    packed = score_requests(model, [Window(ctx, e) for e in endings], max_length=32)
+    monkeypatch.setattr(scoring, "packs_prefixes", lambda m: False)
+    cached = score_requests(model, [Window(ctx, e) for e in endings], max_length=32)
+    assert cached.forward_calls == 2  # the context, then the endings' remaining tokens on its cache
+    assert cached.input_tokens == packed.input_tokens
+    for a, b in zip(packed.scores, cached.scores):
+        assert a.logprob == pytest.approx(b.logprob, abs=1e-4)
+
+
+def test_packed_layout_and_mask():
+    import torch
+
+    from pytest_genai.evals.scoring import packed_layout, prefix_mask
+
+    toks, pos, seg, scored = packed_layout((5, 6, 7), [(8, 9), (10,), (11, 12, 13)])
+    assert toks == [5, 6, 7, 8, 11, 12]
+    assert pos == [0, 1, 2, 3, 3, 4]
+    assert seg == [-1, -1, -1, 0, 2, 2]
+    assert scored == [[2, 3], [2], [2, 4, 5]]
+    mask = prefix_mask(torch.tensor([seg + [-2]]), torch.float32)[0, 0] == 0
+    allowed = {i: [j for j in range(7) if mask[i, j]] for i in range(7)}
+    assert allowed[3] == [0, 1, 2, 3]          # continuation 0 sees the context and itself
+    assert allowed[4] == [0, 1, 2, 4]          # continuation 2 does not see continuation 0
+    assert allowed[5] == [0, 1, 2, 4, 5]
+    assert allowed[6] == [6]                   # padding sees only itself
