@@ -47,7 +47,7 @@ def test_quantization_and_lm_eval_benchmarks_run_and_record_the_contract(setup, 
     import importlib.util
 
     has_lm_eval = importlib.util.find_spec("lm_eval") is not None
-    result.assert_outcomes(passed=11 if has_lm_eval else 9, skipped=0 if has_lm_eval else 2)
+    result.assert_outcomes(passed=12 if has_lm_eval else 9, skipped=0 if has_lm_eval else 3)
     rows = {b["name"]: b["extra_info"]["genai"] for b in json.loads(out.read_text())["benchmarks"]}
     real = rows["test_quantized_model_quality[tiny-llama-cpu-real-wikitext]"]
     assert real["experiment"] == "quant" and real["model"] == "tiny-llama"
@@ -67,3 +67,8 @@ def test_quantization_and_lm_eval_benchmarks_run_and_record_the_contract(setup, 
     if has_lm_eval:
         compare = rows["test_wikitext_word_perplexity_and_speed_vs_lm_eval[tiny-llama-cpu]"]
         assert compare["metrics"]["word_ppl_rel_diff"] <= 1e-3
+        assert compare["metric_sources"]["modeled_speedup_ceiling_vs_lmeval"] == "modeled"
+        assert 0 < compare["metrics"]["matmul_time_share"] < 1
+        boolq = rows["test_multiple_choice_accuracy_and_speed_vs_lm_eval[tiny-llama-cpu-boolq]"]
+        assert boolq["metrics"]["acc"] == boolq["metrics"]["lmeval_acc"]
+        assert "acc_norm" not in boolq["metrics"]
