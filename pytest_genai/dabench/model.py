@@ -24,6 +24,22 @@ def torch_dtype(name: str) -> Any:
     return getattr(torch, TORCH_DTYPES[name])
 
 
+def attention_core(q: Any, k: Any, v: Any, *, attention: str, causal: bool, mask: Any = None) -> Any:
+    """Attention on ``[B, heads, S, d]`` tensors, merged back to ``[B, S, heads * d]``: ``"sdpa"`` is torch's
+    fused kernel; ``"math"`` is the explicit ``softmax(QK^T / sqrt(d)) V`` with ``mask`` (True = hidden) applied."""
+    from torch.nn import functional as F
+
+    b, nh, s, d = q.shape
+    if attention == "sdpa":
+        ctx = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    else:
+        scores = (q * (1.0 / math.sqrt(d))) @ k.transpose(-2, -1)
+        if mask is not None:
+            scores = scores.masked_fill_(mask, float("-inf"))
+        ctx = scores.softmax(dim=-1) @ v
+    return ctx.transpose(1, 2).reshape(b, s, nh * d)
+
+
 def _modules() -> Any:
     """Module classes, defined on first use so that importing this file does not import torch."""
     import torch
@@ -58,15 +74,7 @@ def _modules() -> Any:
 
         def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
             """Attention core on [B, heads, S, d] tensors; returns the merged context [B, S, hidden]."""
-            b, nh, s, d = q.shape
-            if self.attention == "sdpa":
-                ctx = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
-            else:
-                scores = (q * (1.0 / math.sqrt(d))) @ k.transpose(-2, -1)
-                if self.mask is not None:
-                    scores = scores.masked_fill_(self.mask, float("-inf"))
-                ctx = scores.softmax(dim=-1) @ v
-            return ctx.transpose(1, 2).reshape(b, s, nh * d)
+            return attention_core(q, k, v, attention=self.attention, causal=self.causal, mask=self.mask)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             q, k, v = self.split_heads(self.qkv(self.ln1(x)))

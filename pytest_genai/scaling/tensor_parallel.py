@@ -19,7 +19,6 @@ run, a thread-backed group in tests). torch is imported inside functions.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -118,15 +117,9 @@ def _tp_block_class() -> Any:
             self.register_buffer("mask", None if mask is None else mask.clone(), persistent=False)
 
         def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-            b, nh, s, d = q.shape
-            if self.attention == "sdpa":
-                ctx = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
-            else:
-                scores = (q * (1.0 / math.sqrt(d))) @ k.transpose(-2, -1)
-                if self.mask is not None:
-                    scores = scores.masked_fill(self.mask, float("-inf"))
-                ctx = scores.softmax(dim=-1) @ v
-            return ctx.transpose(1, 2).reshape(b, s, nh * d)
+            from pytest_genai.dabench.model import attention_core
+
+            return attention_core(q, k, v, attention=self.attention, causal=self.causal, mask=self.mask)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             b, s, _ = x.shape
