@@ -228,10 +228,12 @@ def packed_layout(context: Sequence[int], continuations: Sequence[Sequence[int]]
     return tokens, positions, segments, scored
 
 
-def prefix_mask(segments: Any, dtype: Any) -> Any:
-    """Additive ``[B, 1, W, W]`` attention mask for packed rows (segment -2 marks padding): a token sees earlier
-    context tokens and earlier tokens of its own continuation, never another continuation or padding. Padded
-    queries see themselves only (their outputs are never scored)."""
+def prefix_mask(segments: Any, dtype: Any = None) -> Any:
+    """``[B, 1, W, W]`` attention mask for packed rows (segment -2 marks padding): a token sees earlier context
+    tokens and earlier tokens of its own continuation, never another continuation or padding. Padded queries see
+    themselves only (their outputs are never scored). Boolean (True = attend, what SDPA takes whatever the
+    activations' dtype) when ``dtype`` is None, else additive in ``dtype`` (0 or its most negative value, what
+    transformers' eager attention adds to the scores)."""
     import torch
 
     width = segments.shape[1]
@@ -239,9 +241,19 @@ def prefix_mask(segments: Any, dtype: Any) -> Any:
     key, query = segments[:, None, :], segments[:, :, None]
     allow = causal & ((key == -1) | (key == query)) & (key != -2) & (query != -2)
     allow |= torch.eye(width, dtype=torch.bool, device=segments.device)
+    if dtype is None:
+        return allow[:, None]
     mask = torch.zeros(allow.shape, dtype=dtype, device=segments.device)
     mask.masked_fill_(~allow, torch.finfo(dtype).min)
     return mask[:, None]
+
+
+def _mask_dtype(model: Any) -> Any:
+    """None (a boolean mask) for SDPA attention; for eager attention, the dtype its scores are computed in (the
+    input embeddings')."""
+    if getattr(getattr(model, "config", None), "_attn_implementation", None) != "eager":
+        return None
+    return model.get_input_embeddings().weight.dtype
 
 
 def _score_packed(model: Any, groups: Sequence[tuple[tuple[int, ...], Sequence[tuple[int, ...]]]], *,
@@ -253,8 +265,7 @@ def _score_packed(model: Any, groups: Sequence[tuple[tuple[int, ...], Sequence[t
     layouts = [packed_layout(context, continuations) for context, continuations in groups]
     order = sorted(range(len(groups)), key=lambda g: -len(layouts[g][0]))
     keep_arg = logits_arg(model)
-    dtype = next(model.parameters()).dtype
-    dtype = dtype if dtype.is_floating_point else torch.float32
+    mask_dtype = _mask_dtype(model)
     results: list[list[Score]] = [[] for _ in groups]
     calls = 0
     with torch.inference_mode():
@@ -271,7 +282,7 @@ def _score_packed(model: Any, groups: Sequence[tuple[tuple[int, ...], Sequence[t
                 seg[row, : len(toks)] = torch.tensor(segments, dtype=torch.long)
             wanted = sorted({p for g in batch for cols in layouts[g][3] for p in cols})
             kwargs: dict[str, Any] = {"input_ids": ids.to(device), "position_ids": pos.to(device),
-                                      "attention_mask": prefix_mask(seg.to(device), dtype), "use_cache": False}
+                                      "attention_mask": prefix_mask(seg.to(device), mask_dtype), "use_cache": False}
             if keep_arg and len(wanted) < width:
                 kwargs[keep_arg] = torch.tensor(wanted, dtype=torch.long, device=device)
                 column = {p: c for c, p in enumerate(wanted)}

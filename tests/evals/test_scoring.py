@@ -156,6 +156,23 @@ def test_packed_contexts_fill_batches(model):
         assert a.is_greedy == b.is_greedy
 
 
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_packed_scores_match_independent_sequences_for_each_attention(attention):
+    from pytest_genai.evals.scoring import packs_prefixes
+
+    from .conftest import tiny_llama
+
+    model = tiny_llama(seed=3)
+    model.config._attn_implementation = attention
+    assert packs_prefixes(model)
+    ctx = tuple(range(1, 9))
+    endings = [(20, 21, 22), (30, 31), (40,)]
+    run = score_requests(model, [Window(ctx, e) for e in endings], max_length=32)
+    assert run.forward_calls == 1
+    for e, score in zip(endings, run.scores):
+        assert score.logprob == pytest.approx(reference_logprob(model, ctx, e, 32), abs=1e-4)
+
+
 def test_models_without_a_4d_mask_path_share_the_context_through_its_cache(model, monkeypatch):
     from pytest_genai.evals import scoring
 
@@ -180,7 +197,10 @@ def test_packed_layout_and_mask():
     assert pos == [0, 1, 2, 3, 3, 4]
     assert seg == [-1, -1, -1, 0, 2, 2]
     assert scored == [[2, 3], [2], [2, 4, 5]]
-    mask = prefix_mask(torch.tensor([seg + [-2]]), torch.float32)[0, 0] == 0
+    segments = torch.tensor([seg + [-2]])
+    mask = prefix_mask(segments)[0, 0]
+    assert mask.dtype == torch.bool
+    assert torch.equal(prefix_mask(segments, torch.float32)[0, 0] == 0, mask)  # the additive form, same pattern
     allowed = {i: [j for j in range(7) if mask[i, j]] for i in range(7)}
     assert allowed[3] == [0, 1, 2, 3]          # continuation 0 sees the context and itself
     assert allowed[4] == [0, 1, 2, 4]          # continuation 2 does not see continuation 0
