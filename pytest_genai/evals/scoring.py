@@ -85,7 +85,7 @@ def score_requests(model: Any, requests: Sequence[Window], *, max_length: int, b
         device = next(model.parameters()).device
 
     groups: dict[tuple[int, ...], list[int]] = {}
-    if share_context and (packs_prefixes(model) or cache_arg(model)):
+    if share_context and (packs_prefixes(model, device) or cache_arg(model)):
         for i, request in enumerate(requests):
             if len(request.context) + len(request.continuation) - 1 <= max_length:
                 groups.setdefault(request.context, []).append(i)
@@ -104,7 +104,7 @@ def score_requests(model: Any, requests: Sequence[Window], *, max_length: int, b
             for i, score in zip(rest, run.scores):
                 scores[i] = score
             tokens, calls = run.input_tokens, run.forward_calls
-        if groups and packs_prefixes(model):
+        if groups and packs_prefixes(model, device):
             packed = [(context, [requests[i].continuation for i in members]) for context, members in groups.items()]
             group_scores, group_tokens, group_calls = _score_packed(model, packed, batch_size=batch_size,
                                                                     device=device, pad_token_id=pad_token_id)
@@ -197,9 +197,13 @@ def _score_shared_context(model: Any, context: tuple[int, ...], continuations: S
     return [Score(lp, len(cont), greedy) for (lp, greedy), cont in zip(results, continuations)], tokens, calls
 
 
-def packs_prefixes(model: Any) -> bool:
+def packs_prefixes(model: Any, device: Any = None) -> bool:
     """True when the model takes position ids and a ready-made 4D attention mask (transformers' own ``sdpa`` and
-    ``eager`` attention use such a mask as given), so a context and its continuations can share one sequence."""
+    ``eager`` attention use such a mask as given), so a context and its continuations can share one sequence.
+    Only on the CPU and CUDA, where that is transformers' own code path (Gaudi's model classes are optimum-habana's)."""
+    kind = "cpu" if device is None else getattr(device, "type", str(device).split(":")[0])
+    if kind not in ("cpu", "cuda"):
+        return False
     try:
         params = inspect.signature(model.forward).parameters
     except (TypeError, ValueError):  # pragma: no cover

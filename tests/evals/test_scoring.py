@@ -158,6 +158,8 @@ def test_packed_contexts_fill_batches(model):
 
 @pytest.mark.parametrize("attention", ["eager", "sdpa"])
 def test_packed_scores_match_independent_sequences_for_each_attention(attention):
+    import torch
+
     from pytest_genai.evals.scoring import packs_prefixes
 
     from .conftest import tiny_llama
@@ -165,6 +167,8 @@ def test_packed_scores_match_independent_sequences_for_each_attention(attention)
     model = tiny_llama(seed=3)
     model.config._attn_implementation = attention
     assert packs_prefixes(model)
+    assert not packs_prefixes(model, torch.device("meta"))  # only cpu / cuda
+    assert not packs_prefixes(model, "hpu:0") and packs_prefixes(model, "cpu")
     ctx = tuple(range(1, 9))
     endings = [(20, 21, 22), (30, 31), (40,)]
     run = score_requests(model, [Window(ctx, e) for e in endings], max_length=32)
@@ -179,7 +183,7 @@ def test_models_without_a_4d_mask_path_share_the_context_through_its_cache(model
     ctx = tuple(range(1, 11))
     endings = [(20, 21, 22), (30, 31), (40,), (50, 51, 52, 53)]
     packed = score_requests(model, [Window(ctx, e) for e in endings], max_length=32)
-    monkeypatch.setattr(scoring, "packs_prefixes", lambda m: False)
+    monkeypatch.setattr(scoring, "packs_prefixes", lambda m, d=None: False)
     cached = score_requests(model, [Window(ctx, e) for e in endings], max_length=32)
     assert cached.forward_calls == 2  # the context, then the endings' remaining tokens on its cache
     assert cached.input_tokens == packed.input_tokens
