@@ -15,11 +15,10 @@ writes ``{"schema", "device_kind", "world_size", "config", "baseline": {...}, "r
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from typing import Any
 
-from pytest_genai.train.rank import finish, rank_env
+from pytest_genai.train.rank import run_worker
 
 SCHEMA = "pytest-genai-diffusion-ddp/1"
 
@@ -76,14 +75,7 @@ def run_job(job: dict[str, Any], env: dict[str, int]) -> dict[str, Any] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print("usage: torchrun ... -m pytest_genai.diffusion.worker JOB.json", file=sys.stderr)
-        return 2
-    env = rank_env("pytest_genai.diffusion.worker")
-    with open(argv[0], encoding="utf-8") as fh:
-        job = json.load(fh)
-    finish(run_job(job, env))
+    return run_worker("pytest_genai.diffusion.worker", run_job, argv)
 
 
 if __name__ == "__main__":

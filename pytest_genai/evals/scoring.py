@@ -260,6 +260,20 @@ def _mask_dtype(model: Any) -> Any:
     return model.get_input_embeddings().weight.dtype
 
 
+def _forward_at(model: Any, positions: Sequence[int], width: int, keep_arg: str | None, device: Any,
+                **inputs: Any) -> tuple[Any, dict[int, int]]:
+    """One forward computing logits only at ``positions`` (sorted) when the model can; the logits and the map
+    from a position to its column in them."""
+    import torch
+
+    if keep_arg and len(positions) < width:
+        inputs[keep_arg] = torch.tensor(list(positions), dtype=torch.long, device=device)
+        column = {p: c for c, p in enumerate(positions)}
+    else:
+        column = {p: p for p in range(width)}
+    return model(**inputs, use_cache=False).logits, column
+
+
 def _score_packed(model: Any, groups: Sequence[tuple[tuple[int, ...], Sequence[tuple[int, ...]]]], *,
                   batch_size: int, device: Any, pad_token_id: int) -> tuple[list[list[Score]], int, int]:
     """Each context with its continuations as one packed sequence (:func:`packed_layout`), ``batch_size``
@@ -285,14 +299,9 @@ def _score_packed(model: Any, groups: Sequence[tuple[tuple[int, ...], Sequence[t
                 pos[row, : len(toks)] = torch.tensor(positions, dtype=torch.long)
                 seg[row, : len(toks)] = torch.tensor(segments, dtype=torch.long)
             wanted = sorted({p for g in batch for cols in layouts[g][3] for p in cols})
-            kwargs: dict[str, Any] = {"input_ids": ids.to(device), "position_ids": pos.to(device),
-                                      "attention_mask": prefix_mask(seg.to(device), mask_dtype), "use_cache": False}
-            if keep_arg and len(wanted) < width:
-                kwargs[keep_arg] = torch.tensor(wanted, dtype=torch.long, device=device)
-                column = {p: c for c, p in enumerate(wanted)}
-            else:
-                column = {p: p for p in range(width)}
-            logits = model(**kwargs).logits
+            logits, column = _forward_at(model, wanted, width, keep_arg, device, input_ids=ids.to(device),
+                                         position_ids=pos.to(device),
+                                         attention_mask=prefix_mask(seg.to(device), mask_dtype))
             calls += 1
             for row, g in enumerate(batch):
                 for cont, cols in zip(groups[g][1], layouts[g][3]):
@@ -341,15 +350,8 @@ def _score_batched(model: Any, requests: Sequence[Window], *, max_length: int, b
                 ids[row, : len(unique[i])] = torch.tensor(unique[i], dtype=torch.long)
                 mask[row, : len(unique[i])] = 1
             positions = sorted(set().union(*(needed[i] for i in batch)))
-            kwargs: dict[str, Any] = {"input_ids": ids.to(device), "use_cache": False}
-            if not bool(mask.all()):
-                kwargs["attention_mask"] = mask.to(device)
-            if keep_arg and len(positions) < width:
-                kwargs[keep_arg] = torch.tensor(positions, dtype=torch.long, device=device)
-                column = {p: c for c, p in enumerate(positions)}
-            else:
-                column = {p: p for p in range(width)}
-            logits = model(**kwargs).logits
+            extra = {} if bool(mask.all()) else {"attention_mask": mask.to(device)}
+            logits, column = _forward_at(model, positions, width, keep_arg, device, input_ids=ids.to(device), **extra)
             calls += 1
             for row, i in enumerate(batch):
                 cols = sorted(needed[i])

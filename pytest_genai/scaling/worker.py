@@ -9,11 +9,10 @@ per-rank dict to rank 0, which writes ``{"task", "world_size", "results": [[rank
 """
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
-from pytest_genai.train.rank import finish, rank_env
+from pytest_genai.train.rank import run_worker
 
 TASKS = ("measure", "check")
 
@@ -63,14 +62,7 @@ def run_job(job: dict[str, Any], env: dict[str, int]) -> dict[str, Any] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print("usage: torchrun ... -m pytest_genai.scaling.worker JOB.json", file=sys.stderr)
-        return 2
-    env = rank_env("pytest_genai.scaling.worker")
-    with open(argv[0], encoding="utf-8") as fh:
-        job = json.load(fh)
-    finish(run_job(job, env))
+    return run_worker("pytest_genai.scaling.worker", run_job, argv)
 
 
 if __name__ == "__main__":

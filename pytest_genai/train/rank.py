@@ -8,8 +8,10 @@
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 RANK_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
@@ -37,3 +39,17 @@ def finish(result: dict[str, Any] | None) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def run_worker(module: str, run_job: Callable[[dict[str, Any], dict[str, int]], dict[str, Any] | None],
+               argv: list[str] | None = None) -> int:
+    """A worker's ``main``: read ``JOB.json`` (the one argument), run ``run_job(job, rank_env)`` on this rank and
+    :func:`finish` with its result (rank 0's dict, None elsewhere). Returns 2 on a usage error."""
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print(f"usage: torchrun ... -m {module} JOB.json", file=sys.stderr)
+        return 2
+    env = rank_env(module)
+    with open(argv[0], encoding="utf-8") as fh:
+        job = json.load(fh)
+    finish(run_job(job, env))
