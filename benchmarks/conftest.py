@@ -43,4 +43,5 @@ def fp32_eval_baseline(request: pytest.FixtureRequest):
         budget, settings = preset(resolve(request.config, "scale"), resolve(request.config, "limit"))
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
-    return EvalSession(budget, settings, resolve(request.config, "data_dir"))
+    return EvalSession(budget, settings, resolve(request.config, "data_dir"),
+                       trust_remote_code=resolve(request.config, "trust_remote_code"))

@@ -89,7 +89,7 @@ def test_quantized_model_quality(benchmark, genai, genai_device, eval_model, fp3
         "data_source": source, "n_examples": result.n_examples, "seed": session.budget.seed,
         "limit": session.budget.examples(case.task), "wikitext_tokens": session.budget.wikitext_tokens,
         "max_length": settings.max_length, "context": settings.context, "stride": settings.stride,
-        "batch_size": settings.batch_size, "threads": threads,
+        "batch_size": settings.batch_size, "threads": threads, "trust_remote_code": session.trust_remote_code,
         "throughput_batch": f"{settings.throughput_batch}x{settings.throughput_seq}",
     })
 

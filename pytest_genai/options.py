@@ -59,6 +59,15 @@ def parse_positive_int(text: str) -> int:
     return value
 
 
+def parse_bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"{text!r} is not a yes/no value; use yes or no")
+
+
 def parse_positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -75,6 +84,7 @@ SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | No
     "claims": ("--genai-claims", "GENAI_CLAIMS", "genai_claims", parse_claims_mode, "enforce"),
     "data_dir": ("--genai-data-dir", "GENAI_DATA_DIR", "genai_data_dir", parse_path, None),
     "model": ("--genai-model", "GENAI_MODEL", "genai_model", None, None),
+    "trust_remote_code": ("--genai-trust-remote-code", "GENAI_TRUST_REMOTE_CODE", None, parse_bool, False),
     "limit": ("--genai-limit", "GENAI_LIMIT", "genai_limit", parse_positive_int, None),
     "plots": ("--genai-plots", None, None, parse_path, None),
     "nproc": ("--genai-nproc", "GENAI_NPROC", None, parse_positive_int, 2),

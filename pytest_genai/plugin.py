@@ -23,6 +23,7 @@ _HELP = {
     "claims": "'enforce' (default): a broken paper claim fails its test; 'report': record verdicts without failing",
     "data_dir": "folder with offline copies of the evaluation data (layout of shared/data: wikitext-2-raw-v1/, hellaswag/, boolq/)",
     "model": "model to evaluate: a Hugging Face id (used only if cached locally) or a local folder",
+    "trust_remote_code": "yes: let --genai-model run the Python code that comes with its weights (transformers' trust_remote_code; default no)",
     "limit": "evaluate a fixed, seeded subset of this many examples per task (recorded in the JSON)",
     "plots": "write plots (roofline, scaling, accuracy vs compression) into this folder at the end of the run",
     "nproc": "processes per node for distributed benchmarks (torchrun --nproc-per-node)",

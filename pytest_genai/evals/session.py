@@ -23,7 +23,8 @@ class Fp32Model:
 
 
 class EvalSession:
-    def __init__(self, budget: EvalBudget, settings: EvalSettings, data_dir: Any):
+    def __init__(self, budget: EvalBudget, settings: EvalSettings, data_dir: Any, *, trust_remote_code: bool = False):
+        self.trust_remote_code = trust_remote_code
         self.budget = budget
         self.settings = settings
         self.data_dir = data_dir
@@ -40,14 +41,14 @@ class EvalSession:
             for other in [k for k in self._models if k[0] != device.id]:
                 del self._models[other]
             start = time.perf_counter()
-            loaded = models.load_model(ref, device.torch_device)
+            loaded = models.load_model(ref, device.torch_device, trust_remote_code=self.trust_remote_code)
             self._models[key] = Fp32Model(loaded, time.perf_counter() - start)
         return self._models[key]
 
     def fresh_model(self, device: Any, ref: models.ModelRef) -> Any:
         """A new fp32 copy of the model (to quantize in place), loaded from the same local folder."""
         return models.load_model(models.ModelRef(ref.name, "folder", self.fp32_model(device, ref).loaded.folder),
-                                 device.torch_device).model
+                                 device.torch_device, trust_remote_code=self.trust_remote_code).model
 
     def eval_lm(self, model: Any, tokenizer: Any, device: Any) -> EvalLM:
         return EvalLM(model, tokenizer, max_length=self.settings.max_length, batch_size=self.settings.batch_size,

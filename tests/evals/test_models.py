@@ -101,3 +101,34 @@ def test_a_failed_conversion_leaves_no_cache_entry(monkeypatch, tmp_path):
 def test_cache_root_honours_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("PYTEST_GENAI_CACHE", str(tmp_path))
     assert models.cache_root() == tmp_path
+
+
+CUSTOM_CODE = '''
+from transformers import LlamaConfig, LlamaForCausalLM
+
+
+class GenaiCustomConfig(LlamaConfig):
+    model_type = "genai-custom-llama"
+
+
+class GenaiCustomForCausalLM(LlamaForCausalLM):
+    config_class = GenaiCustomConfig
+'''
+
+
+def test_code_shipped_with_a_model_runs_only_when_trusted(tmp_path):
+    import json
+
+    tiny_llama().save_pretrained(tmp_path, safe_serialization=True)
+    byte_tokenizer().save_pretrained(tmp_path)
+    (tmp_path / "genai_custom.py").write_text(CUSTOM_CODE, encoding="utf-8")
+    config = json.loads((tmp_path / "config.json").read_text(encoding="utf-8"))
+    config.update(model_type="genai-custom-llama", architectures=["GenaiCustomForCausalLM"],
+                  auto_map={"AutoConfig": "genai_custom.GenaiCustomConfig",
+                            "AutoModelForCausalLM": "genai_custom.GenaiCustomForCausalLM"})
+    (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    ref = models.resolve_model(str(tmp_path))
+    with pytest.raises(ValueError, match="trust_remote_code"):
+        models.load_model(ref)
+    loaded = models.load_model(ref, trust_remote_code=True)
+    assert type(loaded.model).__name__ == "GenaiCustomForCausalLM"

@@ -137,6 +137,8 @@ def test_unknown(benchmark, genai, cpu):
         (["--genai-devices", "cuda,tpu"], {}, "command-line option --genai-devices: unknown device kind(s) 'tpu'"),
         (["--genai-claims", "maybe"], {}, "command-line option --genai-claims: 'maybe' is not a claims mode"),
         ([], {"GENAI_MEMORY_BUDGET": "lots"}, "environment variable GENAI_MEMORY_BUDGET: 'lots' is not a size"),
+        (["--genai-trust-remote-code", "maybe"], {},
+         "command-line option --genai-trust-remote-code: 'maybe' is not a yes/no value; use yes or no"),
     ],
 )
 def test_bad_settings_name_their_source(pytester: pytest.Pytester, monkeypatch, args, env, needle) -> None:
