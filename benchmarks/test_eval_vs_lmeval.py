@@ -184,6 +184,7 @@ def test_multiple_choice_accuracy_and_speed_vs_lm_eval(benchmark, genai, genai_d
     genai.metric("tokens_per_s", throughput.tokens_per_s(ours_result.input_tokens, ours_s))
     genai.metric("lmeval_tokens_per_s", throughput.tokens_per_s(their_tokens, theirs_s))
     genai.metric("speedup_vs_lmeval", metrics.ratio(theirs_s, ours_s))
+    genai.check("A1.target.hellaswag_speedup_vs_lmeval")  # not_applicable for BoolQ and off the CPU
     assert list(ours_result.correct) == theirs_correct, f"per-example {task} answers differ from lm-eval's"
     if normalize:
         assert list(ours_result.correct_norm) == theirs_norm, f"per-example {task} acc_norm answers differ from lm-eval's"
