@@ -104,7 +104,13 @@ def score_requests(model: Any, requests: Sequence[Window], *, max_length: int, b
             for i, score in zip(rest, run.scores):
                 scores[i] = score
             tokens, calls = run.input_tokens, run.forward_calls
-        if groups and packs_prefixes(model, device):
+        window = getattr(getattr(model, "config", None), "sliding_window", None)
+        if window and any(len(packed_layout(ctx, [requests[i].continuation for i in members])[0]) > window
+                          for ctx, members in groups.items()):
+            pack = False  # a ready-made mask replaces the model's sliding-window mask: keep packed rows inside it
+        else:
+            pack = packs_prefixes(model, device)
+        if groups and pack:
             packed = [(context, [requests[i].continuation for i in members]) for context, members in groups.items()]
             group_scores, group_tokens, group_calls = _score_packed(model, packed, batch_size=batch_size,
                                                                     device=device, pad_token_id=pad_token_id)

@@ -177,6 +177,21 @@ def test_packed_scores_match_independent_sequences_for_each_attention(attention)
         assert score.logprob == pytest.approx(reference_logprob(model, ctx, e, 32), abs=1e-4)
 
 
+def test_packing_stays_inside_a_sliding_window(model, monkeypatch):
+    from pytest_genai.evals import scoring
+
+    ctx = tuple(range(1, 11))
+    endings = [(20, 21, 22), (30, 31), (40,), (50, 51, 52, 53)]  # packed row: 10 + 2 + 1 + 0 + 3 = 16 tokens
+    requests = [Window(ctx, e) for e in endings]
+    monkeypatch.setattr(model.config, "sliding_window", 16, raising=False)
+    assert score_requests(model, requests, max_length=32).forward_calls == 1
+    monkeypatch.setattr(model.config, "sliding_window", 15, raising=False)
+    run = score_requests(model, requests, max_length=32)
+    assert run.forward_calls == 2  # the KV-cache path: the model applies its own window
+    for req, score in zip(requests, run.scores):
+        assert score.logprob == pytest.approx(reference_logprob(model, req.context, req.continuation, 32), abs=1e-4)
+
+
 def test_models_without_a_4d_mask_path_share_the_context_through_its_cache(model, monkeypatch):
     from pytest_genai.evals import scoring
 
