@@ -127,19 +127,27 @@ def make_input(cfg: DecoderConfig, device: Any, *, seed: int = 1) -> Any:
     return x.to(device=device, dtype=torch_dtype(cfg.dtype))
 
 
-def make_step(cfg: DecoderConfig, stack: Any, x: Any) -> Callable[[], None]:
+def make_step(cfg: DecoderConfig, stack: Any, x: Any, autocast: tuple[str, Any] | None = None) -> Callable[[], None]:
     """One step of the workload: a forward pass (``forward``), or forward + backward + AdamW update (``train``).
 
     Training back-propagates a fixed output gradient (no loss op, so every counted op is a block op); gradients are
-    released after each update (``zero_grad(set_to_none=True)``).
+    released after each update (``zero_grad(set_to_none=True)``). With ``autocast=(device_type, dtype)`` the forward
+    runs under ``torch.autocast`` and the backward and update outside it (the recommended AMP pattern).
     """
+    import contextlib
+
     import torch
+
+    def amp() -> Any:
+        if autocast is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=autocast[0], dtype=autocast[1])
 
     if cfg.mode == "forward":
         stack.eval()
 
         def forward_step() -> None:
-            with torch.inference_mode():
+            with torch.inference_mode(), amp():
                 stack(x)
 
         return forward_step
@@ -149,7 +157,9 @@ def make_step(cfg: DecoderConfig, stack: Any, x: Any) -> Callable[[], None]:
     grad_out = torch.full_like(x, 1.0 / x.numel())
 
     def train_step() -> None:
-        stack(x).backward(grad_out)
+        with amp():
+            out = stack(x)
+        out.float().backward(grad_out)  # a no-op cast in fp32
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 

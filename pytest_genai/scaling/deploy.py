@@ -62,39 +62,11 @@ class PrecisionResult:
 
 
 def _step(cfg: DecoderConfig, stack: Any, x: Any, autocast: tuple[str, Any] | None) -> Callable[[], None]:
-    """A training (forward + backward + AdamW) or forward step; with ``autocast``, the forward runs under
-    ``torch.autocast(device_type, dtype)`` and the backward and update outside it (the recommended AMP pattern)."""
-    import torch
+    """A training (forward + backward + AdamW) or forward step, under ``autocast`` when given
+    (:func:`pytest_genai.dabench.model.make_step`)."""
+    from pytest_genai.dabench.model import make_step
 
-    if autocast is None:
-        from pytest_genai.dabench.model import make_step
-
-        return make_step(cfg, stack, x)
-    device_type, dtype = autocast
-
-    def amp() -> Any:
-        return torch.autocast(device_type=device_type, dtype=dtype)
-
-    if cfg.mode == "forward":
-        stack.eval()
-
-        def forward_step() -> None:
-            with torch.inference_mode(), amp():
-                stack(x)
-
-        return forward_step
-    stack.train()
-    optimizer = torch.optim.AdamW(stack.parameters(), lr=1e-4)
-    grad_out = torch.full_like(x, 1.0 / x.numel())
-
-    def train_step() -> None:
-        with amp():
-            out = stack(x)
-        out.float().backward(grad_out)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-
-    return train_step
+    return make_step(cfg, stack, x, autocast)
 
 
 def batch_sweep(cfg: BatchSweepConfig, device: Any) -> BatchSweepResult:
