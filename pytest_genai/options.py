@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from pytest_genai.devices.device import KINDS
 
-CLAIMS_MODES = ("enforce", "report")
+CLAIMS_MODES = ("enforce", "strict", "report")
 
 _BYTE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
                "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
@@ -28,7 +28,8 @@ def parse_devices(text: str) -> tuple[str, ...]:
 def parse_claims_mode(text: str) -> str:
     mode = text.strip().lower()
     if mode not in CLAIMS_MODES:
-        raise ValueError(f"{text!r} is not a claims mode; use 'enforce' (fail on a broken claim) or 'report' (record only)")
+        raise ValueError(f"{text!r} is not a claims mode; use 'enforce' (fail on a broken claim), 'strict' (also on an "
+                         "inconclusive timing verdict) or 'report' (record only)")
     return mode
 
 

@@ -20,7 +20,7 @@ EXPERIMENT_MARKERS = {
 }
 _HELP = {
     "devices": "device kinds to run genai_device-parametrized tests on, comma separated (default: all kinds; absent ones skip with the reason)",
-    "claims": "'enforce' (default): a broken paper claim fails its test; 'report': record verdicts without failing",
+    "claims": "'enforce' (default): a failed paper or physics claim fails its test (a timing claim fails only when its whole interval is past the bound, else it reads inconclusive); 'strict': inconclusive fails too; 'report': record verdicts without failing. Project targets never fail a test",
     "data_dir": "folder with offline copies of the evaluation data (layout of shared/data: wikitext-2-raw-v1/, hellaswag/, boolq/)",
     "model": "model to evaluate: a Hugging Face id (used only if cached locally) or a local folder",
     "trust_remote_code": "yes: let --genai-model run the Python code that comes with its weights (transformers' trust_remote_code; default no)",
@@ -182,9 +182,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     from pytest_genai.report_summary import claims_table
 
     state = _state(config)
-    if state.verdicts:
+    if state.verdicts or state.not_applicable:
         terminalreporter.write_sep("=", "pytest-genai claims")
-        for line in claims_table(state.verdicts):
+        for line in claims_table(state.verdicts, state.not_applicable):
             terminalreporter.write_line(line)
 
 

@@ -18,10 +18,31 @@ def _bound(v: dict[str, Any]) -> str:
     return f">= {lo:g}" if lo is not None else f"<= {hi:g}"
 
 
-def claims_table(verdicts: list[dict[str, Any]]) -> list[str]:
+def _interval(v: dict[str, Any]) -> str:
+    iv = v.get("interval")
+    if not iv:
+        return "-"
+    return f"[{iv['lo']:.4g}, {iv['hi']:.4g}] n={iv['n']}"
+
+
+BASIS_ORDER = {"paper": 0, "physics": 1, "target": 2}
+
+
+def claims_table(verdicts: list[dict[str, Any]], not_applicable: int = 0) -> list[str]:
+    """The closing table: paper claims first, then physics checks, then project targets; timing claims show the
+    confidence interval their verdict was judged on."""
     rows = []
-    for v in verdicts:
+    for v in sorted(verdicts, key=lambda v: BASIS_ORDER.get(v.get("basis", "paper"), 3)):
         measured = v.get("measured")
-        rows.append([v["id"], v.get("device", "-"), "-" if measured is None else f"{measured:.4g}", _bound(v),
+        rows.append([v["id"], v.get("basis", "paper"), v.get("device", "-"),
+                     "-" if measured is None else f"{measured:.4g}", _interval(v), _bound(v),
                      v["verdict"].upper(), v.get("nodeid", "").split("::")[-1]])
-    return text_table(["claim", "device", "measured", "bound", "verdict", "test"], rows)
+    lines = text_table(["claim", "basis", "device", "measured", "interval (95% CI)", "bound", "verdict", "test"], rows)
+    counts: dict[str, int] = {}
+    for v in verdicts:
+        key = f"{v.get('basis', 'paper')} {v['verdict']}"
+        counts[key] = counts.get(key, 0) + 1
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    lines.append(f"{len(verdicts)} claim checks ({summary}); {not_applicable} not_applicable checks not shown "
+                 "(scoped to another device, model or config; listed in each benchmark's JSON)")
+    return lines

@@ -8,7 +8,8 @@ from typing import Any, Mapping
 import pytest
 
 from pytest_genai import SCHEMA
-from pytest_genai.claims.check import FAIL, check_value, not_applicable
+from pytest_genai.claims.check import FAIL, INCONCLUSIVE, check_value, not_applicable
+from pytest_genai.claims.stats import Interval, median_interval
 from pytest_genai.devices.device import Device
 
 SOURCES = ("measured", "modeled", "spec")
@@ -67,7 +68,8 @@ class GenaiRecorder:
             model=model,
             config=jsonable(config) if config is not None else {},
         )
-        for key in ("metrics", "metric_sources", "metric_units", "labels", "attachments"):
+        for key in ("metrics", "metric_sources", "metric_units", "metric_rounds", "metric_intervals", "labels",
+                    "attachments"):
             data.setdefault(key, {})
         data.setdefault("claims", [])
         self._data = data
@@ -75,10 +77,16 @@ class GenaiRecorder:
                                     "extra_info": {"genai": data}})
         return self
 
-    def metric(self, name: str, value: float, *, source: str | None = None, unit: str | None = None) -> float:
+    def metric(self, name: str, value: float, *, source: str | None = None, unit: str | None = None,
+               rounds: Any = None, interval: Interval | None = None) -> float:
         """Record a number. ``source="modeled"`` for anything computed from a model rather than measured (its name
         must say so), ``"spec"`` for a datasheet number; default: ``"spec"`` for names ending in ``_spec``, else
-        ``"measured"``."""
+        ``"measured"``.
+
+        ``rounds``: the value of every interleaved round (recorded in ``metric_rounds``); the confidence interval of
+        their median is then recorded in ``metric_intervals`` and timing claims are judged on it. ``interval``:
+        an interval computed otherwise (e.g. a bootstrap over two runs' step times), recorded as given.
+        """
         if source is None:
             source = "spec" if name.endswith("_spec") else "measured"
         if source not in SOURCES:
@@ -99,6 +107,13 @@ class GenaiRecorder:
         data["metrics"][name] = value
         data["metric_sources"][name] = source
         data["metric_units"][name] = unit or (known.unit if known else "")
+        if rounds is not None:
+            rounds = [float(r) for r in rounds]
+            data["metric_rounds"][name] = rounds
+            if interval is None and len(rounds) >= 2:
+                interval = median_interval(rounds)
+        if interval is not None:
+            data["metric_intervals"][name] = interval.to_json()
         return value
 
     def label(self, name: str, text: str) -> None:
@@ -137,6 +152,7 @@ class GenaiRecorder:
                 verdicts.append(not_applicable(claim, why))
                 continue
             measured = value
+            interval = None
             if measured is None:
                 if claim.metric not in data["metrics"]:
                     raise ValueError(
@@ -144,16 +160,28 @@ class GenaiRecorder:
                         f"(recorded: {', '.join(sorted(data['metrics'])) or 'none'}); call genai.metric({claim.metric!r}, ...) first"
                     )
                 measured = data["metrics"][claim.metric]
+                recorded = data.get("metric_intervals", {}).get(claim.metric)
+                interval = Interval(**recorded) if recorded else None
             elif claim.metric not in data["metrics"]:
                 self.metric(claim.metric, measured)
-            verdicts.append(check_value(claim, measured))
+            verdicts.append(check_value(claim, measured, interval))
         device_text = device.generation if device else "-"
         for verdict in verdicts:
             entry = verdict.to_json()
             data["claims"].append(entry)
-            if verdict.verdict != "not_applicable":
+            if verdict.verdict == "not_applicable":
+                self._state.not_applicable += 1
+            else:
                 self._state.verdicts.append({**entry, "device": device_text, "nodeid": self._request.node.nodeid})
-        failures = [v.message for v in verdicts if v.verdict == FAIL]
-        if failures and self._state.claims_mode == "enforce":
+        failures = [v.message for v in verdicts if failing(v.verdict, v.basis, self._state.claims_mode)]
+        if failures:
             pytest.fail("\n".join(failures), pytrace=False)
         return verdicts
+
+
+def failing(verdict: str, basis: str, mode: str) -> bool:
+    """Does this verdict fail its test? ``report``: never. ``enforce``: a failed paper or physics claim.
+    ``strict``: also an inconclusive one. A missed ``target`` (our own goal) is recorded and shown, never a failure."""
+    if mode == "report" or basis == "target":
+        return False
+    return verdict == FAIL or (mode == "strict" and verdict == INCONCLUSIVE)

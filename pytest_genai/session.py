@@ -18,6 +18,7 @@ class SessionState:
     _claims: dict[str, Any] | None = None
     _metrics: dict[str, Any] | None = None
     verdicts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    not_applicable: int = 0  # out-of-scope claim checks (recorded in each benchmark's JSON, not in the table)
     records: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     # -- devices ---------------------------------------------------------------------------------------------

@@ -1,4 +1,10 @@
-"""Checking a measured value against a claim: a pure function returning a :class:`Verdict`."""
+"""Checking a measured value against a claim: a pure function returning a :class:`Verdict`.
+
+A deterministic number (perplexity, a compression ratio) is judged on its value. A number derived from measured
+times (``Claim.timing``) is judged on a confidence interval over rounds (:mod:`pytest_genai.claims.stats`): ``pass``
+when the whole interval lies within the bounds, ``fail`` when it lies wholly outside, ``inconclusive`` when noise
+could put it on either side — or when only one value was measured, which says nothing about noise.
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -6,8 +12,10 @@ import math
 from typing import Any
 
 from pytest_genai.claims.model import Claim
+from pytest_genai.claims.stats import Interval
 
-PASS, FAIL, NOT_APPLICABLE = "pass", "fail", "not_applicable"
+PASS, FAIL, INCONCLUSIVE, NOT_APPLICABLE = "pass", "fail", "inconclusive", "not_applicable"
+VERDICTS = (PASS, FAIL, INCONCLUSIVE, NOT_APPLICABLE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -20,6 +28,8 @@ class Verdict:
     paper: float | None
     verdict: str
     message: str
+    basis: str = "paper"
+    interval: dict[str, Any] | None = None  # Interval.to_json() when judged on an interval
 
     @property
     def failed(self) -> bool:
@@ -29,30 +39,53 @@ class Verdict:
         return dataclasses.asdict(self)
 
 
-def _paper_suffix(claim: Claim) -> str:
+def _suffix(claim: Claim) -> str:
+    if claim.basis != "paper":
+        return f" ({claim.source})"
     detail = claim.paper_text or (f"paper value {claim.paper_value:g}" if claim.paper_value is not None else "")
     return f" ({claim.source}: {detail})" if detail else f" ({claim.source})"
 
 
-def check_value(claim: Claim, measured: float) -> Verdict:
-    """Compare ``measured`` with the claim's bounds (inclusive). Non-finite values fail."""
+def _outside(claim: Claim, x: float) -> str | None:
+    if claim.min is not None and x < claim.min:
+        return f"< min {claim.min:.4g}"
+    if claim.max is not None and x > claim.max:
+        return f"> max {claim.max:.4g}"
+    return None
+
+
+def check_value(claim: Claim, measured: float, interval: Interval | None = None) -> Verdict:
+    """Compare ``measured`` (and, for timing claims, its ``interval``) with the claim's inclusive bounds."""
     def verdict(kind: str, message: str) -> Verdict:
-        value = float(measured) if isinstance(measured, (int, float)) else None
-        return Verdict(claim.id, claim.metric, value, claim.min, claim.max, claim.paper_value, kind, message)
+        value = float(measured) if isinstance(measured, (int, float)) and not isinstance(measured, bool) else None
+        return Verdict(claim.id, claim.metric, value, claim.min, claim.max,
+                       claim.paper_value if claim.basis == "paper" else None, kind, message + _suffix(claim),
+                       claim.basis, None if interval is None else interval.to_json())
 
     head = f"claim {claim.id}: measured "
     if isinstance(measured, bool) or not isinstance(measured, (int, float)):
-        return verdict(FAIL, f"{head}{measured!r} is not a number{_paper_suffix(claim)}")
+        return verdict(FAIL, f"{head}{measured!r} is not a number")
     if not math.isfinite(measured):
-        return verdict(FAIL, f"{head}{measured} is not finite{_paper_suffix(claim)}")
+        return verdict(FAIL, f"{head}{measured} is not finite")
     shown = f"{measured:.4g}"
-    if claim.min is not None and measured < claim.min:
-        return verdict(FAIL, f"{head}{shown} < min {claim.min:.4g}{_paper_suffix(claim)}")
-    if claim.max is not None and measured > claim.max:
-        return verdict(FAIL, f"{head}{shown} > max {claim.max:.4g}{_paper_suffix(claim)}")
-    return verdict(PASS, f"{head}{shown} within {claim.bound_text()}{_paper_suffix(claim)}")
+    if interval is not None:
+        span = f"{head}{shown}, interval {interval.text()}"
+        lo_out, hi_out = _outside(claim, interval.lo), _outside(claim, interval.hi)
+        if lo_out and hi_out and lo_out[0] == hi_out[0]:  # both ends past the same bound
+            return verdict(FAIL, f"{span} {lo_out if lo_out[0] == '>' else hi_out}")
+        if lo_out is None and hi_out is None:
+            return verdict(PASS, f"{span} within {claim.bound_text()}")
+        return verdict(INCONCLUSIVE, f"{span} straddles {claim.bound_text()}: noise could put it on either side")
+    if claim.timing:
+        return verdict(INCONCLUSIVE, f"{head}{shown} from one value; a timing claim needs several rounds to judge "
+                                     f"noise against {claim.bound_text()}")
+    outside = _outside(claim, measured)
+    if outside:
+        return verdict(FAIL, f"{head}{shown} {outside}")
+    return verdict(PASS, f"{head}{shown} within {claim.bound_text()}")
 
 
 def not_applicable(claim: Claim, why: str) -> Verdict:
-    return Verdict(claim.id, claim.metric, None, claim.min, claim.max, claim.paper_value, NOT_APPLICABLE,
-                   f"claim {claim.id}: not applicable ({why})")
+    return Verdict(claim.id, claim.metric, None, claim.min, claim.max,
+                   claim.paper_value if claim.basis == "paper" else None, NOT_APPLICABLE,
+                   f"claim {claim.id}: not applicable ({why})", claim.basis)

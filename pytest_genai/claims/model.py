@@ -1,7 +1,11 @@
 """Claims and metric definitions as data: loading and validating the TOML files in ``claims/data``.
 
-* ``metrics_*.toml`` — ``[[metric]]`` tables: ``name``, ``unit``, ``direction`` (higher | lower | none), ``description``.
-* ``paper_*.toml`` — one file per paper: ``paper`` and ``title`` at the top, then ``[[claim]]`` tables.
+* ``metrics_*.toml`` — ``[[metric]]`` tables: ``name``, ``unit``, ``direction`` (higher | lower | none),
+  ``description``, and ``timing = true`` for a number derived from measured times (its claims are judged on an
+  interval over rounds, never on one value).
+* ``paper_*.toml`` — one file per paper: ``paper`` and ``title`` at the top, then ``[[claim]]`` tables. Every claim
+  has a ``basis``: ``paper`` (a number or statement of the paper), ``target`` (a goal of this project) or
+  ``physics`` (a check any correct measurement must pass). Only ``paper`` claims are attributed to the paper.
 
 Every loading error names the file, the claim (or metric) and the field.
 """
@@ -17,6 +21,8 @@ from pytest_genai._toml import load_toml
 
 DIRECTIONS = ("higher", "lower", "none")
 CLAIM_KINDS = ("value", "generation")
+BASES = ("paper", "target", "physics")
+BASIS_WORDS = {"target": "project target, not a paper claim", "physics": "physics check, not a paper claim"}
 
 
 class ClaimsError(ValueError):
@@ -29,6 +35,7 @@ class MetricDef:
     unit: str
     direction: str
     description: str = ""
+    timing: bool = False
 
     @property
     def higher_is_better(self) -> bool | None:
@@ -58,10 +65,15 @@ class Claim:
     to_generation: str | None = None
     note: str = ""
     file: str = ""
+    basis: str = "paper"
+    timing: bool = False  # its metric is derived from measured times: judged on an interval over rounds
 
     @property
     def source(self) -> str:
-        return f"Paper {self.paper}, {self.section}"
+        """Where the claim comes from, as every output shows it: the paper only for ``paper`` claims."""
+        if self.basis == "paper":
+            return f"Paper {self.paper}, {self.section}"
+        return BASIS_WORDS[self.basis]
 
     def bound_text(self) -> str:
         if self.min is not None and self.max is not None:
@@ -134,7 +146,7 @@ def _str_tuple(value: Any, where: str, field: str) -> tuple[str, ...]:
 
 def parse_metrics(data: Mapping[str, Any], file: str) -> dict[str, MetricDef]:
     metrics: dict[str, MetricDef] = {}
-    allowed = {"name", "unit", "direction", "description"}
+    allowed = {"name", "unit", "direction", "description", "timing"}
     for i, entry in enumerate(data.get("metric", [])):
         where = f"{file}: metric #{i + 1}"
         if not isinstance(entry, dict):
@@ -154,7 +166,10 @@ def parse_metrics(data: Mapping[str, Any], file: str) -> dict[str, MetricDef]:
             raise ClaimsError(f"{where}: field 'unit' is required (use \"1\" for a dimensionless ratio)")
         if name in metrics:
             raise ClaimsError(f"{where}: defined twice in the same file")
-        metrics[name] = MetricDef(name, unit, direction, str(entry.get("description", "")))
+        timing = entry.get("timing", False)
+        if not isinstance(timing, bool):
+            raise ClaimsError(f"{where}: field 'timing' must be true or false, got {timing!r}")
+        metrics[name] = MetricDef(name, unit, direction, str(entry.get("description", "")), timing)
     return metrics
 
 
@@ -164,10 +179,11 @@ def merge_metrics(parts: Iterable[tuple[str, dict[str, MetricDef]]]) -> dict[str
     for file, metrics in parts:
         for name, metric in metrics.items():
             old = merged.get(name)
-            if old is not None and (old.unit, old.direction) != (metric.unit, metric.direction):
+            if old is not None and (old.unit, old.direction, old.timing) != (metric.unit, metric.direction, metric.timing):
                 raise ClaimsError(
                     f"{file}: metric {name!r} conflicts with {origin[name]} "
-                    f"(unit/direction {metric.unit}/{metric.direction} vs {old.unit}/{old.direction})"
+                    f"(unit/direction/timing {metric.unit}/{metric.direction}/{metric.timing} vs "
+                    f"{old.unit}/{old.direction}/{old.timing})"
                 )
             if old is None:
                 merged[name], origin[name] = metric, file
@@ -176,7 +192,7 @@ def merge_metrics(parts: Iterable[tuple[str, dict[str, MetricDef]]]) -> dict[str
 
 _CLAIM_FIELDS = {
     "id", "section", "metric", "unit", "min", "max", "paper_value", "paper_text", "devices", "models",
-    "experiment", "where", "kind", "from_generation", "to_generation", "note",
+    "experiment", "where", "kind", "from_generation", "to_generation", "note", "basis",
 }
 
 
@@ -229,6 +245,14 @@ def parse_claims(data: Mapping[str, Any], file: str, metrics: Mapping[str, Metri
         section = entry.get("section")
         if not isinstance(section, str) or not section:
             raise ClaimsError(f"{where}: field 'section' is required (e.g. \"A1\")")
+        basis = entry.get("basis")
+        if basis not in BASES:
+            raise ClaimsError(
+                f"{where}: field 'basis' must be one of {BASES} (paper: the paper's number or statement; target: "
+                f"our goal; physics: a check any correct measurement passes), got {basis!r}"
+            )
+        if basis != "paper" and entry.get("paper_value") is not None:
+            raise ClaimsError(f"{where}: field 'paper_value' is for basis = \"paper\" claims only (this one is {basis})")
         claims.append(
             Claim(
                 id=cid,
@@ -250,6 +274,8 @@ def parse_claims(data: Mapping[str, Any], file: str, metrics: Mapping[str, Metri
                 to_generation=entry.get("to_generation"),
                 note=str(entry.get("note", "")),
                 file=file,
+                basis=basis,
+                timing=metric.timing,
             )
         )
     return claims

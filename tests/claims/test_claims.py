@@ -20,7 +20,7 @@ def write(tmp_path, claims_text, metrics_text=METRICS):
 
 
 def claim(**fields):
-    body = {"id": '"T.x"', "section": '"A1"', "metric": '"ppl_ratio"', "max": "1.035"}
+    body = {"id": '"T.x"', "section": '"A1"', "basis": '"paper"', "metric": '"ppl_ratio"', "max": "1.035"}
     body.update(fields)
     return 'paper = "T"\n[[claim]]\n' + "\n".join(f"{k} = {v}" for k, v in body.items() if v is not None) + "\n"
 
@@ -46,6 +46,10 @@ def test_packaged_claims_load_and_cover_both_papers() -> None:
         ({"unit": '"s"'}, METRICS, "paper_t.toml: claim 'T.x': field 'unit' is 's'"),
         ({"kind": '"generation"'}, METRICS, "needs fields 'from_generation' and 'to_generation'"),
         ({}, METRICS.replace('"lower"', '"sideways"'), "metrics_t.toml: metric 'ppl_ratio': field 'direction'"),
+        ({"basis": None}, METRICS, "paper_t.toml: claim 'T.x': field 'basis' must be one of"),
+        ({"basis": '"hunch"'}, METRICS, "paper_t.toml: claim 'T.x': field 'basis' must be one of"),
+        ({"basis": '"physics"', "paper_value": "1.0"}, METRICS, "field 'paper_value' is for basis = \"paper\""),
+        ({}, METRICS + "timing = 1\n", "metrics_t.toml: metric 'ppl_ratio': field 'timing' must be true or false"),
     ],
 )
 def test_malformed_claim_files_name_file_claim_and_field(tmp_path, fields, metrics_text, message) -> None:

@@ -1,0 +1,79 @@
+"""Basis and noise-aware verdicts: only paper claims name a paper; timing claims are judged on an interval."""
+import math
+
+import pytest
+from hypothesis import given, strategies as st
+
+from pytest_genai.claims import INCONCLUSIVE, Interval, check_value, load_claims, load_metrics
+from pytest_genai.claims.model import Claim
+from pytest_genai.results import failing
+
+
+def _claim(**kw) -> Claim:
+    base = dict(id="T.r", paper="T", section="S", metric="m", unit="x", direction="higher", min=1.0,
+                paper_text="DDP beats FSDP", basis="paper", timing=True)
+    base.update(kw)
+    return Claim(**base)
+
+
+def _iv(lo: float, hi: float) -> Interval:
+    return Interval(lo, hi, 0.95, 8, "test")
+
+
+def test_every_packaged_claim_has_a_basis_and_only_paper_claims_name_the_paper() -> None:
+    claims = load_claims()
+    assert {c.basis for c in claims} == {"paper", "target", "physics"}
+    for c in claims:
+        message = check_value(c, c.min if c.min is not None else c.max).message
+        if c.basis == "paper":
+            assert f"Paper {c.paper}" in message
+        else:
+            assert "Paper" not in message and "not a paper claim" in message
+            assert c.paper_value is None
+    assert all(c.id.split(".")[1] != "target" or c.basis == "target" for c in claims)
+
+
+def test_timing_metrics_are_declared_and_claims_inherit_them() -> None:
+    metrics = load_metrics()
+    assert metrics["quantize_time_ratio_vs_torchao"].timing and metrics["partition_max_stage_ratio"].timing
+    assert not metrics["perplexity"].timing
+    claims = {c.id: c for c in load_claims()}
+    assert claims["B2.cpu_pipeline_optimal_partition"].timing and not claims["A1.ppl_ratio"].timing
+
+
+def test_interval_verdicts_pass_fail_inconclusive() -> None:
+    c = _claim()  # min 1.0
+    assert check_value(c, 1.3, _iv(1.1, 1.5)).verdict == "pass"
+    assert check_value(c, 0.8, _iv(0.7, 0.9)).verdict == "fail"
+    v = check_value(c, 1.02, _iv(0.95, 1.1))
+    assert v.verdict == INCONCLUSIVE and "straddles" in v.message and v.interval["lo"] == 0.95
+    both = _claim(min=1.1, max=1.2)
+    assert check_value(both, 1.3, _iv(1.25, 1.4)).verdict == "fail"
+    assert check_value(both, 1.15, _iv(1.0, 1.3)).verdict == INCONCLUSIVE  # wider than the band
+
+
+def test_a_timing_claim_with_one_value_is_inconclusive_and_a_value_claim_is_not() -> None:
+    assert check_value(_claim(), 5.0).verdict == INCONCLUSIVE
+    assert check_value(_claim(timing=False), 5.0).verdict == "pass"
+    assert check_value(_claim(), math.nan, _iv(1, 2)).verdict == "fail"  # a non-finite value is never noise
+
+
+@given(lo=st.floats(-10, 10), width=st.floats(0, 5), a=st.floats(-20, 20), w=st.floats(0, 10))
+def test_interval_verdict_is_exactly_interval_arithmetic(lo, width, a, w) -> None:
+    c = _claim(min=lo, max=lo + width)
+    v = check_value(c, a + w / 2, _iv(a, a + w)).verdict
+    inside = lo <= a and a + w <= lo + width
+    outside = a + w < lo or a > lo + width
+    assert v == ("pass" if inside else "fail" if outside else INCONCLUSIVE)
+
+
+@pytest.mark.parametrize(
+    ("verdict", "basis", "mode", "fails"),
+    [
+        ("fail", "paper", "enforce", True), ("fail", "physics", "enforce", True), ("fail", "target", "enforce", False),
+        ("inconclusive", "paper", "enforce", False), ("inconclusive", "paper", "strict", True),
+        ("inconclusive", "target", "strict", False), ("fail", "paper", "report", False), ("pass", "paper", "strict", False),
+    ],
+)
+def test_which_verdicts_fail_a_test(verdict, basis, mode, fails) -> None:
+    assert failing(verdict, basis, mode) is fails
