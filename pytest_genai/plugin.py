@@ -48,7 +48,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("genai", "pytest-genai: generative-AI benchmarks on accelerators")
     for name, (option, env, ini, _parser, _default) in SETTINGS.items():
         text = _HELP[name] + (f" [env {env}]" if env else "")
-        group.addoption(option, dest=option.lstrip("-").replace("-", "_"), default=None, help=text)
+        # argparse %-formats option help (%(default)s...): a literal '%' (e.g. "5%") must be written '%%'
+        group.addoption(option, dest=option.lstrip("-").replace("-", "_"), default=None, help=text.replace("%", "%%"))
         if ini:
             parser.addini(ini, _HELP[name], default=None)
 

@@ -153,3 +153,10 @@ def test_bad_settings_name_their_source(pytester: pytest.Pytester, monkeypatch, 
 def test_importing_the_plugin_does_not_import_torch() -> None:
     code = "import sys, pytest_genai.plugin, pytest_genai.cli; sys.exit(3 if 'torch' in sys.modules else 0)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_help_lists_the_options_and_their_percent_signs(pytester: pytest.Pytester) -> None:
+    # argparse %-formats help texts: an unescaped "5%," in a help text made `pytest --help` crash
+    result = pytester.runpytest("--help")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*--genai-max-regression*", "*tokens_per_s=5%,perplexity=0.5%*"])
