@@ -1,18 +1,38 @@
-"""Atomic file writes: write a temporary file in the same folder, flush it to disk, then rename over the target."""
+"""Atomic file writes: write a temporary file in the same folder, flush it to disk, then rename over the target.
+
+The file gets the mode a plain ``open(path, "w")`` would leave: an existing target keeps its mode, a new one gets
+``0666 & ~umask`` (``tempfile.mkstemp`` alone creates 0600, so reports and JSON ended up readable by their owner
+only)."""
 from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _target_mode(path: Path) -> int:
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return 0o666 & ~_umask()
+
+
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = _target_mode(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
