@@ -98,14 +98,25 @@ def test_parallel_scaling(benchmark, genai, genai_device, genai_settings, strate
     genai.label("scaling_baseline", "1 rank, same workload; dp: one rank's batch (weak scaling), tp/pp: whole batch")
     genai.attach("load_context", s.load_context)
     if strategy == "pp":
+        import statistics
+
+        from pytest_genai.scaling.run import partition_ratio_rounds
+
         optimal, naive = s.partitions["optimal"], s.partitions["naive"]
-        genai.metric("max_stage_compute_s", optimal.max_stage_compute_s)
-        genai.metric("naive_max_stage_compute_s", naive.max_stage_compute_s)
-        genai.metric("partition_max_stage_ratio", optimal.max_stage_compute_s / naive.max_stage_compute_s)
+        # Judged on stages timed alone (a chip each); in the pipeline, co-running CPU stages share caches.
+        ratios = partition_ratio_rounds(optimal, naive)
+        genai.metric("max_stage_compute_s", statistics.median(optimal.max_stage_alone_rounds))
+        genai.metric("naive_max_stage_compute_s", statistics.median(naive.max_stage_alone_rounds))
+        genai.metric("partition_max_stage_ratio", statistics.median(ratios), rounds=ratios)
+        genai.metric("max_stage_compute_in_pipeline_s", optimal.max_stage_compute_s)
+        genai.metric("naive_max_stage_compute_in_pipeline_s", naive.max_stage_compute_s)
+        genai.metric("partition_max_stage_ratio_in_pipeline", optimal.max_stage_compute_s / naive.max_stage_compute_s)
         genai.metric("partition_throughput_ratio", optimal.samples_per_s / naive.samples_per_s)
         genai.metric("load_imbalance", optimal.stage_load_imbalance)
         genai.metric("naive_load_imbalance", naive.stage_load_imbalance)
-        genai.label("load_imbalance_subtasks", "pipeline stages: median measured compute per step, mean/max")
+        genai.label("load_imbalance_subtasks", "pipeline stages: median measured compute per step in the pipeline, mean/max")
+        genai.label("max_stage_compute_method", "each stage's step work (forwards, backwards, optimizer) timed alone "
+                    "on rank 0, interleaved rounds; *_in_pipeline_s: the same work timed while the stages co-run")
         genai.metric("partition_max_stage_ratio_modeled",
                      optimal.partition.max_stage_load / naive.partition.max_stage_load, source="modeled")
         genai.metric("pipeline_step_time_s_modeled", pipeline_step_s_modeled(optimal, cfg.micro_batches),

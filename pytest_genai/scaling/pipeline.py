@@ -10,6 +10,13 @@ gradient (no loss op, as in Level 1's training step).
 Per step a stage reports its compute time (thread CPU seconds on the CPU: robust to other processes on a shared
 machine) and its wall seconds inside send / recv (transfer plus waiting for the neighbour). torch is imported
 inside functions; ``send`` / ``recv`` are injected, so the schedule runs on threads in tests.
+
+Stage compute measured inside the pipeline also holds what the neighbour does at the same time: on a CPU the
+stages are cores of one chip that share caches and memory bandwidth, so a balanced split (both stages busy at once)
+inflates its own stages' compute more than an unbalanced one (one stage mostly waits), by 10-20% on 2 vCPUs.
+Separate accelerators share nothing of the kind. :func:`stage_compute_alone` therefore also times each stage's whole
+step work (the forwards and backwards of every micro-batch, input gradients for non-first stages, the optimizer
+step) with the other ranks idle: the load a stage puts on a chip of its own.
 """
 from __future__ import annotations
 
@@ -127,6 +134,34 @@ def run_stage_step(
         timed_compute(lambda: (optimizer.step(), optimizer.zero_grad(set_to_none=True)))
     sync()
     return StageStep(wall_s=time.perf_counter() - t0, compute_s=compute, comm_s=comm, output=outputs)
+
+
+def stage_compute_alone(
+    stage: Any,
+    micro_inputs: Sequence[Any],
+    micro_grads: Sequence[Any],
+    optimizer: Any,
+    *,
+    input_grad: bool,
+    sync: Callable[[], None] = lambda: None,
+    clock: Callable[[], float] = time.thread_time,
+) -> float:
+    """Seconds of one stage's work for one pipeline step, alone: what :func:`run_stage_step` times as compute.
+
+    ``micro_inputs``: the activations entering the stage; ``micro_grads``: the gradients of its outputs;
+    ``input_grad``: whether the stage back-propagates into its input (every stage but the first does).
+    """
+    inputs = [x.detach().requires_grad_(input_grad) for x in micro_inputs]
+    sync()
+    t0 = clock()
+    outputs = [stage(x) for x in inputs]
+    for out, grad in zip(outputs, micro_grads):
+        out.backward(grad)
+    if optimizer is not None:
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    sync()
+    return clock() - t0
 
 
 def run_sequential_step(layers: Any, micro_inputs: Sequence[Any], micro_grads: Sequence[Any], optimizer: Any) -> None:

@@ -93,12 +93,19 @@ class PartitionRun:
     partition: Partition
     step_s: float
     samples_per_s: float
-    stage_compute_s: tuple[float, ...]  # median per-step compute seconds of each stage (rank)
+    stage_compute_s: tuple[float, ...]  # median per-step compute seconds of each stage (rank), in the pipeline
     comm_time_share: float
+    alone_rounds: tuple[tuple[float, ...], ...] = ()  # per timed round: each stage's step work timed alone
 
     @property
     def max_stage_compute_s(self) -> float:
+        """In the pipeline: the largest stage's median compute (co-running stages share the CPU's caches)."""
         return max(self.stage_compute_s)
+
+    @property
+    def max_stage_alone_rounds(self) -> list[float]:
+        """Per timed round, the bottleneck stage's seconds with each stage timed alone."""
+        return [max(r) for r in self.alone_rounds]
 
     @property
     def stage_load_imbalance(self) -> float:
@@ -159,6 +166,7 @@ def summarize(ranks: Sequence[Mapping[str, Any]], cfg: ParallelConfig) -> Scalin
         share = in_call_share([r["step_s"] for r in ranks], [r["comm_s"] for r in ranks], warm)
         return ScalingSummary(step_s=step, comm_time_share=share, **common)
     loads = tuple(float(x) for x in ranks[0]["layer_loads_s"])
+    alone = ranks[0].get("alone_stage_s", {})
     runs: dict[str, PartitionRun] = {}
     for name in cfg.partitions:
         per_rank = [r["runs"][name] for r in ranks]
@@ -170,10 +178,19 @@ def summarize(ranks: Sequence[Mapping[str, Any]], cfg: ParallelConfig) -> Scalin
             samples_per_s=cfg.samples_per_step / step,
             stage_compute_s=tuple(median_after(p["compute_s"], warm) for p in per_rank),
             comm_time_share=in_call_share([p["step_s"] for p in per_rank], [p["comm_s"] for p in per_rank], warm),
+            alone_rounds=tuple(tuple(float(x) for x in r) for r in _after(alone[name], warm)) if name in alone else (),
         )
     main = runs["optimal"] if "optimal" in runs else next(iter(runs.values()))
     return ScalingSummary(step_s=main.step_s, comm_time_share=main.comm_time_share, partitions=runs,
                           layer_loads_s=loads, **common)
+
+
+def partition_ratio_rounds(optimal: PartitionRun, naive: PartitionRun) -> list[float]:
+    """Per round, the optimal split's bottleneck stage over the equal-count split's (stages timed alone)."""
+    a, b = optimal.max_stage_alone_rounds, naive.max_stage_alone_rounds
+    if not a or len(a) != len(b):
+        raise ValueError(f"stage-alone rounds missing or unequal: {len(a)} optimal vs {len(b)} naive")
+    return [x / y for x, y in zip(a, b)]
 
 
 def pipeline_step_s_modeled(run: PartitionRun, micro_batches: int) -> float:

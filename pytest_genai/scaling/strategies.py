@@ -12,6 +12,8 @@ rank reports its own step seconds and the job's step time is the slowest rank's.
   is timed (``in_call``: transfer plus waiting for the peer).
 * ``pp`` — :mod:`pytest_genai.scaling.pipeline` stages; per-layer loads are measured first on rank 0, the
   ``optimal`` and ``naive`` partitions computed from them, and each is run; send / recv are timed (``in_call``).
+  Then rank 0 times every stage of both partitions alone (the other ranks wait at a barrier), interleaved round by
+  round (``alone_stage_s``): the per-chip stage loads the partition comparison is judged on.
 
 torch is imported inside functions. Results are plain JSON-able dicts.
 """
@@ -204,6 +206,7 @@ def measure_pp(cfg: ParallelConfig, ctx: RankContext) -> dict[str, Any]:
     for name, part in partitions.items():
         stage = nn.Sequential(*(copy.deepcopy(layers[i]) for i in part.stage_layers[ctx.rank]))
         stages[name] = (stage, torch.optim.AdamW(stage.parameters(), lr=1e-4))
+    alone = _alone_stages(layers, partitions, micro, grads, ctx) if ctx.rank == 0 else {}
     del layers
     runs: dict[str, Any] = {name: {"bounds": list(part.bounds), "step_s": [], "compute_s": [], "comm_s": []}
                             for name, part in partitions.items()}
@@ -219,8 +222,46 @@ def measure_pp(cfg: ParallelConfig, ctx: RankContext) -> dict[str, Any]:
             runs[name]["step_s"].append(step.wall_s)
             runs[name]["compute_s"].append(step.compute_s)
             runs[name]["comm_s"].append(step.comm_s)
-    return {"baseline_step_s": rank0_list(base), "layer_loads_s": loads, "runs": runs,
+    alone_s: dict[str, list[list[float]]] = {name: [] for name in partitions}
+    for _ in range(cfg.warmup + cfg.repeats):  # each stage alone: the other ranks wait at the barrier
+        if ctx.rank == 0:
+            for name, stage_runs in alone.items():
+                alone_s[name].append([run() for run in stage_runs])
+        ctx.barrier()
+    box = [alone_s]
+    dist.broadcast_object_list(box, src=0)
+    return {"baseline_step_s": rank0_list(base), "layer_loads_s": loads, "runs": runs, "alone_stage_s": box[0],
             "load_before": load_before, "load_after": _load_context()}
+
+
+def _alone_stages(layers: list[Any], partitions: dict[str, Any], micro: list[Any], grads: list[Any],
+                  ctx: RankContext) -> dict[str, list[Callable[[], float]]]:
+    """Per partition, one callable per stage that times that stage's step work alone (own copies, own AdamW)."""
+    import torch
+    from torch import nn
+
+    from pytest_genai.scaling.pipeline import stage_compute_alone
+
+    with torch.no_grad():  # the activations entering each layer, per micro-batch
+        entering = [list(micro)]
+        for layer in layers:
+            entering.append([layer(x) for x in entering[-1]])
+    out: dict[str, list[Callable[[], float]]] = {}
+    for name, part in partitions.items():
+        runs = []
+        for s, layer_ids in enumerate(part.stage_layers):
+            stage = nn.Sequential(*(copy.deepcopy(layers[i]) for i in layer_ids))
+            opt = torch.optim.AdamW(stage.parameters(), lr=1e-4)
+            last = layer_ids[-1] == len(layers) - 1
+            out_grads = grads if last else [torch.full_like(y, 1.0 / y.numel()) for y in entering[layer_ids[-1] + 1]]
+
+            def run(stage=stage, opt=opt, inputs=entering[layer_ids[0]], out_grads=out_grads, first=s == 0) -> float:
+                return stage_compute_alone(stage, inputs, out_grads, opt, input_grad=not first, sync=ctx.sync,
+                                           clock=ctx.compute_clock)
+
+            runs.append(run)
+        out[name] = runs
+    return out
 
 
 MEASURE = {"dp": measure_dp, "tp": measure_tp, "pp": measure_pp}

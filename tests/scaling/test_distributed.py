@@ -34,6 +34,8 @@ def test_measure_job_reports_every_rank(tmp_path):
         assert len(ranks[0]["baseline_step_s"]) == 3
     pp = summarize(result["results"][2], configs[2])
     assert set(pp.partitions) == {"optimal", "naive"} and len(pp.layer_loads_s) == W.layers + 1
+    for run in pp.partitions.values():  # every stage timed alone in every timed round
+        assert len(run.alone_rounds) == 2 and all(len(r) == 2 and min(r) > 0 for r in run.alone_rounds)
 
 
 def test_a_bad_job_fails_with_the_rank_logs(tmp_path):

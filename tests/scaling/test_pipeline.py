@@ -91,3 +91,19 @@ def test_build_layers_same_seed_same_weights():
         for p, q in zip(la.parameters(), lb.parameters()):
             assert torch.equal(p, q)
     assert len(build_layers(CFG, 0, "cpu")) == CFG.layers
+
+
+def test_stage_alone_does_the_stage_work_of_a_pipeline_step():
+    from pytest_genai.scaling.pipeline import stage_compute_alone
+
+    layers, micro, grads = setup(2)
+    ref = nn.Sequential(*copy.deepcopy(layers))
+    run_sequential_step(ref, micro, grads, None)
+    with torch.no_grad():
+        entering = [nn.Sequential(*layers[:-1])(x) for x in micro]
+    head = copy.deepcopy(layers[-1])
+    ticks = iter([10.0, 12.5])
+    seconds = stage_compute_alone(head, entering, grads, None, input_grad=True, clock=lambda: next(ticks))
+    assert seconds == 2.5
+    for p, q in zip(head.parameters(), ref[-1].parameters()):  # same forwards + backwards over the micro-batches
+        torch.testing.assert_close(p.grad, q.grad)

@@ -3,7 +3,7 @@ import pytest
 
 from pytest_genai.dabench.config import DecoderConfig
 from pytest_genai.scaling.config import ParallelConfig
-from pytest_genai.scaling.run import in_call_share, slowest_rank_steps, summarize
+from pytest_genai.scaling.run import in_call_share, partition_ratio_rounds, slowest_rank_steps, summarize
 
 W = DecoderConfig(layers=4, hidden=64, heads=2, seq_len=16, batch=8, mode="train")
 
@@ -44,6 +44,22 @@ def test_pp_partitions_summary():
     assert opt.max_stage_compute_s / naive.max_stage_compute_s == 0.8
     assert opt.stage_load_imbalance == 1.0 and naive.stage_load_imbalance == pytest.approx(0.8)
     assert opt.partition.max_stage_load == 4.0 and naive.partition.max_stage_load == 5.0
+
+
+def test_pp_ratio_is_judged_per_round_on_stages_timed_alone():
+    cfg = ParallelConfig("pp", W, head_vocab=128, warmup=1, repeats=2, micro_batches=2)
+    base = {"baseline_step_s": [4.0] * 3, "layer_loads_s": [1.0, 1.0, 1.0, 1.0, 4.0],
+            "runs": {n: {"bounds": b, "step_s": [2.0] * 3, "compute_s": [8.0] * 3, "comm_s": [0.5] * 3}
+                     for n, b in (("optimal", [0, 4, 5]), ("naive", [0, 3, 5]))}}
+    # per round, per stage: the warm-up round is dropped; the bottleneck stage of each split is compared per round
+    r0 = {**base, "alone_stage_s": {"optimal": [[9.0, 9.0], [4.0, 3.0], [4.4, 4.0]],
+                                    "naive": [[1.0, 1.0], [3.0, 5.0], [3.0, 5.5]]}}
+    s = summarize([r0, {**base, "baseline_step_s": [0.0] * 3}], cfg)
+    opt, naive = s.partitions["optimal"], s.partitions["naive"]
+    assert opt.max_stage_alone_rounds == [4.0, 4.4] and naive.max_stage_alone_rounds == [5.0, 5.5]
+    assert partition_ratio_rounds(opt, naive) == pytest.approx([0.8, 0.8])
+    with pytest.raises(ValueError, match="stage-alone rounds missing"):
+        partition_ratio_rounds(summarize([base, base], cfg).partitions["optimal"], naive)
 
 
 def test_rank_count_and_step_count_must_match():
