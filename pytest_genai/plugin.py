@@ -12,6 +12,7 @@ from pytest_genai.options import SETTINGS, SettingError, resolve
 from pytest_genai.session import SessionState
 
 STATE = pytest.StashKey[SessionState]()
+BENCHMARK_JSON = pytest.StashKey["str | None"]()  # absolute --benchmark-json path, "-" for stdout
 EXPERIMENT_MARKERS = {
     "quant": "Paper A, A1: sensitivity-aware mixed-precision post-training quantization",
     "finetune": "Paper A, A2: fine-tuning throughput (DDP / FSDP / DeepSpeed ZeRO-3, Flash Attention)",
@@ -66,6 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except SettingError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE] = state
+    config.stash[BENCHMARK_JSON] = _checked_benchmark_json(config)
     baseline = resolve(config, "baseline")
     if baseline:
         from pytest_genai.report.inline import BaselinePlugin
@@ -73,6 +75,17 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(
             BaselinePlugin(config, baseline, resolve(config, "max_regression")), "genai-baseline"
         )
+
+
+def _checked_benchmark_json(config: pytest.Config) -> str | None:
+    """The absolute path of --benchmark-json, refused now (not after every benchmark ran) when it cannot be written."""
+    from pytest_genai.outputs import STDOUT, benchmark_json_path, output_file_problem
+
+    path = benchmark_json_path(config.getoption("benchmark_json", None), config.invocation_params.dir)
+    problem = output_file_problem(path) if path not in (None, STDOUT) else None
+    if problem:
+        raise pytest.UsageError(f"--benchmark-json {path}: {problem}")
+    return path
 
 
 def _state(config: pytest.Config) -> SessionState:
@@ -220,8 +233,16 @@ def _write_empty_benchmark_json(config: pytest.Config) -> None:
     )
     config.hook.pytest_benchmark_update_json(config=config, benchmarks=[], output_json=output)
     from pytest_genai.atomic import write_json_atomic
+    from pytest_genai.outputs import STDOUT
 
-    write_json_atomic(getattr(handle, "name", handle), output)
+    path = config.stash.get(BENCHMARK_JSON, None)  # the path the user gave, resolved at configure time
+    if path == STDOUT:  # --benchmark-json -: argparse gave pytest-benchmark the binary stdout
+        import json
+
+        handle.write((json.dumps(output, indent=4, default=str) + "\n").encode())
+        handle.flush()
+    elif path is not None:
+        write_json_atomic(path, output)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -160,3 +160,47 @@ def test_help_lists_the_options_and_their_percent_signs(pytester: pytest.Pyteste
     result = pytester.runpytest("--help")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*--genai-max-regression*", "*tokens_per_s=5%,perplexity=0.5%*"])
+
+
+PATH_OPTION_CONFTEST = """
+import pathlib
+import pytest
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    config.option.benchmark_json = pathlib.Path("sub/dir/out.json")  # as a pytest-benchmark storing a Path would
+"""
+
+
+@pytest.mark.parametrize("case", ["as-typed", "option-is-a-path"])
+def test_all_skipped_run_writes_the_json_at_the_path_given(pytester: pytest.Pytester, case: str) -> None:
+    # pytest-benchmark 5.2 stores an open file handle whose .name is the whole path as typed; one that stores a
+    # Path must not be reduced to Path.name ("out.json" in the current folder)
+    pytester.makepyfile(DEVICE_TEST)
+    (pytester.path / "sub" / "dir").mkdir(parents=True)
+    args = ["-m", "hpu", "-p", "no:cacheprovider"]
+    if case == "option-is-a-path":
+        pytester.makeconftest(PATH_OPTION_CONFTEST)
+    else:
+        args += ["--benchmark-json", "sub/dir/out.json"]
+    result = pytester.runpytest(*args)
+    assert result.ret == 0
+    data = json.loads((pytester.path / "sub" / "dir" / "out.json").read_text())
+    assert data["benchmarks"] == [] and "hpu" in data["machine_info"]["genai"]["absent"]
+    assert not (pytester.path / "out.json").exists()
+
+
+@pytest.mark.parametrize("typed", [False, True])
+def test_benchmark_json_in_a_missing_folder_is_a_usage_error_before_any_test(pytester: pytest.Pytester, typed) -> None:
+    pytester.makepyfile("def test_a():\n    raise AssertionError('must not run')\n")
+    if typed:  # pytest-benchmark 5.x: argparse.FileType opens the file while parsing the command line
+        result = pytester.runpytest("--benchmark-json", "missing/dir/out.json")
+    else:  # a pytest-benchmark that stores the path: pytest-genai checks it in pytest_configure
+        pytester.makeconftest(PATH_OPTION_CONFTEST.replace("sub/dir", "missing/dir"))
+        result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "missing/dir/out.json" in result.stderr.str()
+    if not typed:
+        result.stderr.fnmatch_lines([f"ERROR: --benchmark-json {pytester.path}/missing/dir/out.json: the folder "
+                                     f"{pytester.path}/missing/dir does not exist; create it first (mkdir -p *"])
+    result.stdout.no_fnmatch_line("*must not run*")
