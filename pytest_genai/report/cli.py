@@ -1,8 +1,13 @@
 """``pytest-genai report | compare | gate``: argparse front-ends returning exit codes.
 
-Exit codes (:mod:`.errors`): 0 fine / no regression, 1 regression (gate), 2 bad input —
-an unreadable or invalid file, a malformed option, or nothing to compare.  Every expected
-failure is one readable message on stderr, never a traceback.
+Exit codes (:mod:`.errors`): 0 fine / no regression, 1 regression, failed generation claim or
+baseline benchmark missing from the current run (gate), 2 bad input — an unreadable or
+invalid file, a run with two benchmarks that cannot be told apart, a malformed or unknown
+threshold, an output path that is an input, or nothing to compare.  Every expected failure
+is one readable message on stderr, never a traceback.
+
+``compare`` and ``gate`` print a short summary (regressions, improvements past their
+threshold, unmatched benchmarks, counts); ``--all`` adds the row of every metric.
 """
 
 from __future__ import annotations
@@ -11,10 +16,11 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Sequence, TextIO
+from typing import Any, Callable, Mapping, Sequence, TextIO
 
-from pytest_genai.atomic import write_text_atomic
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, ReportInputError
+from .matching import check_unique
+from .output import check_outputs, write_output
 from .registry import MetricInfo, default_metric_info
 from .runs import Run, load_run
 from .thresholds import ThresholdError, Thresholds, parse_thresholds
@@ -37,6 +43,11 @@ def _run_main(build: Callable[[], argparse.ArgumentParser], body: Callable[[argp
     except OSError as exc:  # an output path that cannot be written
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"pytest-genai {parser.prog.split()[-1]}: error: cannot write {where}{exc.strerror or exc}",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (RecursionError, MemoryError) as exc:  # pathological input that slipped past the loader's checks
+        print(f"pytest-genai {parser.prog.split()[-1]}: error: the input is too deeply nested or too large to "
+              f"process ({type(exc).__name__}); pass the files exactly as pytest --benchmark-json wrote them",
               file=sys.stderr)
         return EXIT_BAD_INPUT
 
@@ -71,7 +82,34 @@ def _thresholds(text: str | None) -> Thresholds:
 def _emit(text: str, outputs: Sequence[str]) -> None:
     print(text, end="" if text.endswith("\n") else "\n")
     for out in outputs:
-        write_text_atomic(out, text if text.endswith("\n") else text + "\n")
+        write_output(out, text if text.endswith("\n") else text + "\n")
+
+
+def _load_pair(args: argparse.Namespace) -> tuple[Run, Run]:
+    """The two runs of compare/gate, refused when -o names one of them or a run has indistinguishable benchmarks."""
+    check_outputs(args.output, [args.baseline, args.current])
+    baseline = _load_nonempty(args.baseline, "baseline")
+    current = _load_nonempty(args.current, "current")
+    check_unique(baseline)
+    check_unique(current)
+    _warn(baseline.warnings + current.warnings)
+    return baseline, current
+
+
+def _known_experiments(runs: Sequence[Run]) -> set[str]:
+    names = {r.experiment for run in runs for r in run.records if r.experiment}
+    try:
+        from pytest_genai.claims import load_claims
+
+        names |= {c.experiment for c in load_claims() if getattr(c, "experiment", None)}
+    except Exception:  # claims data unavailable: the runs' own experiments are still known
+        pass
+    return names
+
+
+def _check_threshold_names(thresholds: Thresholds, info: Mapping[str, MetricInfo], runs: Sequence[Run]) -> None:
+    metrics = set(info) | {m for run in runs for r in run.records for m in r.metrics}
+    thresholds.check_known(metrics, _known_experiments(runs), option="--max-regression")
 
 
 # --- report ---------------------------------------------------------------------------------------
@@ -106,6 +144,7 @@ def _report(args: argparse.Namespace) -> int:
     from .plots import PlotsUnavailable, write_plots
     from .render import report_blocks, to_html, to_markdown
 
+    check_outputs(args.output, [args.run])
     run = _load_nonempty(args.run, "report's")
     _warn(run.warnings)
     info = _metric_info()
@@ -136,7 +175,7 @@ def _report(args: argparse.Namespace) -> int:
             if path is None:
                 sys.stdout.write(text)
             else:
-                write_text_atomic(path, text)
+                write_output(path, text)
                 print(f"wrote {path} ({fmt})", file=sys.stderr)
         if args.plots is not None:
             print(f"wrote {len(images)} plot(s) to {args.plots}", file=sys.stderr)
@@ -155,9 +194,12 @@ def _pair_parser(prog: str, description: str) -> argparse.ArgumentParser:
     p.add_argument("baseline", help="the reference run (pytest-benchmark JSON)")
     p.add_argument("current", help="the run to judge (pytest-benchmark JSON)")
     p.add_argument("--max-regression", default=None, metavar="SPEC",
-                   help="per-metric thresholds, e.g. 'tokens_per_s=5%%,perplexity=0.5%%,quant:acc=1%%,*=10%%'")
+                   help="per-metric thresholds, e.g. 'tokens_per_s=5%%,perplexity=0.5%%,quant:acc=1%%,*=10%%' "
+                        "(pytest-benchmark's 'metric:5%%' also works); unknown metric or experiment names are an error")
+    p.add_argument("--all", action="store_true",
+                   help="print the row of every compared metric, not only the summary")
     p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
-                   help="also write the printed Markdown to FILE (atomically; repeatable)")
+                   help="also write the printed Markdown to FILE (atomically; repeatable; never one of the inputs)")
     return p
 
 
@@ -171,29 +213,67 @@ def _header(baseline: Run, current: Run, thresholds: Thresholds) -> str:
             f"current: {current.source} ({len(current.records)} benchmark(s)) · thresholds: {thresholds.id}")
 
 
-def _compare(args: argparse.Namespace) -> int:
-    from .compare import compare_runs
+def _counts(comparison: Any) -> str:
+    """The summary's counts: benchmarks compared vs unmatched, gated values, regressed/improved/unusable."""
+    from .compare import BASELINE_UNUSABLE, NOT_FINITE, REGRESSED
+
+    nb, nc = len(comparison.only_baseline), len(comparison.only_current)
+    unmatched = f"{nb + nc} unmatched" + (f" ({nb} baseline only, {nc} current only)" if nb + nc else "")
+    regressed, not_finite = len(comparison.metrics_where(REGRESSED)), len(comparison.metrics_where(NOT_FINITE))
+    unusable = len(comparison.metrics_where(BASELINE_UNUSABLE))
+    text = (f"{len(comparison.pairs)} benchmark(s) compared, {unmatched}; {comparison.gated_count} gated metric "
+            f"value(s): {regressed} regressed, " + (f"{not_finite} not finite, " if not_finite else "")
+            + f"{len(comparison.improved)} improved past the threshold")
+    return text + (f"; {unusable} baseline value(s) unusable (nan/inf, not gated)" if unusable else "")
+
+
+def _summary_sections(comparison: Any, *, rows: bool, regressions: bool, skip_baseline_only: bool = False) -> list[str]:
+    """The summary's tables: regressions (``regressions``), improvements past the threshold and unusable baselines
+    (``rows``: not needed when every row is printed anyway), and the benchmarks present on one side only."""
+    from .compare import BASELINE_UNUSABLE, FAILING
     from .views import comparison_table, one_sided_table
 
+    parts: list[str] = []
+    if rows and regressions and comparison.metrics_where(FAILING):
+        parts += ["Regressed beyond the threshold (or not finite):",
+                  comparison_table(comparison, where=lambda m: m.status in FAILING).to_markdown()]
+    if rows and comparison.improved:
+        parts += ["Improved past the threshold (a real change, or a noisy baseline?):",
+                  comparison_table(comparison, where=lambda m: m.improved_past_limit).to_markdown()]
+    if rows and comparison.metrics_where(BASELINE_UNUSABLE):
+        parts += ["Baseline value unusable (nan/inf; not gated):",
+                  comparison_table(comparison, where=lambda m: m.status == BASELINE_UNUSABLE).to_markdown()]
+    only_b = () if skip_baseline_only else comparison.only_baseline
+    if only_b or comparison.only_current:
+        parts += ["Benchmarks present on one side only:", one_sided_table(only_b, comparison.only_current).to_markdown()]
+    return parts
+
+
+_ALL_HINT = "(--all prints every compared metric)"
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from .compare import compare_runs
+    from .views import comparison_table
+
     thresholds = _thresholds(args.max_regression)
-    baseline = _load_nonempty(args.baseline, "baseline")
-    current = _load_nonempty(args.current, "current")
-    _warn(baseline.warnings + current.warnings)
-    comparison = compare_runs(baseline, current, _metric_info(), thresholds)
+    baseline, current = _load_pair(args)
+    info = _metric_info()
+    _check_threshold_names(thresholds, info, (baseline, current))
+    comparison = compare_runs(baseline, current, info, thresholds)
     parts = ["## pytest-genai compare", _header(baseline, current, thresholds)]
-    if comparison.pairs:
-        parts.append(comparison_table(comparison).to_markdown())
-    else:
+    if not comparison.pairs:
         parts.append("No benchmark of the current run matches one of the baseline by (experiment, config, model).")
-    if comparison.only_baseline or comparison.only_current:
-        parts += ["Benchmarks present on one side only:",
-                  one_sided_table(comparison.only_baseline, comparison.only_current).to_markdown()]
+    elif args.all:
+        parts.append(comparison_table(comparison).to_markdown())
+    parts += _summary_sections(comparison, rows=not args.all, regressions=True)
+    parts.append(_counts(comparison) + ("" if args.all else " " + _ALL_HINT))
     _emit("\n\n".join(parts), args.output)
     return EXIT_OK
 
 
 def compare_main(argv: Sequence[str] | None = None) -> int:
-    """``pytest-genai compare BASELINE.json CURRENT.json [--max-regression SPEC] [-o FILE]``."""
+    """``pytest-genai compare BASELINE.json CURRENT.json [--max-regression SPEC] [--all] [-o FILE]``."""
     return _run_main(_compare_parser, _compare, argv)
 
 
@@ -202,11 +282,13 @@ def compare_main(argv: Sequence[str] | None = None) -> int:
 def _gate_parser() -> argparse.ArgumentParser:
     p = _pair_parser(
         "pytest-genai gate",
-        "Exit 1 when a metric regressed beyond its threshold (or a generation claim fails), 0 otherwise, "
-        "2 on unusable input.",
+        "Exit 1 when a metric regressed beyond its threshold, a generation claim fails, or a benchmark of the "
+        "baseline has no counterpart in the current run; 0 otherwise; 2 on unusable input.",
     )
+    p.add_argument("--allow-missing", action="store_true",
+                   help="do not fail when a benchmark of the baseline is missing from the current run")
     p.add_argument("--strict", action="store_true",
-                   help="also fail when a benchmark or metric of the baseline is missing from the current run")
+                   help="also fail when a metric of a matched baseline benchmark is missing from the current run")
     p.add_argument("--no-claims", action="store_true",
                    help="do not check generation claims when the runs are on different device generations")
     return p
@@ -224,46 +306,51 @@ def _generation_claims(skip: bool) -> tuple[list[Any], str | None]:
 
 def _gate(args: argparse.Namespace) -> int:
     from .gate import gate_runs
-    from .views import comparison_table, failures_table, generation_table, one_sided_table
+    from .views import comparison_table, failures_table, generation_table
 
     thresholds = _thresholds(args.max_regression)
-    baseline = _load_nonempty(args.baseline, "baseline")
-    current = _load_nonempty(args.current, "current")
-    _warn(baseline.warnings + current.warnings)
+    baseline, current = _load_pair(args)
+    info = _metric_info()
+    _check_threshold_names(thresholds, info, (baseline, current))
     try:
         claims, warning = _generation_claims(args.no_claims)
     except Exception as exc:  # malformed claims data must not let a gate pass silently
         raise ReportInputError(f"claims data could not be loaded: {exc} (or pass --no-claims)") from None
     if warning:
         _warn([warning])
-    result = gate_runs(baseline, current, _metric_info(), thresholds, claims, strict=args.strict)
+    result = gate_runs(baseline, current, info, thresholds, claims, strict=args.strict,
+                       allow_missing=args.allow_missing)
     comparison = result.comparison
     if not comparison.pairs:
         raise ReportInputError(
             f"no benchmark of {current.source} matches one of {baseline.source} by (experiment, config, model): "
             "nothing to gate — were both runs made with the same selection and configs?"
         )
-    parts = ["## pytest-genai gate", _header(baseline, current, thresholds),
-             comparison_table(comparison, strict=args.strict).to_markdown()]
+    parts = ["## pytest-genai gate", _header(baseline, current, thresholds)]
+    if args.all:
+        parts.append(comparison_table(comparison, strict=args.strict).to_markdown())
     if result.generation_checks:
         parts += ["### Hardware-upgrade claims", generation_table(result.generation_checks).to_markdown()]
-    if comparison.only_baseline or comparison.only_current:
-        parts += ["Benchmarks present on one side only" + ("" if args.strict else " (not gated; --strict fails on them)")
-                  + ":", one_sided_table(comparison.only_baseline, comparison.only_current).to_markdown()]
+    # baseline-only benchmarks are failures unless --allow-missing: then they are listed with the failures
+    parts += _summary_sections(comparison, rows=not args.all, regressions=False,
+                               skip_baseline_only=not args.allow_missing)
     parts += [f"Note: {n}" for n in result.notes]
     failures = result.failures
+    counts = _counts(comparison)
     if failures:
-        parts += [f"**FAIL**: {len(failures)} failure(s): regressed metrics or failed generation claims",
-                  failures_table(result).to_markdown()]
+        parts += [f"**FAIL**: {len(failures)} failure(s): regressed metrics, failed generation claims or missing "
+                  "benchmarks", failures_table(result).to_markdown(), counts]
     else:
-        checked = sum(1 for pc in comparison.pairs for m in pc.metrics if m.max_regression is not None)
-        parts.append(f"**PASS**: {len(comparison.pairs)} benchmark(s), {checked} gated metric value(s), no regression")
+        parts.append(f"**PASS**: {counts}; no regression")
+    if not args.all:
+        parts.append(_ALL_HINT)
     _emit("\n\n".join(parts), args.output)
     return EXIT_REGRESSION if failures else EXIT_OK
 
 
 def gate_main(argv: Sequence[str] | None = None) -> int:
-    """``pytest-genai gate BASELINE.json CURRENT.json [--max-regression SPEC] [--strict] [-o FILE]``."""
+    """``pytest-genai gate BASELINE.json CURRENT.json [--max-regression SPEC] [--allow-missing] [--strict] [--all]
+    [-o FILE]``."""
     return _run_main(_gate_parser, _gate, argv)
 
 

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
-from .deltas import is_regression, relative_change
+from .deltas import is_regression, relative_change, worsening
 from .matching import Pair, match_records
 from .registry import MetricInfo
 from .runs import Record, Run
@@ -21,10 +21,16 @@ NO_DIRECTION = "no direction"
 UNREGISTERED = "unregistered"
 MISSING_CURRENT = "missing in current"
 MISSING_BASELINE = "new in current"
-BASELINE_NOT_FINITE = "baseline not finite"
+BASELINE_UNUSABLE = "baseline unusable"
+"""The baseline value is nan/inf: nothing to compare the current value with; not counted as gated."""
 
 FAILING = (REGRESSED, NOT_FINITE)
 """Statuses the gate always fails on; ``MISSING_CURRENT`` fails it only with ``--strict``."""
+
+GATED = (REGRESSED, NOT_FINITE, WORSE, BETTER, SAME)
+"""Statuses of a value that was actually judged against its threshold."""
+
+_DIRECTED = ("higher", "lower")
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,19 @@ class MetricComparison:
             return None
         return self.current / self.baseline
 
+    @property
+    def gated(self) -> bool:
+        """True when the value was judged against its threshold (counted as a gated value)."""
+        return self.status in GATED
+
+    @property
+    def improved_past_limit(self) -> bool:
+        """True when the value got better by more than its threshold (worth a look: a real change, or noise)."""
+        if self.status != BETTER or self.max_regression is None or self.baseline is None or self.current is None:
+            return False
+        assert self.direction in _DIRECTED
+        return -worsening(self.baseline, self.current, self.direction) > self.max_regression * (1 + 1e-9) + 1e-9
+
 
 @dataclass(frozen=True)
 class PairComparison:
@@ -68,6 +87,20 @@ class Comparison:
     pairs: tuple[PairComparison, ...]
     only_baseline: tuple[Record, ...]
     only_current: tuple[Record, ...]
+
+    def metrics_where(self, status: str | tuple[str, ...]) -> list[tuple[PairComparison, MetricComparison]]:
+        wanted = (status,) if isinstance(status, str) else status
+        return [(pc, m) for pc in self.pairs for m in pc.metrics if m.status in wanted]
+
+    @property
+    def gated_count(self) -> int:
+        """Metric values judged against a threshold (not: missing, new, undirected, or with an unusable baseline)."""
+        return sum(1 for pc in self.pairs for m in pc.metrics if m.gated)
+
+    @property
+    def improved(self) -> list[tuple[PairComparison, MetricComparison]]:
+        """Metric values that got better by more than their threshold."""
+        return [(pc, m) for pc in self.pairs for m in pc.metrics if m.improved_past_limit]
 
 
 def _source(base: Record | None, cur: Record | None, metric: str) -> str:
@@ -88,14 +121,16 @@ def compare_metric(
     direction = info.direction if info is not None else None
     unit = info.unit if info is not None and info.unit else unit
     change: float | None = None
-    if baseline is None:
+    if current is not None and not math.isfinite(current) and direction in _DIRECTED:
+        status = NOT_FINITE  # a run that produced nan/inf did not reproduce a number, whatever the baseline was
+    elif baseline is None:
         status = MISSING_BASELINE
     elif current is None:
         status = MISSING_CURRENT
     elif not math.isfinite(baseline):
-        status = BASELINE_NOT_FINITE
+        status = BASELINE_UNUSABLE if direction in _DIRECTED else (NO_DIRECTION if direction else UNREGISTERED)
     elif not math.isfinite(current):
-        status = NOT_FINITE if direction in ("higher", "lower") else NO_DIRECTION
+        status = NO_DIRECTION if direction else UNREGISTERED
     else:
         change = relative_change(baseline, current)
         if direction is None:
@@ -110,7 +145,7 @@ def compare_metric(
             status = BETTER
         else:
             status = WORSE
-    limit = max_regression if direction in ("higher", "lower") else None
+    limit = max_regression if direction in _DIRECTED and status in GATED else None
     return MetricComparison(metric, unit, direction, baseline, current, change, limit, status, source)
 
 

@@ -2,7 +2,10 @@
 
 Software-change mode: every metric with a direction is compared with its threshold
 (:mod:`.thresholds`); a worsening beyond it, or a current value that is nan/inf, fails
-the gate.  With ``strict``, metrics and benchmarks that disappeared fail it too.
+the gate.  A benchmark of the baseline with no counterpart in the current run fails it
+too, unless ``allow_missing``; with ``strict``, metrics that disappeared from a matched
+benchmark fail it as well.  A baseline value that is nan/inf cannot be compared with
+("baseline unusable") and is not counted as gated.
 
 Hardware-upgrade mode: for a matched pair whose two devices are of different
 generations, the claims data may hold a *generation claim* for that pair (kind
@@ -23,6 +26,7 @@ from .compare import FAILING, MISSING_CURRENT, Comparison, MetricComparison, Pai
 from .deltas import speedup
 from .registry import SPEEDUP_METRIC, THROUGHPUT_METRICS, MetricInfo
 from .runs import BENCH_MEDIAN_METRIC, Record, Run
+from .tables import format_number
 from .thresholds import Thresholds
 
 CLAIM_CHECKED = "see claim"
@@ -60,6 +64,7 @@ class GateResult:
     generation_checks: tuple[GenerationCheck, ...]
     notes: tuple[str, ...]
     strict: bool
+    allow_missing: bool = False
 
     @property
     def failures(self) -> tuple[Failure, ...]:
@@ -72,9 +77,10 @@ class GateResult:
         for check in self.generation_checks:
             if check.verdict == "fail":
                 out.append(Failure(check.benchmark, check.metric, check.message))
-        if self.strict:
+        if not self.allow_missing:
             for rec in self.comparison.only_baseline:
-                out.append(Failure(rec.label, "*", "benchmark missing from the current run (--strict)"))
+                out.append(Failure(rec.label, "*", "benchmark of the baseline missing from the current run "
+                                                   "(--allow-missing accepts that)"))
         return tuple(out)
 
     @property
@@ -86,7 +92,7 @@ def _reason(mc: MetricComparison) -> str:
     if mc.status == MISSING_CURRENT:
         return "metric missing from the current run (--strict)"
     if mc.status == "not finite":
-        return f"current value is {mc.current} (baseline {mc.baseline:g})"
+        return f"current value is {format_number(mc.current)} (baseline {format_number(mc.baseline)})"
     assert mc.change is not None and mc.max_regression is not None
     worse = -mc.change if mc.direction == "higher" else mc.change
     word = "dropped" if mc.direction == "higher" else "rose"
@@ -200,6 +206,7 @@ def gate_runs(
     thresholds: Thresholds,
     claims: Sequence[Any] = (),
     strict: bool = False,
+    allow_missing: bool = False,
 ) -> GateResult:
     """Compare ``current`` with ``baseline`` and decide pass/fail, checking generation claims where they apply."""
     comparison = compare_runs(baseline, current, info, thresholds)
@@ -238,4 +245,4 @@ def gate_runs(
             "that applies; its metrics are gated as for a software change"
         )
     comparison = dataclasses.replace(comparison, pairs=tuple(pairs))
-    return GateResult(comparison, tuple(checks), tuple(notes), strict)
+    return GateResult(comparison, tuple(checks), tuple(notes), strict, allow_missing)

@@ -21,7 +21,7 @@ import pytest
 from .compare import FAILING, MetricComparison, compare_records
 from .deltas import worsening
 from .errors import ReportInputError
-from .matching import match_records
+from .matching import check_unique, match_records
 from .registry import MetricInfo, default_metric_info
 from .runs import Record, load_run, records_from_benchmarks
 from .tables import format_change, format_number, make_table
@@ -64,6 +64,15 @@ def _stats_dict(bench: Any) -> dict[str, float] | None:
         return None
 
 
+def _claims_experiments() -> set[str]:
+    try:
+        from pytest_genai.claims import load_claims
+
+        return {c.experiment for c in load_claims() if getattr(c, "experiment", None)}
+    except Exception:  # claims data unavailable: the baseline's own experiments are still known
+        return set()
+
+
 class BaselinePlugin:
     """Registered by the plugin as ``BaselinePlugin(config, baseline_path, thresholds_text)``."""
 
@@ -88,6 +97,14 @@ class BaselinePlugin:
             if warning:
                 self.warnings.append(warning)
         self.info = info
+        try:
+            check_unique(self.baseline)  # two baseline benchmarks that cannot be told apart would match nothing
+            # names are checked against the registry and the baseline (this run's metrics are not known yet)
+            metrics = set(info) | {m for r in self.baseline.records for m in r.metrics}
+            experiments = {r.experiment for r in self.baseline.records if r.experiment}
+            self.thresholds.check_known(metrics, experiments | _claims_experiments(), option="--genai-max-regression")
+        except (ReportInputError, ThresholdError) as exc:
+            raise pytest.UsageError(f"--genai-baseline: {exc}") from None
         self.results: list[InlineResult] = []
 
     def compare_item(self, nodeid: str, name: str, bench: Any) -> InlineResult | None:

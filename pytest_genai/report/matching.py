@@ -6,6 +6,10 @@ the same key several times (the same config parametrized over several devices), 
 entries are paired by device — exact device, then generation, then kind — and a single
 entry left on each side is paired too.  Whatever is left is reported as present on one
 side only.
+
+Two benchmarks of one run with the same key *and* the same device cannot be told apart,
+so no pairing of them means anything: :func:`duplicate_groups` finds them, and the
+commands refuse such a run (:func:`check_unique`).
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from .runs import Record
+from .errors import ReportInputError
+from .runs import Record, Run
 
 
 @dataclass(frozen=True)
@@ -70,3 +75,42 @@ def match_records(baseline: Sequence[Record], current: Sequence[Record]) -> Matc
         only_b.extend(b)
         only_c.extend(c)
     return Matching(tuple(pairs), tuple(only_b), tuple(only_c))
+
+
+def _identity(r: Record) -> tuple[tuple[str, str, str], object]:
+    return r.key, None if r.device is None else (r.device.kind, r.device.generation, r.device.name)
+
+
+def duplicate_groups(records: Sequence[Record]) -> list[list[Record]]:
+    """Groups (in first-seen order) of two or more records with the same key and the same device."""
+    groups: dict[tuple[tuple[str, str, str], object], list[Record]] = {}
+    for rec in records:
+        groups.setdefault(_identity(rec), []).append(rec)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def _describe(r: Record) -> str:
+    return f"{r.name!r} ({r.fullname})" if r.fullname and r.fullname != r.name else repr(r.name)
+
+
+def check_unique(run: Run) -> None:
+    """Raise :class:`ReportInputError` (one line, naming the file and the benchmarks) when ``run`` holds duplicates."""
+    groups = duplicate_groups(run.records)
+    if not groups:
+        return
+    first = groups[0]
+    rec = first[0]
+    if rec.experiment is None:
+        what = f"the same test name and parameter ({rec.key[0].split(':', 1)[1]}, {rec.key[1] or 'no parameter'})"
+    else:
+        device = rec.device.label if rec.device is not None else "no device"
+        what = f"the same experiment {rec.experiment!r}, model {rec.model!r}, config {rec.config_key} and device {device}"
+    names = " and ".join(_describe(r) for r in first[:2])
+    more = len(first) - 2
+    others = len(groups) - 1
+    extra = (f" (and {more} more with that key)" if more else "") + (
+        f"; {others} more duplicated key(s) in this file" if others else "")
+    raise ReportInputError(
+        f"{run.source}: benchmarks {names} have {what}, so they cannot be paired with another run{extra} — "
+        "give each a distinct config (e.g. an 'id' entry) or model, or keep only one of them"
+    )

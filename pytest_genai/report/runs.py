@@ -119,7 +119,7 @@ def load_run(path: str | os.PathLike[str]) -> Run:
     if not raw.strip():
         raise ReportInputError(f"{p}: the file is empty (was the pytest run interrupted before it wrote its JSON?)")
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a UTF-8 byte-order mark (Windows editors, PowerShell) is accepted
     except UnicodeDecodeError as exc:
         raise ReportInputError(f"{p}: not UTF-8 text (byte {exc.start}); pass the JSON written by --benchmark-json") from None
     try:
@@ -127,7 +127,38 @@ def load_run(path: str | os.PathLike[str]) -> Run:
     except json.JSONDecodeError as exc:
         hint = _json_hint(text, exc)
         raise ReportInputError(f"{p}: invalid JSON at line {exc.lineno}, column {exc.colno} ({exc.msg}): {hint}") from None
+    except RecursionError:
+        raise ReportInputError(
+            f"{p}: the JSON is nested too deeply to read; pass the file exactly as pytest --benchmark-json wrote it"
+        ) from None
+    except MemoryError:
+        raise ReportInputError(f"{p}: the JSON is too large to load into memory ({len(raw):,} bytes)") from None
+    except ValueError as exc:  # e.g. an integer literal longer than Python's int/str conversion limit
+        raise ReportInputError(f"{p}: invalid JSON ({exc}); pass the file exactly as pytest --benchmark-json wrote it") from None
     return run_from_json(obj, str(p))
+
+
+MAX_DEPTH = 64
+"""Deepest nesting of arrays/objects a run file may have (pytest-benchmark JSON needs fewer than ten levels)."""
+
+
+def _check_depth(obj: Any, source: str) -> None:
+    """Refuse absurdly nested documents up front, iteratively, so no later step recurses into them."""
+    stack: list[tuple[Any, int, str]] = [(obj, 1, "")]
+    while stack:
+        node, depth, where = stack.pop()
+        if isinstance(node, dict):
+            children: Iterable[tuple[str, Any]] = ((f"{where}.{k}", v) for k, v in node.items())
+        elif isinstance(node, list):
+            children = ((f"{where}[{i}]", v) for i, v in enumerate(node))
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            raise ReportInputError(
+                f"{source}: the JSON is nested more than {MAX_DEPTH} levels deep (at {where.lstrip('.') or 'top level'}); "
+                "pass the file exactly as pytest --benchmark-json wrote it"
+            )
+        stack.extend((child, depth + 1, path) for path, child in children)
 
 
 def _json_hint(text: str, exc: json.JSONDecodeError) -> str:
@@ -153,6 +184,7 @@ def run_from_json(obj: Any, source: str) -> Run:
     benchmarks = obj["benchmarks"]
     if not isinstance(benchmarks, list):
         raise ReportInputError(f"{source}: 'benchmarks' is a {type(benchmarks).__name__}, expected a list")
+    _check_depth(obj, source)
     warnings: list[str] = []
     records = tuple(records_from_benchmarks(benchmarks, source, warnings))
     devices: tuple[Mapping[str, Any], ...] = ()
@@ -266,7 +298,10 @@ def _stats_median(stats: Any) -> float | None:
         return None
     value = stats.get("median")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer too large for a float: not a usable time
+            return None
     return None
 
 
@@ -294,7 +329,15 @@ def _numbers(obj: Any, where: str, warnings: list[str]) -> dict[str, float]:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             warnings.append(f"{where}.{key} is {value!r}, not a number; ignored")
             continue
-        if isinstance(value, float) and not math.isfinite(value):
+        if isinstance(value, int):
+            try:
+                float(value)
+            except OverflowError:
+                raise ReportInputError(
+                    f"{where}.{key} is an integer of about {value.bit_length() * 3 // 10 + 1} digits, too large for a float; "
+                    "record it as a float (or in a larger unit) and regenerate the file"
+                ) from None
+        elif not math.isfinite(value):
             warnings.append(f"{where}.{key} is {value} (not finite)")
         out[str(key)] = value
     return out

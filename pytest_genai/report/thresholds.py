@@ -5,7 +5,13 @@ Grammar of the option text, comma-separated ``KEY=N%`` tokens:
 * ``metric=N%`` — that metric in every experiment;
 * ``experiment:metric=N%`` — that metric in one experiment (the per-test threshold);
 * ``experiment:*=N%`` — every metric of one experiment;
-* ``*=N%`` — every other metric.
+* ``*=N%`` — every other metric;
+* ``metric:N%`` — pytest-benchmark's ``--benchmark-compare-fail`` spelling (``field:N%``),
+  the same as ``metric=N%``.
+
+Names must be known: :meth:`Thresholds.check_known` rejects a metric or experiment that
+is neither in the metric registry nor in the runs being compared (a misspelling would
+otherwise leave the default threshold in force without a word).
 
 Resolution for a metric, most specific first: ``experiment:metric``, ``metric``,
 ``experiment:*``, ``*`` (all given by the user), then the built-in per-metric default,
@@ -14,11 +20,12 @@ then the built-in global default (:data:`DEFAULT_MAX_REGRESSION`).
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
+from typing import Collection, Mapping
 
 DEFAULT_MAX_REGRESSION = 0.05
 """Allowed worsening for a metric nobody gave a threshold for: 5 %."""
@@ -79,6 +86,37 @@ class Thresholds:
             return self.default
         return self.builtin.get(metric, self.builtin_default)
 
+    def unknown_names(self, metrics: Collection[str], experiments: Collection[str]) -> list[tuple[str, str, str]]:
+        """``(key, kind, name)`` for each user-given key naming a metric or experiment not in the given sets."""
+        out: list[tuple[str, str, str]] = []
+        for metric in sorted(self.per_metric):
+            if metric not in metrics:
+                out.append((metric, "metric", metric))
+        for exp, metric in sorted(self.per_experiment):
+            key = f"{exp}:{metric}"
+            if exp not in experiments:
+                out.append((key, "experiment", exp))
+            if metric != "*" and metric not in metrics:
+                out.append((key, "metric", metric))
+        return out
+
+    def check_known(self, metrics: Collection[str], experiments: Collection[str], *,
+                    option: str = "--max-regression") -> None:
+        """Raise :class:`ThresholdError` (one line) when a key names an unknown metric or experiment."""
+        unknown = self.unknown_names(metrics, experiments)
+        if not unknown:
+            return
+        parts = []
+        for key, kind, name in unknown:
+            pool = metrics if kind == "metric" else experiments
+            close = difflib.get_close_matches(name, sorted(pool), n=1)
+            parts.append(f"unknown {kind} {name!r} in {key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        known_metrics = ", ".join(sorted(metrics)) or "none"
+        known_experiments = ", ".join(sorted(experiments)) or "none"
+        raise ThresholdError(
+            f"{option}: {'; '.join(parts)} — known metrics: {known_metrics}; known experiments: {known_experiments}"
+        )
+
     @property
     def id(self) -> str:
         """Canonical text of the user-given thresholds (parseable by :func:`parse_thresholds`)."""
@@ -107,7 +145,13 @@ def parse_thresholds(text: str | None, *, option: str = "--max-regression") -> T
         key, eq, value = token.partition("=")
         key, value = key.strip(), value.strip()
         if not eq:
-            raise ThresholdError(f"{option}: bad token {token!r}: expected KEY=N%, e.g. tokens_per_s=5%")
+            # pytest-benchmark's --benchmark-compare-fail spelling, field:N%
+            field_name, colon, pct = token.rpartition(":")
+            if colon and _VALUE.match(pct.strip()) and re.fullmatch(_NAME, field_name.strip()):
+                key, value = field_name.strip(), pct.strip()
+            else:
+                raise ThresholdError(
+                    f"{option}: bad token {token!r}: expected KEY=N% (or metric:N%), e.g. tokens_per_s=5%")
         match = _KEY.match(key)
         if not match:
             raise ThresholdError(

@@ -36,13 +36,19 @@ def _status(mc: MetricComparison, strict: bool = False) -> str:
     return mc.status
 
 
-def comparison_table(comparison: Comparison, *, strict: bool = False) -> Table:
-    """One row per (matched benchmark, metric): values, ratio, change, direction, limit and status."""
+def comparison_table(comparison: Comparison, *, strict: bool = False,
+                     where: Callable[[MetricComparison], bool] | None = None) -> Table:
+    """One row per (matched benchmark, metric): values, ratio, change, direction, limit and status.
+
+    ``where`` keeps only the rows it is true for (the short summary's regressions, improvements, ...).
+    """
     headers = ["benchmark", "device", "metric", "baseline", "current", "ratio", "change", "better", "limit", "status"]
     numeric = [False, False, False, True, True, True, True, False, True, False]
     rows = []
     for pc in comparison.pairs:
         for mc in pc.metrics:
+            if where is not None and not where(mc):
+                continue
             metric = f"{mc.metric} [{mc.unit}]" if mc.unit and mc.unit != "1" else mc.metric
             if "modeled" in mc.source:
                 metric += " (modeled)"

@@ -37,8 +37,10 @@ def test_gate_regression_table_names_the_metric(runs, capsys, tmp_path: Path) ->
     out = capsys.readouterr().out
     assert "**FAIL**: 1 failure(s)" in out
     assert "| test_q[cpu-real] | tokens_per_s | dropped 40.00% (limit 5%, higher is better) |" in out
-    assert "REGRESSED" in out and summary.read_text() == out
+    assert summary.read_text() == out
     assert not list(summary.parent.glob(".*tmp"))  # atomic write left no temp file
+    assert gate_main([str(base), str(cur), "--all"]) == EXIT_REGRESSION  # every row, with its status
+    assert "REGRESSED" in capsys.readouterr().out
 
 
 def test_gate_passes_and_thresholds_loosen(runs, capsys) -> None:
@@ -50,7 +52,7 @@ def test_gate_passes_and_thresholds_loosen(runs, capsys) -> None:
 
 def test_compare_prints_ratios_with_direction(runs, capsys) -> None:
     base, cur = runs
-    assert compare_main([str(base), str(cur)]) == EXIT_OK
+    assert compare_main([str(base), str(cur), "--all"]) == EXIT_OK
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if "tokens_per_s" in line)
     cells = [c.strip() for c in row.strip("|").split("|")]
@@ -118,8 +120,9 @@ def test_one_sided_benchmarks_and_nan_values(tmp_path: Path, capsys) -> None:
     b = write_run(tmp_path / "b.json", [quant(ppl=math.nan), bench("test_new", "quant", {"mode": "x"}, {})])
     assert gate_main([str(a), str(b)]) == EXIT_REGRESSION
     out = capsys.readouterr()
-    assert "| test_q[cpu-real] | perplexity | current value is nan" in out.out
-    assert "present on one side only (not gated; --strict fails on them)" in out.out
+    assert "| test_q[cpu-real] | perplexity | current value is nan (baseline 12)" in out.out
+    assert re.search(r"\| test_q\[cpu-fake\] +\| \* +\| benchmark of the baseline missing", out.out)
+    assert re.search(r"\| test_new +\| cpu +\| current only", out.out)
     assert "perplexity is nan (not finite)" in out.err
 
 

@@ -63,12 +63,16 @@ def test_gate_nonfinite_current_fails_and_nonfinite_baseline_does_not() -> None:
     assert [f.metric for f in result.failures] == ["tokens_per_s"] and "current value is nan" in result.failures[0].reason
 
 
-def test_gate_strict_fails_on_missing_metrics_and_benchmarks() -> None:
+def test_gate_fails_on_missing_benchmarks_unless_allowed_and_strict_on_missing_metrics() -> None:
     base = run(bench("a", metrics={"tokens_per_s": 1.0, "perplexity": 2.0}), bench("b", config={"k": 1}))
     cur = run(bench("a", metrics={"tokens_per_s": 1.0}))
-    assert gate_runs(base, cur, INFO, parse_thresholds(None)).passed
+    failures = gate_runs(base, cur, INFO, parse_thresholds(None)).failures
+    assert [(f.benchmark, f.metric) for f in failures] == [("b", "*")] and "--allow-missing" in failures[0].reason
+    assert gate_runs(base, cur, INFO, parse_thresholds(None), allow_missing=True).passed
     failures = gate_runs(base, cur, INFO, parse_thresholds(None), strict=True).failures
     assert {(f.benchmark, f.metric) for f in failures} == {("a", "perplexity"), ("b", "*")}
+    failures = gate_runs(base, cur, INFO, parse_thresholds(None), strict=True, allow_missing=True).failures
+    assert {(f.benchmark, f.metric) for f in failures} == {("a", "perplexity")}
 
 
 def test_identical_runs_pass_with_zero_threshold() -> None:
