@@ -138,7 +138,7 @@ class BatchSweepConfig:
     batches: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
     min_gain: float = 0.10
     warmup: int = 1
-    repeats: int = 3
+    repeats: int = 5
 
     def __post_init__(self) -> None:
         owner = "BatchSweepConfig"

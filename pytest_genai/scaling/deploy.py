@@ -29,6 +29,7 @@ class BatchSweepResult:
     batches: tuple[int, ...]
     step_s: tuple[float, ...]
     min_gain: float
+    step_rounds: tuple[tuple[float, ...], ...] = ()  # per batch, each interleaved round's step seconds
 
     @property
     def samples_per_s(self) -> tuple[float, ...]:
@@ -47,6 +48,13 @@ class BatchSweepResult:
         """Best measured samples/s over samples/s at the smallest batch."""
         return max(self.samples_per_s) / self.samples_per_s[0]
 
+    @property
+    def throughput_gain_rounds(self) -> list[float]:
+        """Per round, samples/s at the best batch (by medians) over samples/s at the smallest batch."""
+        best = max(range(len(self.batches)), key=lambda i: self.samples_per_s[i])
+        return [s0 / sb * self.batches[best] / self.batches[0]
+                for s0, sb in zip(self.step_rounds[0], self.step_rounds[best])]
+
 
 @dataclasses.dataclass(frozen=True)
 class PrecisionResult:
@@ -54,6 +62,7 @@ class PrecisionResult:
     fp32_step_s: float
     step_s: float
     output_rel_error: float
+    speedup_rounds: tuple[float, ...] = ()  # per interleaved round: fp32 step / low-precision step
 
     @property
     def speedup(self) -> float:
@@ -92,7 +101,8 @@ def batch_sweep(cfg: BatchSweepConfig, device: Any) -> BatchSweepResult:
     timings = time_each([same_samples(b) for b in cfg.batches], sync=device.synchronize, warmup=cfg.warmup,
                         repeats=cfg.repeats)
     step_s = tuple(t.median_s / -(-top // b) for t, b in zip(timings, cfg.batches))
-    return BatchSweepResult(tuple(cfg.batches), step_s, float(cfg.min_gain))
+    rounds = tuple(tuple(x / -(-top // b) for x in t.samples) for t, b in zip(timings, cfg.batches))
+    return BatchSweepResult(tuple(cfg.batches), step_s, float(cfg.min_gain), rounds)
 
 
 def _output_rel_error(ref: Any, low: Any, x: Any, autocast: tuple[str, Any] | None) -> float:
@@ -124,4 +134,5 @@ def precision_sweep(cfg: PrecisionConfig, device: Any) -> PrecisionResult:
     error = _output_rel_error(ref, low, x, autocast)
     steps = [_step(w, ref, x, None), _step(low_cfg, low, make_input(low_cfg, tdev), autocast)]
     fp32, other = time_each(steps, sync=device.synchronize, warmup=cfg.warmup, repeats=cfg.repeats)
-    return PrecisionResult(cfg.precision, fp32.median_s, other.median_s, error)
+    rounds = tuple(a / b for a, b in zip(fp32.samples, other.samples))
+    return PrecisionResult(cfg.precision, fp32.median_s, other.median_s, error, rounds)

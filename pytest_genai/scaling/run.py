@@ -75,14 +75,19 @@ def median_after(values: Sequence[float], warmup: int) -> float:
     return float(statistics.median(_after(values, warmup)))
 
 
-def in_call_share(step_s: Sequence[Sequence[float]], comm_s: Sequence[Sequence[float]], warmup: int) -> float:
-    """Median over timed steps of the ranks' mean ``comm / step`` wall-time fraction."""
+def in_call_shares(step_s: Sequence[Sequence[float]], comm_s: Sequence[Sequence[float]], warmup: int) -> list[float]:
+    """Per timed step, the ranks' mean ``comm / step`` wall-time fraction."""
     shares = []
     for step in range(warmup, len(step_s[0])):
         shares.append(statistics.fmean(metrics.time_share(c[step], s[step]) for s, c in zip(step_s, comm_s)))
     if not shares:
         raise ValueError("no timed steps to compute a communication share from")
-    return float(statistics.median(shares))
+    return shares
+
+
+def in_call_share(step_s: Sequence[Sequence[float]], comm_s: Sequence[Sequence[float]], warmup: int) -> float:
+    """Median over timed steps of the ranks' mean ``comm / step`` wall-time fraction."""
+    return float(statistics.median(in_call_shares(step_s, comm_s, warmup)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +132,15 @@ class ScalingSummary:
     partitions: Mapping[str, PartitionRun] = dataclasses.field(default_factory=dict)
     layer_loads_s: tuple[float, ...] = ()
     load_context: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    step_rounds: tuple[float, ...] = ()  # per timed round: the slowest rank's step seconds
+    baseline_rounds: tuple[float, ...] = ()  # per timed round: the one-rank step seconds (interleaved)
+    comm_share_rounds: tuple[float, ...] = ()  # per timed round: the communication share
+
+    @property
+    def scaling_ratio_rounds(self) -> list[float]:
+        """Per interleaved round: N-rank samples/s over one-rank samples/s of the same round."""
+        return [metrics.scaling_throughput_ratio(self.samples_per_step / s, self.baseline_samples / b)
+                for s, b in zip(self.step_rounds, self.baseline_rounds)]
 
     @property
     def baseline_samples_per_s(self) -> float:
@@ -151,20 +165,24 @@ def summarize(ranks: Sequence[Mapping[str, Any]], cfg: ParallelConfig) -> Scalin
         raise ValueError(f"{len(ranks)} rank results for world_size={cfg.world_size}")
     warm = cfg.warmup
     base = median_after(ranks[0]["baseline_step_s"], warm)
+    base_rounds = tuple(_after(ranks[0]["baseline_step_s"], warm))
     load = {f"before_{k}": v for k, v in ranks[0].get("load_before", {}).items()}
     load.update({f"after_{k}": v for k, v in ranks[0].get("load_after", {}).items()})
     common = dict(strategy=cfg.strategy, world_size=cfg.world_size, samples_per_step=cfg.samples_per_step,
                   baseline_samples=cfg.workload.batch, baseline_step_s=base, comm_method=COMM_METHODS[cfg.strategy],
-                  load_context=load)
+                  load_context=load, baseline_rounds=base_rounds)
     if cfg.strategy == "dp":
-        step = median_after(slowest_rank_steps([r["step_s"] for r in ranks]), warm)
-        nosync = median_after(slowest_rank_steps([r["nosync_step_s"] for r in ranks]), warm)
+        steps = _after(slowest_rank_steps([r["step_s"] for r in ranks]), warm)
+        nosyncs = _after(slowest_rank_steps([r["nosync_step_s"] for r in ranks]), warm)
+        step, nosync = float(statistics.median(steps)), float(statistics.median(nosyncs))
+        exposed = tuple(max(0.0, metrics.time_share(max(0.0, s - n), s)) for s, n in zip(steps, nosyncs))
         return ScalingSummary(step_s=step, comm_time_share=max(0.0, metrics.time_share(max(0.0, step - nosync), step)),
-                              **common)
+                              step_rounds=tuple(steps), comm_share_rounds=exposed, **common)
     if cfg.strategy == "tp":
-        step = median_after(slowest_rank_steps([r["step_s"] for r in ranks]), warm)
-        share = in_call_share([r["step_s"] for r in ranks], [r["comm_s"] for r in ranks], warm)
-        return ScalingSummary(step_s=step, comm_time_share=share, **common)
+        steps = _after(slowest_rank_steps([r["step_s"] for r in ranks]), warm)
+        shares = in_call_shares([r["step_s"] for r in ranks], [r["comm_s"] for r in ranks], warm)
+        return ScalingSummary(step_s=float(statistics.median(steps)), comm_time_share=float(statistics.median(shares)),
+                              step_rounds=tuple(steps), comm_share_rounds=tuple(shares), **common)
     loads = tuple(float(x) for x in ranks[0]["layer_loads_s"])
     alone = ranks[0].get("alone_stage_s", {})
     runs: dict[str, PartitionRun] = {}
@@ -180,9 +198,11 @@ def summarize(ranks: Sequence[Mapping[str, Any]], cfg: ParallelConfig) -> Scalin
             comm_time_share=in_call_share([p["step_s"] for p in per_rank], [p["comm_s"] for p in per_rank], warm),
             alone_rounds=tuple(tuple(float(x) for x in r) for r in _after(alone[name], warm)) if name in alone else (),
         )
-    main = runs["optimal"] if "optimal" in runs else next(iter(runs.values()))
+    main_name = "optimal" if "optimal" in runs else next(iter(runs))
+    main = runs[main_name]
+    main_steps = _after(slowest_rank_steps([r["runs"][main_name]["step_s"] for r in ranks]), warm)
     return ScalingSummary(step_s=main.step_s, comm_time_share=main.comm_time_share, partitions=runs,
-                          layer_loads_s=loads, **common)
+                          layer_loads_s=loads, step_rounds=tuple(main_steps), **common)
 
 
 def partition_ratio_rounds(optimal: PartitionRun, naive: PartitionRun) -> list[float]:
