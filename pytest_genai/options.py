@@ -97,6 +97,7 @@ SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | No
     "dabench_profiles": ("--genai-dabench-profiles", "GENAI_DABENCH_PROFILES", None, parse_path, None),
     "baseline": ("--genai-baseline", None, None, parse_path, None),
     "max_regression": ("--genai-max-regression", None, None, None, None),
+    "report": ("--genai-report", "GENAI_REPORT", None, parse_path, None),
 }
 
 

@@ -36,6 +36,7 @@ _HELP = {
     "dabench_profiles": "folder of vendor profiling outputs (<kind>/<config id>/<file>) for the WSE/RDU/IPU Level-1 readers",
     "baseline": "a previous --benchmark-json file; each benchmark's metrics are compared with it as the run goes",
     "max_regression": "per-metric regression thresholds for --genai-baseline, e.g. tokens_per_s=5%,perplexity=0.5%",
+    "report": "write this run's report (what `pytest-genai report` renders: claims, one table per experiment, the --genai-plots plots) to this file at the end of the session, also when tests failed; Markdown, or HTML for a .html path",
 }
 
 
@@ -68,6 +69,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE] = state
     config.stash[BENCHMARK_JSON] = _checked_benchmark_json(config)
+    _check_report_path(config)
     baseline = resolve(config, "baseline")
     if baseline:
         from pytest_genai.report.inline import BaselinePlugin
@@ -86,6 +88,25 @@ def _checked_benchmark_json(config: pytest.Config) -> str | None:
     if problem:
         raise pytest.UsageError(f"--benchmark-json {path}: {problem}")
     return path
+
+
+def _check_report_path(config: pytest.Config) -> None:
+    """--genai-report must be a writable file that is none of the run's inputs or other outputs."""
+    from pytest_genai.outputs import clashing_input, output_file_problem
+
+    report = resolve(config, "report")
+    if not report:
+        return
+    others = [("--benchmark-json", config.stash[BENCHMARK_JSON])]
+    others += [(SETTINGS[name][0], resolve(config, name))
+               for name in ("baseline", "plots", "data_dir", "dabench_profiles", "model")]
+    clash = clashing_input(report, others)
+    if clash:
+        raise pytest.UsageError(f"--genai-report {report}: is the same path as {clash}; writing the report there would "
+                                "overwrite it — choose another path")
+    problem = output_file_problem(report)
+    if problem:
+        raise pytest.UsageError(f"--genai-report {report}: {problem}")
 
 
 def _state(config: pytest.Config) -> SessionState:
@@ -252,17 +273,29 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     _write_empty_benchmark_json(config)
     plots = resolve(config, "plots")
     state = _state(config)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    written = []
     if plots and state.records:
         from pytest_genai.report.plots import write_plots
 
         try:
             written = write_plots(state.records, plots)
         except (ImportError, OSError) as exc:  # no matplotlib, or an unwritable folder: say so, keep the results
-            written = []
-            reporter = config.pluginmanager.get_plugin("terminalreporter")
             if reporter is not None:
                 reporter.write_line(f"genai: --genai-plots {plots}: no plots written: {exc}", yellow=True)
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             for path in written:
                 reporter.write_line(f"genai plot: {path}")
+    report = resolve(config, "report")
+    if report and not hasattr(config, "workerinput"):  # xdist workers: the controller writes it
+        from pytest_genai.report.errors import ReportInputError
+        from pytest_genai.session_report import write_session_report
+
+        try:
+            path = write_session_report(config, state, report, written, config.stash.get(BENCHMARK_JSON, None))
+        except (ReportInputError, OSError) as exc:  # say so; the run's results and exit status stand
+            if reporter is not None:
+                reporter.write_line(f"genai: --genai-report {report}: no report written: {exc}", yellow=True)
+        else:
+            if reporter is not None:
+                reporter.write_line(f"genai report: {path}")

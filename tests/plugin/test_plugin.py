@@ -204,3 +204,72 @@ def test_benchmark_json_in_a_missing_folder_is_a_usage_error_before_any_test(pyt
         result.stderr.fnmatch_lines([f"ERROR: --benchmark-json {pytester.path}/missing/dir/out.json: the folder "
                                      f"{pytester.path}/missing/dir does not exist; create it first (mkdir -p *"])
     result.stdout.no_fnmatch_line("*must not run*")
+
+
+REPORT_TEST = """
+def test_ppl(benchmark, genai, cpu):
+    genai.start(experiment="quant", device=cpu, config={"bits": 4}, model="tiny")
+    benchmark.pedantic(lambda: None, rounds=2)
+    genai.metric("compression_ratio", 3.5)
+    genai.metric("perplexity", 12.5)
+    genai.metric("ppl_ratio", 1.071)
+    genai.check("A1.ppl_ratio")  # fails: the run has a failed test
+
+def test_ppl_8bit(benchmark, genai, cpu):
+    genai.start(experiment="quant", device=cpu, config={"bits": 8}, model="tiny")
+    benchmark.pedantic(lambda: None, rounds=2)
+    genai.metric("compression_ratio", 2.0)
+    genai.metric("perplexity", 12.1)
+"""
+
+
+def test_genai_report_is_written_when_a_test_failed(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(REPORT_TEST)
+    (pytester.path / "results").mkdir()
+    result = pytester.runpytest("--benchmark-json", "out.json", "--genai-report", "results/report.md",
+                                "--genai-plots", "plots", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines([f"genai report: {pytester.path}/results/report.md"])
+    report = (pytester.path / "results" / "report.md").read_text()
+    assert report.startswith("# pytest-genai report — out.json\n")  # the heading `pytest-genai report out.json` gives
+    assert "2 benchmarks" in report and "experiments: quant (2)" in report and "1 fail" in report
+    assert "A1.ppl_ratio" in report and "1.071" in report
+    plots = sorted(p.name for p in (pytester.path / "plots").glob("*.png"))
+    assert plots and all(f"](../plots/{name})" in report for name in plots)  # links relative to the report
+    cli = json.loads((pytester.path / "out.json").read_text())
+    assert len(cli["benchmarks"]) == 2
+
+
+def test_genai_report_without_benchmark_json_and_as_html(pytester: pytest.Pytester, monkeypatch) -> None:
+    pytester.makepyfile(DEVICE_TEST)
+    monkeypatch.setenv("GENAI_REPORT", "report.md")
+    pytester.runpytest("-m", "cpu", "-p", "no:cacheprovider").assert_outcomes(passed=1, deselected=5)
+    report = (pytester.path / "report.md").read_text()
+    assert report.startswith("# pytest-genai report — pytest session\n") and "A1.compression_ratio" in report
+    pytester.runpytest("-m", "hpu", "--genai-report", "r.html", "-p", "no:cacheprovider").assert_outcomes(
+        skipped=1, deselected=5)
+    page = (pytester.path / "r.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "no benchmark ran in this session" in page and "hpu: " in page
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--benchmark-json", "out.json", "--genai-report", "out.json"],
+         "--genai-report {path}/out.json: is the same path as --benchmark-json; writing the report there would "
+         "overwrite it — choose another path"),
+        (["--genai-baseline", "base.json", "--genai-report", "./sub/../base.json"],
+         "--genai-report {path}/base.json: is the same path as --genai-baseline;"),
+        (["--genai-report", "missing/report.md"],
+         "--genai-report {path}/missing/report.md: the folder {path}/missing does not exist; create it first"),
+    ],
+)
+def test_genai_report_over_an_input_or_in_a_missing_folder_is_a_usage_error(pytester: pytest.Pytester, args,
+                                                                            needle) -> None:
+    pytester.makepyfile("def test_a():\n    raise AssertionError('must not run')\n")
+    (pytester.path / "base.json").write_text('{"benchmarks": []}')
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
+    assert len(errors) == 1 and needle.format(path=pytester.path) in errors[0]
+    assert (pytester.path / "base.json").read_text() == '{"benchmarks": []}'

@@ -1,0 +1,83 @@
+"""``--genai-report PATH``: this session's report, written at its end (failed tests included).
+
+The report is what ``pytest-genai report RUN.json`` renders (:mod:`pytest_genai.report.render`), from the JSON
+document pytest-benchmark would write for ``--benchmark-json``, built through its own hooks (without the per-round
+timings, which the report does not use), so both show the same run the same way. Without an active
+pytest-benchmark (``--benchmark-disable``, ``-p no:benchmark``) the plugin's own records are rendered, without
+timings. Markdown, or one self-contained HTML page for a ``.html`` / ``.htm`` path.
+"""
+from __future__ import annotations
+
+import datetime
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+HTML_SUFFIXES = (".html", ".htm")
+SESSION_SOURCE = "pytest session"
+
+
+def session_json(config: Any, state: Any) -> dict[str, Any]:
+    """This session's run as pytest-benchmark JSON (the document ``--benchmark-json`` receives)."""
+    bs = getattr(config, "_benchmarksession", None)
+    if bs is not None and not getattr(bs, "disabled", False):
+        commit_info = config.hook.pytest_benchmark_generate_commit_info(config=config)
+        config.hook.pytest_benchmark_update_commit_info(config=config, commit_info=commit_info)
+        output = config.hook.pytest_benchmark_generate_json(
+            config=config, benchmarks=bs.benchmarks, include_data=False, machine_info=bs.get_machine_info(),
+            commit_info=commit_info,
+        )
+        config.hook.pytest_benchmark_update_json(config=config, benchmarks=bs.benchmarks, output_json=output)
+        return output
+    return {
+        "machine_info": {"genai": state.machine_info()},
+        "benchmarks": list(state.records),
+        "datetime": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+    }
+
+
+def _claims_by_id(state: Any) -> tuple[dict[str, Any], str | None]:
+    try:
+        return dict(state.claims()), None
+    except Exception as exc:  # malformed or missing claims data: say so, still report the run
+        return {}, f"claims data could not be loaded ({exc}); paper values not shown"
+
+
+def render_session_report(doc: dict[str, Any], source: str, path: Path, images: Sequence[Path], state: Any) -> str:
+    """The report of ``doc`` for the file ``path`` (format from its suffix; Markdown links relative to it)."""
+    from pytest_genai.report.plots import PlotsUnavailable, write_plots
+    from pytest_genai.report.registry import default_metric_info
+    from pytest_genai.report.render import report_blocks, to_html, to_markdown
+    from pytest_genai.report.runs import run_from_json
+
+    run = run_from_json(doc, source)
+    info, _ = default_metric_info()
+    claims, warning = _claims_by_id(state)
+    notes = [warning] if warning else []
+    if not run.records:
+        absent = "".join(f"; {kind}: {why}" for kind, why in run.absent.items())
+        notes.append("no benchmark ran in this session — check the -m/-k selection, and that benchmarks were not "
+                     f"disabled or skipped{absent}")
+    html = path.suffix.lower() in HTML_SUFFIXES
+    with tempfile.TemporaryDirectory(prefix="pytest-genai-plots-") as tmp:
+        shown = list(images)
+        if html and not shown and run.records:  # as `pytest-genai report -o x.html`: the page embeds its plots
+            try:
+                shown = write_plots(run.records, Path(tmp), info)
+            except PlotsUnavailable as exc:
+                notes.append(str(exc))
+        blocks = report_blocks(run, info, claims, shown, notes)
+        return to_html(blocks) if html else to_markdown(blocks, path.parent)
+
+
+def write_session_report(config: Any, state: Any, path: str | Path, images: Sequence[Path] = (),
+                         benchmark_json: str | None = None) -> Path:
+    """Render this session's report and write it atomically to ``path``; ``images`` are the --genai-plots PNGs
+    to link, ``benchmark_json`` the --benchmark-json path, which names the run in the heading."""
+    from pytest_genai.atomic import write_text_atomic
+    from pytest_genai.outputs import STDOUT
+
+    path = Path(path)
+    source = benchmark_json if benchmark_json and benchmark_json != STDOUT else SESSION_SOURCE
+    text = render_session_report(session_json(config, state), source, path, images, state)
+    return write_text_atomic(path, text)
