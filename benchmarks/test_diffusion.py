@@ -79,8 +79,9 @@ def test_diffusion_ddp_scaling(benchmark, genai, genai_device, genai_settings, t
     genai.metric("baseline_images_per_s", s.baseline_images_per_s)
     genai.metric("step_time_s", s.step_s)
     genai.metric("baseline_step_time_s", s.baseline_step_s)
-    genai.metric("scaling_throughput_ratio", s.scaling_throughput_ratio)
-    genai.metric("scaling_efficiency", s.scaling_efficiency)
+    ratios = s.scaling_ratio_rounds  # per interleaved round: DDP step vs the one-rank step of that round
+    genai.metric("scaling_throughput_ratio", s.scaling_throughput_ratio, rounds=ratios)
+    genai.metric("scaling_efficiency", s.scaling_efficiency, rounds=[r / s.world_size for r in ratios])
     genai.metric("loss_start", s.losses[0])
     genai.metric("loss_end", sum(s.losses[-3:]) / 3)
     genai.check("A3.cpu_ddp_weak_scaling", "A3.cuda_ddp_scaling_efficiency")

@@ -31,6 +31,14 @@ class DdpSummary:
     baseline_step_s: float
     losses: tuple[float, ...]  # rank 0's DDP losses, in step order
     flops_per_step: float  # one rank's FLOPs per step (forward + backward, FlopCounterMode)
+    step_rounds: tuple[float, ...] = ()  # per interleaved round: the slowest rank's DDP step seconds
+    baseline_rounds: tuple[float, ...] = ()  # per interleaved round: rank 0's one-rank step seconds
+
+    @property
+    def scaling_ratio_rounds(self) -> list[float]:
+        """Per round: DDP images/s over the one-rank images/s of the same round."""
+        return [(self.images_per_step / s) / (self.baseline_images_per_step / b)
+                for s, b in zip(self.step_rounds, self.baseline_rounds)]
 
     @property
     def images_per_s(self) -> float:
@@ -69,6 +77,8 @@ def summarize(result: dict[str, Any]) -> DdpSummary:
         baseline_step_s=float(statistics.median(baseline["step_times_s"])),
         losses=tuple(float(x) for x in ranks[0]["losses"]),
         flops_per_step=float(ranks[0]["flops_per_step"]),
+        step_rounds=tuple(steps),
+        baseline_rounds=tuple(float(x) for x in baseline["step_times_s"]),
     )
 
 

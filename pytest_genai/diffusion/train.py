@@ -49,11 +49,32 @@ def ddpm_loss(model: Any, hr: Any, cond: Any, alphas_cumprod: Any, generator: An
     return torch.nn.functional.mse_loss(model(noisy, cond, t), noise)
 
 
-def train_steps(cfg: DiffusionConfig, device: Any, model: Any = None, wrap: Any = None) -> TrainResult:
-    """Warm up, then time ``cfg.steps`` optimizer steps on ``device`` (a pytest_genai Device).
+@dataclasses.dataclass
+class Trainer:
+    """One model's DDPM training, a step at a time: ``flops_per_step`` counted on step 0, then :meth:`timed_step`."""
 
-    ``wrap`` optionally wraps the model (e.g. DistributedDataParallel) after it is moved to the device.
-    """
+    step: Any  # step(i) -> loss tensor
+    device: Any
+    images_per_step: int
+    flops_per_step: float
+    first_loss: float
+    next_index: int = 1
+
+    def timed_step(self) -> tuple[float, float]:
+        """Run the next step with device synchronization; (seconds, loss)."""
+        self.device.synchronize()
+        t0 = time.perf_counter()
+        loss = self.step(self.next_index)
+        self.device.synchronize()
+        elapsed = time.perf_counter() - t0
+        self.next_index += 1
+        return elapsed, float(loss.detach())
+
+
+def make_trainer(cfg: DiffusionConfig, device: Any, model: Any = None, wrap: Any = None) -> Trainer:
+    """Build the model, optimizer and data of ``cfg`` on ``device`` (a pytest_genai Device) and run step 0 under
+    torch's FlopCounterMode. ``wrap`` optionally wraps the model (e.g. DistributedDataParallel) after it is moved
+    to the device."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -69,13 +90,12 @@ def train_steps(cfg: DiffusionConfig, device: Any, model: Any = None, wrap: Any 
         model = wrap(model)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
     alphas = ddpm_alphas_cumprod(cfg.timesteps)
-    total = cfg.warmup_steps + cfg.steps
     hr_all = dust_like_fields(cfg.batch_size * 4, cfg.image_size, cfg.channels, seed=cfg.seed)
     cond_all = degrade(hr_all, cfg.scale_factor)
     gen = torch.Generator(device="cpu").manual_seed(cfg.seed + 1)
     autocast = torch.autocast(device_type=tdev.type, dtype=torch.bfloat16, enabled=cfg.dtype == "bf16")
 
-    def step(i: int) -> float:
+    def step(i: int) -> Any:
         j = (i % 4) * cfg.batch_size
         hr = hr_all[j:j + cfg.batch_size].to(tdev, non_blocking=True)
         cond = cond_all[j:j + cfg.batch_size].to(tdev, non_blocking=True)
@@ -89,16 +109,20 @@ def train_steps(cfg: DiffusionConfig, device: Any, model: Any = None, wrap: Any 
     counter = FlopCounterMode(display=False)
     with counter:
         first = step(0)
-    flops = float(counter.get_total_flops())
-    losses = [float(first.detach())]
+    return Trainer(step, device, cfg.batch_size, float(counter.get_total_flops()), float(first.detach()))
+
+
+def train_steps(cfg: DiffusionConfig, device: Any, model: Any = None, wrap: Any = None) -> TrainResult:
+    """Warm up, then time ``cfg.steps`` optimizer steps on ``device`` (a pytest_genai Device).
+
+    ``wrap`` optionally wraps the model (e.g. DistributedDataParallel) after it is moved to the device.
+    """
+    trainer = make_trainer(cfg, device, model, wrap)
+    losses = [trainer.first_loss]
     times = []
-    for i in range(1, total):
-        device.synchronize()
-        t0 = time.perf_counter()
-        loss = step(i)
-        device.synchronize()
-        elapsed = time.perf_counter() - t0
-        losses.append(float(loss.detach()))
+    for i in range(1, cfg.warmup_steps + cfg.steps):
+        elapsed, loss = trainer.timed_step()
+        losses.append(loss)
         if i >= cfg.warmup_steps:
             times.append(elapsed)
-    return TrainResult(tuple(times), tuple(losses), cfg.batch_size, flops)
+    return TrainResult(tuple(times), tuple(losses), cfg.batch_size, trainer.flops_per_step)

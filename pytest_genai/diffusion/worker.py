@@ -8,6 +8,9 @@ the baseline and the scaled run share processes, threads and the machine's state
 2. **ddp**: every rank trains its own batch (weak scaling) with ``DistributedDataParallel``, which all-reduces the
    gradients in the backward pass, as the paper's training does.
 
+The two are interleaved step by step (a baseline step, a barrier, a DDP step on every rank), so a slow spell of a
+shared machine hits both alike and each round gives one baseline / DDP pair: the scaling ratio per round.
+
 Each rank trains on its own synthetic fields (seed + rank); DDP broadcasts rank 0's weights at wrap time. CPU ranks
 use one thread each (gloo); CUDA ranks one GPU each (NCCL). Rank 0 gathers every rank's step times and losses and
 writes ``{"schema", "device_kind", "world_size", "config", "baseline": {...}, "ranks": [{...}, ...]}``.
@@ -51,20 +54,37 @@ def run_job(job: dict[str, Any], env: dict[str, int]) -> dict[str, Any] | None:
     from torch.nn.parallel import DistributedDataParallel
 
     from pytest_genai.diffusion.config import DiffusionConfig
-    from pytest_genai.diffusion.train import train_steps
+    from pytest_genai.diffusion.train import TrainResult, make_trainer
 
     kind = job.get("device_kind", "cpu")
     cfg = DiffusionConfig(**job["config"])
     device = _setup(kind, env["local_rank"])
     rank_cfg = dataclasses.replace(cfg, seed=cfg.seed + env["rank"])
 
-    baseline = _summary(train_steps(cfg, device)) if env["rank"] == 0 else None
-    dist.barrier()
-
     def wrap(model: Any) -> Any:
         return DistributedDataParallel(model, device_ids=[env["local_rank"]] if kind == "cuda" else None)
 
-    mine = _summary(train_steps(rank_cfg, device, wrap=wrap))
+    alone = make_trainer(cfg, device) if env["rank"] == 0 else None
+    dist.barrier()
+    ddp = make_trainer(rank_cfg, device, wrap=wrap)
+    runs: dict[str, dict[str, list[float]]] = {"alone": {"t": [], "loss": []}, "ddp": {"t": [], "loss": []}}
+    for i in range(1, cfg.warmup_steps + cfg.steps):
+        if alone is not None:
+            seconds, loss = alone.timed_step()
+            runs["alone"]["t"].append(seconds)
+            runs["alone"]["loss"].append(loss)
+        dist.barrier()
+        seconds, loss = ddp.timed_step()
+        runs["ddp"]["t"].append(seconds)
+        runs["ddp"]["loss"].append(loss)
+        dist.barrier()
+
+    def summary(trainer: Any, run: dict[str, list[float]]) -> dict[str, Any]:
+        return _summary(TrainResult(tuple(run["t"][max(cfg.warmup_steps - 1, 0):]), (trainer.first_loss, *run["loss"]),
+                                    trainer.images_per_step, trainer.flops_per_step))
+
+    baseline = summary(alone, runs["alone"]) if alone is not None else None
+    mine = summary(ddp, runs["ddp"])
     mine["rank"] = env["rank"]
     everyone: list[Any] = [None] * env["world_size"]
     dist.all_gather_object(everyone, mine)

@@ -24,6 +24,8 @@ def test_summarize_weak_scaling_arithmetic():
     assert s.scaling_throughput_ratio == pytest.approx((16 / 0.12) / (8 / 0.05))
     assert s.scaling_efficiency == pytest.approx(s.scaling_throughput_ratio / 2)
     assert s.losses == (1.0, 0.5)  # rank 0's
+    # per interleaved round: the slowest rank's DDP step against the same round's one-rank step
+    assert s.scaling_ratio_rounds == pytest.approx([16 / 0.11 / (8 / 0.05), 16 / 0.12 / (8 / 0.06), 16 / 0.13 / (8 / 0.05)])
 
 
 def test_perfect_scaling_has_efficiency_one():
