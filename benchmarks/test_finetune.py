@@ -64,16 +64,24 @@ def _require_training_path(device, cfg: ThroughputConfig | None = None) -> None:
             pytest.skip(f"{cfg.model}: transformers has no SDPA attention for it; fused attention runs only on Gaudi")
 
 
-def _bracketing_baseline(runs, baseline: ThroughputConfig, kind: str, launch_spec) -> tuple[float, float]:
-    """Tokens/s of the baseline's latest run (normally just before this one) and of a fresh run just after it.
+def _bracketing_baseline(runs, baseline: ThroughputConfig, kind: str, launch_spec):
+    """The baseline's latest run (normally just before this one) and a fresh run just after it.
 
-    Comparisons divide by their mean, so a change of machine load during the runs (shared CPUs) cancels to
-    first order; the next comparison reuses the fresh run as its "before".
+    Comparisons divide by the mean of their tokens/s, so a change of machine load during the runs (shared CPUs)
+    cancels to first order; the next comparison reuses the fresh run as its "before".
     """
     before = runs.get(baseline, kind, launch_spec)
     after = runs.get(baseline, kind, launch_spec, fresh=True)
     assert before is not None and after is not None
-    return before.tokens_per_s, after.tokens_per_s
+    return before, after
+
+
+def _speed_ratio_interval(slow_steps, fast_steps):
+    """95% interval of median(slow steps) / median(fast steps) (same global batch: the tokens/s ratio of the fast
+    side over the slow one), by a seeded bootstrap over the timed steps of separate runs."""
+    from pytest_genai.claims.stats import bootstrap_ratio_interval
+
+    return bootstrap_ratio_interval(list(slow_steps), list(fast_steps))
 
 
 def _skip_unless_node0(summary, launch_spec) -> None:
@@ -160,9 +168,13 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
 
     if cfg.sharded is not None:  # Paper A: DDP beats the sharding methods when the model fits one device
         if fit is not None and fit.ddp_fits:
-            ddp = _bracketing_baseline(finetune_runs, dataclasses.replace(cfg, strategy="ddp"), kind, launch_spec)
+            before, after = _bracketing_baseline(finetune_runs, dataclasses.replace(cfg, strategy="ddp"), kind,
+                                                 launch_spec)
+            ddp = (before.tokens_per_s, after.tokens_per_s)
             genai.attach("ddp_tokens_per_s_before_after", ddp)
-            genai.metric("throughput_ratio_ddp_over_sharded", metrics.speedup(sum(ddp) / 2, summary.tokens_per_s))
+            genai.metric("throughput_ratio_ddp_over_sharded", metrics.speedup(sum(ddp) / 2, summary.tokens_per_s),
+                         interval=_speed_ratio_interval(summary.timed_step_s,
+                                                        before.timed_step_s + after.timed_step_s))
         else:
             genai.label("ddp_comparison", "none: the planner says DDP does not fit (or the capacity is unknown)")
         genai.check("A2.ddp_vs_zero3", "A2.ddp_vs_fsdp")  # scoped to fits = true: not applicable otherwise
@@ -170,9 +182,12 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
         baseline = dataclasses.replace(cfg, attention="unfused")
         _, baseline_fit = _planner(baseline, world, _capacity_per_rank(genai_device, launch_spec.nproc))
         if baseline_fit is None or baseline_fit.fits(cfg.strategy):
-            unfused = _bracketing_baseline(finetune_runs, baseline, kind, launch_spec)
+            before, after = _bracketing_baseline(finetune_runs, baseline, kind, launch_spec)
+            unfused = (before.tokens_per_s, after.tokens_per_s)
             genai.attach("unfused_tokens_per_s_before_after", unfused)
-            genai.metric("flash_attention_speedup", metrics.speedup(summary.tokens_per_s, sum(unfused) / 2))
+            genai.metric("flash_attention_speedup", metrics.speedup(summary.tokens_per_s, sum(unfused) / 2),
+                         interval=_speed_ratio_interval(before.timed_step_s + after.timed_step_s,
+                                                        summary.timed_step_s))
             genai.check("A2.flash_attention_gaudi", "A2.flash_attention_cuda")
         else:
             genai.label("attention_comparison", f"none: unfused attention does not fit ({baseline_fit.reason})")
