@@ -129,6 +129,34 @@ def run_quantizer(name: str, model, *, sensitive_fraction: float = 0.25, tiers=(
     raise ValueError(f"quantizer {name!r}: use one of {QUANTIZERS}")
 
 
+def time_interleaved(runners: dict, fresh, rounds: int) -> tuple[dict[str, list[float]], dict]:
+    """Seconds of each runner (``name -> run(model)``) on a fresh model per call, ``rounds`` rounds interleaved
+    with the order rotated every round (a slow spell of a shared machine hits all alike); the model build is never
+    timed. Returns the per-round seconds and, per name, the last model and what its run returned."""
+    import gc
+    import time
+
+    names = list(runners)
+    seconds: dict[str, list[float]] = {n: [] for n in names}
+    last: dict = {}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            model = fresh()
+            gc.collect()
+            t0 = time.perf_counter()
+            out = runners[name](model)
+            seconds[name].append(time.perf_counter() - t0)
+            last[name] = (model, out)
+            del model
+            gc.collect()
+    return seconds, last
+
+
+def round_ratios(seconds: dict[str, list[float]], num: str, den: str) -> list[float]:
+    """Per round: ``num``'s seconds over ``den``'s (both timed in the same round)."""
+    return [a / b for a, b in zip(seconds[num], seconds[den])]
+
+
 def warm_up(name: str) -> None:
     """Run the quantizer once on a tiny model of the same architecture (imports, lazy initialisation)."""
     run_quantizer(name, build_random_model(ArchConfig(layers=1, vocab=64), hidden=64))

@@ -61,3 +61,27 @@ def test_probe_memory_in_process_sees_the_model_and_little_more():
     # in this (already used) process the baseline may hold reusable heap, so only a loose sanity range
     assert 0.5 < probe.peak_rss_growth_ratio < 2.0
     assert 3.0 < probe.compression_ratio < 4.0
+
+
+def _busy(seconds: float) -> None:
+    import time
+
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+@pytest.mark.parametrize(("slowdown", "verdict"), [(3.0, "fail"), (1 / 3, "pass")])
+def test_a_3x_slower_quantizer_fails_its_timing_claim_and_a_3x_faster_passes(slowdown, verdict):
+    """The interleaved timing loop and the interval rule together: a quantizer made 3x slower than the baseline
+    (busy work, so CPU contention slows both alike) fails A1.target.quantize_vs_torchao; 3x faster passes."""
+    from pytest_genai.claims import check_value, load_claims, median_interval
+    from pytest_genai.quant.bench import round_ratios, time_interleaved
+
+    base = 0.01
+    runners = {"ours": lambda model: _busy(base * slowdown), "torchao": lambda model: _busy(base)}
+    seconds, last = time_interleaved(runners, fresh=lambda: object(), rounds=5)
+    assert set(last) == {"ours", "torchao"} and all(len(v) == 5 for v in seconds.values())
+    ratios = round_ratios(seconds, "ours", "torchao")
+    claim = {c.id: c for c in load_claims()}["A1.target.quantize_vs_torchao"]
+    assert check_value(claim, sorted(ratios)[2], median_interval(ratios)).verdict == verdict
