@@ -24,6 +24,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         params = [pytest.param(None, id=models.model_name(option), marks=pytest.mark.skip(reason=str(exc)))]
     else:
         params = [pytest.param(ref, id=ref.name) for ref in refs]
+        params += [pytest.param(None, id=name, marks=pytest.mark.skip(reason=why))
+                   for name, why in models.missing_default_models(option)]
         if not option and all(ref.name != models.TINYLLAMA_NAME for ref in refs):
             params.append(pytest.param(None, id=models.TINYLLAMA_NAME,
                                        marks=pytest.mark.skip(reason=models.describe_unavailable_tinyllama())))

@@ -18,6 +18,7 @@ import dataclasses
 import pytest
 
 from pytest_genai.train.config import ThroughputConfig, WikitextConfig, benchmark_matrix
+from pytest_genai.train.requirements import skip_unless_installed
 
 pytestmark = pytest.mark.finetune
 
@@ -56,6 +57,8 @@ def launch_spec(genai_settings):
 def _require_training_path(device, cfg: ThroughputConfig | None = None) -> None:
     if device.kind not in (*TORCH_KINDS, "hpu"):
         pytest.skip(f"fine-tuning runs through torch on cpu/cuda or optimum-habana on hpu; {device.kind} has neither")
+    if cfg is not None:  # before the timed call: a missing package is a skip naming its install command
+        skip_unless_installed(cfg, device.kind)
     if cfg is not None and cfg.attention == "fused" and device.kind != "hpu":
         from pytest_genai.train.archs import get_arch
         from pytest_genai.train.build import supports_sdpa
