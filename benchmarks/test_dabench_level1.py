@@ -78,22 +78,6 @@ def _spec_ceilings(device, dtype: str):
     return Ceilings(peak, spec.mem_bandwidth_gbs, "spec")
 
 
-def _check(genai, *claim_ids: str) -> None:
-    """Check claims by id; an id not yet in claims/data/paper_b.toml is reported as pending, not silently dropped."""
-    import warnings
-
-    from pytest_genai.claims import load_claims
-
-    known = {c.id for c in load_claims()}
-    pending = [cid for cid in claim_ids if cid not in known]
-    for cid in pending:
-        genai.label(f"claim_pending:{cid}", "proposed for paper_b.toml, not yet defined")
-        warnings.warn(f"claim {cid} is not defined in claims/data/paper_b.toml yet; not checked", stacklevel=2)
-    ready = [cid for cid in claim_ids if cid in known]
-    if ready:
-        genai.check(*ready)
-
-
 def _record(genai, result) -> None:
     for name, value in result.metrics.items():
         genai.metric(name, value, source=result.sources.get(name))
@@ -129,21 +113,25 @@ def _level1(benchmark, genai, device, cfg, ceilings_for) -> None:
     genai.label("ceiling_clock", ceiling_clock(device)[0])
     if device.kind == "cpu":
         genai.label("cpu_threads", str(CPU_THREADS))
-    _check(genai, "B1.roofline_ceiling_respected")
+    genai.check("B1.roofline_ceiling_respected")
     if cfg.layers > 1:
-        _check(genai, "B1.identical_layers_li")
+        genai.check("B1.identical_layers_li")
     if device.kind == "cuda" and cfg.hidden >= LARGE_HIDDEN:
-        _check(genai, "B1.large_hidden_compute_bound", "B1.large_hidden_compute_bound_efficiency")
+        genai.check("B1.large_hidden_compute_bound", "B1.large_hidden_compute_bound_efficiency")
 
 
+@pytest.mark.claims("B1.roofline_ceiling_respected", "B1.identical_layers_li", kinds=("cpu",))
 def test_level1_cpu(benchmark, genai, cpu, level1_cfg, measured_ceilings):
     _level1(benchmark, genai, cpu, level1_cfg, measured_ceilings)
 
 
+@pytest.mark.claims("B1.roofline_ceiling_respected", "B1.identical_layers_li", "B1.large_hidden_compute_bound", "B1.large_hidden_compute_bound_efficiency",
+                    kinds=("cuda",))
 def test_level1_cuda(benchmark, genai, cuda, level1_cfg, measured_ceilings):
     _level1(benchmark, genai, cuda, level1_cfg, measured_ceilings)
 
 
+@pytest.mark.claims("B1.roofline_ceiling_respected", "B1.identical_layers_li", kinds=("hpu",))
 def test_level1_hpu(benchmark, genai, hpu, level1_cfg, measured_ceilings):
     _level1(benchmark, genai, hpu, level1_cfg, measured_ceilings)
 
@@ -183,15 +171,17 @@ def _capacity(benchmark, genai, device, budget: int | None, *, limit: int) -> No
         modeled = predicted_max_layers(cfg, budget, foreach_optimizer=foreach)
         genai.metric("max_layers_modeled", modeled, source="modeled")
         genai.metric("max_layers_modeled_over_measured", modeled / search.max_fitting, source="modeled")
-        _check(genai, "B1.capacity_model_agreement")
+        genai.check("B1.capacity_model_agreement")
     genai.attach("capacity_probes", [{"layers": n, "ok": ok} for n, ok in search.probes])
 
 
+@pytest.mark.claims("B1.capacity_model_agreement", kinds=("cpu",))
 def test_capacity_cpu(benchmark, genai, cpu, genai_settings, pinned_threads):
     budget = genai_settings.get("memory_budget") or CPU_BUDGET_DEFAULT
     _capacity(benchmark, genai, cpu, budget, limit=1024)
 
 
+@pytest.mark.claims("B1.capacity_model_agreement", kinds=("cuda",))
 def test_capacity_cuda(benchmark, genai, cuda, genai_settings):
     _capacity(benchmark, genai, cuda, genai_settings.get("memory_budget"), limit=4096)
 
@@ -241,19 +231,21 @@ def _read_profile(request, benchmark, genai, device, cfg):
     return profile
 
 
+@pytest.mark.claims("B1.wse2_allocation", "B1.wse2_load_imbalance", kinds=("wse",))
 def test_level1_wse(request, benchmark, genai, wse, level1_cfg):
     """WSE-2: allocation (Active PEs) and LI over kernels from the Cerebras compile report of the config."""
     _read_profile(request, benchmark, genai, wse, level1_cfg)
-    _check(genai, "B1.wse2_allocation", "B1.wse2_load_imbalance")
+    genai.check("B1.wse2_allocation", "B1.wse2_load_imbalance")
 
 
+@pytest.mark.claims("B1.rdu_allocation", "B1.rdu_memory_bound", kinds=("rdu",))
 def test_level1_rdu(request, benchmark, genai, rdu, level1_cfg):
     """SN30: allocation (PCU utilization) and LI over sections from SambaTune; the bound from measured DDR traffic."""
     from pytest_genai.dabench.counts import stack_counts
     from pytest_genai.dabench.roofline import arithmetic_intensity, classify_bound
 
     profile = _read_profile(request, benchmark, genai, rdu, level1_cfg)
-    _check(genai, "B1.rdu_allocation")
+    genai.check("B1.rdu_allocation")
     ddr_bytes = profile.extra.get("ddr_total_bytes")
     spec = _spec_ceilings(rdu, "bf16")
     if ddr_bytes and spec is not None:
@@ -263,9 +255,10 @@ def test_level1_rdu(request, benchmark, genai, rdu, level1_cfg):
         genai.metric("arithmetic_intensity", intensity)
         genai.metric("compute_bound", 1.0 if classify_bound(intensity, spec.ridge) == "compute" else 0.0)
         genai.label("bound_source", "analytic FLOPs / SambaTune measured DDR bytes, against the SN30 spec ridge")
-        _check(genai, "B1.rdu_memory_bound")
+        genai.check("B1.rdu_memory_bound")
 
 
+@pytest.mark.claims("B1.ipu_compute_efficiency", kinds=("ipu",))
 def test_level1_ipu(benchmark, genai, ipu, level1_cfg, tmp_path):
     """IPU: the config compiled and timed with PopTorch; allocation / LI from its PopVision report."""
     from pytest_genai.dabench.counts import stack_counts
@@ -288,7 +281,7 @@ def test_level1_ipu(benchmark, genai, ipu, level1_cfg, tmp_path):
         genai.metric("ceiling_tflops_spec", spec.tflops)
         genai.metric("ceiling_gbs_spec", spec.gbs)
         genai.metric("compute_efficiency", work.flops / run.step_s / spec.flops_per_s)
-        _check(genai, "B1.ipu_compute_efficiency")
+        genai.check("B1.ipu_compute_efficiency")
         # Not checked here: B1.ipu_memory_bound. The bound needs measured traffic (the exchange and streaming-memory
         # bytes of the execution profile); the analytic minimal bytes against the 65 TB/s in-processor memory of the
         # spec would only restate the spec table.

@@ -172,6 +172,7 @@ def _choice_task(task: str, items: Any) -> tuple[list[str], list[tuple[str, ...]
             False)
 
 
+@pytest.mark.claims("A1.target.hellaswag_speedup_vs_lmeval", kinds=("cpu", "cuda"))
 @pytest.mark.parametrize("task", ["hellaswag", "boolq"])
 def test_multiple_choice_accuracy_and_speed_vs_lm_eval(benchmark, genai, genai_device, eval_model, fp32_eval_baseline,
                                                        task):

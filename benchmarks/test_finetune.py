@@ -113,6 +113,8 @@ def _planner(cfg: ThroughputConfig, world: int, capacity: int | None):
     return estimate(workload, cfg.strategy), (plan(workload, capacity) if capacity else None)
 
 
+@pytest.mark.claims("A2.ddp_vs_zero3", "A2.ddp_vs_fsdp", "A2.flash_attention_gaudi", "A2.flash_attention_cuda",
+                    kinds=("cpu", "cuda", "hpu"))
 def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finetune_runs, launch_spec):
     cfg = finetune_cfg
     _require_training_path(genai_device, cfg)

@@ -47,6 +47,7 @@ def quantized_models():
     return _QuantizedCache()
 
 
+@pytest.mark.claims(*WIKITEXT_CLAIMS, "A1.hellaswag_acc_drop", "A1.boolq_acc_drop", kinds=("cpu", "cuda", "hpu"))
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_quantized_model_quality(benchmark, genai, genai_device, eval_model, fp32_eval_baseline, quantized_models,
                                  case):

@@ -68,6 +68,8 @@ def _quiet():
     logging.getLogger("neural_compressor").setLevel(logging.ERROR)
 
 
+@pytest.mark.claims("A1.compression_ratio", "A1.target.measured_equals_predicted", "A1.target.quantize_vs_torchao",
+                    "A1.target.quantize_vs_inc", "A1.target.peak_rss_growth", kinds=("cpu",))
 def test_quantizer_speed_and_memory_vs_torchao_and_inc(benchmark, genai, cpu, qbench):
     import torch
 

@@ -80,31 +80,60 @@ def devices_main(argv: list[str]) -> int:
 
 
 def claims_main(argv: list[str]) -> int:
+    from pathlib import Path
+
     from pytest_genai.claims import ClaimsError, load_claims
     from pytest_genai.report_summary import text_table
 
     parser = argparse.ArgumentParser(prog="pytest-genai claims", description=SUBCOMMANDS["claims"][1])
     parser.add_argument("--paper", help="only this paper's claims (A or B)")
+    parser.add_argument("--basis", choices=("paper", "target", "physics"), help="only claims of this basis")
     parser.add_argument("--dir", help="load claims from this folder instead of the packaged data")
+    parser.add_argument("--coverage", nargs="?", const="benchmarks", metavar="BENCHMARKS_DIR",
+                        help="also list the benchmark that checks each claim and on which device kinds, read from the "
+                             "benchmarks' @pytest.mark.claims markers (default folder: ./benchmarks)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     try:
         claims = load_claims(args.dir)
-    except ClaimsError as exc:
+    except (ClaimsError, ValueError, OSError) as exc:
         print(f"pytest-genai claims: {exc}", file=sys.stderr)
         return 2
     if args.paper:
         claims = [c for c in claims if c.paper.lower() == args.paper.lower()]
+    if args.basis:
+        claims = [c for c in claims if c.basis == args.basis]
+    checked: dict[str, list[str]] = {}
+    if args.coverage:
+        from pytest_genai.claims.coverage import checked_on, checkers_by_claim, collect
+
+        if not Path(args.coverage).is_dir():
+            print(f"pytest-genai claims: --coverage {args.coverage}: not a folder; give the benchmarks folder of a "
+                  "pytest-genai checkout", file=sys.stderr)
+            return 2
+        try:
+            by_claim = checkers_by_claim(collect(args.coverage))
+        except (RuntimeError, OSError) as exc:
+            print(f"pytest-genai claims: {exc}", file=sys.stderr)
+            return 2
+        checked = {c.id: checked_on(c, by_claim.get(c.id, [])) for c in claims}
     if args.json:
         import dataclasses
 
-        print(json.dumps([dataclasses.asdict(c) for c in claims], indent=2, default=list))
+        out = [{**dataclasses.asdict(c), **({"checked_by": checked[c.id]} if args.coverage else {})} for c in claims]
+        print(json.dumps(out, indent=2, default=list))
         return 0
-    rows = [[c.id, c.metric, c.bound_text(), "" if c.paper_value is None else f"{c.paper_value:g}",
-             ",".join(c.devices) or "any", ",".join(c.models) or "any",
-             f"{c.from_generation}->{c.to_generation}" if c.kind == "generation" else ""] for c in claims]
-    for line in text_table(["claim", "metric", "bound", "paper", "devices", "models", "generations"], rows):
+    rows = [[c.id, c.basis, c.metric, c.bound_text(), "" if c.paper_value is None else f"{c.paper_value:g}",
+             ",".join(c.devices) or "any",
+             f"{c.from_generation}->{c.to_generation}" if c.kind == "generation" else ",".join(c.models) or "any"]
+            + (["; ".join(checked[c.id]) or "NONE (dead claim)"] if args.coverage else []) for c in claims]
+    headers = ["claim", "basis", "metric", "bound", "paper", "devices", "models / generations"]
+    for line in text_table(headers + (["checked by [kinds]"] if args.coverage else []), rows):
         print(line)
+    dead = [c.id for c in claims if args.coverage and not checked[c.id]]
+    if dead:
+        print(f"{len(dead)} dead claim(s): no benchmark checks {', '.join(dead)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -61,6 +61,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{kind}: runs on a {kind} device ({ENABLE_HINTS[kind]})")
     for marker, text in EXPERIMENT_MARKERS.items():
         config.addinivalue_line("markers", f"{marker}: {text}")
+    config.addinivalue_line(
+        "markers", "claims(*ids, kinds=()): the claim ids this benchmark checks and the device kinds it checks them on "
+        "(genai.check refuses undeclared ids; pytest-genai claims --coverage lists them)")
     try:
         state = SessionState(config, claims_mode=resolve(config, "claims"), selected_kinds=resolve(config, "devices"))
         for name in SETTINGS:  # validate every setting now, naming where a bad value came from
@@ -146,6 +149,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     """Mark each item with the device kinds it needs (so ``-m hpu`` selects them) and skip absent ones now,
     before any fixture builds a model."""
     state = _state(config)
+    _validate_claim_markers(state, items)
     for item in items:
         kinds = _kinds_needed(item)
         for kind in kinds:
@@ -154,6 +158,22 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         reasons = [reason for ok, reason in map(state.available, kinds) if not ok]
         if reasons:
             item.add_marker(pytest.mark.skip(reason="; ".join(reasons)))
+
+
+def _validate_claim_markers(state: SessionState, items: list[pytest.Item]) -> None:
+    """Unknown claim ids or device kinds in ``claims`` markers stop the session with one line naming them."""
+    marked = [(item, mark) for item in items for mark in item.iter_markers("claims")]
+    if not marked:
+        return
+    known = state.claims()
+    for item, mark in marked:
+        unknown = [cid for cid in mark.args if cid not in known]
+        bad_kinds = [k for k in mark.kwargs.get("kinds", ()) if k not in KINDS]
+        if unknown or bad_kinds or not mark.kwargs.get("kinds"):
+            what = (f"unknown claim id(s) {', '.join(unknown)}" if unknown else
+                    f"unknown device kind(s) {bad_kinds}" if bad_kinds else "no kinds=(...) given")
+            raise pytest.UsageError(f"{item.nodeid.split('[')[0]}: claims marker: {what}; claim ids are listed by "
+                                    f"`pytest-genai claims`, kinds are {', '.join(KINDS)}")
 
 
 # -- fixtures ------------------------------------------------------------------------------------------------

@@ -136,11 +136,15 @@ class GenaiRecorder:
         claims = self._state.claims()
         data = self.data
         device = self._device
+        declared = {cid for mark in self._request.node.iter_markers("claims") for cid in mark.args}
         verdicts = []
         for cid in claim_ids:
             claim = claims.get(cid)
             if claim is None:
                 raise ValueError(f"unknown claim id {cid!r}; known ids: {', '.join(sorted(claims))}")
+            if cid not in declared:
+                raise ValueError(f"claim {cid} is checked but not declared: add it to this test's "
+                                 f"@pytest.mark.claims(...) so claim coverage (pytest-genai claims --coverage) sees it")
             ok, why = claim.applies_to(
                 device_kind=device.kind if device else None,
                 generation=device.generation if device else None,

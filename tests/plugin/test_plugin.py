@@ -8,6 +8,7 @@ import pytest
 DEVICE_TEST = """
 import pytest
 
+@pytest.mark.claims("A1.compression_ratio", kinds=("cpu", "cuda", "hpu"))
 def test_runs(benchmark, genai, genai_device):
     genai.start(experiment="quant", device=genai_device, config={"mode": "real"}, model="tiny")
     benchmark.pedantic(lambda: None, rounds=2)
@@ -100,6 +101,9 @@ def test_other_plugins_cuda_fixture_is_not_ours(pytester: pytest.Pytester) -> No
 
 def test_broken_claim_fails_with_message_and_report_mode_records_only(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("""
+import pytest
+
+@pytest.mark.claims("A1.ppl_ratio", kinds=("cpu",))
 def test_ppl(benchmark, genai, cpu):
     genai.start(experiment="quant", device=cpu, config={}, model="tiny")
     benchmark.pedantic(lambda: None, rounds=1)
@@ -119,16 +123,64 @@ def test_unknown_claim_id_and_unrecorded_metric_are_clear_errors(pytester: pytes
     pytester.makepyfile("""
 import pytest
 
+@pytest.mark.claims("A1.ppl_ratio", kinds=("cpu",))
 def test_unknown(benchmark, genai, cpu):
     genai.start(experiment="quant", device=cpu)
     with pytest.raises(ValueError, match="unknown claim id 'A9.nope'"):
         genai.check("A9.nope")
     with pytest.raises(ValueError, match="has not recorded"):
         genai.check("A1.ppl_ratio")
+    with pytest.raises(ValueError, match="not declared"):
+        genai.check("A1.compression_ratio")
     with pytest.raises(ValueError, match="must say so in its name"):
         genai.metric("ppl_ratio", 1.0, source="modeled")
 """)
     pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_unknown_ids_or_kinds_in_a_claims_marker_stop_the_session(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+import pytest
+
+@pytest.mark.claims("A1.ppl_ratio", "A9.nope", kinds=("cpu",))
+def test_a():
+    pass
+""")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*test_a: claims marker: unknown claim id(s) A9.nope*"])
+
+
+TIMING_TEST = """
+import pytest
+
+@pytest.mark.claims("B2.cpu_dp_weak_scaling", "A1.target.quantize_vs_torchao", kinds=("cpu",))
+def test_t(benchmark, genai, cpu):
+    genai.start(experiment="dabench_level2", device=cpu, config=dict(strategy="dp"), model="m")
+    benchmark.pedantic(lambda: None, rounds=1)
+    genai.metric("scaling_throughput_ratio", RATIO, rounds=ROUNDS)
+    genai.metric("quantize_time_ratio_vs_torchao", 3.0, rounds=[2.9, 3.0, 3.1, 3.2, 2.8])
+    genai.check("B2.cpu_dp_weak_scaling", "A1.target.quantize_vs_torchao")
+"""
+
+
+@pytest.mark.parametrize(
+    ("ratio", "rounds", "mode", "outcome", "verdict"),
+    [
+        (1.5, [1.4, 1.5, 1.6, 1.45, 1.55], "enforce", "passed", "PASS"),
+        (0.6, [0.5, 0.6, 0.7, 0.55, 0.65], "enforce", "failed", "FAIL"),  # clearly on the wrong side
+        (1.02, [0.8, 1.02, 1.3, 0.9, 1.2], "enforce", "passed", "INCONCLUSIVE"),  # noise: recorded, not a failure
+        (1.02, [0.8, 1.02, 1.3, 0.9, 1.2], "strict", "failed", "INCONCLUSIVE"),
+    ],
+)
+def test_timing_verdicts_in_a_run(pytester: pytest.Pytester, ratio, rounds, mode, outcome, verdict) -> None:
+    """The 3x-slow quantizer target fails its verdict but never the test; the physics claim follows the mode."""
+    pytester.makepyfile(TIMING_TEST.replace("RATIO", repr(ratio)).replace("ROUNDS", repr(rounds)))
+    result = pytester.runpytest(f"--genai-claims={mode}", "--benchmark-json=out.json")
+    result.assert_outcomes(**{outcome: 1})
+    result.stdout.fnmatch_lines([f"B2.cpu_dp_weak_scaling*physics*{verdict}*", "A1.target.quantize_vs_torchao*target*FAIL*"])
+    entry = json.loads((pytester.path / "out.json").read_text())["genai"]["claims"][0]
+    assert entry["basis"] == "physics" and entry["interval"]["n"] == 5 and entry["verdict"] == verdict.lower()
 
 
 @pytest.mark.parametrize(
