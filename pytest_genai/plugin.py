@@ -260,10 +260,24 @@ def pytest_benchmark_update_json(config: pytest.Config, benchmarks: Any, output_
     }
 
 
+@pytest.hookimpl(hookwrapper=True, tryfirst=True, specname="pytest_sessionfinish")
+def pytest_sessionfinish_empty_benchmark_json(session: pytest.Session) -> Any:
+    """A sessionfinish wrapper (pytest's hook names start with ``pytest_``, ``specname`` names the hook) that runs
+    before pytest-benchmark's: that one saves the JSON, or warns that it has nothing to save, before any plain
+    sessionfinish hook runs."""
+    if STATE in session.config.stash:
+        _write_empty_benchmark_json(session.config)
+    yield
+
+
 def _write_empty_benchmark_json(config: pytest.Config) -> None:
     """pytest-benchmark writes no --benchmark-json when every benchmark was skipped or deselected (e.g.
     ``-m hpu`` on a node without Gaudi). Write a valid, empty one through its own hooks, so a pipeline
-    that reads the file sees "nothing ran here" and the reasons, not a missing or empty file."""
+    that reads the file sees "nothing ran here" and the reasons, not a missing or empty file.
+
+    The JSON is then saved, so pytest-benchmark is told there is no JSON left to write (its ``json`` handle is
+    closed and cleared): its "Not saving anything, no benchmarks have been run!" warning would be wrong here. It
+    still warns when --benchmark-save / --benchmark-autosave asked for a stored run, which is indeed not saved."""
     bs = getattr(config, "_benchmarksession", None)
     handle = getattr(bs, "json", None)
     if bs is None or handle is None or bs.benchmarks:
@@ -284,13 +298,17 @@ def _write_empty_benchmark_json(config: pytest.Config) -> None:
         handle.flush()
     elif path is not None:
         write_json_atomic(path, output)
+        if hasattr(handle, "close"):  # the file argparse opened (now replaced by the atomic write)
+            handle.close()
+    else:
+        return
+    bs.json = None
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     if STATE not in config.stash:
         return
-    _write_empty_benchmark_json(config)
     plots = resolve(config, "plots")
     state = _state(config)
     reporter = config.pluginmanager.get_plugin("terminalreporter")

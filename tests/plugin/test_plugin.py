@@ -1,9 +1,13 @@
 """Plugin behaviour, through pytester: markers, device selection and skips, claims, JSON contract."""
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+import pytest_genai
 
 DEVICE_TEST = """
 import pytest
@@ -240,6 +244,29 @@ def test_all_skipped_run_writes_the_json_at_the_path_given(pytester: pytest.Pyte
     data = json.loads((pytester.path / "sub" / "dir" / "out.json").read_text())
     assert data["benchmarks"] == [] and "hpu" in data["machine_info"]["genai"]["absent"]
     assert not (pytester.path / "out.json").exists()
+
+
+@pytest.mark.parametrize("json_arg", ["out.json", "-"])
+def test_all_skipped_run_does_not_say_nothing_was_saved_when_the_json_was_written(pytester: pytest.Pytester,
+                                                                                  json_arg: str, monkeypatch) -> None:
+    # pytest-benchmark warned "Not saving anything, no benchmarks have been run!" (terminal and warnings summary)
+    # although the plugin writes the JSON of an all-skipped run. A subprocess: the warning is issued after the inner
+    # session stops capturing warnings, so an in-process run would not show it; PYTHONPATH makes it load this tree's
+    # plugin, wherever the package is installed from
+    tree = str(Path(pytest_genai.__file__).resolve().parents[1])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (tree, os.environ.get("PYTHONPATH")) if p))
+    pytester.makepyfile(DEVICE_TEST)
+    result = pytester.runpytest_subprocess("-m", "hpu", "-p", "no:cacheprovider", "--benchmark-json", json_arg)
+    assert result.ret == 0
+    assert "Not saving anything" not in result.stdout.str() + result.stderr.str()
+    if json_arg == "-":
+        assert '"benchmarks": []' in result.stdout.str()
+    else:
+        assert json.loads((pytester.path / "out.json").read_text())["benchmarks"] == []
+    # asked to store the run too: nothing is stored, and pytest-benchmark still says so
+    result = pytester.runpytest_subprocess("-m", "hpu", "-p", "no:cacheprovider", "--benchmark-json", "out.json",
+                                           "--benchmark-autosave")
+    assert "Not saving anything" in result.stdout.str() + result.stderr.str()
 
 
 @pytest.mark.parametrize("typed", [False, True])
