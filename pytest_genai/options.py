@@ -50,6 +50,16 @@ def parse_path(text: str) -> str:
     return os.path.abspath(os.path.expanduser(str(text)))
 
 
+def parse_data_dir(text: str) -> str:
+    """``--genai-data-dir``: a folder that exists (absolute, like :func:`parse_path`). A folder that is given but
+    missing is an error at configure time, never a silent fallback to other data."""
+    path = parse_path(text)
+    if not os.path.isdir(path):
+        raise ValueError(f"{path}: no such folder; give the folder `pytest-genai data fetch DIR` wrote (or a copy "
+                         "laid out like shared/data), or leave it unset to use the embedded evaluation slice")
+    return path
+
+
 def parse_positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -83,7 +93,7 @@ def parse_positive_float(text: str) -> float:
 SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | None, Any]] = {
     "devices": ("--genai-devices", "GENAI_DEVICES", "genai_devices", parse_devices, KINDS),
     "claims": ("--genai-claims", "GENAI_CLAIMS", "genai_claims", parse_claims_mode, "enforce"),
-    "data_dir": ("--genai-data-dir", "GENAI_DATA_DIR", "genai_data_dir", parse_path, None),
+    "data_dir": ("--genai-data-dir", "GENAI_DATA_DIR", "genai_data_dir", parse_data_dir, None),
     "model": ("--genai-model", "GENAI_MODEL", "genai_model", None, None),
     "trust_remote_code": ("--genai-trust-remote-code", "GENAI_TRUST_REMOTE_CODE", None, parse_bool, False),
     "limit": ("--genai-limit", "GENAI_LIMIT", "genai_limit", parse_positive_int, None),

@@ -1,28 +1,40 @@
 """Evaluation data: WikiText-2 raw (test), HellaSwag (validation), BoolQ (validation).
 
-Two sources, tried in this order:
+Where each task's data comes from (its ``data_origin``), tried in this order by :func:`resolve_origin`:
 
-1. ``data_dir`` (``--genai-data-dir``): offline copies in the layout of ``shared/data``::
+1. ``data_dir`` (``--genai-data-dir``, ``GENAI_DATA_DIR`` or ini): the folder's file for the task, in the layout
+   of ``shared/data`` (what ``pytest-genai data fetch DIR`` writes)::
 
-       wikitext-2-raw-v1/test.raw    CRLF line endings, blank lines removed (see that folder's README)
+       wikitext-2-raw-v1/test.raw    LF or CRLF line endings (the shared copy: CRLF, blank lines removed)
        hellaswag/validation.jsonl    {"idx", "activity_label", "ctx", "label", "endings"}; ctx already cleaned
-       boolq/validation.jsonl        SuperGLUE layout, ``label`` the string "true"/"false"
+       boolq/validation.jsonl        SuperGLUE layout, ``label`` true/false (bool, 0/1 or the strings)
 
-2. The Hugging Face hub names lm-evaluation-harness uses, via ``datasets.load_dataset`` -- only when the dataset is
-   already in the local cache (nothing is downloaded here; a run without the data skips, naming the flag).
+   A folder that is given but does not exist is an error (:class:`DataDirMissing`), never a fallback; a folder
+   that lacks one task's file falls through to 2 and 3 for that task.
+2. ``hf_cache``: the Hugging Face hub names lm-evaluation-harness uses, via ``datasets.load_dataset``, when the
+   dataset is already in the local cache.
+3. ``embedded``: the evaluation slice shipped in ``embedded/`` (whole WikiText pages, the HellaSwag and BoolQ
+   examples the ``tiny`` scale selects, cut byte for byte from the shared copies; see its ``manifest.json`` and
+   ``ATTRIBUTION.md``). It serves a budget only when every example that budget selects from the full split is in
+   the slice, so its numbers are the full data's numbers; otherwise the task is unavailable.
+
+Nothing is downloaded at run time; :class:`DataUnavailable` names the command that fetches the data.
 
 Parse errors name the file and the 1-based line. Records are small frozen dataclasses; ``select_subset`` draws the
-fixed, seeded subset that ``--genai-limit`` asks for.
+fixed, seeded subset that ``--genai-limit`` asks for. ``data_identity`` says where a selection came from and its
+sha256, without any local path.
 """
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import random
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 T = TypeVar("T")
 
@@ -42,14 +54,35 @@ HUB_DATASETS = {
     "boolq": ("aps/super_glue", "boolq", "validation"),
 }
 
-DATA_FLAG_HINT = "pass --genai-data-dir DIR (a folder laid out like shared/data) or set GENAI_DATA_DIR"
+#: task -> (dataset, split): the data's name in ``data_identity``, the same whatever its origin
+DATASETS = {
+    "wikitext": ("wikitext-2-raw-v1", "test"),
+    "hellaswag": ("hellaswag", "validation"),
+    "boolq": ("boolq", "validation"),
+}
+
+#: where a task's data came from, in the order they are tried
+ORIGINS = ("data_dir", "hf_cache", "embedded")
+
+#: the evaluation slice shipped with the package (same layout as a data dir, plus manifest.json)
+EMBEDDED_DIR = Path(__file__).resolve().parent / "embedded"
+MANIFEST = "manifest.json"
+
+FETCH_COMMAND = "pytest-genai data fetch ./genai-data"
+DATA_FLAG_HINT = (f"run `{FETCH_COMMAND}` (downloads the full splits; needs network) and pass "
+                  "--genai-data-dir ./genai-data (or set GENAI_DATA_DIR)")
 
 # A WikiText article title is " = Title = "; section headings are " = = Heading = = " and deeper.
 _TITLE = re.compile(r"^ = (?!=).*[^=] = $")
 
 
 class DataUnavailable(LookupError):
-    """The dataset is neither in ``--genai-data-dir`` nor in the local Hugging Face cache."""
+    """No origin serves the task at this budget: not in the data dir, not in the local Hugging Face cache, and not
+    (entirely) in the embedded slice. Benchmarks skip with this message, which names the command to run."""
+
+
+class DataDirMissing(FileNotFoundError):
+    """A data dir was given but is not a folder: an error, never a reason to skip or fall back."""
 
 
 class DataFormatError(ValueError):
@@ -68,8 +101,12 @@ class WikiTextPage:
 
 @dataclasses.dataclass(frozen=True)
 class WikiTextCorpus:
+    """WikiText pages; each page's ``index`` is its position in the split. ``population``: how many pages the split
+    has when this corpus holds only some of them (the embedded slice); None when it holds them all."""
+
     pages: tuple[WikiTextPage, ...]
     source: str
+    population: int | None = None
 
     @property
     def text(self) -> str:
@@ -106,15 +143,56 @@ class BoolQItem:
 
 
 # -- subsets ---------------------------------------------------------------------------------------------------
-def select_subset(items: Sequence[T], limit: int | None, seed: int = 1234) -> list[T]:
-    """A fixed, seeded subset of ``limit`` items, kept in their original order (all items when ``limit`` is None
-    or not smaller than the data). The same (items, limit, seed) always gives the same subset."""
-    if limit is None or limit >= len(items):
-        return list(items)
+@dataclasses.dataclass(frozen=True)
+class Cut(Sequence):
+    """Records cut out of a larger split: ``items[k]`` is record ``positions[k]`` of a split of ``population``
+    records (the embedded slice). Selecting from a cut selects from the whole split: the same records as the full
+    data, or :class:`DataUnavailable` when the selection needs a record the cut does not hold."""
+
+    items: tuple
+    positions: tuple[int, ...]
+    population: int
+    source: str
+
+    def __post_init__(self) -> None:
+        if len(self.items) != len(self.positions):
+            raise ValueError(f"Cut: {len(self.items)} items but {len(self.positions)} positions")
+        if any(not 0 <= p < self.population for p in self.positions):
+            raise ValueError(f"Cut: positions must lie in 0..{self.population - 1}")
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, k):  # type: ignore[override]
+        return self.items[k]
+
+    def select(self, limit: int | None, seed: int) -> list:
+        chosen = _chosen_positions(self.population, limit, seed)
+        where = dict(zip(self.positions, self.items))
+        missing = [p for p in chosen if p not in where]
+        if missing:
+            raise DataUnavailable(
+                f"{self.source}: this selection ({'all' if limit is None else limit} examples, seed {seed}) needs "
+                f"{len(missing)} of the split's {self.population} examples that the slice does not hold (it holds "
+                f"{len(self.items)}); {DATA_FLAG_HINT}")
+        return [where[p] for p in chosen]
+
+
+def _chosen_positions(population: int, limit: int | None, seed: int) -> list[int]:
+    if limit is None or limit >= population:
+        return list(range(population))
     if limit <= 0:
         raise ValueError(f"limit must be a positive number of examples, got {limit}")
-    chosen = sorted(random.Random(seed).sample(range(len(items)), limit))
-    return [items[i] for i in chosen]
+    return sorted(random.Random(seed).sample(range(population), limit))
+
+
+def select_subset(items: Sequence[T], limit: int | None, seed: int = 1234) -> list[T]:
+    """A fixed, seeded subset of ``limit`` items, kept in their original order (all items when ``limit`` is None
+    or not smaller than the data). The same (items, limit, seed) always gives the same subset. On a :class:`Cut`
+    the subset is drawn from the whole split it was cut from (:meth:`Cut.select`)."""
+    if isinstance(items, Cut):
+        return items.select(limit, seed)
+    return [items[i] for i in _chosen_positions(len(items), limit, seed)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,8 +213,14 @@ def slice_wikitext(corpus: "WikiTextCorpus", *, pages: int | None, max_tokens: i
                    count_tokens: Callable[[str], int]) -> WikiTextSlice:
     """Pages drawn in a seeded order (``pages`` of them; all when None), taken whole until ``max_tokens`` tokens;
     the page crossing the cap keeps its lines up to the cap (at least its first line). Without ``max_tokens`` the
-    pages keep their original order."""
-    indices = list(range(len(corpus.pages)))
+    pages keep their original order.
+
+    The order is drawn over the whole split (``corpus.population`` pages when the corpus holds only some), so a
+    slice of the split selects what the full split selects, or raises :class:`DataUnavailable` when it needs a page
+    the slice does not hold."""
+    population = corpus.population if corpus.population is not None else len(corpus.pages)
+    by_index = {page.index: page for page in corpus.pages}
+    indices = list(range(population))
     if max_tokens is None:
         chosen = select_subset(indices, pages, seed)
     else:
@@ -147,7 +231,12 @@ def slice_wikitext(corpus: "WikiTextCorpus", *, pages: int | None, max_tokens: i
     used = 0
     truncated = False
     for i in chosen:
-        text = corpus.pages[i].text
+        if i not in by_index:
+            raise DataUnavailable(
+                f"wikitext: this selection (pages {'all' if pages is None else pages}, "
+                f"{'no token cap' if max_tokens is None else f'{max_tokens} tokens'}, seed {seed}) needs page {i} of "
+                f"the split's {population}, which {corpus.source} does not hold; {DATA_FLAG_HINT}")
+        text = by_index[i].text
         n = count_tokens(text)
         if max_tokens is None or used + n <= max_tokens:
             taken.append(text)
@@ -346,43 +435,208 @@ def _load_hub(task: str) -> Any:
     return datasets.load_dataset(repo, name, split=split)
 
 
+@dataclasses.dataclass(frozen=True)
+class Origin:
+    """Where one task's data comes from: ``kind`` is one of :data:`ORIGINS`; ``path`` the local file read
+    (None for the hub cache). The path is for reading only: it never goes into an identity or a report."""
+
+    task: str
+    kind: str
+    path: Path | None = None
+
+
+def resolve_origin(task: str, data_dir: str | os.PathLike[str] | None = None, budget: Any = None, *,
+                   allow_embedded: bool = True) -> Origin:
+    """Where ``task``'s data comes from: the data dir's file, else the local Hugging Face cache, else the embedded
+    slice (when ``allow_embedded`` and, given a ``budget`` (an ``EvalBudget``), when the slice covers it).
+
+    Raises :class:`DataDirMissing` for a ``data_dir`` that is not a folder and :class:`DataUnavailable`, naming the
+    command that fetches the data, when nothing serves the task."""
+    if task not in DATA_FILES:
+        raise ValueError(f"unknown task {task!r}; use one of {', '.join(TASKS)}")
+    lacks = ""
+    if data_dir:
+        root = Path(data_dir)
+        if not root.is_dir():
+            raise DataDirMissing(f"--genai-data-dir {root}: no such folder; give the folder `{FETCH_COMMAND}` wrote "
+                                 "(or a copy laid out like shared/data), or leave it unset to use the embedded slice")
+        path = root / DATA_FILES[task]
+        if path.is_file():
+            return Origin(task, "data_dir", path)
+        lacks = f"the data dir has no {DATA_FILES[task]}, "
+    repo = HUB_DATASETS[task][0]
+    if hub_cached(repo):
+        return Origin(task, "hf_cache")
+    embedded = EMBEDDED_DIR / DATA_FILES[task]
+    if not allow_embedded:
+        why = "the embedded slice is not used here"
+    elif not embedded.is_file():
+        why = "this installation has no embedded slice"
+    else:
+        why = embedded_gap(task, budget) if budget is not None else ""
+        if not why:
+            return Origin(task, "embedded", embedded)
+    raise DataUnavailable(f"{task}: no data: {lacks}{repo} is not in the Hugging Face cache, and {why}; "
+                          f"{DATA_FLAG_HINT}")
+
+
+def embedded_manifest() -> dict[str, Any]:
+    """The embedded slice's ``manifest.json``: per file its sha256, where it was cut from, and the selection."""
+    path = EMBEDDED_DIR / MANIFEST
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataUnavailable(f"{path} not found: this installation has no embedded slice; {DATA_FLAG_HINT}") from None
+
+
+def embedded_gap(task: str, budget: Any) -> str:
+    """Why the embedded slice cannot serve ``budget`` for ``task`` ('' when it can). HellaSwag / BoolQ: every example
+    the budget selects from the full split must be in the slice. WikiText: the budget's token cap must be set and
+    within the one the slice was cut for (the pages themselves are checked when the slice is drawn)."""
+    entry = embedded_manifest()["files"][DATA_FILES[task]]
+    if task == "wikitext":
+        cap = entry["selection"]["wikitext_tokens"]
+        if budget.wikitext_tokens is None or budget.wikitext_tokens > cap:
+            tokens = "all" if budget.wikitext_tokens is None else f"{budget.wikitext_tokens:,}"
+            return (f"the embedded slice covers WikiText slices of up to {cap:,} tokens (the 'tiny' scale), "
+                    f"not {tokens}")
+        if budget.seed != entry["selection"]["seed"]:
+            return f"the embedded slice was cut for seed {entry['selection']['seed']}, not {budget.seed}"
+        return ""
+    limit = budget.examples(task)
+    chosen = _chosen_positions(entry["population"], limit, budget.seed)
+    held = set(entry["positions"])
+    missing = sum(1 for p in chosen if p not in held)
+    if missing:
+        return (f"the embedded slice holds {len(held)} of the {entry['population']:,} examples, not the "
+                f"{len(chosen):,} (seed {budget.seed}) this budget selects (the 'tiny' scale and --genai-limit up to "
+                f"{len(held)} fit)")
+    return ""
+
+
+def load_origin(origin: Origin) -> Any:
+    """The records at ``origin``: a :class:`WikiTextCorpus`, a list of items, or (embedded) a :class:`Cut`."""
+    task = origin.task
+    if origin.kind == "data_dir":
+        return {"wikitext": read_wikitext_file, "hellaswag": read_hellaswag_file, "boolq": read_boolq_file}[task](origin.path)
+    if origin.kind == "embedded":
+        return _load_embedded(task)
+    rows = _load_hub(task)
+    source = f"hub:{HUB_DATASETS[task][0]}"
+    if task == "wikitext":
+        return wikitext_from_rows((row["text"] for row in rows), source=source)
+    if task == "hellaswag":
+        return [hellaswag_from_hub_row(row, i) for i, row in enumerate(rows)]
+    return [_boolq({"idx": row["idx"], "passage": row["passage"], "question": row["question"], "label": row["label"]},
+                   source) for row in rows]
+
+
+def _load_embedded(task: str) -> Any:
+    """The embedded file of ``task``, checked against the manifest's sha256, with each record's place in the split."""
+    rel = DATA_FILES[task]
+    path = EMBEDDED_DIR / rel
+    entry = embedded_manifest()["files"][rel]
+    digest = sha256_file(path)
+    if digest != entry["sha256"]:
+        raise DataFormatError(f"{path}: sha256 {digest} differs from the manifest's {entry['sha256']}; the embedded "
+                              "slice was changed: regenerate it with scripts/make_embedded_slice.py")
+    source = f"embedded:{rel}"
+    if task == "wikitext":
+        pages = read_wikitext_file(path).pages
+        positions = entry["positions"]
+        if len(pages) != len(positions):
+            raise DataFormatError(f"{path}: {len(pages)} pages but the manifest places {len(positions)}")
+        pages = tuple(dataclasses.replace(page, index=pos) for page, pos in zip(pages, positions))
+        return WikiTextCorpus(pages, source, population=entry["population"])
+    items = read_hellaswag_file(path) if task == "hellaswag" else read_boolq_file(path)
+    return Cut(tuple(items), tuple(item.idx for item in items), entry["population"], source)
+
+
 def load_wikitext(data_dir: str | os.PathLike[str] | None = None) -> WikiTextCorpus:
-    path = _data_path("wikitext", data_dir)
-    if path is not None:
-        return read_wikitext_file(path)
-    rows = _load_hub("wikitext")
-    return wikitext_from_rows((row["text"] for row in rows), source=f"hub:{HUB_DATASETS['wikitext'][0]}")
+    return load_origin(resolve_origin("wikitext", data_dir))
 
 
-def load_hellaswag(data_dir: str | os.PathLike[str] | None = None) -> list[HellaSwagItem]:
-    path = _data_path("hellaswag", data_dir)
-    if path is not None:
-        return read_hellaswag_file(path)
-    return [hellaswag_from_hub_row(row, i) for i, row in enumerate(_load_hub("hellaswag"))]
+def load_hellaswag(data_dir: str | os.PathLike[str] | None = None) -> Sequence[HellaSwagItem]:
+    return load_origin(resolve_origin("hellaswag", data_dir))
 
 
-def load_boolq(data_dir: str | os.PathLike[str] | None = None) -> list[BoolQItem]:
-    path = _data_path("boolq", data_dir)
-    if path is not None:
-        return read_boolq_file(path)
-    return [_boolq({"idx": row["idx"], "passage": row["passage"], "question": row["question"], "label": row["label"]}, "hub")
-            for row in _load_hub("boolq")]
+def load_boolq(data_dir: str | os.PathLike[str] | None = None) -> Sequence[BoolQItem]:
+    return load_origin(resolve_origin("boolq", data_dir))
 
 
 LOADERS: dict[str, Callable[..., Any]] = {"wikitext": load_wikitext, "hellaswag": load_hellaswag, "boolq": load_boolq}
 
 
 def load_task(task: str, data_dir: str | os.PathLike[str] | None = None) -> Any:
-    """The records of ``task`` ('wikitext', 'hellaswag' or 'boolq'): a :class:`WikiTextCorpus` or a list of items."""
+    """The records of ``task`` ('wikitext', 'hellaswag' or 'boolq'): a :class:`WikiTextCorpus` or a sequence of
+    items, from the first origin that has them (:func:`resolve_origin`)."""
     if task not in LOADERS:
         raise ValueError(f"unknown task {task!r}; use one of {', '.join(TASKS)}")
     return LOADERS[task](data_dir)
 
 
-def data_source(task: str, data_dir: str | os.PathLike[str] | None) -> str:
-    """Where ``task``'s data would come from, or raise :class:`DataUnavailable` naming the flag to set."""
-    path = _data_path(task, data_dir)
-    return str(path) if path is not None else f"hub:{HUB_DATASETS[task][0]}"
+def data_source(task: str, data_dir: str | os.PathLike[str] | None, budget: Any = None) -> str:
+    """Where ``task``'s data would come from: the data dir file's path, ``hub:<id>`` or ``embedded:<file>``; raises
+    :class:`DataUnavailable` naming the command to run (given a ``budget``, also when the embedded slice does not
+    cover it). The path is machine-local: configs and reports take :func:`data_identity` instead."""
+    origin = resolve_origin(task, data_dir, budget)
+    if origin.kind == "data_dir":
+        return str(origin.path)
+    if origin.kind == "embedded":
+        return f"embedded:{DATA_FILES[task]}"
+    return f"hub:{HUB_DATASETS[task][0]}"
+
+
+def data_identity(task: str, data_dir: str | os.PathLike[str] | None = None, examples: Any = None) -> dict[str, str]:
+    """What was evaluated, without any local path: ``data_origin`` (one of :data:`ORIGINS`), ``dataset``,
+    ``split`` and ``sha256``: of ``examples`` (the evaluated selection: a :class:`WikiTextSlice` or the selected
+    items) when given, else of all the records the origin holds (:func:`records_sha256`). The same examples give
+    the same sha256 whatever their origin (the embedded slice's tiny selection equals the shared copy's)."""
+    origin = resolve_origin(task, data_dir)
+    dataset, split = DATASETS[task]
+    records = examples if examples is not None else load_origin(origin)
+    return {"data_origin": origin.kind, "dataset": dataset, "split": split, "sha256": records_sha256(records)}
+
+
+def records_sha256(records: Any) -> str:
+    """sha256 of evaluation records in a canonical form: one JSON object per line (sorted keys, UTF-8) -- for
+    WikiText ``{"page": index, "text": ...}`` per page (a cut page's text as evaluated), for items their fields."""
+    if isinstance(records, (WikiTextSlice, WikiTextCorpus)):
+        if isinstance(records, WikiTextSlice):
+            rows = [{"page": i, "text": t} for i, t in zip(records.page_indices, records.pages)]
+        else:
+            rows = [{"page": page.index, "text": page.text} for page in records.pages]
+    else:
+        rows = [dataclasses.asdict(item) for item in records]
+    digest = hashlib.sha256()
+    for row in rows:
+        digest.update(json.dumps(row, sort_keys=True, ensure_ascii=False).encode("utf-8") + b"\n")
+    return digest.hexdigest()
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def wikitext_raw_file(data_dir: str | os.PathLike[str] | None, workdir: str | os.PathLike[str], *,
+                      allow_embedded: bool = True) -> tuple[Path, dict[str, str]]:
+    """A WikiText-2 raw test file for training code that reads text from a path, and its :func:`data_identity`:
+    the data dir's file, else the hub cache's rows written to ``workdir/wikitext-2-raw-test.raw``, else the
+    embedded slice's file (when ``allow_embedded``). Raises like :func:`resolve_origin`."""
+    origin = resolve_origin("wikitext", data_dir, allow_embedded=allow_embedded)
+    dataset, split = DATASETS["wikitext"]
+    if origin.kind == "hf_cache":
+        text = "".join(row["text"] for row in _load_hub("wikitext"))
+        path = Path(workdir) / "wikitext-2-raw-test.raw"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    else:
+        path = origin.path
+    return path, {"data_origin": origin.kind, "dataset": dataset, "split": split, "sha256": sha256_file(path)}
 
 
 #: How the offline copies differ from what lm-eval reads, recorded next to the numbers computed from them.
@@ -399,20 +653,23 @@ def source_note(task: str, source: str) -> str:
     """What to know about ``task``'s numbers given where the data came from (``data_source``)."""
     if source.startswith("hub:"):
         return f"{source}: read as lm-eval reads it"
+    if source.startswith("embedded:"):
+        return ("embedded slice (the tiny selection, cut byte for byte from the offline copy; same examples as the "
+                "full copy at this budget); " + SHARED_COPY_NOTES[task])
+    fetched = _fetched_from(Path(source))
+    if fetched:
+        return f"fetched from hub:{fetched} by `pytest-genai data fetch`: read as lm-eval reads it"
     return SHARED_COPY_NOTES[task]
 
 
-def _data_path(task: str, data_dir: str | os.PathLike[str] | None) -> Path | None:
-    """The file in ``data_dir`` for ``task``; None when the hub cache has it; else :class:`DataUnavailable`."""
-    if data_dir:
-        path = Path(data_dir) / DATA_FILES[task]
-        if not path.is_file():
-            raise DataUnavailable(f"{task}: {path} not found; --genai-data-dir must point at a folder laid out like "
-                                  f"shared/data (expected {DATA_FILES[task]} inside it)")
-        return path
-    if hub_cached(HUB_DATASETS[task][0]):
-        return None
-    raise DataUnavailable(f"{task}: no local data (hub dataset {HUB_DATASETS[task][0]} is not cached); {DATA_FLAG_HINT}")
+def _fetched_from(path: Path) -> str:
+    """The hub id a data dir file was fetched from, when ``pytest-genai data fetch`` wrote its folder."""
+    try:
+        manifest = json.loads((path.parent.parent / MANIFEST).read_text(encoding="utf-8"))
+        rel = path.relative_to(path.parent.parent).as_posix()
+        return str(manifest["files"][rel]["hub"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
 
 
 def _read_bytes(path: Path) -> bytes:

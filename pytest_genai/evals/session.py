@@ -3,6 +3,10 @@
 The benchmarks' session fixture holds one :class:`EvalSession`. Everything is keyed by (device, model[, task]),
 so the fp32 baseline of a run is evaluated once and every quantized row compares with the same numbers on the same
 examples.
+
+Data comes from the first origin that serves the session's budget (``data.resolve_origin``: data dir, Hugging Face
+cache, embedded slice). A task no origin serves skips its test, with the command that fetches the data, before any
+model is loaded for it.
 """
 from __future__ import annotations
 
@@ -10,7 +14,9 @@ import dataclasses
 import time
 from typing import Any
 
-from pytest_genai.evals import models, runner
+import pytest
+
+from pytest_genai.evals import data, models, runner
 from pytest_genai.evals.config import EvalBudget, EvalSettings
 from pytest_genai.evals.lm import EvalLM, encode_text
 from pytest_genai.evals.runner import TaskData, TaskResult
@@ -55,15 +61,33 @@ class EvalSession:
                       device=device.torch_device)
 
     # -- data ------------------------------------------------------------------------------------------------------
+    def require_data(self, task: str) -> data.Origin:
+        """Where ``task``'s data comes from at this session's budget; skips the calling test (naming the command
+        that fetches the data) when no origin serves it."""
+        try:
+            return data.resolve_origin(task, self.data_dir, self.budget)
+        except data.DataUnavailable as exc:
+            pytest.skip(str(exc))
+
     def task_data(self, task: str, ref: models.ModelRef, tokenizer: Any) -> TaskData:
         key = (task, ref.name)
         if key not in self._data:
-            self._data[key] = runner.select(task, self.budget, self.data_dir, lambda text: len(encode_text(tokenizer, text)))
+            self.require_data(task)
+            try:
+                self._data[key] = runner.select(task, self.budget, self.data_dir,
+                                                lambda text: len(encode_text(tokenizer, text)))
+            except data.DataUnavailable as exc:  # a slice that lacks a page this tokenizer's selection needs
+                pytest.skip(str(exc))
         return self._data[key]
+
+    def data_identity(self, task: str, ref: models.ModelRef, tokenizer: Any) -> dict[str, str]:
+        """``data_origin``, ``dataset``, ``split`` and the sha256 of the examples this session evaluates for
+        ``task`` (no local path: for configs and reports)."""
+        return data.data_identity(task, self.data_dir, self.task_data(task, ref, tokenizer).examples)
 
     def throughput_ids(self, ref: models.ModelRef, tokenizer: Any, batch: int, seq_len: int) -> Any:
         """A fixed ``[batch, seq_len]`` batch of WikiText tokens (from the start of the corpus) for forward timing."""
-        from pytest_genai.evals import data, throughput
+        from pytest_genai.evals import throughput
 
         key = f"{ref.name}:{batch}x{seq_len}"
         if key not in self._throughput_ids:
@@ -82,6 +106,7 @@ class EvalSession:
         """The fp32 result of ``task``: evaluated on first request, then reused by every row of the session."""
         key = (device.id, ref.name, task)
         if key not in self._baselines:
+            self.require_data(task)  # before the model loads
             fp32 = self.fp32_model(device, ref)
             lm = self.eval_lm(fp32.loaded.model, fp32.loaded.tokenizer, device)
             self._baselines[key] = runner.run_task(lm, self.task_data(task, ref, fp32.loaded.tokenizer), self.settings,

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import pytest
@@ -125,21 +126,250 @@ def test_hellaswag_preprocess_equals_lm_eval():
         assert data.hellaswag_preprocess(text) == utils.preprocess(text)
 
 
-# -- where data comes from --------------------------------------------------------------------------------------------
-def test_missing_data_dir_file_names_the_flag_and_the_expected_file(tmp_path):
-    with pytest.raises(DataUnavailable, match=r"hellaswag/validation.jsonl.*--genai-data-dir"):
-        data.load_task("hellaswag", tmp_path)
+# -- where data comes from: data dir -> Hugging Face cache -> embedded slice ------------------------------------------------
+def _data_dir(tmp_path, tasks=data.TASKS):
+    """A data dir with a few records per task (the shared layout: CRLF WikiText, string BoolQ labels)."""
+    root = tmp_path / "data"
+    if "wikitext" in tasks:
+        path = root / data.DATA_FILES["wikitext"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b" = A = \r\n a line . \r\n = B = \r\n b line . \r\n")
+    if "hellaswag" in tasks:
+        _write(root, data.DATA_FILES["hellaswag"], [json.dumps(dict(GOOD_HS, idx=i)) for i in range(3)])
+    if "boolq" in tasks:
+        _write(root, data.DATA_FILES["boolq"], [json.dumps(dict(GOOD_BQ, idx=i)) for i in range(3)])
+    root.mkdir(parents=True, exist_ok=True)
+    return root
 
 
-def test_no_data_dir_and_no_hub_cache_names_the_flag(tmp_path, monkeypatch):
+HUB_ROWS = {
+    "wikitext": [{"text": ""}, {"text": " = Hub Page = \n"}, {"text": ""}, {"text": " hub text . \n"}],
+    "hellaswag": [{"activity_label": "Baking", "ctx_a": "A man [title] mixes flour.", "ctx_b": "then he",
+                   "endings": ["[step] bakes it.", "eats  it.", "c", "d"], "label": "1"}],
+    "boolq": [{"question": "is it hub", "passage": "T -- p", "idx": 0, "label": 1}],
+}
+
+
+@pytest.fixture
+def fake_hub(monkeypatch):
+    """The Hugging Face cache path, offline: ``hub_cached`` says yes for the repos in ``cached`` and
+    ``datasets.load_dataset`` returns a few rows (recording its calls)."""
+    datasets = pytest.importorskip("datasets")
+    cached, calls = set(), []
+
+    def load_dataset(repo, name=None, split=None):
+        calls.append((repo, name, split))
+        task = next(t for t, (r, _, _) in data.HUB_DATASETS.items() if r == repo)
+        return list(HUB_ROWS[task])
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    monkeypatch.setattr(data, "hub_cached", lambda repo: repo in cached)
+    return cached, calls
+
+
+@pytest.fixture
+def no_hub(monkeypatch):
     monkeypatch.setattr(data, "hub_cached", lambda repo: False)
-    with pytest.raises(DataUnavailable, match="--genai-data-dir"):
-        data.load_task("boolq", None)
+
+
+def test_the_data_dir_comes_first(tmp_path, fake_hub):
+    cached, calls = fake_hub
+    cached.update(r for r, _, _ in data.HUB_DATASETS.values())
+    root = _data_dir(tmp_path)
+    for task in data.TASKS:
+        origin = data.resolve_origin(task, root)
+        assert (origin.kind, origin.path) == ("data_dir", root / data.DATA_FILES[task])
+    assert [i.idx for i in data.load_hellaswag(root)] == [0, 1, 2] and not calls
+
+
+def test_without_a_data_dir_the_hf_cache_comes_before_the_embedded_slice(fake_hub):
+    cached, calls = fake_hub
+    cached.update(r for r, _, _ in data.HUB_DATASETS.values())
+    assert {data.resolve_origin(t, None).kind for t in data.TASKS} == {"hf_cache"}
+    corpus = data.load_task("wikitext", None)
+    assert [p.text for p in corpus.pages] == [" = Hub Page = \n hub text . \n"] and corpus.source == "hub:Salesforce/wikitext"
+    item = data.load_task("hellaswag", None)[0]
+    assert item.query == "Baking: A man. mixes flour. Then he" and item.label == 1  # lm-eval's preprocessing
+    assert data.load_task("boolq", None)[0].label == 1
+    assert calls == [data.HUB_DATASETS[t] for t in data.TASKS]
+    assert data.data_source("boolq", None) == "hub:aps/super_glue"
+
+
+def test_without_a_data_dir_or_hf_cache_the_embedded_slice_serves(no_hub):
+    for task in data.TASKS:
+        origin = data.resolve_origin(task, None)
+        assert origin.kind == "embedded" and origin.path == data.EMBEDDED_DIR / data.DATA_FILES[task]
+        assert data.data_source(task, None) == f"embedded:{data.DATA_FILES[task]}"
+    assert len(data.load_task("hellaswag", None)) == 40
+
+
+def test_a_data_dir_lacking_a_task_falls_back_per_task(tmp_path, fake_hub):
+    cached, _ = fake_hub
+    root = _data_dir(tmp_path, tasks=("wikitext",))
+    assert data.resolve_origin("wikitext", root).kind == "data_dir"
+    assert data.resolve_origin("boolq", root).kind == "embedded"
+    cached.add(data.HUB_DATASETS["boolq"][0])
+    assert data.resolve_origin("boolq", root).kind == "hf_cache"
+
+
+def test_a_missing_data_dir_is_an_error_not_a_fallback(tmp_path, no_hub):
+    missing = tmp_path / "nope"
+    with pytest.raises(data.DataDirMissing, match=rf"--genai-data-dir {missing}: no such folder"):
+        data.resolve_origin("boolq", missing)
+    assert not issubclass(data.DataDirMissing, DataUnavailable)  # benchmarks skip on DataUnavailable, never on this
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(data.DataDirMissing):
+        data.load_task("wikitext", tmp_path / "file")
+
+
+@pytest.mark.parametrize("how", ["flag", "env", "ini"])
+def test_a_missing_data_dir_is_a_usage_error_at_configure_time(pytester, monkeypatch, how):
+    pytester.makepyfile("def test_x():\n    pass\n")
+    missing = pytester.path / "no-such-data"
+    args = []
+    monkeypatch.delenv("GENAI_DATA_DIR", raising=False)
+    if how == "flag":
+        args = ["--genai-data-dir", str(missing)]
+    elif how == "env":
+        monkeypatch.setenv("GENAI_DATA_DIR", str(missing))
+    else:
+        pytester.makeini(f"[pytest]\ngenai_data_dir = {missing}\n")
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    where = {"flag": "command-line option --genai-data-dir", "env": "environment variable GENAI_DATA_DIR",
+             "ini": "ini setting genai_data_dir"}[how]
+    errors = [line for line in result.stderr.lines if "ERROR" in line]
+    assert len(errors) == 1 and f"{where}: {missing}: no such folder" in errors[0]
+
+
+def test_an_existing_data_dir_is_accepted_and_made_absolute(tmp_path, monkeypatch):
+    from pytest_genai.options import parse_data_dir
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d").mkdir()
+    assert parse_data_dir("d") == str(tmp_path / "d")
+    with pytest.raises(ValueError, match="no such folder"):
+        parse_data_dir("e")
+
+
+def test_embedded_slice_serves_only_the_budgets_it_covers(no_hub):
+    from pytest_genai.evals.config import preset
+
+    for limit in (None, 1, 17, 40):
+        budget, _ = preset("tiny", limit)
+        assert {data.resolve_origin(t, None, budget).kind for t in data.TASKS} == {"embedded"}
+    for scale, limit, task in (("small", None, "wikitext"), ("small", None, "hellaswag"), ("full", None, "boolq"),
+                               ("tiny", 41, "boolq"), ("small", 5, "wikitext")):
+        budget, _ = preset(scale, limit)
+        with pytest.raises(DataUnavailable, match=r"pytest-genai data fetch \./genai-data.*--genai-data-dir"):
+            data.resolve_origin(task, None, budget)
+    budget, _ = preset("tiny")
+    with pytest.raises(DataUnavailable, match="cut for seed 1234, not 7"):
+        data.resolve_origin("wikitext", None, dataclasses.replace(budget, seed=7))
+
+
+def test_nothing_serves_names_the_fetch_command(no_hub):
+    with pytest.raises(DataUnavailable, match=r"boolq: no data: .*not in the Hugging Face cache.*pytest-genai data fetch"):
+        data.resolve_origin("boolq", None, allow_embedded=False)
 
 
 def test_unknown_task():
     with pytest.raises(ValueError, match="unknown task 'mmlu'"):
         data.load_task("mmlu", None)
+
+
+# -- selections from a cut of the split --------------------------------------------------------------------------------
+def test_a_cut_selects_what_the_whole_split_selects_or_says_what_it_lacks():
+    whole = list(range(100))
+    chosen = data.select_subset(whole, 10, seed=3)
+    cut = data.Cut(tuple(f"r{p}" for p in chosen), tuple(chosen), 100, "cut")
+    assert data.select_subset(cut, 10, seed=3) == [f"r{p}" for p in chosen]
+    with pytest.raises(DataUnavailable, match=r"cut: this selection \(20 examples, seed 3\) needs .* holds 10"):
+        data.select_subset(cut, 20, seed=3)
+    with pytest.raises(DataUnavailable):
+        data.select_subset(cut, None, seed=3)
+
+
+def test_a_partial_corpus_slices_like_the_whole_one_or_raises():
+    whole = _corpus()
+    full = data.slice_wikitext(whole, pages=None, max_tokens=20, seed=1, count_tokens=_words)
+    kept = tuple(p for p in whole.pages if p.index in full.page_indices)
+    part = data.WikiTextCorpus(kept, "part", population=len(whole.pages))
+    sliced = data.slice_wikitext(part, pages=None, max_tokens=20, seed=1, count_tokens=_words)
+    assert (sliced.pages, sliced.page_indices) == (full.pages, full.page_indices)
+    with pytest.raises(DataUnavailable, match=r"needs page \d+ of the split's 6, which part does not hold"):
+        data.slice_wikitext(part, pages=None, max_tokens=10_000, seed=1, count_tokens=_words)
+
+
+# -- identity: where the data came from, without a path ----------------------------------------------------------------
+def _assert_no_path(identity, *paths):
+    assert set(identity) == {"data_origin", "dataset", "split", "sha256"}
+    for value in identity.values():
+        assert "/" not in value and "\\" not in value and not value.startswith("~"), value
+        assert all(str(p) not in value for p in paths)
+    assert len(identity["sha256"]) == 64 and int(identity["sha256"], 16) >= 0
+
+
+def test_identity_names_origin_dataset_split_and_sha256_without_a_path(tmp_path, fake_hub):
+    cached, _ = fake_hub
+    root = _data_dir(tmp_path)
+    ident = data.data_identity("boolq", root)
+    _assert_no_path(ident, root, tmp_path)
+    assert ident["data_origin"] == "data_dir" and (ident["dataset"], ident["split"]) == ("boolq", "validation")
+    embedded = data.data_identity("wikitext", None)
+    _assert_no_path(embedded, data.EMBEDDED_DIR)
+    assert (embedded["data_origin"], embedded["dataset"], embedded["split"]) == ("embedded", "wikitext-2-raw-v1", "test")
+    cached.add(data.HUB_DATASETS["hellaswag"][0])
+    hub = data.data_identity("hellaswag", None)
+    _assert_no_path(hub)
+    assert hub["data_origin"] == "hf_cache"
+
+
+def test_identity_sha256_is_of_the_evaluated_examples():
+    items = [data.BoolQItem(i, "T -- p", f"q{i}", i % 2) for i in range(5)]
+    assert data.records_sha256(items[:3]) == data.records_sha256(list(items[:3]))
+    assert data.records_sha256(items[:3]) != data.records_sha256(items[:4])
+    ident = data.data_identity("boolq", None, items[:2])
+    assert ident["sha256"] == data.records_sha256(items[:2])
+    s = data.slice_wikitext(_corpus(), pages=None, max_tokens=12, seed=0, count_tokens=_words)
+    assert data.records_sha256(s) != data.records_sha256(_corpus())
+
+
+def test_source_notes_for_embedded_and_fetched_data(tmp_path):
+    assert data.source_note("hellaswag", "embedded:hellaswag/validation.jsonl").startswith("embedded slice")
+    root = _data_dir(tmp_path)
+    (root / data.MANIFEST).write_text(json.dumps({"files": {"boolq/validation.jsonl": {"hub": "aps/super_glue"}}}))
+    assert "fetched from hub:aps/super_glue" in data.source_note("boolq", str(root / "boolq/validation.jsonl"))
+    assert "blank lines" in data.source_note("wikitext", str(root / "wikitext-2-raw-v1/test.raw"))
+
+
+# -- a WikiText file for training code ----------------------------------------------------------------------------------
+def test_wikitext_raw_file_follows_the_same_order(tmp_path, fake_hub):
+    cached, _ = fake_hub
+    root = _data_dir(tmp_path)
+    path, ident = data.wikitext_raw_file(root, tmp_path / "work")
+    assert path == root / data.DATA_FILES["wikitext"] and ident["data_origin"] == "data_dir"
+    path, ident = data.wikitext_raw_file(None, tmp_path / "work")
+    assert path == data.EMBEDDED_DIR / data.DATA_FILES["wikitext"] and ident["data_origin"] == "embedded"
+    _assert_no_path(ident, data.EMBEDDED_DIR)
+    with pytest.raises(DataUnavailable, match="embedded slice is not used here"):
+        data.wikitext_raw_file(None, tmp_path / "work", allow_embedded=False)
+    cached.add("Salesforce/wikitext")
+    path, ident = data.wikitext_raw_file(None, tmp_path / "work", allow_embedded=False)
+    assert path.parent == tmp_path / "work" and ident["data_origin"] == "hf_cache"
+    assert path.read_text() == " = Hub Page = \n hub text . \n"
+
+
+# -- the session skips what no origin serves, before loading a model ---------------------------------------------------
+def test_session_skips_a_task_no_origin_serves(no_hub):
+    from pytest_genai.evals.config import preset
+    from pytest_genai.evals.session import EvalSession
+
+    budget, settings = preset("small")
+    session = EvalSession(budget, settings, None)
+    with pytest.raises(pytest.skip.Exception, match="pytest-genai data fetch"):
+        session.require_data("hellaswag")
+    assert EvalSession(*preset("tiny"), None).require_data("hellaswag").kind == "embedded"
 
 
 # -- subsets ------------------------------------------------------------------------------------------------------------
@@ -186,3 +416,4 @@ def test_numbers_from_the_offline_copies_carry_a_note():
     assert "blank lines" in data.source_note("wikitext", "/x/wikitext-2-raw-v1/test.raw")
     assert "capitalized" in data.source_note("hellaswag", "/x/hellaswag/validation.jsonl")
     assert data.source_note("boolq", "hub:aps/super_glue").startswith("hub:aps/super_glue")
+
