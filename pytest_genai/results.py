@@ -58,15 +58,23 @@ class GenaiRecorder:
     def start(self, experiment: str, device: Device | None = None, config: Any = None, model: str | None = None) -> "GenaiRecorder":
         if not experiment or not isinstance(experiment, str):
             raise ValueError("genai.start: 'experiment' must be a non-empty string, e.g. 'quant'")
+        from pytest_genai.identity import merge_environment, split_config, split_model
+
         benchmark = self._request.getfixturevalue("benchmark")
         self._device = device
         data = benchmark.extra_info.setdefault("genai", {})
+        # What the benchmark is (config: matched across runs) vs where/how it ran here (environment: paths, threads,
+        # rank placement; shown by compare/gate, never matched on) — pytest_genai.identity.
+        full = jsonable(config) if config is not None else {}
+        split = split_config(full) if isinstance(full, dict) else None
+        model, model_env = split_model(model)
         data.update(
             schema=SCHEMA,
             experiment=experiment,
             device=None if device is None else {"kind": device.kind, "generation": device.generation, "name": device.name},
             model=model,
-            config=jsonable(config) if config is not None else {},
+            config=full if split is None else split.identity,
+            environment=merge_environment(split.environment if split else {}, model_env),
         )
         for key in ("metrics", "metric_sources", "metric_units", "metric_rounds", "metric_intervals", "labels",
                     "attachments"):

@@ -243,10 +243,30 @@ def _summary_sections(comparison: Any, *, rows: bool, regressions: bool, skip_ba
     if rows and comparison.metrics_where(BASELINE_UNUSABLE):
         parts += ["Baseline value unusable (nan/inf; not gated):",
                   comparison_table(comparison, where=lambda m: m.status == BASELINE_UNUSABLE).to_markdown()]
-    only_b = () if skip_baseline_only else comparison.only_baseline
-    if only_b or comparison.only_current:
-        parts += ["Benchmarks present on one side only:", one_sided_table(only_b, comparison.only_current).to_markdown()]
+    if (comparison.only_baseline and not skip_baseline_only) or comparison.only_current:
+        table = one_sided_table(comparison.only_baseline, comparison.only_current,
+                                list_baseline=not skip_baseline_only)
+        parts += ["Benchmarks present on one side only:", table.to_markdown()]
+    parts += _environment_section(comparison)
     return parts
+
+
+MAX_ENVIRONMENT_LINES = 12
+"""Distinct environment differences listed in the summary; the rest are counted."""
+
+
+def _environment_section(comparison: Any) -> list[str]:
+    """How the paired benchmarks' environments differ (threads, data folder, rank placement, ...): they are still
+    paired — a benchmark's identity holds none of these — but the numbers may differ because of them."""
+    found = comparison.environment_differences
+    if not found:
+        return []
+    total = len(comparison.pairs)
+    lines = [f"- {text} ({n} of {total} paired benchmark(s))" for text, n in found[:MAX_ENVIRONMENT_LINES]]
+    if len(found) > MAX_ENVIRONMENT_LINES:
+        lines.append(f"- and {len(found) - MAX_ENVIRONMENT_LINES} more difference(s)")
+    return ["Environment differences (where and how the runs ran; not part of a benchmark's identity, so these "
+            "benchmarks are paired anyway):", "\n".join(lines)]
 
 
 _ALL_HINT = "(--all prints every compared metric)"
@@ -263,7 +283,8 @@ def _compare(args: argparse.Namespace) -> int:
     comparison = compare_runs(baseline, current, info, thresholds)
     parts = ["## pytest-genai compare", _header(baseline, current, thresholds)]
     if not comparison.pairs:
-        parts.append("No benchmark of the current run matches one of the baseline by (experiment, config, model).")
+        parts.append("No benchmark of the current run matches one of the baseline by (experiment, config identity, "
+                     "model).")
     elif args.all:
         parts.append(comparison_table(comparison).to_markdown())
     parts += _summary_sections(comparison, rows=not args.all, regressions=True)

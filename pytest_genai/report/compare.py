@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
+from pytest_genai.identity import environment_differences
+
 from .deltas import is_regression, relative_change, worsening
 from .matching import Pair, match_records
 from .registry import MetricInfo
@@ -101,6 +103,18 @@ class Comparison:
     def improved(self) -> list[tuple[PairComparison, MetricComparison]]:
         """Metric values that got better by more than their threshold."""
         return [(pc, m) for pc in self.pairs for m in pc.metrics if m.improved_past_limit]
+
+    @property
+    def environment_differences(self) -> list[tuple[str, int]]:
+        """How the paired benchmarks' environments differ (``threads 2 -> 16``, ``data_source: folder differs
+        (test.raw)``), each with the number of pairs it holds for, in first-seen order. Never part of the key."""
+        counts: dict[str, int] = {}
+        keys: dict[str, int] = {}  # lines of one key together, keys in first-seen order
+        for pc in self.pairs:
+            for line in environment_differences(pc.pair.baseline.environment, pc.pair.current.environment):
+                counts[line] = counts.get(line, 0) + 1
+                keys.setdefault(line.split(" ", 1)[0].rstrip(":"), len(keys))
+        return sorted(counts.items(), key=lambda item: keys[item[0].split(" ", 1)[0].rstrip(":")])
 
 
 def _source(base: Record | None, cur: Record | None, metric: str) -> str:

@@ -24,6 +24,7 @@ from typing import Any, Mapping, Sequence
 
 from .compare import FAILING, MISSING_CURRENT, Comparison, MetricComparison, PairComparison, compare_runs
 from .deltas import speedup
+from .matching import nearest_difference
 from .registry import SPEEDUP_METRIC, THROUGHPUT_METRICS, MetricInfo
 from .runs import BENCH_MEDIAN_METRIC, Record, Run
 from .tables import format_number
@@ -79,8 +80,10 @@ class GateResult:
                 out.append(Failure(check.benchmark, check.metric, check.message))
         if not self.allow_missing:
             for rec in self.comparison.only_baseline:
+                nearest = nearest_difference(rec, self.comparison.only_current)
                 out.append(Failure(rec.label, "*", "benchmark of the baseline missing from the current run "
-                                                   "(--allow-missing accepts that)"))
+                                                   "(--allow-missing accepts that)"
+                                   + (f"; the nearest current benchmark differs in: {nearest}" if nearest else "")))
         return tuple(out)
 
     @property

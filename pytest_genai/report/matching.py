@@ -1,5 +1,9 @@
 """Pairing the benchmarks of two runs: by (experiment, config, model), not by node id.
 
+The config is the benchmark's *identity* only (:mod:`pytest_genai.identity`): local paths,
+thread counts, rank placement and other facts of the machine it ran on are its environment,
+so two machines' runs of one workload pair up and their environment differences are shown.
+
 The device is deliberately not part of the key, so a CUDA run and an HPU run of the
 same config pair up (that is what a hardware comparison needs).  When one run holds
 the same key several times (the same config parametrized over several devices), those
@@ -16,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable, Sequence
+
+from pytest_genai.identity import differences
 
 from .errors import ReportInputError
 from .runs import Record, Run
@@ -75,6 +81,24 @@ def match_records(baseline: Sequence[Record], current: Sequence[Record]) -> Matc
         only_b.extend(b)
         only_c.extend(c)
     return Matching(tuple(pairs), tuple(only_b), tuple(only_c))
+
+
+def nearest_difference(rec: Record, others: Sequence[Record], *, rec_is_current: bool = False) -> str:
+    """Why ``rec`` found no counterpart: how its identity differs from the closest of ``others`` (same experiment
+    and test function, fewest differing keys), baseline -> current, e.g. ``n_examples 40 -> 80``; "" when no such
+    benchmark exists. Identities hold no local paths, so nothing machine-local is shown."""
+    test = rec.name.split("[", 1)[0]
+    best: list[str] | None = None
+    for other in others:
+        if other.experiment != rec.experiment or other.name.split("[", 1)[0] != test:
+            continue
+        base, cur = (other, rec) if rec_is_current else (rec, other)
+        lines = differences(base.config, cur.config)
+        if base.model != cur.model:
+            lines.insert(0, f"model {base.model or '—'} -> {cur.model or '—'}")
+        if lines and (best is None or len(lines) < len(best)):
+            best = lines
+    return "; ".join(best) if best else ""
 
 
 def _identity(r: Record) -> tuple[tuple[str, str, str], object]:

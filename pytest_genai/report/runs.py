@@ -2,8 +2,10 @@
 
 A run file is ordinary pytest-benchmark JSON (``--benchmark-json``).  Each benchmark
 written by pytest-genai carries ``extra_info["genai"]`` (JSON contract
-``pytest-genai/1``): experiment, device, model, config, metrics and their sources and
-units, claim verdicts, labels and attachments.  Benchmarks without that object
+``pytest-genai/1``): experiment, device, model, config (the benchmark's identity) and
+environment (where and how it ran), metrics and their sources and units, claim verdicts,
+labels and attachments.  Files written before ``environment`` existed are split on reading
+(:func:`pytest_genai.identity.split_config`), so they pair with new ones.  Benchmarks without that object
 (plain pytest-benchmark tests) are kept with only their timing statistics.
 
 Problems that make a whole file unusable raise :class:`ReportInputError` with a
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from pytest_genai import SCHEMA  # the version of the JSON contract this package reads
+from pytest_genai.identity import merge_environment, split_config, split_model
 
 from .errors import ReportInputError
 
@@ -52,6 +55,7 @@ class Record:
     device: DeviceRef | None
     model: str | None
     config: Mapping[str, Any]
+    """The benchmark's identity: what the workload is (:func:`pytest_genai.identity.split_config`)."""
     metrics: Mapping[str, float]
     sources: Mapping[str, str] = field(default_factory=dict)
     units: Mapping[str, str] = field(default_factory=dict)
@@ -59,15 +63,18 @@ class Record:
     labels: Mapping[str, str] = field(default_factory=dict)
     attachments: Mapping[str, Any] = field(default_factory=dict)
     param: str | None = None
+    environment: Mapping[str, Any] = field(default_factory=dict)
+    """Where and how it ran (paths, threads, rank placement, ...): shown when two runs differ, never matched on."""
 
     @property
     def config_key(self) -> str:
-        """Canonical text of the config (sorted keys), used to match benchmarks across runs."""
+        """Canonical text of the config's identity (sorted keys), used to match benchmarks across runs."""
         return json.dumps(self.config, sort_keys=True, separators=(",", ":"), default=str)
 
     @property
     def key(self) -> tuple[str, str, str]:
-        """Matching key across runs: (experiment, config, model) — deliberately not the node id or device.
+        """Matching key across runs: (experiment, config identity, model) — deliberately not the node id, the device
+        or the environment (paths, threads: :mod:`pytest_genai.identity`).
 
         Benchmarks without the genai object have no experiment or config; they fall back
         to their test name (without its parameter id), plus the parameter id.
@@ -259,6 +266,15 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
         config = {}
     if not isinstance(config, dict):
         raise ReportInputError(f"{where}: extra_info.genai.config must be an object, got {type(config).__name__}")
+    recorded_env = genai.get("environment") or {}
+    if not isinstance(recorded_env, dict):
+        raise ReportInputError(
+            f"{where}: extra_info.genai.environment must be an object, got {type(recorded_env).__name__}")
+    # The same split as the recorder's, again: files written before it (no 'environment') pair with new ones, and a
+    # key declared environment after a file was written stops splitting its benchmarks from the new runs'.
+    split = split_config(config)
+    model, model_env = split_model(model)
+    environment = merge_environment(split.environment, model_env, recorded_env)
     if "metrics" not in genai:
         warnings.append(f"{where}: extra_info.genai has no 'metrics'; only its timing is compared")
     metrics = _numbers(genai.get("metrics") or {}, f"{where}: extra_info.genai.metrics", warnings)
@@ -282,7 +298,7 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
         experiment=experiment,
         device=device,
         model=model,
-        config=config,
+        config=split.identity,
         metrics=metrics,
         sources=sources,
         units=units,
@@ -290,6 +306,7 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
         labels=labels,
         attachments=attachments,
         param=param if isinstance(param, str) else None,
+        environment=environment,
     )
 
 

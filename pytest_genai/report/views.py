@@ -8,7 +8,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .compare import FAILING, MISSING_CURRENT, Comparison, MetricComparison
+from pytest_genai.identity import DATA_IDENTITY_KEYS, data_label
+
 from .gate import GateResult, GenerationCheck
+from .matching import nearest_difference
 from .registry import MetricInfo
 from .runs import Record
 from .tables import Table, format_change, format_number, make_table
@@ -88,10 +91,16 @@ def generation_table(checks: Sequence[GenerationCheck]) -> Table:
     return make_table(headers, rows, [False, False, False, False, True, True, True, False, False, False])
 
 
-def one_sided_table(only_baseline: Sequence[Record], only_current: Sequence[Record]) -> Table:
-    rows = [[r.label, device_text(r), "baseline only"] for r in only_baseline]
-    rows += [[r.label, device_text(r), "current only"] for r in only_current]
-    return make_table(["benchmark", "device", "present in"], rows)
+def one_sided_table(only_baseline: Sequence[Record], only_current: Sequence[Record], *,
+                    list_baseline: bool = True) -> Table:
+    """Benchmarks without a counterpart, with how their identity differs from the nearest one of the other run.
+    ``list_baseline=False``: rows for the current-only ones (the gate lists baseline-only ones as failures)."""
+    rows = [[r.label, device_text(r), "baseline only", nearest_difference(r, only_current) or "—"]
+            for r in (only_baseline if list_baseline else ())]
+    rows += [[r.label, device_text(r), "current only", nearest_difference(r, only_baseline, rec_is_current=True) or "—"]
+             for r in only_current]
+    return make_table(["benchmark", "device", "present in", "nearest counterpart differs in (baseline -> current)"],
+                      rows)
 
 
 def failures_table(result: GateResult) -> Table:
@@ -149,6 +158,27 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+_DATA_KEYS = ("data_source",) + DATA_IDENTITY_KEYS
+
+
+def display_config(rec: Record) -> dict[str, Any]:
+    """A record's identity as tables show it: the data's keys (dataset, split, sha256, data_source) folded into one
+    ``data`` entry — ``dataset/split @sha256[:12]``, or the last part of a local data file — never a local path."""
+    label = data_label(rec.config, rec.environment)
+    keys = list(rec.config)
+    at = next((i for i, k in enumerate(keys) if k in _DATA_KEYS), None)
+    if at is None:
+        at = keys.index("task") + 1 if "task" in keys else len(keys)
+    name = "data" if "data" not in rec.config else "data_identity"
+    out: dict[str, Any] = {}
+    for i, key in enumerate(keys + [None]):
+        if i == at and label is not None:
+            out[name] = label
+        if key is not None and key not in _DATA_KEYS:
+            out[key] = rec.config[key]
+    return out
+
+
 @dataclass(frozen=True)
 class ExperimentTables:
     """The results of one test function of one experiment: rows = configs, metrics split over several tables
@@ -189,9 +219,10 @@ def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo])
         groups.setdefault((rec.experiment or "pytest-benchmark", rec.name.split("[", 1)[0]), []).append(rec)
     out = []
     for (exp, test), recs in groups.items():
-        params = _ordered(r.config for r in recs)
-        varying = [p for p in params if len({_cell(r.config.get(p, "—")) for r in recs}) > 1]
-        shared = [f"{p}={_cell(recs[0].config.get(p))}" for p in params if p not in varying and p != "id"]
+        shown = {id(r): display_config(r) for r in recs}
+        params = _ordered(shown[id(r)] for r in recs)
+        varying = [p for p in params if len({_cell(shown[id(r)].get(p, "—")) for r in recs}) > 1]
+        shared = [f"{p}={_cell(shown[id(recs[0])].get(p))}" for p in params if p not in varying and p != "id"]
         if all("id" in r.config for r in recs) and len(recs) > 1:
             varying = ["id"]
         identity: list[tuple[str, Callable[[Record], str]]] = []
@@ -202,7 +233,7 @@ def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo])
             else:
                 constant.append(f"{head}={get(recs[0])}")
         shared = constant + shared
-        identity += [(p, lambda r, p=p: _cell(r.config.get(p, "—"))) for p in varying]
+        identity += [(p, lambda r, p=p: _cell(shown[id(r)].get(p, "—"))) for p in varying]
         if not identity:
             identity = [("benchmark", lambda r: r.name)]
         metrics = _ordered(r.metrics for r in recs)
