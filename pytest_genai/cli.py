@@ -15,6 +15,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("pytest_genai.report.cli:compare_main", "per-metric ratios between two runs"),
     "gate": ("pytest_genai.report.cli:gate_main", "exit 1 if the current run regressed against the baseline"),
     "plan": ("pytest_genai.train.cli:main", "memory fit planner: which parallel strategy fits a model on a device"),
+    "data": ("pytest_genai.evals.fetch:main", "`data fetch DIR`: download the evaluation data for --genai-data-dir"),
 }
 
 

@@ -417,3 +417,118 @@ def test_numbers_from_the_offline_copies_carry_a_note():
     assert "capitalized" in data.source_note("hellaswag", "/x/hellaswag/validation.jsonl")
     assert data.source_note("boolq", "hub:aps/super_glue").startswith("hub:aps/super_glue")
 
+
+# -- pytest-genai data fetch DIR (offline: load_dataset is a fake) -----------------------------------------------------
+FETCH_ROWS = {
+    "Salesforce/wikitext": [{"text": ""}, {"text": " = Alpha = \n"}, {"text": ""}, {"text": " first line , here . \n"},
+                            {"text": " = = Part = = \n"}, {"text": " = Beta = \n"}, {"text": " second . \n"}],
+    "Rowan/hellaswag": [
+        {"ind": 4, "activity_label": "Baking cookies", "ctx_a": "A woman [title] mixes dough.", "ctx_b": "she",
+         "ctx": "unused", "endings": ["[step] bakes it.", "sings  loudly.", "c", "d"], "label": "0",
+         "source_id": "x", "split": "val", "split_type": "indomain"},
+        {"ind": 9, "activity_label": "Surfing", "ctx_a": "A man rides a wave.", "ctx_b": "then he",
+         "ctx": "unused", "endings": ["falls.", "flies.", "sleeps.", "eats."], "label": "3",
+         "source_id": "y", "split": "val", "split_type": "zeroshot"}],
+    "aps/super_glue": [{"question": "is it wet", "passage": "Water -- It is wet.", "idx": 0, "label": 1},
+                       {"question": "is fire cold", "passage": "Fire -- It is hot.", "idx": 1, "label": 0}],
+}
+
+
+def _fake_load(repo, name=None, split=None):
+    assert (repo, name, split) in data.HUB_DATASETS.values()
+    return [dict(r) for r in FETCH_ROWS[repo]]
+
+
+def test_fetch_writes_the_data_dir_layout_with_checksums(tmp_path, fake_hub, monkeypatch):
+    from pytest_genai.evals import fetch
+
+    cached, _ = fake_hub
+    target = tmp_path / "new" / "genai-data"
+    manifest = fetch.fetch(target, load_dataset=_fake_load, log=lambda line: None)
+    for rel in data.DATA_FILES.values():
+        assert (target / rel).is_file()
+    sums = dict(line.split("  ")[::-1] for line in (target / "SHA256SUMS").read_text().splitlines())
+    for rel, digest in sums.items():
+        assert data.sha256_file(target / rel) == digest == manifest["files"][rel]["sha256"]
+    assert set(sums) == set(data.DATA_FILES.values())
+    assert json.loads((target / data.MANIFEST).read_text())["files"]["boolq/validation.jsonl"]["records"] == 2
+    # the folder serves as --genai-data-dir and reads as the Hugging Face cache does
+    cached.update(r for r, _, _ in data.HUB_DATASETS.values())
+    monkeypatch.setattr(pytest.importorskip("datasets"), "load_dataset", _fake_load)
+    for task in data.TASKS:
+        assert data.resolve_origin(task, target).kind == "data_dir"
+        from_dir, from_hub = data.load_task(task, target), data.load_task(task, None)
+        if task == "wikitext":
+            assert [p.text for p in from_dir.pages] == [p.text for p in from_hub.pages]
+        else:
+            assert from_dir == from_hub
+    assert "fetched from hub:Rowan/hellaswag" in data.source_note("hellaswag", str(target / "hellaswag/validation.jsonl"))
+
+
+def test_fetch_refuses_a_non_empty_folder_without_force(tmp_path, capsys):
+    from pytest_genai.evals import fetch
+
+    (tmp_path / "keep.txt").write_text("mine")
+    assert fetch.main(["fetch", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not empty; pass --force" in err[0] and str(tmp_path) in err[0]
+    (tmp_path / "file").write_text("x")
+    assert fetch.main(["fetch", str(tmp_path / "file")]) == 2
+    assert "is a file" in capsys.readouterr().err
+    assert fetch.main(["fetch", str(tmp_path / "x"), "--tasks", "mmlu"]) == 2
+    assert "unknown task(s) mmlu" in capsys.readouterr().err
+
+
+def test_fetch_with_force_replaces_only_the_data_files(tmp_path):
+    from pytest_genai.evals import fetch
+
+    (tmp_path / "keep.txt").write_text("mine")
+    fetch.fetch(tmp_path, ["boolq"], force=True, load_dataset=_fake_load, log=lambda line: None)
+    assert (tmp_path / "keep.txt").read_text() == "mine" and (tmp_path / "boolq/validation.jsonl").is_file()
+
+
+def test_fetch_without_network_is_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    import socket
+
+    from pytest_genai.evals import fetch
+
+    def offline(repo, name=None, split=None):
+        if repo == "aps/super_glue":
+            try:
+                raise socket.gaierror(-2, "Name or service not known")
+            except OSError as exc:
+                raise RuntimeError(f"Couldn't reach '{repo}' on the Hub\nsecond line") from exc
+        return _fake_load(repo, name, split)
+
+    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.delenv(var, raising=False)
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    target = tmp_path / "d"
+    assert fetch.main(["fetch", str(target)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "boolq: could not download aps/super_glue (boolq), split validation: no network" in err[0]
+    assert not target.exists()  # nothing written when any split failed
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    assert fetch.main(["fetch", str(target)]) == 1
+    assert "HF_DATASETS_OFFLINE is set: unset it to download" in capsys.readouterr().err
+
+
+def test_fetch_rejects_rows_of_another_layout(tmp_path):
+    from pytest_genai.evals import fetch
+
+    def wrong(repo, name=None, split=None):
+        return [{"sentence": "x"}]
+
+    with pytest.raises(fetch.FetchError, match="row 0 has no field 'text'"):
+        fetch.fetch(tmp_path / "d", ["wikitext"], load_dataset=wrong, log=lambda line: None)
+
+
+def test_data_is_a_pytest_genai_subcommand(capsys):
+    from pytest_genai.cli import SUBCOMMANDS, main
+
+    assert SUBCOMMANDS["data"][0] == "pytest_genai.evals.fetch:main"
+    with pytest.raises(SystemExit) as exc:
+        main(["data", "fetch", "--help"])
+    assert exc.value.code == 0 and "--force" in capsys.readouterr().out
