@@ -206,20 +206,23 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
             f"planner terms: {estimate.as_dict()}")
 
 
-def test_finetune_wikitext(benchmark, genai, genai_device, genai_settings, finetune_runs, launch_spec):
+def test_finetune_wikitext(benchmark, genai, genai_device, genai_settings, finetune_runs, launch_spec,
+                           tmp_path_factory):
     """A real fine-tune: pretrained SmolLM2-135M, WikiText-2 text, DDP on torchrun; the held-out loss falls."""
     _require_training_path(genai_device)
     if genai_device.kind not in TORCH_KINDS:
         pytest.skip("the WikiText fine-tune runs through torch on cpu/cuda (the hpu path runs throughput configs)")
-    from pathlib import Path
-
+    from pytest_genai.evals import data
     from pytest_genai.evals.models import ModelUnavailable, smollm2_fp32_folder
     from pytest_genai.train import metrics
 
-    data_dir = genai_settings["data_dir"]
-    text = Path(data_dir or ".") / "wikitext-2-raw-v1" / "test.raw"
-    if not data_dir or not text.is_file():
-        pytest.skip(f"WikiText-2 raw test text not found ({text}); pass --genai-data-dir with the shared data layout")
+    # the data dir's text, else the Hugging Face cache's, else (tiny scale) the embedded slice's
+    tiny = (genai_settings["scale"] or "tiny").strip().lower() == "tiny"
+    try:
+        text, _identity = data.wikitext_raw_file(genai_settings["data_dir"], tmp_path_factory.mktemp("wikitext"),
+                                                 allow_embedded=tiny)
+    except data.DataUnavailable as exc:
+        pytest.skip(str(exc))
     try:
         folder = smollm2_fp32_folder()
     except ModelUnavailable as exc:
