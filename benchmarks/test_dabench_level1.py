@@ -72,7 +72,9 @@ def _spec_ceilings(device, dtype: str):
     from pytest_genai.dabench.roofline import Ceilings
 
     spec = device.spec
-    peak = spec.peak_tflops(dtype) if spec is not None else None
+    if spec is None or str(spec.source).startswith("measured"):  # the CPU's "spec" is its probe: no datasheet
+        return None
+    peak = spec.peak_tflops(dtype)
     if not peak or not spec.mem_bandwidth_gbs:
         return None
     return Ceilings(peak, spec.mem_bandwidth_gbs, "spec")

@@ -12,8 +12,40 @@ from pytest_genai.claims.check import FAIL, INCONCLUSIVE, check_value, not_appli
 from pytest_genai.claims.stats import Interval, median_interval
 from pytest_genai.devices.device import Device
 
-SOURCES = ("measured", "modeled", "spec")
-"""measured: from this run; modeled: computed from a model (the name says so); spec: a published datasheet number."""
+from pytest_genai.claims.model import SOURCES
+
+
+def run_source_problems(genai: Mapping[str, Any], registry: Mapping[str, Any]) -> list[str]:
+    """Every metric of one benchmark's ``extra_info["genai"]`` whose recorded source breaks :func:`source_problem`
+    (or has none): the checker a run's JSON goes through."""
+    sources = genai.get("metric_sources", {})
+    problems = []
+    for name in genai.get("metrics", {}):
+        known = registry.get(name)
+        why = ("no source recorded" if name not in sources else
+               source_problem(name, sources[name], known.source if known is not None else None))
+        if why:
+            problems.append(f"{name}: {why}")
+    return problems
+
+
+def source_problem(name: str, source: str, registered: str | None) -> str | None:
+    """Why ``source`` cannot label metric ``name`` (None when it can): a modeled number says so in its name and a
+    ``*_spec`` number is a datasheet's; a source fixed in the metric registry wins over any other label."""
+    if source not in SOURCES:
+        return f"source must be one of {SOURCES}, got {source!r}"
+    if registered is not None and source != registered:
+        return f"the metric registry fixes its source as {registered!r}, not {source!r}"
+    says_modeled = any(word in name for word in ("modeled", "predicted"))
+    if source == "modeled" and not says_modeled:
+        return f"a modeled number must say so in its name (e.g. '{name}_modeled')"
+    if says_modeled and source != "modeled":
+        return f"its name says modeled, so its source must be 'modeled', not {source!r}"
+    if name.endswith("_spec") and source != "spec":
+        return f"a *_spec name is a datasheet number: source 'spec', not {source!r}"
+    if source == "spec" and not name.endswith("_spec") and registered != "spec":
+        return f"a datasheet number must say so in its name (e.g. '{name}_spec')"
+    return None
 
 
 class GenaiWarning(UserWarning):
@@ -95,21 +127,22 @@ class GenaiRecorder:
         their median is then recorded in ``metric_intervals`` and timing claims are judged on it. ``interval``:
         an interval computed otherwise (e.g. a bootstrap over two runs' step times), recorded as given.
         """
+        registry = self._state.metrics()
+        known = registry.get(name)
+        registered = known.source if known is not None else None
         if source is None:
-            source = "spec" if name.endswith("_spec") else "measured"
-        if source not in SOURCES:
-            raise ValueError(f"genai.metric({name!r}): source must be one of {SOURCES}, got {source!r}")
+            source = registered or ("spec" if name.endswith("_spec") else
+                                    "modeled" if any(w in name for w in ("modeled", "predicted")) else "measured")
+        problem = source_problem(name, source, registered)
+        if problem:
+            raise ValueError(f"genai.metric({name!r}): {problem}")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             try:
                 value = float(value)  # numpy / torch scalars
             except (TypeError, ValueError):
                 raise TypeError(f"genai.metric({name!r}): value must be a number, got {type(value).__name__}") from None
-        registry = self._state.metrics()
-        known = registry.get(name)
         if known is None:
             warnings.warn(GenaiWarning(f"metric {name!r} is not registered in any claims/data/metrics_*.toml"), stacklevel=2)
-        if source == "modeled" and not any(word in name for word in ("modeled", "predicted")):
-            raise ValueError(f"genai.metric({name!r}): a modeled number must say so in its name (e.g. '{name}_modeled')")
         value = float(value) if isinstance(value, float) or not isinstance(value, int) else int(value)
         data = self.data
         data["metrics"][name] = value

@@ -22,6 +22,9 @@ from pytest_genai._toml import load_toml
 DIRECTIONS = ("higher", "lower", "none")
 CLAIM_KINDS = ("value", "generation")
 BASES = ("paper", "target", "physics")
+SOURCES = ("measured", "modeled", "spec", "config")
+"""measured: from this run; modeled: computed from a model (the name says so); spec: a published datasheet number
+(the name ends in ``_spec``); config: a value the run was configured with (a budget, a world size)."""
 BASIS_WORDS = {"target": "project target, not a paper claim", "physics": "physics check, not a paper claim"}
 
 
@@ -36,6 +39,7 @@ class MetricDef:
     direction: str
     description: str = ""
     timing: bool = False
+    source: str | None = None  # fixed source kind (spec, modeled, config, measured); None: decided per recording
 
     @property
     def higher_is_better(self) -> bool | None:
@@ -146,7 +150,7 @@ def _str_tuple(value: Any, where: str, field: str) -> tuple[str, ...]:
 
 def parse_metrics(data: Mapping[str, Any], file: str) -> dict[str, MetricDef]:
     metrics: dict[str, MetricDef] = {}
-    allowed = {"name", "unit", "direction", "description", "timing"}
+    allowed = {"name", "unit", "direction", "description", "timing", "source"}
     for i, entry in enumerate(data.get("metric", [])):
         where = f"{file}: metric #{i + 1}"
         if not isinstance(entry, dict):
@@ -169,7 +173,10 @@ def parse_metrics(data: Mapping[str, Any], file: str) -> dict[str, MetricDef]:
         timing = entry.get("timing", False)
         if not isinstance(timing, bool):
             raise ClaimsError(f"{where}: field 'timing' must be true or false, got {timing!r}")
-        metrics[name] = MetricDef(name, unit, direction, str(entry.get("description", "")), timing)
+        source = entry.get("source")
+        if source is not None and source not in SOURCES:
+            raise ClaimsError(f"{where}: field 'source' must be one of {SOURCES}, got {source!r}")
+        metrics[name] = MetricDef(name, unit, direction, str(entry.get("description", "")), timing, source)
     return metrics
 
 
@@ -179,7 +186,8 @@ def merge_metrics(parts: Iterable[tuple[str, dict[str, MetricDef]]]) -> dict[str
     for file, metrics in parts:
         for name, metric in metrics.items():
             old = merged.get(name)
-            if old is not None and (old.unit, old.direction, old.timing) != (metric.unit, metric.direction, metric.timing):
+            if old is not None and (old.unit, old.direction, old.timing, old.source) != (
+                    metric.unit, metric.direction, metric.timing, metric.source):
                 raise ClaimsError(
                     f"{file}: metric {name!r} conflicts with {origin[name]} "
                     f"(unit/direction/timing {metric.unit}/{metric.direction}/{metric.timing} vs "

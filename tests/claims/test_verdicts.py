@@ -77,3 +77,31 @@ def test_interval_verdict_is_exactly_interval_arithmetic(lo, width, a, w) -> Non
 )
 def test_which_verdicts_fail_a_test(verdict, basis, mode, fails) -> None:
     assert failing(verdict, basis, mode) is fails
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "registered", "problem"),
+    [
+        ("tokens_per_s", "measured", None, None),
+        ("peak_bytes_modeled", "modeled", None, None),
+        ("ceiling_tflops_spec", "spec", "spec", None),
+        ("memory_budget_bytes", "config", "config", None),
+        ("ceiling_tflops_spec", "measured", None, "datasheet"),  # the reviewer's finding: a datasheet labelled measured
+        ("peak_bytes_modeled", "measured", None, "says modeled"),
+        ("bytes", "modeled", None, "must say so"),
+        ("memory_budget_bytes", "measured", "config", "registry fixes"),
+        ("peak", "spec", None, "must say so in its name"),
+        ("x", "guessed", None, "must be one of"),
+    ],
+)
+def test_source_rules(name, source, registered, problem) -> None:
+    from pytest_genai.results import source_problem
+
+    got = source_problem(name, source, registered)
+    assert (got is None) if problem is None else (problem in got)
+
+
+def test_registered_sources_are_fixed_in_the_packaged_metrics() -> None:
+    metrics = load_metrics()
+    assert metrics["memory_budget_bytes"].source == "config" and metrics["ceiling_gbs_spec"].source == "spec"
+    assert metrics["world_size"].source == "config"
