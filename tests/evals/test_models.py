@@ -81,7 +81,7 @@ def test_gguf_conversion_is_cached_once_and_atomically(monkeypatch, tmp_path):
     second = models.smollm2_fp32_folder(root)
     assert first == second and len(calls) == 1
     assert (first / "model.safetensors").is_file() and (first / "stamp.json").is_file()
-    assert [p.name for p in root.iterdir()] == [first.name]  # no temporary folder left behind
+    assert [p.name for p in root.iterdir() if p.is_dir()] == [first.name]  # no temporary folder left behind
 
 
 def test_a_failed_conversion_leaves_no_cache_entry(monkeypatch, tmp_path):
@@ -95,7 +95,7 @@ def test_a_failed_conversion_leaves_no_cache_entry(monkeypatch, tmp_path):
     monkeypatch.setattr(models, "_convert_gguf", boom)
     with pytest.raises(RuntimeError):
         models.smollm2_fp32_folder(tmp_path / "cache")
-    assert list((tmp_path / "cache").iterdir()) == []
+    assert [p for p in (tmp_path / "cache").iterdir() if p.is_dir()] == []  # (the sha256 memo file stays)
 
 
 def test_cache_root_honours_the_environment(monkeypatch, tmp_path):
@@ -160,4 +160,4 @@ def test_gguf_conversion_without_the_gguf_package_names_the_extra(monkeypatch, t
                         lambda name, package=None: None if name == "gguf" else real(name, package))
     with pytest.raises(ModelUnavailable, match=r"needs the gguf package: pip install 'pytest-genai\[embedded\]'"):
         models.smollm2_fp32_folder(tmp_path / "cache")
-    assert list((tmp_path / "cache").iterdir()) == []
+    assert [p for p in (tmp_path / "cache").iterdir() if p.is_dir()] == []  # (the sha256 memo file stays)

@@ -1,0 +1,78 @@
+"""``pytest-genai cache info|clear``: what the model-conversion cache holds (:mod:`pytest_genai.evals.models`), and
+emptying it. Only folders the cache recognises are listed or removed; a conversion in progress is never removed."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from pytest_genai.evals.models import CacheEntry, cache_entries, cache_root, clear_cache
+
+
+def size_text(n: int) -> str:
+    """Bytes in binary units with 3-4 significant digits (``517 MiB``, ``1.01 GiB``)."""
+    value, unit = float(n), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            break
+        value /= 1024
+    return f"{n} B" if unit == "B" else f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
+
+
+def _entries_text(n: int) -> str:
+    return f"{n} entr{'y' if n == 1 else 'ies'}"
+
+
+def _entry_json(e: CacheEntry) -> dict:
+    return {"name": e.name, "path": str(e.path), "source": e.source, "size_bytes": e.size_bytes, "sha256": e.sha256,
+            "converted_from": e.converted_from, "created": e.created, "in_progress": e.in_progress}
+
+
+def info(as_json: bool) -> int:
+    root = cache_root()
+    entries = cache_entries(root)
+    done = [e for e in entries if not e.in_progress]
+    busy = [e for e in entries if e.in_progress]
+    if as_json:
+        print(json.dumps({"location": str(root), "total_bytes": sum(e.size_bytes for e in entries),
+                          "entries": [_entry_json(e) for e in entries]}, indent=2))
+        return 0
+    exists = "" if root.is_dir() else " (does not exist yet)"
+    print(f"location: {root}{exists} (set PYTEST_GENAI_CACHE to move it)")
+    print(f"{_entries_text(len(done))}, {size_text(sum(e.size_bytes for e in done))}"
+          + (f"; {len(busy)} conversion(s) in progress, {size_text(sum(e.size_bytes for e in busy))}" if busy else ""))
+    for e in entries:
+        when = "in progress" if e.in_progress else f"created {e.created or '?'}"
+        print(f"\n{e.name}  {size_text(e.size_bytes)}  {when}")
+        origin = f", converted from {e.converted_from}" if e.converted_from else ""
+        sha = f" (sha256 {e.sha256[:16]})" if e.sha256 else ""
+        print(f"  source {e.source}{origin}{sha}")
+    return 0
+
+
+def clear() -> int:
+    root = cache_root()
+    removed, kept = clear_cache(root)
+    freed = size_text(sum(e.size_bytes for e in removed))
+    line = (f"pytest-genai cache: removed {_entries_text(len(removed))} ({freed}) from {root}" if removed
+            else f"pytest-genai cache: nothing to remove in {root}")
+    if kept:
+        line += f"; left {len(kept)} conversion(s) another process is still writing"
+    print(line)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="pytest-genai cache",
+                                     description="the model-conversion cache ($PYTEST_GENAI_CACHE or "
+                                                 "~/.cache/pytest-genai): one converted model per source")
+    sub = parser.add_subparsers(dest="action", required=True, metavar="{info,clear}")
+    p_info = sub.add_parser("info", help="location, entries, sizes and what each was converted from")
+    p_info.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    sub.add_parser("clear", help="remove every entry (conversions in progress are left alone)")
+    args = parser.parse_args(argv)
+    return info(args.json) if args.action == "info" else clear()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main(sys.argv[1:]))
