@@ -474,6 +474,12 @@ class QuantizerProperties:
     def draw_blocks(self, pm: PropertyModel, data, max_blocks: int | None = None):
         return data.draw(qst.blocks(pm.model, max_size=max_blocks or self.max_blocks), label="blocks")
 
+    def require_tier_mix(self) -> None:
+        """Skip a plan property when the quantizer's formats allow no plan (2-3 tiers with decreasing bits)."""
+        if not qst.valid_tier_mixes(self.quantizer.formats):
+            pytest.skip(f"quantizer {self.quantizer.name!r}: its formats {self.quantizer.formats} allow no 2-3 tier "
+                        "plan (bits must strictly decrease, e.g. bf16 then int8)")
+
     def draw_plan(self, data, result, widths):
         cfg = data.draw(qst.plan_configs(fmts=self.quantizer.formats, widths=widths, scores=result.scores.values()),
                         label="plan config")
@@ -532,6 +538,7 @@ class QuantizerProperties:
     @_MODEL
     @given(data=st.data())
     def test_scaling_weights_keeps_scores_ranking_and_plan(self, property_model, data):
+        self.require_tier_mix()
         sub = qst.block_submodel(property_model.model, self.draw_blocks(property_model, data))
         cfg = data.draw(qst.sensitivity_configs(), label="sensitivity config")
         factor = data.draw(qst.power_of_two_scales(), label="scale")
@@ -545,6 +552,7 @@ class QuantizerProperties:
     @budget(max_examples=25, deadline_s=60)
     @given(data=st.data())
     def test_more_sensitive_fraction_never_lowers_bits(self, property_model, data):
+        self.require_tier_mix()
         sub = qst.block_submodel(property_model.model, self.draw_blocks(property_model, data, 2 * self.max_blocks),
                                  copy=False)  # read only
         result = self.quantizer.analyze_sensitivity(sub, data.draw(qst.sensitivity_configs(), label="sensitivity"))
@@ -562,6 +570,7 @@ class QuantizerProperties:
     @_MODEL
     @given(data=st.data())
     def test_measured_bytes_equal_predicted(self, property_model, data):
+        self.require_tier_mix()
         sub = qst.block_submodel(property_model.model, self.draw_blocks(property_model, data))
         result = self.quantizer.analyze_sensitivity(sub, data.draw(qst.sensitivity_configs(), label="sensitivity"))
         plan = self.draw_plan(data, result, qst.widths(sub))
@@ -570,6 +579,7 @@ class QuantizerProperties:
     @_LOGITS
     @given(data=st.data())
     def test_fake_and_real_quantization_give_the_same_logits(self, property_model, data):
+        self.require_tier_mix()
         names = self.draw_blocks(property_model, data)
         fake, real = (qst.truncated_model(property_model.model, names) for _ in range(2))
         result = self.quantizer.analyze_sensitivity(fake, data.draw(qst.sensitivity_configs(), label="sensitivity"))
