@@ -33,8 +33,9 @@ class Allocation:
     """A measured allocation ratio and the counter it came from."""
 
     ratio: float
-    source: str  # e.g. "cpu_time/(wall*cores)", "cuda_kernels:grid_blocks/SMs"
+    source: str  # e.g. "threads/cores", "cuda_kernels:grid_blocks/SMs"
     occupancy: float | None = None
+    utilization: float | None = None  # CPU: process CPU time / (wall x cores), how busy the assigned cores were
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,6 +139,9 @@ def compose(
         if meas.allocation.occupancy is not None:
             metrics["allocation_occupancy"] = meas.allocation.occupancy
             sources["allocation_occupancy"] = MEASURED
+        if meas.allocation.utilization is not None:
+            metrics["cpu_utilization"] = meas.allocation.utilization
+            sources["cpu_utilization"] = MEASURED
     return Level1Result(metrics, sources, labels)
 
 
@@ -197,11 +201,13 @@ def measure(
 
     allocation = None
     if device.kind == "cpu":
+        # Allocation, as a compiler's unit assignment: the threads given to the run over the cores it may use.
+        # How busy they were is utilisation, recorded under its own name (a 1-thread busy loop reads 1/cores).
         ct = cpu_times(step)
         cores = available_cores()
-        allocation = Allocation(
-            cpu_allocation_ratio(ct.cpu_s, ct.wall_s, cores), f"process cpu_time/(wall x {cores} cores)"
-        )
+        threads = min(torch.get_num_threads(), cores)
+        allocation = Allocation(threads / cores, f"threads given to the run / cores available ({threads}/{cores})",
+                                utilization=cpu_allocation_ratio(ct.cpu_s, ct.wall_s, cores))
     elif device.kind == "cuda":
         from pytest_genai.dabench.kernels import profile_kernels
 

@@ -65,8 +65,17 @@ def test_measure_on_the_cpu():
     assert meas.step_s > 0 and len(meas.layer_s) == cfg.layers
     assert meas.layer_clock == "process_cpu" and len(meas.layer_wall_s) == cfg.layers
     assert set(meas.class_s) == {"matmul", "attention", "elementwise"}
-    assert 0 < meas.allocation.ratio <= 1.05
+    import os
+
+    import torch
+
+    # allocation is the static assignment (threads given / cores), like a compiler's unit assignment; how busy the
+    # cores were is utilisation, recorded apart
+    cores = len(os.sched_getaffinity(0))
+    assert meas.allocation.ratio == min(torch.get_num_threads(), cores) / cores
+    assert 0 < meas.allocation.utilization <= 1.05
     result = level1.compose(cfg, meas, Ceilings(0.1, 10.0, "measured"), None)
+    assert result.metrics["cpu_utilization"] == meas.allocation.utilization
     assert result.metrics["load_imbalance"] > 0.5  # identical layers, process CPU time
 
 
