@@ -23,6 +23,8 @@ DIRECTIONS = ("higher", "lower", "none")
 CLAIM_KINDS = ("value", "generation")
 BASES = ("paper", "target", "physics")
 SOURCES = ("measured", "modeled", "spec", "config")
+#: The experiments benchmarks record (``genai.start(experiment=...)``); a claim's ``experiment`` must be one of them.
+EXPERIMENTS = ("quant", "finetune", "diffusion", "dabench", "dabench_level2")
 """measured: from this run; modeled: computed from a model (the name says so); spec: a published datasheet number
 (the name ends in ``_spec``); config: a value the run was configured with (a budget, a world size)."""
 BASIS_WORDS = {"target": "project target, not a paper claim", "physics": "physics check, not a paper claim"}
@@ -250,6 +252,11 @@ def parse_claims(data: Mapping[str, Any], file: str, metrics: Mapping[str, Metri
         where_cfg = entry.get("where", {})
         if not isinstance(where_cfg, dict):
             raise ClaimsError(f"{where}: field 'where' must be a table of config key = value")
+        experiment = entry.get("experiment")
+        if experiment is not None and experiment not in EXPERIMENTS:
+            raise ClaimsError(f"{where}: field 'experiment' is {experiment!r}, not an experiment the benchmarks record; "
+                              f"use one of {', '.join(EXPERIMENTS)} (or leave it out for any)")
+        _check_devices(_str_tuple(entry.get("devices"), where, "devices"), where)
         section = entry.get("section")
         if not isinstance(section, str) or not section:
             raise ClaimsError(f"{where}: field 'section' is required (e.g. \"A1\")")
@@ -287,6 +294,20 @@ def parse_claims(data: Mapping[str, Any], file: str, metrics: Mapping[str, Metri
             )
         )
     return claims
+
+
+def _check_devices(devices: tuple[str, ...], where: str) -> None:
+    """Every name in a claim's ``devices`` is a device kind or a generation of the spec table."""
+    if not devices:
+        return
+    from pytest_genai.devices.device import KINDS
+    from pytest_genai.devices.specs import load_specs
+
+    known = set(KINDS) | set(load_specs())
+    bad = [d for d in devices if d not in known]
+    if bad:
+        raise ClaimsError(f"{where}: field 'devices' names unknown device(s) {bad}; use kinds ({', '.join(KINDS)}) or "
+                          f"generations of devices/data/specs.toml ({', '.join(sorted(load_specs()))})")
 
 
 def _read_dir(directory: Any) -> list[tuple[str, dict[str, Any]]]:

@@ -47,6 +47,8 @@ def test_packaged_claims_load_and_cover_both_papers() -> None:
         ({"kind": '"generation"'}, METRICS, "needs fields 'from_generation' and 'to_generation'"),
         ({}, METRICS.replace('"lower"', '"sideways"'), "metrics_t.toml: metric 'ppl_ratio': field 'direction'"),
         ({"basis": None}, METRICS, "paper_t.toml: claim 'T.x': field 'basis' must be one of"),
+        ({"devices": '["gaudi9"]'}, METRICS, "paper_t.toml: claim 'T.x': field 'devices' names unknown device(s) ['gaudi9']"),
+        ({"experiment": '"qaunt"'}, METRICS, "paper_t.toml: claim 'T.x': field 'experiment' is 'qaunt'"),
         ({"basis": '"hunch"'}, METRICS, "paper_t.toml: claim 'T.x': field 'basis' must be one of"),
         ({"basis": '"physics"', "paper_value": "1.0"}, METRICS, "field 'paper_value' is for basis = \"paper\""),
         ({}, METRICS + "timing = 1\n", "metrics_t.toml: metric 'ppl_ratio': field 'timing' must be true or false"),
