@@ -6,6 +6,11 @@ worker in its own session, so killing torchrun's process group is not enough: wo
 launch token in their environment, which also finds workers re-parented after torchrun died) and raises
 :class:`LaunchError` with the tail of every rank's log.
 
+No process outlives the pytest that launched it: torchrun gets a parent-death signal (SIGKILL when the launching
+thread dies), a SIGTERM to the launching process (a CI job's timeout) becomes a KeyboardInterrupt there, so the job
+is killed before pytest stops, and a watchdog process (:mod:`pytest_genai.train.watchdog`) kills the job and every
+worker if the launching process is killed outright (SIGKILL runs no cleanup).
+
 Rendezvous: one node uses ``--standalone`` (a free port). Several nodes need ``nnodes`` and an endpoint
 ``host:port``; under Slurm the node rank and job id come from its environment (``SLURM_NODEID``,
 ``SLURM_JOB_ID``) when not given.
@@ -190,6 +195,52 @@ def kill_job(proc: subprocess.Popen, token: str, grace_s: float = 3.0) -> None:
         pass
 
 
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: SIGKILL this process when the thread that started it dies (prctl PR_SET_PDEATHSIG)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+
+class _SigtermAsInterrupt:
+    """While a job runs in the main thread, SIGTERM raises KeyboardInterrupt (so the job is killed, then pytest
+    stops as after Ctrl-C) instead of ending the process with the job still running."""
+
+    def __enter__(self) -> "_SigtermAsInterrupt":
+        import threading
+
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            def handler(signum: int, frame: object) -> None:
+                raise KeyboardInterrupt(f"signal {signum} (SIGTERM) while a distributed job ran; it was killed")
+
+            self.previous = signal.signal(signal.SIGTERM, handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+
+
+def _start_watchdog(root: int, token: str, env: Mapping[str, str]) -> subprocess.Popen | None:
+    try:
+        return subprocess.Popen([sys.executable, "-m", "pytest_genai.train.watchdog", str(os.getpid()), str(root),
+                                 token], env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:  # pragma: no cover - the job still runs; only the SIGKILL safety net is missing
+        return None
+
+
+def _stop_watchdog(watchdog: subprocess.Popen | None) -> None:
+    if watchdog is not None and watchdog.poll() is None:
+        watchdog.kill()
+        watchdog.wait()
+
+
 def _tail(path: Path, lines: int = TAIL_LINES) -> str:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -249,9 +300,11 @@ def launch(
     cmd = torchrun_command(spec, log_dir, worker, run_id)
     launcher_log = log_dir / "torchrun.log"
     start = time.monotonic()
-    with open(launcher_log, "wb") as out:
+    with open(launcher_log, "wb") as out, _SigtermAsInterrupt():
         proc = subprocess.Popen(cmd, env=child_env, stdout=out, stderr=subprocess.STDOUT, cwd=work_dir,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_die_with_parent)
+        watchdog_env = {k: v for k, v in child_env.items() if k != TOKEN_ENV}  # not itself a job process
+        watchdog = _start_watchdog(proc.pid, token, watchdog_env)
         try:
             returncode = proc.wait(timeout=spec.timeout_s)
         except subprocess.TimeoutExpired:
@@ -264,6 +317,8 @@ def launch(
         except BaseException:
             kill_job(proc, token)
             raise
+        finally:
+            _stop_watchdog(watchdog)
     wall = time.monotonic() - start
     leftovers = [p for p in job_processes(proc.pid, token) if _alive(p)]
     if leftovers:

@@ -133,3 +133,49 @@ def test_two_nodes_rendezvous_and_node0_holds_the_result(tmp_path):
         done = list(pool.map(lambda n: launch(worker, specs[n], tmp_path / f"node{n}"), (0, 1)))
     assert done[0].result == {"world": 2, "node": 0}
     assert done[1].result is None
+
+
+HUNG_JOB_TEST = """
+import sys
+from pathlib import Path
+
+from pytest_genai.train.launcher import LaunchSpec, launch
+
+
+def test_hung_job():
+    worker = Path(__file__).with_name("hung_worker.py")
+    launch([str(worker)], LaunchSpec(nproc=2, timeout_s=300), Path(__file__).parent / "job")
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+def test_a_killed_pytest_leaves_no_process_behind(tmp_path, sig):
+    """SIGTERM (a CI job's timeout) or SIGKILL to a pytest running a hung 2-rank job: torchrun and both ranks end."""
+    import signal
+    import subprocess
+    import sys
+
+    (tmp_path / "hung_worker.py").write_text("import os, time\nprint('rank', os.environ['RANK'], 'up', flush=True)\n"
+                                             "time.sleep(600)\n")
+    (tmp_path / "test_hung.py").write_text(HUNG_JOB_TEST)
+    pytest_proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+                                    "no:randomly", str(tmp_path / "test_hung.py")], cwd=tmp_path,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(_ranks_up(tmp_path)) < 2:
+        time.sleep(0.2)
+    assert len(_ranks_up(tmp_path)) == 2, "the hung job never started both ranks"
+    pytest_proc.send_signal(getattr(signal, sig))
+    out, _ = pytest_proc.communicate(timeout=60)
+    deadline = time.monotonic() + 15  # SIGKILL: the watchdog polls 5 times a second, then SIGTERM, 1 s, SIGKILL
+    while time.monotonic() < deadline and _no_leftovers(tmp_path):
+        time.sleep(0.2)
+    assert not _no_leftovers(tmp_path), out.decode(errors="replace")[-2000:]
+    if sig == "SIGTERM":
+        assert b"KeyboardInterrupt" in out or b"Interrupted" in out, out.decode(errors="replace")[-2000:]
+
+
+def _ranks_up(tmp_path):
+    """Ranks of the hung job whose 'up' line is in their log."""
+    logs = list((tmp_path / "job" / "logs").rglob("stdout.log")) if (tmp_path / "job" / "logs").exists() else []
+    return [p for p in logs if b" up" in p.read_bytes()]

@@ -1,0 +1,49 @@
+"""Kill a distributed job whose launching process died: ``python -m pytest_genai.train.watchdog PARENT ROOT TOKEN``.
+
+A pytest killed with SIGKILL runs no cleanup, and torchrun's workers live in sessions of their own, so nothing would
+stop them. The launcher starts this watchdog beside each job: it polls the launching process (PARENT) and, once that
+is gone, kills torchrun (ROOT) and every process carrying the launch TOKEN
+(:func:`pytest_genai.train.launcher.kill_job`'s search), then exits. When the job ends normally the launcher
+terminates the watchdog. It imports nothing heavy.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+POLL_S = 0.2
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+        return state not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
+
+
+def watch(parent: int, root: int, token: str, poll_s: float = POLL_S) -> int:
+    from pytest_genai.train.launcher import _signal_all, job_processes
+
+    while alive(parent):  # a job that ends normally: the launcher terminates this process
+        time.sleep(poll_s)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        _signal_all([root, *job_processes(root, token)], sig)
+        time.sleep(1.0 if sig == signal.SIGTERM else 0)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 3 or not args[0].isdigit() or not args[1].isdigit():
+        print("usage: python -m pytest_genai.train.watchdog PARENT_PID TORCHRUN_PID TOKEN", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the terminal is the launcher's to handle
+    return watch(int(args[0]), int(args[1]), args[2])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
