@@ -68,7 +68,7 @@ def _quiet():
     logging.getLogger("neural_compressor").setLevel(logging.ERROR)
 
 
-@pytest.mark.claims("A1.compression_ratio", "A1.target.measured_equals_predicted", "A1.target.quantize_vs_torchao",
+@pytest.mark.claims("A1.compression_ratio", "A1.target.quantize_vs_torchao",
                     "A1.target.quantize_vs_inc", "A1.target.peak_rss_growth", kinds=("cpu",))
 def test_quantizer_speed_and_memory_vs_torchao_and_inc(benchmark, genai, cpu, qbench):
     import torch
@@ -143,7 +143,8 @@ def test_quantizer_speed_and_memory_vs_torchao_and_inc(benchmark, genai, cpu, qb
     genai.attach("compression", report)
     genai.attach("quantize_seconds_rounds", seconds)
     genai.attach("memory", {q: dataclasses.asdict(m) for q, m in memory.items()})
-    # The paper's range, then the targets (claims data: A1.target.*): measured == predicted ratio (dense
-    # storage, 0.1%), no slower than torchao or INC, peak RSS growth under 1.3x the fp32 model.
-    genai.check("A1.compression_ratio", "A1.target.measured_equals_predicted", "A1.target.quantize_vs_torchao",
+    # The paper's range, then our targets (claims data: A1.target.*): no slower than torchao or INC, peak RSS growth
+    # under 1.3x the fp32 model. Measured bytes == predicted is a property (pytest_genai.quant.properties), not a
+    # claim: computed from the same tensors here, it could not fail.
+    genai.check("A1.compression_ratio", "A1.target.quantize_vs_torchao",
                 "A1.target.quantize_vs_inc", "A1.target.peak_rss_growth")
