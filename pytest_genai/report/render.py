@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import html
 import os
+import textwrap
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any, Mapping, Sequence, Union
 from .registry import MetricInfo
 from .runs import Run
 from .tables import Table
-from .views import claims_table, experiment_tables
+from .views import BASIS_NOTE, claims_tables, experiment_tables
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,9 @@ class Image:
 
 
 Block = Union[Heading, Paragraph, Table, Image]
+
+MARKDOWN_LINE_CHARS = 120
+"""Paragraphs are wrapped at this width in Markdown (a soft break renders as a space)."""
 
 
 def report_blocks(
@@ -60,13 +64,21 @@ def report_blocks(
     blocks.append(Paragraph(" · ".join(summary)))
     for note in list(notes) + list(run.warnings):
         blocks.append(Paragraph(f"Note: {note}"))
-    claims = claims_table(recs, claims_by_id)
+    claims = claims_tables(recs, claims_by_id)
     blocks.append(Heading("Claims"))
-    blocks.append(claims if claims.rows else Paragraph("No claims were checked in this run."))
+    if not claims:
+        blocks.append(Paragraph("No claims were checked in this run."))
+    for test, table in claims:
+        blocks.append(Paragraph(f"{test}:"))
+        blocks.append(table)
+    if any(row[6] in ("target", "physics") for _, table in claims for row in table.rows):
+        blocks.append(Paragraph(BASIS_NOTE))
     for group in experiment_tables(recs, info):
         blocks.append(Heading(f"Experiment: {group.experiment} — {group.test}"))
         if group.shared:
             blocks.append(Paragraph(f"Same in every row: {group.shared}"))
+        if group.constant:
+            blocks.append(Paragraph(f"Same value in every row: {group.constant}"))
         blocks.extend(group.tables)
     if any("modeled" in r.sources.values() for r in recs):
         blocks.append(Paragraph("Columns marked (modeled) are computed from a model of the hardware, not measured."))
@@ -82,8 +94,8 @@ def to_markdown(blocks: Sequence[Block], base_dir: Path | None = None) -> str:
     for b in blocks:
         if isinstance(b, Heading):
             parts.append("#" * b.level + " " + b.text)
-        elif isinstance(b, Paragraph):
-            parts.append(b.text)
+        elif isinstance(b, Paragraph):  # soft line breaks: the same paragraph, readable as plain text too
+            parts.append(textwrap.fill(b.text, MARKDOWN_LINE_CHARS, break_long_words=False, break_on_hyphens=False))
         elif isinstance(b, Table):
             parts.append(b.to_markdown())
         elif isinstance(b, Image):

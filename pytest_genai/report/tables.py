@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import html
+import json
 import math
+import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
+
+
+MAX_ROW_CHARS = 160
+"""Widest Markdown row a report writes (wider tables are split; long values are shortened)."""
+MAX_VALUE_CHARS = 40
+"""Longest config value a table cell or a "same in every row" line shows; longer ones are cut with an ellipsis."""
 
 
 def format_number(x: object) -> str:
-    """Readable number: thousands separators for large values, 4 significant digits otherwise."""
+    """Readable number: 4 significant digits, thousands separators for large values, ``yes``/``no`` for booleans."""
     if x is None:
         return "—"
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if not isinstance(x, (int, float)):
         return str(x)
     if isinstance(x, float) and not math.isfinite(x):
         return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
@@ -21,11 +31,63 @@ def format_number(x: object) -> str:
     ax = abs(x)
     if ax == 0:
         return "0"
-    if ax >= 1e15 or ax < 1e-3:
+    if ax >= 1e15 or ax < 1e-4:
         return f"{x:.3e}"
     if ax >= 1e4:
         return f"{x:,.0f}"
     return f"{x:.4g}"
+
+
+def shorten(text: str, limit: int = MAX_VALUE_CHARS) -> str:
+    """``text`` cut in the middle with an ellipsis when longer than ``limit`` (both ends usually say the most)."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) * 2 // 3
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
+
+
+_LOCAL_PATH = re.compile(r"^(~|/|[A-Za-z]:[\\/]|\.{1,2}[\\/]|file:)")
+
+
+def format_value(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
+    """A config value as a table shows it: as configured (no thousands separators, floats in shortest form), a
+    nested config by its ``id``, a list compactly, booleans as yes/no, a local path by its last part only."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "none"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, dict):
+        text = (format_value(value["id"], limit) if "id" in value
+                else json.dumps(value, sort_keys=True, separators=(",", ":"), default=str))
+    elif isinstance(value, (list, tuple)):
+        if all(isinstance(v, str) for v in value):
+            text = "/".join(value) if value else "[]"
+        else:
+            text = json.dumps(list(value), separators=(",", ":"), default=str)
+    else:
+        text = str(value)
+    if _LOCAL_PATH.match(text):  # never a local path in a report: its last part
+        text = re.split(r"[\\/]", text.rstrip("/\\"))[-1] or text
+    return shorten(text, limit)
+
+
+def distinct_parts(names: Sequence[str], sep: str = "-") -> list[str]:
+    """``names`` without the ``sep``-separated parts every one of them starts or ends with (at least one part
+    kept): ``smollm2-135m-cpu-real-wikitext`` / ``smollm2-135m-cpu-fake-boolq`` read ``real-wikitext`` /
+    ``fake-boolq``. A single name is returned whole."""
+    if len(set(names)) < 2:
+        return list(names)
+    parts = [n.split(sep) for n in names]
+    shortest = min(len(p) for p in parts)
+    head = 0
+    while head < shortest - 1 and len({p[head] for p in parts}) == 1:
+        head += 1
+    tail = 0
+    while tail < shortest - head - 1 and len({p[len(p) - 1 - tail] for p in parts}) == 1:
+        tail += 1
+    return [sep.join(p[head:len(p) - tail]) for p in parts]
 
 
 def format_change(change: float | None) -> str:
@@ -55,11 +117,20 @@ class Table:
     def _right(self, i: int) -> bool:
         return bool(self.numeric) and self.numeric[i]
 
+    def column_widths(self) -> list[int]:
+        """Each column's width in the Markdown layout (cells escaped, at least 3)."""
+        cells = [list(self.headers)] + [list(r) for r in self.rows]
+        return [max(3, *(len(_md_escape(row[i])) for row in cells)) for i in range(len(self.headers))]
+
+    def markdown_width(self) -> int:
+        """Characters in each Markdown line of this table."""
+        return sum(w + 3 for w in self.column_widths()) + 1
+
     def to_markdown(self) -> str:
         """GitHub-flavoured Markdown, columns padded so it also reads well in a terminal."""
         cells = [list(self.headers)] + [list(r) for r in self.rows]
         cells = [[_md_escape(c) for c in row] for row in cells]
-        widths = [max(3, *(len(row[i]) for row in cells)) for i in range(len(self.headers))]
+        widths = self.column_widths()
         lines = []
         for n, row in enumerate(cells):
             padded = [c.rjust(w) if self._right(i) and n else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]

@@ -14,7 +14,8 @@ from .gate import GateResult, GenerationCheck
 from .matching import nearest_difference
 from .registry import MetricInfo
 from .runs import Record
-from .tables import Table, format_change, format_number, make_table
+from .tables import (MAX_ROW_CHARS, Table, distinct_parts, format_change, format_number, format_value, make_table,
+                     shorten)
 
 MAX_LABEL_CHARS = 24
 """Labels with longer values than this are descriptions, not table cells."""
@@ -107,32 +108,57 @@ def failures_table(result: GateResult) -> Table:
     return make_table(["benchmark", "metric", "why"], [[f.benchmark, f.metric, f.reason] for f in result.failures])
 
 
-def claims_table(records: Sequence[Record], claims_by_id: Mapping[str, Any] | None = None) -> Table:
-    """The claims checked in a run: claim, benchmark, device, measured, bound, paper value, verdict."""
+BASIS_NOTE = ("Source: the paper and section a paper claim comes from; target: a goal of this project, not a paper "
+              "claim (reported, never fails a test); physics: a check any correct measurement passes, not a paper "
+              "claim.")
+
+
+def _claim_source(claim: Any) -> str:
+    """``Paper A, A1`` for a paper claim; ``target`` / ``physics`` for the others (:data:`BASIS_NOTE` explains)."""
+    if claim is None:
+        return "—"
+    basis = getattr(claim, "basis", "paper")
+    return str(getattr(claim, "source", "")) if basis == "paper" else str(basis)
+
+
+def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | None = None
+                  ) -> list[tuple[str, Table]]:
+    """The claims checked in a run, one table per test function (the caption): claim, benchmark, device, measured,
+    bound, paper value, source, verdict. A table wider than :data:`MAX_ROW_CHARS` names its benchmarks by their
+    parameter id alone, then without the parts all of them share, then cut to fit."""
     claims_by_id = claims_by_id or {}
-    rows = []
+    by_test: dict[str, list[tuple[Record, Mapping[str, Any]]]] = {}
     for rec in records:
         for v in rec.claims:
+            by_test.setdefault(rec.name.split("[", 1)[0], []).append((rec, v))
+    headers = ["claim", "benchmark", "device", "measured", "bound", "paper value", "source", "verdict"]
+    numeric = [False, False, False, True, False, True, False, False]
+    out = []
+    for test, pairs in by_test.items():
+        rows = []
+        for rec, v in pairs:
             cid = str(v.get("id", "?"))
             claim = claims_by_id.get(cid)
             paper_value = v.get("paper")  # the recorder stores the claim's paper value under "paper"
             if paper_value is None and claim is not None:
                 paper_value = getattr(claim, "paper_value", None)
-            source = getattr(claim, "source", "") if claim is not None else ""
-            rows.append(
-                [
-                    cid,
-                    rec.label,
-                    device_text(rec),
-                    _num(v.get("measured")),
-                    _bound(v.get("min"), v.get("max")),
-                    _num(paper_value),
-                    str(source),
-                    str(v.get("verdict", "?")),
-                ]
-            )
-    headers = ["claim", "benchmark", "device", "measured", "bound", "paper value", "source", "verdict"]
-    return make_table(headers, rows, [False, False, False, True, False, True, False, False])
+            rows.append([cid, rec.label, device_text(rec), _num(v.get("measured")), _bound(v.get("min"), v.get("max")),
+                         _num(paper_value), _claim_source(claim), str(v.get("verdict", "?"))])
+        table = make_table(headers, rows, numeric)
+        if table.markdown_width() > MAX_ROW_CHARS:
+            names = [r.name for r, _ in pairs]
+            params = [n[len(test) + 1:-1] if n.startswith(test + "[") else n for n in names]
+            unique = list(dict.fromkeys(params))
+            for labels in (params, [dict(zip(unique, distinct_parts(unique)))[p] for p in params]):
+                table = make_table(headers, [[row[0], label] + row[2:] for row, label in zip(rows, labels)], numeric)
+                if table.markdown_width() <= MAX_ROW_CHARS:
+                    break
+            else:
+                room = max(12, MAX_ROW_CHARS - (table.markdown_width() - max(len(x) for x in labels)))
+                table = make_table(headers, [[row[0], shorten(label, room)] + row[2:]
+                                             for row, label in zip(rows, labels)], numeric)
+        out.append((test, table))
+    return out
 
 
 def _num(x: Any) -> str:
@@ -150,12 +176,13 @@ def _bound(lo: Any, hi: Any) -> str:
 
 
 def _cell(value: Any) -> str:
-    """A config value as written in the config (no thousands separators, floats in shortest form)."""
-    if isinstance(value, (dict, list, tuple)):
-        return json.dumps(value, sort_keys=True, separators=(",", ":"))
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
+    """A config value as a table shows it (:func:`.tables.format_value`: as configured, short, never a path)."""
+    return format_value(value)
+
+
+def _key(value: Any) -> str:
+    """A config value's full text, to tell values apart (cells may be shortened)."""
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 _DATA_KEYS = ("data_source",) + DATA_IDENTITY_KEYS
@@ -188,6 +215,8 @@ class ExperimentTables:
     test: str
     shared: str
     tables: tuple[Table, ...]
+    constant: str = ""
+    """Metrics with the same value in every row (``name value unit``), shown once instead of as columns."""
 
 
 def _ordered(keys: Iterable[Iterable[str]]) -> list[str]:
@@ -206,13 +235,117 @@ def _metric_header(m: str, recs: Sequence[Record], info: Mapping[str, MetricInfo
     return head
 
 
+FLAG_METRIC_SUFFIXES = ("compute_bound",)
+"""Metrics recorded as 1.0 / 0.0 for yes / no (``compute_bound``: compute- rather than memory-bound)."""
+MAX_ID_CHARS = 32
+"""A config id longer than this (after the parts every row shares are dropped) gives way to the keys that vary."""
+
+
+def _metric_cell(m: str, recs: Sequence[Record]) -> Callable[[Record], str]:
+    values = {r.metrics[m] for r in recs if m in r.metrics}
+    if m.endswith(FLAG_METRIC_SUFFIXES) and values <= {0.0, 1.0}:
+        return lambda r: "—" if m not in r.metrics else ("yes" if r.metrics[m] else "no")
+    return lambda r: format_number(r.metrics.get(m))
+
+
+def distinguishing_keys(recs: Sequence[Record], facts: Callable[[Record], Mapping[str, Any]],
+                       fixed: Sequence[str] = (), prefer: Sequence[str] = ()) -> list[str]:
+    """The fewest keys of ``facts(record)`` that, with ``fixed``, tell ``recs`` apart as well as all keys do.
+
+    Greedy: add the key that separates the most records (``prefer`` first, then the order of the keys breaks ties).
+    A key that follows from the others (``head_vocab`` set per strategy, a derived size) never separates anything
+    more, so it is never chosen: a legend or a column header names what varies, not the whole config.
+    """
+    table = [{k: _key(v) for k, v in facts(r).items()} for r in recs]
+
+    def groups(keys: Sequence[str]) -> int:
+        return len({tuple(row.get(k, "") for k in keys) for row in table})
+
+    order = list(dict.fromkeys([*prefer, *(k for row in table for k in row)]))
+    candidates = [k for k in order if k not in fixed and len({row.get(k, "") for row in table}) > 1]
+    target = groups([*fixed, *candidates])
+    chosen: list[str] = []
+    while groups([*fixed, *chosen]) < target:
+        best = max(candidates, key=lambda k: (groups([*fixed, *chosen, k]), -candidates.index(k)))
+        chosen.append(best)
+        candidates.remove(best)
+    return chosen
+
+
+def _identity(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], varying: Sequence[str]
+              ) -> list[tuple[str, Callable[[Record], str]]]:
+    """The columns that name each row: the config ``id`` without the parts every row shares, or, when that is still
+    long and few keys vary, those keys."""
+    columns = [(p, lambda r, p=p: _cell(shown[id(r)].get(p, "—"))) for p in varying if p != "id"]
+    if len(recs) > 1 and all("id" in r.config for r in recs):
+        ids = distinct_parts([str(r.config["id"]) for r in recs])
+        by_record = {id(r): i for r, i in zip(recs, ids)}
+        if max(len(i) for i in ids) <= MAX_ID_CHARS or not columns or len(columns) > 3:
+            return [("id", lambda r: shorten(by_record[id(r)]))]
+    return columns
+
+
+Column = tuple[str, bool, Callable[[Record], str]]
+MAX_TRANSPOSED_RECORDS = 6
+"""Up to this many rows, results too wide for one table are shown turned: a column per config, a row per metric."""
+
+
+def _width(head: str, get: Callable[[Record], str], recs: Sequence[Record]) -> int:
+    return max(3, len(head), *(len(get(r)) for r in recs)) + 3
+
+
+def _pack(identity_width: int, values: Sequence[Column], recs: Sequence[Record]) -> list[list[Column]]:
+    """Value columns in groups that fit beside the identity columns within :data:`MAX_ROW_CHARS`, at most
+    :data:`MAX_VALUE_COLUMNS` each (every group gets at least one). Metrics of one family (``matmul_*``) start a
+    new table when they would fit in one but not in what is left of the current one."""
+    chunks: list[list[Column]] = []
+    width = identity_width
+    widths = [_width(h, get, recs) for h, _, get in values]
+    families = [h.split("_", 1)[0] if "_" in h else h for h, _, _ in values]
+    for i, column in enumerate(values):
+        family = [j for j in range(i, len(values)) if families[j] == families[i]]
+        starts_family = i == 0 or families[i - 1] != families[i]
+        family_width = sum(widths[j] for j in family)
+        fits_alone = len(family) > 2 and identity_width + family_width <= MAX_ROW_CHARS
+        if (not chunks or len(chunks[-1]) >= MAX_VALUE_COLUMNS or width + widths[i] > MAX_ROW_CHARS
+                or (starts_family and fits_alone and width + family_width > MAX_ROW_CHARS)):
+            chunks.append([])
+            width = identity_width
+        chunks[-1].append(column)
+        width += widths[i]
+    return chunks or [[]]
+
+
+def _transposed(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], varying: Sequence[str],
+                values: Sequence[Column]) -> Table:
+    """One column per record, headed by the fewest config values that tell them apart; then a row per other
+    varying config key, and a row per metric / label."""
+    def facts(r: Record) -> dict[str, Any]:
+        return {"device": device_text(r), "model": r.model or "—",
+                **{k: v for k, v in shown[id(r)].items() if k != "id"}}
+
+    keys = distinguishing_keys(recs, facts) if len(recs) > 1 else []
+    heads = [" ".join(dict.fromkeys(_cell(facts(r).get(k, "—")) for k in keys)) for r in recs]
+    if len(set(heads)) < len(recs):  # nothing tells them apart but their ids
+        keys, heads = ["id"], distinct_parts([str(r.config.get("id", r.name)) for r in recs])
+    other = [k for k in ("device", "model", *varying) if k not in keys and k != "id"
+             and len({_key(facts(r).get(k, "—")) for r in recs}) > 1]
+    rows = [[k] + [_cell(facts(r).get(k, "—")) for r in recs] for k in other]
+    rows += [[head] + [get(r) for r in recs] for head, _, get in values]
+    first = " / ".join(keys) if keys else "metric"
+    return make_table([first] + [shorten(h, 24) for h in (heads if keys else ["value"])], rows,
+                      [False] + [True] * len(recs))
+
+
 def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo]) -> list[ExperimentTables]:
     """Group records by (experiment, test function) and lay each group out as tables.
 
     Identity columns: device and model when they vary, then the config ``id`` when every row has one
-    (it names the config), else the config parameters that vary.  Values shared by every row go in
-    :attr:`ExperimentTables.shared`.  Metrics (with units; "(modeled)" when modeled) and short labels follow,
-    at most :data:`MAX_VALUE_COLUMNS` per table.
+    (it names the config; parts every row shares are dropped), else the config parameters that vary.  Values shared
+    by every row go in :attr:`ExperimentTables.shared`, metrics with one value in all of three or more rows in
+    :attr:`ExperimentTables.constant`.  Metrics (with units; "(modeled)" when modeled; flags as yes/no) and short
+    labels follow, split over tables so that no row is wider than :data:`MAX_ROW_CHARS`; a few rows whose
+    results would need several tables are turned instead (a column per config, a row per metric).
     """
     groups: dict[tuple[str, str], list[Record]] = {}
     for rec in records:
@@ -221,10 +354,8 @@ def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo])
     for (exp, test), recs in groups.items():
         shown = {id(r): display_config(r) for r in recs}
         params = _ordered(shown[id(r)] for r in recs)
-        varying = [p for p in params if len({_cell(shown[id(r)].get(p, "—")) for r in recs}) > 1]
+        varying = [p for p in params if len({_key(shown[id(r)].get(p, "—")) for r in recs}) > 1]
         shared = [f"{p}={_cell(shown[id(recs[0])].get(p))}" for p in params if p not in varying and p != "id"]
-        if all("id" in r.config for r in recs) and len(recs) > 1:
-            varying = ["id"]
         identity: list[tuple[str, Callable[[Record], str]]] = []
         constant: list[str] = []
         for head, get in (("device", device_text), ("model", lambda r: r.model or "—")):
@@ -233,22 +364,47 @@ def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo])
             else:
                 constant.append(f"{head}={get(recs[0])}")
         shared = constant + shared
-        identity += [(p, lambda r, p=p: _cell(shown[id(r)].get(p, "—"))) for p in varying]
+        identity += _identity(recs, shown, varying)
         if not identity:
-            identity = [("benchmark", lambda r: r.name)]
+            identity = [("benchmark", lambda r: shorten(r.name))]
         metrics = _ordered(r.metrics for r in recs)
-        # short labels (bound: memory) are columns; long descriptive ones stay in the JSON
+        # short labels (bound: memory) are columns; long descriptive ones stay in the JSON; a label repeating a
+        # config value (strategy) is not shown twice
         labels = [k for k in _ordered(r.labels for r in recs)
-                  if all(len(r.labels.get(k, "")) <= MAX_LABEL_CHARS for r in recs)]
-        values: list[tuple[str, bool, Callable[[Record], str]]] = [
-            (_metric_header(m, recs, info), True, lambda r, m=m: format_number(r.metrics.get(m))) for m in metrics
+                  if all(len(r.labels.get(k, "")) <= MAX_LABEL_CHARS for r in recs)
+                  and not all(k in shown[id(r)] and r.labels.get(k) == _cell(shown[id(r)][k]) for r in recs)]
+        values: list[Column] = [
+            (_metric_header(m, recs, info), True, _metric_cell(m, recs)) for m in metrics
         ] + [(k, False, lambda r, k=k: r.labels.get(k, "—")) for k in labels]
+        same: list[str] = []
+        if len(recs) >= 3:
+            one = [(h, n, get) for h, n, get in values if len({get(r) for r in recs}) == 1 and get(recs[0]) != "—"]
+            values = [v for v in values if v not in one]
+            config = shown[id(recs[0])]  # a metric repeating a config value (world_size) is not shown twice
+            same = [_constant_text(h, get(recs[0])) for h, _, get in one
+                    if _cell(config.get(h.split(" ", 1)[0], "—")) != get(recs[0])]
+        identity_width = sum(_width(h, get, recs) for h, get in identity) + 1
+        chunks = _pack(identity_width, values, recs)
         tables = []
-        for start in range(0, max(1, len(values)), MAX_VALUE_COLUMNS):
-            chunk = values[start:start + MAX_VALUE_COLUMNS]
-            headers = [h for h, _ in identity] + [h for h, _, _ in chunk]
-            numeric = [False] * len(identity) + [n for _, n, _ in chunk]
-            rows = [[get(r) for _, get in identity] + [get(r) for _, _, get in chunk] for r in recs]
-            tables.append(make_table(headers, rows, numeric))
-        out.append(ExperimentTables(exp, test, ", ".join(shared), tuple(tables)))
+        if (len(chunks) > 1 or (len(recs) == 1 and len(values) > 2)) and len(recs) <= MAX_TRANSPOSED_RECORDS:
+            turned = _transposed(recs, shown, varying, values)
+            if turned.markdown_width() <= MAX_ROW_CHARS:
+                tables = [turned]
+        if not tables:
+            for chunk in chunks:
+                headers = [h for h, _ in identity] + [h for h, _, _ in chunk]
+                numeric = [False] * len(identity) + [n for _, n, _ in chunk]
+                rows = [[get(r) for _, get in identity] + [get(r) for _, _, get in chunk] for r in recs]
+                tables.append(make_table(headers, rows, numeric))
+        out.append(ExperimentTables(exp, test, ", ".join(shared), tuple(tables), ", ".join(same)))
     return out
+
+
+def _constant_text(header: str, value: str) -> str:
+    """``ceiling_gbs_measured [GB/s]`` and ``22.71`` read ``ceiling_gbs_measured=22.71 GB/s`` (no-break spaces: a
+    wrapped paragraph never separates a value from its unit)."""
+    name, unit, rest = header, "", ""
+    if " [" in header:
+        name, _, tail = header.partition(" [")
+        unit, _, rest = tail.partition("]")
+    return "\u00a0".join(x for x in (f"{name}={value}", unit, rest.strip()) if x)

@@ -2,9 +2,12 @@
 import re
 from pathlib import Path
 
+import pytest
+
 from pytest_genai.report.registry import MetricInfo
 from pytest_genai.report.render import Image, report_blocks, to_html, to_markdown
 from pytest_genai.report.runs import run_from_json
+from pytest_genai.report.tables import MAX_ROW_CHARS, distinct_parts, format_number, format_value
 from pytest_genai.report.views import experiment_tables
 
 from .runfiles import bench, run_doc
@@ -41,13 +44,81 @@ def test_experiment_table_rows_are_configs_and_headers_carry_units() -> None:
 
 
 def test_wide_results_split_into_tables_that_repeat_the_row_identity() -> None:
-    metrics = {f"m{i:02d}": float(i) for i in range(19)}
-    recs = run_from_json(run_doc([bench("t[a]", "x", {"k": 1}, metrics, device=("cpu", "cpu")),
-                                  bench("t[b]", "x", {"k": 2}, metrics, device=("cuda", "h100-sxm"))]), "x").records
+    devices = [("cpu", "cpu"), ("cuda", "h100-sxm")]
+    recs = run_from_json(run_doc([bench(f"t[{k}]", "x", {"k": k}, {f"m{i:02d}": float(i + k) for i in range(19)},
+                                        device=devices[k % 2]) for k in range(1, 8)]), "x").records
     (group,) = experiment_tables(recs, {})
     assert [len(t.headers) for t in group.tables] == [2 + 8, 2 + 8, 2 + 3]
     assert all(t.headers[:2] == ("device", "k") for t in group.tables)
-    assert [t.rows[1][:2] for t in group.tables] == [("h100-sxm", "2")] * 3
+    assert [t.rows[0][:2] for t in group.tables] == [("h100-sxm", "1")] * 3
+
+
+def test_a_wide_table_is_split_by_width_and_a_metric_family_starts_a_new_table() -> None:
+    metrics = {"tokens_per_s": 1.0, **{f"matmul_{name}_with_a_long_name": 2.0 for name in "abcde"}}
+    recs = run_from_json(run_doc([bench(f"t[{k}]", "x", {"k": k}, {m: v * k for m, v in metrics.items()})
+                                  for k in range(1, 8)]), "x").records
+    (group,) = experiment_tables(recs, {})
+    assert all(len(line) <= MAX_ROW_CHARS for t in group.tables for line in t.to_markdown().splitlines())
+    assert [h for h in group.tables[0].headers] == ["k", "tokens_per_s"]  # matmul_* fit together on the next one
+    assert all(h.startswith("matmul_") for t in group.tables[1:] for h in t.headers[1:])
+
+
+def test_a_few_rows_with_many_metrics_are_turned_a_column_per_config() -> None:
+    recs = run_from_json(run_doc([
+        bench(f"t[{s}]", "x", {"strategy": s, "head_vocab": v, "id": f"{s}-L4-h128"},
+              {f"metric_number_{i:02d}": float(i + v) for i in range(12)})
+        for s, v in (("dp", 0), ("tp", 0), ("pp", 8192))]), "x").records
+    (group,) = experiment_tables(recs, {})
+    (table,) = group.tables
+    # headed by what tells the configs apart (strategy; head_vocab follows from it and becomes a row)
+    assert table.headers == ("strategy", "dp", "tp", "pp")
+    assert table.rows[0] == ("head_vocab", "0", "0", "8192")
+    assert table.rows[1] == ("metric_number_00", "0", "0", "8192")
+
+
+def test_one_benchmark_is_a_metric_value_table() -> None:
+    recs = run_from_json(run_doc([bench("t[cpu]", "x", {"k": 1}, {"a": 1.0, "b": 20_000.0, "c": 0.5})]), "x").records
+    (group,) = experiment_tables(recs, {})
+    assert group.tables[0].headers == ("metric", "value")
+    assert group.tables[0].rows == (("a", "1"), ("b", "20,000"), ("c", "0.5"))
+
+
+def test_values_every_row_shares_are_said_once_and_flags_read_yes_no() -> None:
+    recs = run_from_json(run_doc([
+        bench(f"l1[{k}]", "dabench", {"layers": k, "causal": True, "workload": {"id": "L2-h64", "hidden": 64},
+                                      "data_source": "/work/shared/data/wikitext-2-raw-v1/test.raw"},
+              {"tokens_per_s": 100.0 * k, "ceiling_gbs_measured": 22.71, "matmul_compute_bound": float(k % 2)},
+              units={"ceiling_gbs_measured": "GB/s"}) for k in (1, 2, 3)]), "x").records
+    (group,) = experiment_tables(recs, {})
+    assert "causal=yes" in group.shared and "workload=L2-h64" in group.shared  # a nested config by its id
+    assert "/work" not in group.shared and "test.raw" in group.shared  # never a local path
+    assert group.constant == "ceiling_gbs_measured=22.71\u00a0GB/s"
+    (table,) = group.tables
+    assert [row[-1] for row in table.rows] == ["yes", "no", "yes"]
+
+
+@pytest.mark.parametrize("value, text", [
+    (True, "yes"), (None, "none"), (3e-4, "0.0003"), (["bf16", "int8"], "bf16/int8"), ([1, 2, 4], "[1,2,4]"),
+    ({"id": "L4-h128", "layers": 4}, "L4-h128"), ("/home/u/.cache/x/model-v2-abc", "model-v2-abc"),
+    ("C:\\data\\boolq\\val.jsonl", "val.jsonl"), ("hub:Salesforce/wikitext", "hub:Salesforce/wikitext"),
+    ("x" * 50, "x" * 26 + "…" + "x" * 13),
+])
+def test_config_values_are_short_and_never_local_paths(value, text) -> None:
+    assert format_value(value) == text
+
+
+@pytest.mark.parametrize("number, text", [(1.413e-4, "0.0001413"), (5e-5, "5.000e-05"), (0.001885, "0.001885"),
+                                          (12_345.6, "12,346"), (123_456_789, "123,456,789"), (9999, "9999"),
+                                          (True, "yes"), (False, "no"), (2.0, "2")])
+def test_numbers_have_four_significant_digits_and_separators(number, text) -> None:
+    assert format_number(number) == text
+
+
+def test_ids_drop_the_parts_all_of_them_share() -> None:
+    names = ["smollm2-135m-cpu-real-wikitext", "smollm2-135m-cpu-fake-boolq"]
+    assert distinct_parts(names) == ["real-wikitext", "fake-boolq"]
+    assert distinct_parts(["cpu-dp", "cpu-tp"]) == ["dp", "tp"]
+    assert distinct_parts(["a-b", "a-b"]) == ["a-b", "a-b"] and distinct_parts(["x"]) == ["x"]
 
 
 def test_tests_of_one_experiment_get_their_own_tables() -> None:
