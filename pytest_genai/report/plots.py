@@ -22,6 +22,8 @@ from .pareto import pareto_front
 from .registry import THROUGHPUT_METRICS, MetricInfo, default_metric_info
 from .roofline import ceiling_polyline, ridge_point
 from .runs import Record, records_from_benchmarks
+from .tables import format_number, format_value
+from .views import distinguishing_keys
 
 CATEGORY_PARAMS = ("strategy", "parallelism", "dtype", "precision", "mode", "attention", "flash_attention")
 """Categorical config parameters that get a grouped bar chart of throughput (DDP vs FSDP, fp32 vs bf16...)."""
@@ -184,11 +186,69 @@ def roofline_plots(recs: Sequence[Record], outdir: Path) -> list[Path]:
     return paths
 
 
-# --- sweeps and strategies --------------------------------------------------------------------
+# --- what tells records apart: series and point labels ---------------------------------------------------------
+
+SERIES_PREFERENCE = ("task", "model", "device") + CATEGORY_PARAMS + ("world_size", "batch_size", "layers", "hidden")
+"""Keys tried first when a plot needs series: the ones a reader expects a line or a bar colour to stand for."""
+PLAN_KEYS = ("precision", "mode", "tiers", "backend", "plan", "bits", "sensitive_fraction", "group_size", "dtype")
+"""Keys that name a precision plan: a point of the quality-vs-compression plot."""
+MAX_VALUE_CHARS = 24
+
 
 def _numeric(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
+
+def _facts(r: Record) -> dict[str, Any]:
+    """What a plot may tell records apart by: device generation, model and the config (its ``id`` is derived from the
+    rest and left out)."""
+    out: dict[str, Any] = {"device": r.device.generation if r.device else None, "model": r.model}
+    out.update((k, v) for k, v in r.config.items() if k != "id")
+    return out
+
+
+def short_value(v: Any) -> str:
+    """A config value as a legend or tick label: :func:`.tables.format_value`, cut shorter."""
+    return format_value(v, MAX_VALUE_CHARS)
+
+
+def _keys(rows: Sequence[Record], fixed: Sequence[str] = (), prefer: Sequence[str] = ()) -> list[str]:
+    """The fewest keys that tell ``rows`` apart beside ``fixed`` (:func:`.views.distinguishing_keys`)."""
+    return distinguishing_keys(rows, _facts, fixed, [*prefer, *SERIES_PREFERENCE])
+
+
+def _line_keys(rows: Sequence[Record], x: str) -> list[str]:
+    """What a line of a sweep stands for: the keys that tell the points of one x apart, plus every categorical
+    (text) key that varies, so that one line never joins, say, forward and training runs."""
+    keys = _keys(rows, fixed=[x])
+    text = [k for k in dict.fromkeys(k for r in rows for k in _facts(r)) if k != x and k not in keys
+            and any(isinstance(_facts(r).get(k), str) for r in rows)
+            and len({repr(_facts(r).get(k)) for r in rows}) > 1]
+    return keys + text
+
+
+def _sort_key(label_values: Sequence[Any]) -> tuple:
+    return tuple((0, v, "") if _numeric(v) else (1, 0, str(v)) for v in label_values)
+
+
+def _label(r: Record, keys: Sequence[str]) -> str:
+    facts = _facts(r)
+    values = [short_value(facts[k]) if k in facts else "—" for k in keys]  # "—": the record has no such key
+    return " ".join(dict.fromkeys(values))  # "fp32 fp32" reads "fp32"
+
+
+def _legend_title(keys: Sequence[str]) -> str:
+    return " / ".join(keys)
+
+
+def _legend(fig: Any, ax: Any, title: str, n: int) -> None:
+    """Beside the axes, never over the data; none for a single series."""
+    if n > 1:
+        fig.legend(*ax.get_legend_handles_labels(), title=title, fontsize=7, title_fontsize=7,
+                   loc="outside right upper")
+
+
+# --- sweeps and strategies --------------------------------------------------------------------
 
 def _by_experiment(recs: Sequence[Record]) -> dict[str, list[Record]]:
     out: dict[str, list[Record]] = {}
@@ -209,41 +269,74 @@ def _varying(recs: Sequence[Record]) -> list[str]:
     return [k for k in keys if len({repr(r.config.get(k)) for r in recs}) > 1]
 
 
-def _series_label(r: Record, params: Sequence[str]) -> str:
-    parts = [f"{p}={r.config.get(p)}" for p in params]
-    gens = r.device.generation if r.device else ""
-    return ", ".join([gens] + parts) if parts else gens
+def _metric_label(metric: str, info: Mapping[str, MetricInfo] | None = None) -> str:
+    unit = info[metric].unit if info and metric in info else _UNITS.get(metric, "")
+    return f"{metric} [{unit}]" if unit and unit != "1" else metric
+
+
+_UNITS = {"tokens_per_s": "tokens/s", "samples_per_s": "samples/s", "images_per_s": "images/s",
+          "achieved_tflops": "TFLOP/s"}
+
+
+def _y_axis(ax: Any, values: Sequence[float]) -> None:
+    """A log axis when the values span more than 20x (throughput across model sizes), thousands separators on a
+    linear one."""
+    from matplotlib.ticker import FuncFormatter
+
+    positive = [v for v in values if _finite(v)]
+    if positive and len(positive) == len(values) and max(positive) / min(positive) > 20:
+        ax.set_yscale("log")
+    elif positive and max(positive) >= 10_000:
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+
+
+def _one_to_one(rows: Sequence[Record], a: str, b: str) -> bool:
+    pairs = {(repr(r.config.get(a)), repr(r.config.get(b))) for r in rows}
+    return len(pairs) == len({p for p, _ in pairs}) == len({q for _, q in pairs})
 
 
 def sweep_plots(recs: Sequence[Record], outdir: Path) -> list[Path]:
-    """Throughput against each numeric config parameter that varies (scaling, batch size, layers...)."""
+    """Throughput against each numeric config parameter that varies (scaling, batch size, layers...): one line per
+    combination of the other keys that tell the records apart (not per whole config). A parameter that moves in
+    lockstep with one already drawn (heads with hidden) gets no plot of its own."""
     paths = []
     for exp, group in _by_experiment(recs).items():
         metric = _throughput_metric(group)
         if metric is None:
             continue
-        varying = _varying(group)
-        for param in varying:
+        drawn: list[str] = []
+        for param in _varying(group):
             rows = [r for r in group if metric in r.metrics and _numeric(r.config.get(param))]
-            if len({r.config[param] for r in rows}) < 2:
+            if len({r.config[param] for r in rows}) < 2 or any(_one_to_one(rows, param, d) for d in drawn):
                 continue
-            others = [p for p in varying if p != param]
+            keys = _line_keys(rows, param)
             series: dict[str, list[tuple[float, float]]] = {}
+            order: dict[str, tuple] = {}
             for r in rows:
-                series.setdefault(_series_label(r, others), []).append((r.config[param], r.metrics[metric]))
-            series = {k: sorted(v) for k, v in series.items() if len(v) >= 2}
+                label = _label(r, keys)
+                series.setdefault(label, []).append((r.config[param], r.metrics[metric]))
+                order[label] = _sort_key([_facts(r).get(k) for k in keys])
+            series = {k: v for k, v in series.items() if len(v) >= 2}  # a one-point line shows no sweep
             if not series:
                 continue
+            drawn.append(param)
             fig = _new_figure()
             ax = fig.add_subplot()
-            for label, pts in sorted(series.items()):
-                ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", label=label)
+            for label in sorted(series, key=order.__getitem__):
+                pts = sorted(series[label])
+                ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", label=label or metric)
+            xs = sorted({r.config[param] for r in rows})
+            if xs[0] > 0 and xs[-1] / xs[0] >= 8:  # sizes that double: equal steps on a log2 axis
+                ax.set_xscale("log", base=2)
+            if len(xs) <= 12:
+                ax.set_xticks(xs, [short_value(x) for x in xs])
+                ax.minorticks_off()
+            _y_axis(ax, [r.metrics[metric] for r in rows])
             ax.set_xlabel(param)
-            ax.set_ylabel(metric)
+            ax.set_ylabel(_metric_label(metric))
             ax.set_title(f"{exp}: {metric} vs {param}")
             ax.grid(True, linewidth=0.3)
-            if len(series) <= 12:
-                ax.legend(fontsize=7)
+            _legend(fig, ax, _legend_title(keys), len(series))
             paths.append(_save(fig, outdir / f"{_slug(exp, metric, 'vs', param)}.png"))
     return paths
 
@@ -257,77 +350,170 @@ def category_plots(recs: Sequence[Record], outdir: Path) -> list[Path]:
             continue
         for param in CATEGORY_PARAMS:
             rows = [r for r in group if metric in r.metrics and param in r.config]
-            values = list(dict.fromkeys(str(r.config[param]) for r in rows))
-            if len(values) >= 2:
+            values = list(dict.fromkeys(short_value(r.config[param]) for r in rows))
+            if len(values) >= 2 and _compared(rows, param):
                 fig = _bars(rows, param, values, metric, f"{exp}: {metric} per {param}")
                 paths.append(_save(fig, outdir / f"{_slug(exp, metric, 'by', param)}.png"))
     return paths
 
 
+def _compared(rows: Sequence[Record], param: str) -> bool:
+    """Bars per ``param`` compare something when the records form one series, or when some series (the other keys
+    held fixed) has bars for two values of ``param``; records that never share their other keys are not drawn."""
+    keys = _keys(rows, fixed=[param])
+    if not keys:
+        return True
+    seen: dict[str, set[str]] = {}
+    for r in rows:
+        seen.setdefault(_label(r, keys), set()).add(short_value(r.config[param]))
+    return any(len(v) >= 2 for v in seen.values())
+
+
 def _bars(rows: Sequence[Record], param: str, values: Sequence[str], metric: str, title: str) -> Any:
-    others = [p for p in _varying(rows) if p != param]
-    groups = list(dict.fromkeys(_series_label(r, others) for r in rows))
+    """One bar per (category, series); series only for keys that vary within a category, each bar labelled."""
+    keys = _keys(rows, fixed=[param])
+    order = {_label(r, keys): _sort_key([_facts(r).get(k) for k in keys]) for r in rows}
+    groups = sorted(order, key=order.__getitem__)
     fig = _new_figure()
     ax = fig.add_subplot()
     width = 0.8 / max(1, len(groups))
-    for gi, glabel in enumerate(groups):
-        heights = []
-        for v in values:
-            found = [r.metrics[metric] for r in rows if str(r.config[param]) == v and _series_label(r, others) == glabel]
-            heights.append(found[0] if found else 0.0)
-        ax.bar([i + gi * width for i in range(len(values))], heights, width=width, label=glabel)
-    ax.set_xticks([i + width * (len(groups) - 1) / 2 for i in range(len(values))], values)
-    ax.set_ylabel(metric)
+    colors = {g: f"C{i % 10}" for i, g in enumerate(groups)}
+    at: dict[str, list[tuple[float, float]]] = {g: [] for g in groups}
+    for i, v in enumerate(values):
+        present = [(g, [r.metrics[metric] for r in rows if short_value(r.config[param]) == v and _label(r, keys) == g])
+                   for g in groups]
+        present = [(g, found[0]) for g, found in present if found]  # a missing combination is no bar, not a zero
+        for k, (g, height) in enumerate(present):  # the bars of one category centred on its tick
+            at[g].append((i + (k - (len(present) - 1) / 2) * width, height))
+    for g in groups:
+        bars = ax.bar([x for x, _ in at[g]], [h for _, h in at[g]], width=width * 0.95, color=colors[g],
+                      label=g or metric)
+        ax.bar_label(bars, [format_number(h) for _, h in at[g]], fontsize=6 if len(groups) > 2 else 7, padding=2,
+                     rotation=90 if len(groups) > 3 else 0)
+    long_ticks = len(values) > 4 and max(len(v) for v in values) > 8
+    ax.set_xticks(range(len(values)), values, rotation=30 if long_ticks else 0, ha="right" if long_ticks else "center")
+    ax.set_xlabel(param)
+    ax.set_ylabel(_metric_label(metric))
+    if max(r.metrics[metric] for r in rows) >= 10_000:
+        from matplotlib.ticker import FuncFormatter
+
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.margins(y=0.2 if len(groups) > 3 else 0.12)  # room for the value labels
     ax.set_title(title)
-    if len(groups) <= 12:
-        ax.legend(fontsize=7)
+    ax.grid(True, axis="y", linewidth=0.3)
+    ax.set_axisbelow(True)
+    _legend(fig, ax, _legend_title(keys), len(groups))
     return fig
 
 
 # --- quality vs compression -------------------------------------------------------------------
+
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
+SERIES_KEYS = ("device", "model", "task")
+"""What a quality-vs-compression series stands for (the keys among these that vary): one line per task."""
+
 
 def _direction(metric: str, info: Mapping[str, MetricInfo]) -> str | None:
     d = info[metric].direction if metric in info else _QUALITY_DIRECTIONS.get(metric)
     return d if d in ("higher", "lower") else None
 
 
-def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: str, direction: str, title: str) -> Any:
-    """Quality metric against compression ratio per series, the Pareto front of each drawn as a step line."""
-    fig = _new_figure()
+def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: str, direction: str, title: str,
+                  series_title: str = "", point_title: str = "") -> Any:
+    """Quality metric against compression ratio: a colour per series (task), a marker per point label (precision
+    plan), each series' Pareto front as a step line. Points of one series that coincide (fake and real quantization
+    often score the same) are drawn nested and labelled together."""
+    from matplotlib.lines import Line2D
+
+    fig = _new_figure((7.6, 4.8))
     ax = fig.add_subplot()
-    for label, pts in sorted(points.items()):
+    plans = list(dict.fromkeys(p for pts in points.values() for _, _, p in pts))
+    marker = {p: _MARKERS[i % len(_MARKERS)] for i, p in enumerate(plans)}
+    handles = []
+    for si, (label, pts) in enumerate(points.items()):
+        color = f"C{si % 10}"
+        at: dict[tuple[float, float], list[str]] = {}
+        for x, y, plan in pts:
+            at.setdefault((round(x, 6), round(y, 9)), []).append(plan)
+        right = max(x for x, _, _ in pts)
+        for (x, y), here in at.items():
+            for k, plan in enumerate(here):  # nested: the first largest and filled, the others white inside it
+                ax.scatter([x], [y], s=80 - 30 * min(k, 2), marker=marker[plan], facecolors="white" if k else color,
+                           edgecolors=color, linewidths=1.2, zorder=3 + k)
+            left = x == right and len(at) > 1  # labels of the rightmost points go to their left, inside the axes
+            ax.annotate(_same_points_text(here), (x, y), fontsize=6.5, xytext=(-7 if left else 7, 5),
+                        textcoords="offset points", ha="right" if left else "left", color=color)
         xy = [(x, y) for x, y, _ in pts]
-        sc = ax.scatter([x for x, _ in xy], [y for _, y in xy], s=26, alpha=0.6, label=label)
-        front = pareto_front(xy, maximize_x=True, maximize_y=direction == "higher")
-        fx, fy = [xy[i][0] for i in front], [xy[i][1] for i in front]
-        (line,) = ax.plot(fx, fy, drawstyle="steps-post", color=sc.get_facecolor()[0], linewidth=1.4,
-                          marker="D", markersize=6, label=f"{label}: Pareto front")
+        front = sorted(pareto_front(xy, maximize_x=True, maximize_y=direction == "higher"), key=lambda i: xy[i])
+        (line,) = ax.plot([xy[i][0] for i in front], [xy[i][1] for i in front], drawstyle="steps-post", color=color,
+                          linewidth=1.2, alpha=0.7)
         line.set_gid(f"pareto-{label}")
-        for i in front:
-            ax.annotate(pts[i][2], xy[i], fontsize=6, xytext=(3, 3), textcoords="offset points")
+        handles.append(Line2D([], [], color=color, marker="o", linewidth=1.2, label=label))
+    if len(plans) > 1:
+        handles.append(Line2D([], [], linestyle="", label=""))  # a gap between the two kinds of entry
+        handles += [Line2D([], [], color="0.35", marker=marker[p], linestyle="", label=p) for p in plans]
+    titles = [t for t in (f"{series_title or 'series'} (colour; line: Pareto front)",
+                          f"{point_title} (marker)" if len(plans) > 1 and point_title else "") if t]
+    fig.legend(handles=handles, title="\n".join(titles), fontsize=7, title_fontsize=7, loc="outside right upper")
     ax.set_xlabel("compression ratio [x] (higher is better)")
     ax.set_ylabel(f"{metric} ({direction} is better)")
     ax.set_title(title)
     ax.grid(True, linewidth=0.3)
-    ax.legend(fontsize=7)
+    ax.margins(x=0.1, y=0.12)
     return fig
 
 
+def _same_points_text(plans: Sequence[str]) -> str:
+    """``bf16/int8 fake``, ``bf16/int8 real`` at one point read ``bf16/int8 fake = real``."""
+    first = plans[0].split()
+    out = [plans[0]]
+    for plan in plans[1:]:
+        words = plan.split()
+        same = 0
+        while same < min(len(words), len(first)) - 1 and words[same] == first[same]:
+            same += 1
+        out.append(" ".join(words[same:]))
+    return " = ".join(out)
+
+
+def _fp32(r: Record) -> bool:
+    return any(str(r.config.get(k, "")).lower() in ("fp32", "float32") for k in ("mode", "precision", "dtype"))
+
+
+def quality_series(sel: Sequence[Record], metric: str) -> tuple[dict[str, list[tuple[float, float, str]]], list[str],
+                                                                 list[str]]:
+    """``{series: [(compression ratio, metric, plan), ...]}`` with the keys naming series and points: a series per
+    task (and device / model when they vary), a point per precision plan (precision and mode when they vary, plus
+    what else tells points apart). The fp32 baseline, which records no compression ratio, sits at 1x (the ratio's
+    definition: fp32 bytes / stored bytes)."""
+    series_keys = ([k for k in SERIES_KEYS if len({repr(_facts(r).get(k)) for r in sel}) > 1]
+                   or [k for k in ("task",) if all(k in r.config for r in sel)])  # one task: still named
+    shown_plan = [k for k in PLAN_KEYS if k not in ("backend", "dtype")  # what names a plan, if it varies
+                  and len({repr(_facts(r).get(k)) for r in sel}) > 1]
+    point_keys = shown_plan + _keys(sel, fixed=[*series_keys, *shown_plan], prefer=PLAN_KEYS)
+    series: dict[str, list[tuple[float, float, str]]] = {}
+    for r in sel:
+        x = r.metrics["compression_ratio"] if _finite(r.metrics.get("compression_ratio")) else 1.0
+        series.setdefault(_label(r, series_keys) or metric, []).append(
+            (x, r.metrics[metric], _label(r, point_keys) or r.param or r.name))
+    return series, series_keys, point_keys
+
+
 def pareto_plots(recs: Sequence[Record], outdir: Path, info: Mapping[str, MetricInfo]) -> list[Path]:
+    """Per quality metric of an experiment with compression ratios: :func:`quality_series` drawn by
+    :func:`pareto_figure`."""
     paths = []
     for exp, group in _by_experiment(recs).items():
-        rows = [r for r in group if _finite(r.metrics.get("compression_ratio"))]
-        varying = _varying(rows)
+        if not any(_finite(r.metrics.get("compression_ratio")) for r in group):
+            continue
+        rows = [r for r in group if _finite(r.metrics.get("compression_ratio")) or _fp32(r)]
         for metric in QUALITY_METRICS:
             direction = _direction(metric, info)
             sel = [r for r in rows if metric in r.metrics and math.isfinite(r.metrics[metric])]
             if direction is None or len(sel) < 2:
                 continue
-            series: dict[str, list[tuple[float, float, str]]] = {}
-            for r in sel:
-                label = ", ".join(x for x in ((r.device.generation if r.device else ""), r.model or "") if x)
-                point_label = " ".join(str(r.config[p]) for p in varying if p in r.config) or r.name
-                series.setdefault(label, []).append((r.metrics["compression_ratio"], r.metrics[metric], point_label))
-            fig = pareto_figure(series, metric, direction, f"{exp}: {metric} vs compression ratio")
+            series, series_keys, point_keys = quality_series(sel, metric)
+            fig = pareto_figure(series, metric, direction, f"{exp}: {metric} vs compression ratio",
+                                _legend_title(series_keys), _legend_title(point_keys))
             paths.append(_save(fig, outdir / f"{_slug(exp, metric, 'vs', 'compression')}.png"))
     return paths

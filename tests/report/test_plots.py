@@ -4,7 +4,8 @@ from pathlib import Path
 import pytest
 
 from pytest_genai.devices.specs import get_spec
-from pytest_genai.report.plots import roofline_figure, write_plots
+from pytest_genai.report import plots
+from pytest_genai.report.plots import quality_series, roofline_figure, write_plots
 from pytest_genai.report.registry import metric_info_from
 from pytest_genai.report.runs import run_from_json
 from pytest_genai.claims import load_metrics
@@ -80,3 +81,131 @@ def test_recorded_ceilings_are_drawn_both_measured_and_spec() -> None:
 
 def test_runs_without_plottable_metrics_write_nothing(tmp_path: Path) -> None:
     assert write_plots([bench("t", metrics={"acc": 0.5})], tmp_path, {}) == []
+
+
+# --- labels say what varies; nothing runs off the figure ---------------------------------------------------------
+
+def quant_records():
+    """The A1 quality rows as the suite records them: three tasks x fp32 / fake / real, incidental keys included."""
+    acc = {"hellaswag": (0.5, 0.4875, 0.4875), "boolq": (0.625, 0.5625, 0.5625)}
+    out = []
+    for task in ("wikitext", "hellaswag", "boolq"):
+        for i, mode in enumerate(("fp32", "fake", "real")):
+            config = {"mode": mode, "task": task, "precision": "fp32" if mode == "fp32" else "bf16/int8",
+                      "backend": "none" if mode == "fp32" else "native",
+                      "data_source": f"/work/shared/data/{task}/validation.jsonl",
+                      "n_examples": 1 if task == "wikitext" else 40, "limit": None if task == "wikitext" else 40,
+                      "seed": 1234, "max_length": 512}
+            metrics = {"tokens_per_s": 900.0 if mode == "fp32" else 600.0 + 10 * i}
+            if mode != "fp32":  # the fp32 baseline records no compression ratio
+                metrics["compression_ratio"] = 3.243
+            if task == "wikitext":
+                metrics["perplexity"] = 14.9 + 0.03 * i
+            else:
+                metrics["acc"] = acc[task][i]
+            out.append(bench(f"test_quantized_model_quality[smollm2-135m-cpu-{mode}-{task}]", "quant", config,
+                             metrics, model="smollm2-135m"))
+    return out
+
+
+def test_quality_vs_compression_has_a_series_per_task_and_a_point_per_plan() -> None:
+    recs = [r for r in run_from_json(run_doc(quant_records()), "x").records if "acc" in r.metrics]
+    series, series_keys, point_keys = quality_series(recs, "acc")
+    assert series_keys == ["task"] and point_keys == ["precision", "mode"]
+    assert series == {
+        "hellaswag": [(1.0, 0.5, "fp32"), (3.243, 0.4875, "bf16/int8 fake"), (3.243, 0.4875, "bf16/int8 real")],
+        "boolq": [(1.0, 0.625, "fp32"), (3.243, 0.5625, "bf16/int8 fake"), (3.243, 0.5625, "bf16/int8 real")],
+    }
+
+
+def _captured_figures(monkeypatch, records, tmp_path):
+    figures = {}
+    save = plots._save
+
+    def keep(fig, path):
+        figures[Path(path).name] = fig
+        return save(fig, path)
+
+    monkeypatch.setattr(plots, "_save", keep)
+    write_plots(records, tmp_path, metric_info_from(load_metrics()))
+    return figures
+
+
+def _legend_texts(fig) -> list[str]:
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    return [line for leg in legends for t in [leg.get_title(), *leg.get_texts()] for line in t.get_text().split("\n")]
+
+
+def _drawn_ticks(axis) -> list:
+    """Tick labels inside the axis' view (matplotlib keeps, but does not draw, the ones beyond it)."""
+    lo, hi = sorted(axis.get_view_interval())
+    return [tick.label1 for tick in axis.get_major_ticks() if lo <= tick.get_loc() <= hi]
+
+
+def layout_problems(fig) -> list[str]:
+    """What a reader would stumble on: a legend over the plot or off the figure, text cut at the figure's edge,
+    x tick labels on top of each other."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    page = fig.bbox
+    problems = []
+
+    def inside(box) -> bool:
+        return box.x0 >= page.x0 - 1 and box.y0 >= page.y0 - 1 and box.x1 <= page.x1 + 1 and box.y1 <= page.y1 + 1
+
+    for ax in fig.axes:
+        plot_area = ax.get_window_extent(renderer)
+        for leg in list(fig.legends) + ([ax.get_legend()] if ax.get_legend() else []):
+            box = leg.get_window_extent(renderer)
+            if not inside(box):
+                problems.append("legend runs off the figure")
+            if box.overlaps(plot_area):
+                problems.append("legend covers the plot")
+        texts = [ax.title, ax.xaxis.label, ax.yaxis.label, *ax.texts, *_drawn_ticks(ax.xaxis), *_drawn_ticks(ax.yaxis)]
+        for text in texts:
+            if text.get_visible() and text.get_text() and not inside(text.get_window_extent(renderer)):
+                problems.append(f"text cut: {text.get_text()!r}")
+        ticks = [t.get_window_extent(renderer) for t in _drawn_ticks(ax.xaxis) if t.get_visible() and t.get_text()]
+        if any(a.overlaps(b) for a, b in zip(ticks, ticks[1:])):
+            problems.append("x tick labels overlap")
+    return problems
+
+
+def test_legends_name_what_varies_never_paths_or_whole_configs(monkeypatch, tmp_path: Path) -> None:
+    figures = _captured_figures(monkeypatch, quant_records(), tmp_path)
+    assert sorted(figures) == ["quant_acc_vs_compression.png", "quant_perplexity_vs_compression.png",
+                               "quant_tokens_per_s_by_mode.png"]
+    for name, fig in figures.items():
+        texts = _legend_texts(fig)
+        assert not [t for t in texts if "/work" in t or "=" in t or "None" in t or len(t) > 40], (name, texts)
+        assert layout_problems(fig) == [], name
+    assert [t for t in _legend_texts(figures["quant_tokens_per_s_by_mode.png"]) if t] == [
+        "task", "boolq", "hellaswag", "wikitext"]
+
+
+def test_bars_per_strategy_with_incidental_keys_are_one_series_without_zero_bars(monkeypatch, tmp_path) -> None:
+    # Level 2: repeats and head_vocab are set per strategy; they used to split the bars into series with gaps
+    records = [bench(f"test_parallel_scaling[cpu-{s}]", "dabench_level2", {"strategy": s, "head_vocab": v,
+                                                                          "repeats": n},
+                     {"samples_per_s": sps}) for s, v, n, sps in (("dp", 0, 6, 336.0), ("tp", 0, 6, 143.0),
+                                                                  ("pp", 8192, 10, 133.0))]
+    fig = _captured_figures(monkeypatch, records, tmp_path)["dabench_level2_samples_per_s_by_strategy.png"]
+    (ax,) = fig.axes
+    heights = [p.get_height() for p in ax.patches]
+    assert heights == [336.0, 143.0, 133.0] and not fig.legends  # one series: no legend
+    assert [p.get_x() + p.get_width() / 2 for p in ax.patches] == pytest.approx([0, 1, 2])  # centred on the ticks
+
+
+def test_a_sweep_never_joins_different_modes_and_lockstep_parameters_are_drawn_once(monkeypatch, tmp_path) -> None:
+    rows = [(2, 64, 1, "forward", 160e3), (4, 64, 1, "forward", 84e3), (2, 256, 4, "forward", 12e3),
+            (4, 256, 4, "forward", 10e3), (2, 128, 2, "train", 11e3), (2, 512, 8, "train", 800.0)]
+    records = [bench(f"test_l1[L{layers}-h{hidden}-{mode}]", "dabench",
+                     {"layers": layers, "hidden": hidden, "heads": heads, "mode": mode}, {"tokens_per_s": tps})
+               for layers, hidden, heads, mode, tps in rows]
+    figures = _captured_figures(monkeypatch, records, tmp_path)
+    assert "dabench_tokens_per_s_vs_heads.png" not in figures  # heads = hidden / 64: the hidden plot shows it
+    (ax,) = figures["dabench_tokens_per_s_vs_hidden.png"].axes
+    assert sorted(line.get_label() for line in ax.get_lines()) == ["2 forward", "2 train", "4 forward"]
+    assert ax.get_yscale() == "log"  # 800 to 160,000 tokens/s
+    (ax,) = figures["dabench_tokens_per_s_vs_layers.png"].axes
+    assert sorted(line.get_label() for line in ax.get_lines()) == ["256 forward", "64 forward"]  # one-point lines: none
