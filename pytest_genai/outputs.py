@@ -56,3 +56,67 @@ def clashing_input(output: str, inputs: Iterable[tuple[str, str | None]]) -> str
         if path and path != STDOUT and same_path(output, path):
             return option
     return None
+
+
+class AtomicJsonOutput:
+    """What ``--benchmark-json PATH`` gives pytest-benchmark instead of ``argparse.FileType('wb')``: nothing is opened
+    at start-up (FileType truncated the previous run's file the moment pytest parsed its options), and what
+    pytest-benchmark writes at the end (``with handle as fh: fh.write(...)``) replaces the file atomically, so a
+    run killed at any point leaves the previous file whole or the new one complete, never a 0-byte file."""
+
+    def __init__(self, raw: str) -> None:
+        self.name = raw  # as typed, like a file object's name
+        self.path = os.path.abspath(os.path.expanduser(raw))
+        self._buffer: Any = None
+
+    @classmethod
+    def from_arg(cls, raw: str) -> Any:
+        if raw == STDOUT:
+            import argparse
+
+            return argparse.FileType("wb")(raw)
+        return cls(raw)
+
+    def __fspath__(self) -> str:
+        return self.path
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __enter__(self) -> "AtomicJsonOutput":
+        import io
+
+        self._buffer = io.BytesIO()
+        return self
+
+    def write(self, data: bytes) -> int:
+        if self._buffer is None:
+            self.__enter__()
+        return self._buffer.write(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        """Write what was written so far (if anything) to the file, atomically."""
+        if self._buffer is not None and self._buffer.tell():
+            from pytest_genai.atomic import write_bytes_atomic
+
+            write_bytes_atomic(self.path, self._buffer.getvalue())
+        self._buffer = None
+
+    def __exit__(self, exc_type: Any, *rest: Any) -> bool:
+        if exc_type is None:
+            self.close()
+        self._buffer = None
+        return False
+
+
+def make_benchmark_json_atomic(parser: Any) -> bool:
+    """Swap ``--benchmark-json``'s argparse type for :class:`AtomicJsonOutput` (True when the option was found)."""
+    optparser = getattr(parser, "optparser", None)
+    for action in getattr(optparser, "_actions", ()):
+        if "--benchmark-json" in action.option_strings:
+            action.type = AtomicJsonOutput.from_arg
+            return True
+    return False

@@ -47,6 +47,9 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from pytest_genai.outputs import make_benchmark_json_atomic
+
+    make_benchmark_json_atomic(parser)  # when pytest-benchmark registered first; else pytest_plugin_registered does
     group = parser.getgroup("genai", "pytest-genai: generative-AI benchmarks on accelerators")
     for name, (option, env, ini, _parser, _default) in SETTINGS.items():
         text = _HELP[name] + (f" [env {env}]" if env else "")
@@ -110,6 +113,17 @@ def _check_report_path(config: pytest.Config) -> None:
     problem = output_file_problem(report)
     if problem:
         raise pytest.UsageError(f"--genai-report {report}: {problem}")
+
+
+def pytest_plugin_registered(plugin: Any, manager: pytest.PytestPluginManager) -> None:
+    """pytest-benchmark registered after this plugin: make its --benchmark-json atomic now (before parsing)."""
+    if getattr(plugin, "__name__", "") == "pytest_benchmark.plugin":
+        from pytest_genai.outputs import make_benchmark_json_atomic
+
+        config = manager.get_plugin("pytestconfig")
+        parser = getattr(config, "_parser", None)  # pytest's own parser, before it parses the command line
+        if parser is not None:
+            make_benchmark_json_atomic(parser)
 
 
 def _state(config: pytest.Config) -> SessionState:

@@ -363,3 +363,20 @@ def test_genai_report_over_an_input_or_in_a_missing_folder_is_a_usage_error(pyte
     errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
     assert len(errors) == 1 and needle.format(path=pytester.path) in errors[0]
     assert (pytester.path / "base.json").read_text() == '{"benchmarks": []}'
+
+
+def test_benchmark_json_is_not_truncated_at_start_and_is_replaced_whole(pytester: pytest.Pytester) -> None:
+    """argparse.FileType('wb') emptied the previous run's file when pytest parsed its options; a run killed later
+    left 0 bytes. Now the file keeps the previous run until the new one replaces it, atomically."""
+    (pytester.path / "out.json").write_text('{"previous": "run"}')
+    pytester.makepyfile("""
+import json
+
+def test_a(benchmark):
+    assert json.load(open("out.json")) == {"previous": "run"}
+    benchmark.pedantic(lambda: None, rounds=2)
+""")
+    pytester.runpytest("--benchmark-json", "out.json").assert_outcomes(passed=1)
+    data = json.loads((pytester.path / "out.json").read_text())
+    assert [b["name"] for b in data["benchmarks"]] == ["test_a"]
+    assert not [p.name for p in pytester.path.iterdir() if p.name.endswith(".tmp")]
