@@ -27,3 +27,26 @@ def test_existing_file_keeps_its_mode(tmp_path):
     write_json_atomic(path, {"benchmarks": []})
     assert _mode(path) == 0o640
     assert '"benchmarks": []' in path.read_text()
+
+
+def test_the_target_is_replaced_by_rename_never_rewritten_in_place(tmp_path, monkeypatch):
+    """A reader (or a crash) mid-write sees the old file or the new one, never a truncated one: the new content
+    arrives as a new inode renamed over the target, and a failed write leaves the old file as it was."""
+    import pytest
+
+    path = tmp_path / "out.json"
+    path.write_text('{"old": 1}')
+    before = os.stat(path).st_ino
+    held = open(path)  # a reader that opened the old file keeps reading the old content
+    write_json_atomic(path, {"new": 2})
+    assert os.stat(path).st_ino != before
+    assert held.read() == '{"old": 1}'
+    held.close()
+
+    def disk_full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("pytest_genai.atomic.os.fsync", disk_full)  # the write fails before the rename
+    with pytest.raises(OSError, match="No space"):
+        write_json_atomic(path, {"newer": 3})
+    assert '"new": 2' in path.read_text() and not list(tmp_path.glob(".*tmp"))

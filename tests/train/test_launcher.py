@@ -179,3 +179,25 @@ def _ranks_up(tmp_path):
     """Ranks of the hung job whose 'up' line is in their log."""
     logs = list((tmp_path / "job" / "logs").rglob("stdout.log")) if (tmp_path / "job" / "logs").exists() else []
     return [p for p in logs if b" up" in p.read_bytes()]
+
+
+def test_a_worker_re_parented_out_of_torchruns_tree_is_still_killed(tmp_path):
+    """A worker's child that detaches (own session, ignores SIGTERM) and outlives its parent is no descendant of
+    torchrun any more: only the launch-token search finds it. The job fails; nothing may be left running."""
+    marker = str(tmp_path / "detached-marker")
+    worker = _script(tmp_path, """
+        import os, subprocess, sys, time
+        if os.environ["RANK"] == "0":
+            subprocess.Popen([sys.executable, "-c",
+                              "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)",
+                              %r], start_new_session=True)
+            time.sleep(0.5)
+            raise RuntimeError("rank 0 fails after leaving a detached child")
+        time.sleep(600)
+    """ % marker)
+    with pytest.raises(LaunchError, match="exit code"):
+        launch(worker, LaunchSpec(nproc=2, timeout_s=60), tmp_path / "job")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _no_leftovers(tmp_path):
+        time.sleep(0.2)
+    assert not _no_leftovers(tmp_path)

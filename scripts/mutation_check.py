@@ -1,0 +1,81 @@
+"""Keep the reliability tests honest: break one guarded behaviour at a time in a scratch copy of the repository and
+expect its tests to fail. Exit 0 when every mutation was caught, 1 otherwise (and say which survived).
+
+    python3 scripts/mutation_check.py            # all mutations
+    python3 scripts/mutation_check.py atomic     # one
+
+Each mutation is a literal replacement in one file (it must match exactly once, so the check notices when the code
+it targets moves) and the test files that must catch it. Run from the repository root; about 2-4 minutes on 2 cores.
+"""
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutation:
+    name: str
+    file: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+
+
+MUTATIONS = (
+    Mutation("atomic", "pytest_genai/atomic.py", "        os.replace(tmp, path)\n",
+             "        path.write_bytes(open(tmp, 'rb').read()); os.unlink(tmp)\n",  # a plain, non-atomic write
+             ("tests/test_atomic.py",)),
+    Mutation("stray-workers", "pytest_genai/train/launcher.py",
+             "                if _proc_env_has(int(entry), needle):\n",
+             "                if False and _proc_env_has(int(entry), needle):\n",  # workers found only as descendants
+             ("tests/train/test_launcher.py",)),
+    Mutation("gate-nan", "pytest_genai/report/compare.py",
+             "    if current is not None and not math.isfinite(current) and direction in _DIRECTED:\n",
+             "    if False:\n",  # nan/inf in the current run no longer fails by itself
+             ("tests/report/test_reliability.py", "tests/report/test_compare.py", "tests/report/test_gate.py")),
+    Mutation("timing-interval", "pytest_genai/claims/check.py",
+             "        if lo_out is None and hi_out is None:\n",
+             "        if lo_out is None or hi_out is None:\n",  # an interval straddling the bound would pass
+             ("tests/claims/test_verdicts.py",)),
+)
+
+
+def run(mutation: Mutation) -> bool:
+    """True when the mutation was caught (its tests failed)."""
+    with tempfile.TemporaryDirectory(prefix=f"mutant-{mutation.name}-") as tmp:
+        copy = Path(tmp) / "repo"
+        shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".benchmarks",
+                                                                   ".hypothesis", "plots", "out.json"))
+        target = copy / mutation.file
+        text = target.read_text(encoding="utf-8")
+        if text.count(mutation.old) != 1:
+            print(f"{mutation.name}: the code it breaks is not in {mutation.file} exactly once; update the mutation")
+            return False
+        target.write_text(text.replace(mutation.old, mutation.new), encoding="utf-8")
+        tests = [t for t in mutation.tests if (copy / t).exists()]
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+                              cwd=copy, capture_output=True, text=True)
+        caught = proc.returncode == 1
+        last = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
+        print(f"{mutation.name}: {'caught' if caught else 'SURVIVED'} ({last})")
+        return caught
+
+
+def main(argv: list[str] | None = None) -> int:
+    names = sys.argv[1:] if argv is None else argv
+    chosen = [m for m in MUTATIONS if not names or m.name in names]
+    if names and len(chosen) != len(names):
+        print(f"unknown mutation(s); known: {', '.join(m.name for m in MUTATIONS)}", file=sys.stderr)
+        return 2
+    return 0 if all([run(m) for m in chosen]) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
