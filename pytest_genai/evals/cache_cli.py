@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 
 from pytest_genai.evals.models import CacheEntry, cache_entries, cache_root, clear_cache
 
@@ -25,7 +26,8 @@ def _entries_text(n: int) -> str:
 
 def _entry_json(e: CacheEntry) -> dict:
     return {"name": e.name, "path": str(e.path), "source": e.source, "size_bytes": e.size_bytes, "sha256": e.sha256,
-            "converted_from": e.converted_from, "created": e.created, "in_progress": e.in_progress}
+            "converted_from": e.converted_from, "created": e.created, "in_progress": e.in_progress,
+            "last_used": e.last_used}
 
 
 def info(as_json: bool) -> int:
@@ -42,7 +44,8 @@ def info(as_json: bool) -> int:
     print(f"{_entries_text(len(done))}, {size_text(sum(e.size_bytes for e in done))}"
           + (f"; {len(busy)} conversion(s) in progress, {size_text(sum(e.size_bytes for e in busy))}" if busy else ""))
     for e in entries:
-        when = "in progress" if e.in_progress else f"created {e.created or '?'}"
+        used = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(e.last_used)) if e.last_used else "?"
+        when = "in progress" if e.in_progress else f"created {e.created or '?'}, last used {used}"
         print(f"\n{e.name}  {size_text(e.size_bytes)}  {when}")
         origin = f", converted from {e.converted_from}" if e.converted_from else ""
         sha = f" (sha256 {e.sha256[:16]})" if e.sha256 else ""

@@ -159,8 +159,11 @@ SMOLLM2_CACHE_SOURCE = "smollm2-135m-instruct-q4_1-fp32"
 CACHE_SOURCES = (SMOLLM2_CACHE_SOURCE,)
 _HASH_MEMO = "sha256-memo.json"
 _MEMO_LIMIT = 32
-IN_PROGRESS_S = 6 * 3600
-"""A temporary folder younger than this is a conversion another process may still be writing; it is never removed."""
+IN_USE_S = 6 * 3600
+"""A temporary folder written to, or an entry used, within this long may belong to another process (a conversion
+being written; a session that resolved the folder and loads from it later): replacing an entry leaves it until it has
+been unused this long. Only ``cache clear`` removes a recently used entry (never a conversion in progress)."""
+_LAST_USED = "last-used"
 
 
 def cache_root() -> Path:
@@ -214,6 +217,11 @@ class CacheEntry:
     converted_from: str = ""
     created: str = ""
     in_progress: bool = False
+    last_used: float = 0.0  # seconds since the epoch
+
+    @property
+    def recently_used(self) -> bool:
+        return time.time() - self.last_used < IN_USE_S
 
     @property
     def name(self) -> str:
@@ -254,14 +262,26 @@ def cache_entries(root: Path | None = None) -> list[CacheEntry]:
                 age = time.time() - folder.stat().st_mtime
             except OSError:
                 continue
-            out.append(CacheEntry(folder, source, _folder_bytes(folder), in_progress=age < IN_PROGRESS_S))
+            out.append(CacheEntry(folder, source, _folder_bytes(folder), in_progress=age < IN_USE_S))
             continue
         stamp = _read_json(folder / "stamp.json")
         stamp = stamp if isinstance(stamp, dict) else {}
         original = stamp.get("original", stamp.get("gguf", ""))  # "gguf": entries written before the sha256 key
         out.append(CacheEntry(folder, str(stamp.get("source", source)), _folder_bytes(folder),
-                              str(stamp.get("sha256", "")), str(original), str(stamp.get("created", ""))))
+                              str(stamp.get("sha256", "")), str(original), str(stamp.get("created", "")),
+                              last_used=_last_used(folder)))
     return out
+
+
+def _last_used(folder: Path) -> float:
+    """When the entry was last handed out (its marker file), else written (entries older than the marker)."""
+    times = []
+    for name in (_LAST_USED, "stamp.json"):
+        try:
+            times.append((folder / name).stat().st_mtime)
+        except OSError:
+            pass
+    return max(times, default=0.0)
 
 
 def _remove(entries: list[CacheEntry]) -> list[CacheEntry]:
@@ -285,8 +305,9 @@ def _remove(entries: list[CacheEntry]) -> list[CacheEntry]:
 
 def prune_cache(source: str, keep: str, root: Path | None = None) -> list[CacheEntry]:
     """Remove ``source``'s other entries (older conversions, abandoned temporary folders), keeping ``keep``;
-    conversions still in progress stay."""
-    return _remove([e for e in cache_entries(root) if e.source == source and e.name != keep])
+    conversions in progress and entries used within :data:`IN_USE_S` stay (the next prune removes them)."""
+    return _remove([e for e in cache_entries(root)
+                    if e.source == source and e.name != keep and not e.recently_used])
 
 
 def clear_cache(root: Path | None = None) -> tuple[list[CacheEntry], list[CacheEntry]]:
@@ -305,8 +326,9 @@ def cached_conversion(source: str, original: Path, convert: Callable[[Path], Non
     """The cache folder holding ``source`` converted from ``original`` (``convert`` writes it into a folder).
 
     The key is ``original``'s sha256, so a reinstalled but identical file reuses the entry. A new conversion is
-    written to a temporary folder and renamed into place (readers never see a partial entry); then the source's
-    other entries are removed, so the cache holds one entry per source.
+    written to a temporary folder and renamed into place (readers never see a partial entry) and replaces the
+    source's other entries: they are removed once none has been used for :data:`IN_USE_S`, so the cache holds one
+    entry per source (two for a while after the original changed under a running session).
     """
     root = root or cache_root()
     root.mkdir(parents=True, exist_ok=True)
@@ -329,6 +351,10 @@ def cached_conversion(source: str, original: Path, convert: Callable[[Path], Non
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        (target / _LAST_USED).touch()
+    except OSError:  # a read-only cache: the entry still serves, it just looks older to a prune
+        pass
     prune_cache(source, key, root)
     return target
 

@@ -79,14 +79,24 @@ def test_the_hash_is_computed_once_per_path_size_and_mtime(cache, monkeypatch):
     assert len(hashed) == 2
 
 
-def test_a_new_source_file_replaces_the_old_entry(cache):
+def _unused_for(entry: Path, seconds: float) -> None:
+    then = time.time() - seconds
+    for name in ("last-used", "stamp.json"):
+        os.utime(entry / name, (then, then))
+
+
+def test_a_new_source_file_replaces_the_old_entry_once_no_session_uses_it(cache):
     root, gguf, calls = cache
     old = models.smollm2_fp32_folder()
     _reinstall(gguf, b"GGUF version 2")
     new = models.smollm2_fp32_folder()
     assert new != old and len(calls) == 2
-    assert _folders(root) == [new.name]  # one entry per source: the old one is gone
     assert (new / "model.safetensors").read_bytes().endswith(b"GGUF version 2")
+    # a session that resolved the old folder a moment ago may still load from it: it stays for now
+    assert _folders(root) == sorted([old.name, new.name])
+    _unused_for(old, models.IN_USE_S + 60)
+    assert models.smollm2_fp32_folder() == new and len(calls) == 2
+    assert _folders(root) == [new.name]  # one entry per source
 
 
 def test_entries_of_the_mtime_keyed_cache_are_replaced_too(cache):
@@ -95,6 +105,8 @@ def test_entries_of_the_mtime_keyed_cache_are_replaced_too(cache):
     legacy.mkdir(parents=True)
     (legacy / "model.safetensors").write_bytes(b"x" * 100)
     (legacy / "stamp.json").write_text(json.dumps({"gguf": "/old/path.gguf", "size": 1, "mtime": 2}))
+    then = time.time() - models.IN_USE_S - 60  # written (and never marked used) long ago
+    os.utime(legacy / "stamp.json", (then, then))
     new = models.smollm2_fp32_folder()
     assert _folders(root) == [new.name]
 
@@ -107,7 +119,7 @@ def test_a_conversion_in_progress_is_never_removed_but_an_abandoned_one_is(cache
     (writing / "model.safetensors").write_bytes(b"partial")
     abandoned = root / f".{models.SMOLLM2_CACHE_SOURCE}-v2-fedcba9876543210.xyz789"  # a killed process, long ago
     abandoned.mkdir()
-    old = time.time() - models.IN_PROGRESS_S - 60
+    old = time.time() - models.IN_USE_S - 60
     os.utime(abandoned, (old, old))
     entry = models.smollm2_fp32_folder()
     assert _folders(root) == sorted([entry.name, writing.name])
@@ -159,7 +171,7 @@ def test_cache_info_lists_location_entries_sizes_and_sources(cache, capsys):
     assert f"location: {root} (set PYTEST_GENAI_CACHE" in out and f"1 entry, {_size(entry)}\n" in out
     lines = out.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith(entry.name))
-    assert lines[at].startswith(f"{entry.name}  {_size(entry)}  created 20")
+    assert lines[at].startswith(f"{entry.name}  {_size(entry)}  created 20") and ", last used 20" in lines[at]
     assert lines[at + 1] == (f"  source {models.SMOLLM2_CACHE_SOURCE}, converted from {gguf} "
                              f"(sha256 {models.file_sha256(gguf)[:16]})")
     assert "someone-elses-folder" not in out
