@@ -49,7 +49,7 @@ def _setup(task: str, genai_device: Any, eval_model: Any, session: Any) -> Side:
     if genai_device.kind not in ("cpu", "cuda"):
         pytest.skip(f"lm-eval's HFLM runs on cpu or cuda; {genai_device.kind} is compared through its own harness")
     try:
-        source = data.data_source(task, session.data_dir)
+        source = data.data_source(task, session.data_dir, session.budget)
     except data.DataUnavailable as exc:
         pytest.skip(str(exc))
     threads = throughput.pin_threads(session.settings.threads) if genai_device.kind == "cpu" else None
@@ -64,7 +64,8 @@ def _start(genai: Any, side: Side, eval_model: Any, task: str, n_examples: int, 
 
     s = side.settings
     genai.start(experiment="quant", device=side.device, model=eval_model.name, config={
-        "mode": "fp32", "task": task, "comparison": "lm-eval", "data_source": side.source, "n_examples": n_examples,
+        "mode": "fp32", "task": task, "comparison": "lm-eval", "data_source": side.source,
+        **side.session.data_identity(task, eval_model, side.tokenizer), "n_examples": n_examples,
         "seed": side.session.budget.seed, **extra, "max_length": s.max_length, "batch_size": s.batch_size,
         "threads": side.threads,
     })

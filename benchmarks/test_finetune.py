@@ -233,7 +233,7 @@ def test_finetune_wikitext(benchmark, genai, genai_device, genai_settings, finet
     _skip_unless_node0(summary, launch_spec)
     genai.start(experiment=EXPERIMENT, device=genai_device, model=cfg.model_name,
                 config={**dataclasses.asdict(cfg), "id": cfg.id, "weights": "pretrained",
-                        "world_size": launch_spec.world_size})
+                        "world_size": launch_spec.world_size, **_identity})
     start, end = summary.extra["eval_loss_start"], summary.extra["eval_loss_end"]
     genai.metric("eval_loss_start", start)
     genai.metric("eval_loss_end", end)

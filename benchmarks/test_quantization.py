@@ -60,7 +60,7 @@ def test_quantized_model_quality(benchmark, genai, genai_device, eval_model, fp3
     if device.torch_device is None:
         pytest.skip(f"the A1 evaluation runs through torch; {device.kind} has no torch device")
     try:
-        source = data.data_source(case.task, session.data_dir)
+        source = data.data_source(case.task, session.data_dir, session.budget)
     except data.DataUnavailable as exc:
         pytest.skip(str(exc))
     settings = session.settings
@@ -87,7 +87,8 @@ def test_quantized_model_quality(benchmark, genai, genai_device, eval_model, fp3
 
     genai.start(experiment="quant", device=device, model=eval_model.name, config={
         "mode": case.mode, "task": case.task, "precision": "/".join(tiers) or "fp32", "backend": backend,
-        "data_source": source, "n_examples": result.n_examples, "seed": session.budget.seed,
+        "data_source": source, **data.data_identity(case.task, session.data_dir, task_data.examples),
+        "n_examples": result.n_examples, "seed": session.budget.seed,
         "limit": session.budget.examples(case.task), "wikitext_tokens": session.budget.wikitext_tokens,
         "max_length": settings.max_length, "context": settings.context, "stride": settings.stride,
         "batch_size": settings.batch_size, "threads": threads, "trust_remote_code": session.trust_remote_code,
