@@ -94,9 +94,10 @@ def write_plots(records: Iterable[Any], outdir: str | Path, info: Mapping[str, M
     out = Path(outdir)
     paths: list[Path] = []
     paths += roofline_plots(recs, out)
-    paths += sweep_plots(recs, out)
-    paths += category_plots(recs, out)
-    paths += pareto_plots(recs, out, info)
+    taken: set[str] = set()
+    paths += sweep_plots(recs, out, taken)
+    paths += category_plots(recs, out, taken)
+    paths += pareto_plots(recs, out, info, taken)
     return paths
 
 
@@ -168,8 +169,8 @@ def roofline_figure(recs: Sequence[Record], title: str) -> Any:
     ax.set_ylabel("achieved [TFLOP/s]")
     ax.set_title(title)
     ax.grid(True, which="both", linewidth=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7, loc="lower right")
+    if ax.get_legend_handles_labels()[0]:  # below the axes: never over a point
+        fig.legend(*ax.get_legend_handles_labels(), fontsize=7, loc="outside lower center", ncols=1)
     return fig
 
 
@@ -237,6 +238,11 @@ def _label(r: Record, keys: Sequence[str]) -> str:
     return " ".join(dict.fromkeys(values))  # "fp32 fp32" reads "fp32"
 
 
+def _title_size(title: str) -> float:
+    """Long titles (an experiment with several tests names the test) get a smaller font, so they fit the axes."""
+    return 11.0 if len(title) <= 48 else 9.0
+
+
 def _legend_title(keys: Sequence[str]) -> str:
     return " / ".join(keys)
 
@@ -250,11 +256,27 @@ def _legend(fig: Any, ax: Any, title: str, n: int) -> None:
 
 # --- sweeps and strategies --------------------------------------------------------------------
 
-def _by_experiment(recs: Sequence[Record]) -> dict[str, list[Record]]:
-    out: dict[str, list[Record]] = {}
+def _by_test(recs: Sequence[Record]) -> list[tuple[str, str, list[Record]]]:
+    """``(experiment, title, records)`` per test function: one plot never mixes two tests' records (the A1 quality
+    rows and the lm-eval comparisons are both ``quant``). The title names the test when its experiment has several."""
+    groups: dict[tuple[str, str], list[Record]] = {}
     for r in recs:
-        out.setdefault(r.experiment or "", []).append(r)
-    return out
+        groups.setdefault((r.experiment or "", r.name.split("[", 1)[0]), []).append(r)
+    tests_per_experiment: dict[str, int] = {}
+    for exp, _ in groups:
+        tests_per_experiment[exp] = tests_per_experiment.get(exp, 0) + 1
+    return [(exp, f"{exp} ({test.removeprefix('test_')})" if tests_per_experiment[exp] > 1 else exp, rows)
+            for (exp, test), rows in groups.items()]
+
+
+def _path(outdir: Path, taken: set[str], exp: str, title: str, *parts: str) -> Path:
+    """``<experiment>_<parts>.png``; the test's name is added only when another test of the experiment already
+    wrote that name in this call."""
+    name = f"{_slug(exp, *parts)}.png"
+    if name in taken:
+        name = f"{_slug(title, *parts)}.png"
+    taken.add(name)
+    return outdir / name
 
 
 def _throughput_metric(recs: Sequence[Record]) -> str | None:
@@ -269,13 +291,10 @@ def _varying(recs: Sequence[Record]) -> list[str]:
     return [k for k in keys if len({repr(r.config.get(k)) for r in recs}) > 1]
 
 
-def _metric_label(metric: str, info: Mapping[str, MetricInfo] | None = None) -> str:
-    unit = info[metric].unit if info and metric in info else _UNITS.get(metric, "")
+def _metric_label(metric: str, rows: Sequence[Record]) -> str:
+    """``tokens_per_s [tokens/s]``: the unit the records give the metric."""
+    unit = next((r.units[metric] for r in rows if r.units.get(metric)), "")
     return f"{metric} [{unit}]" if unit and unit != "1" else metric
-
-
-_UNITS = {"tokens_per_s": "tokens/s", "samples_per_s": "samples/s", "images_per_s": "images/s",
-          "achieved_tflops": "TFLOP/s"}
 
 
 def _y_axis(ax: Any, values: Sequence[float]) -> None:
@@ -295,12 +314,12 @@ def _one_to_one(rows: Sequence[Record], a: str, b: str) -> bool:
     return len(pairs) == len({p for p, _ in pairs}) == len({q for _, q in pairs})
 
 
-def sweep_plots(recs: Sequence[Record], outdir: Path) -> list[Path]:
+def sweep_plots(recs: Sequence[Record], outdir: Path, taken: set[str] | None = None) -> list[Path]:
     """Throughput against each numeric config parameter that varies (scaling, batch size, layers...): one line per
     combination of the other keys that tell the records apart (not per whole config). A parameter that moves in
     lockstep with one already drawn (heads with hidden) gets no plot of its own."""
-    paths = []
-    for exp, group in _by_experiment(recs).items():
+    paths, taken = [], set() if taken is None else taken
+    for exp, title, group in _by_test(recs):
         metric = _throughput_metric(group)
         if metric is None:
             continue
@@ -310,15 +329,19 @@ def sweep_plots(recs: Sequence[Record], outdir: Path) -> list[Path]:
             if len({r.config[param] for r in rows}) < 2 or any(_one_to_one(rows, param, d) for d in drawn):
                 continue
             keys = _line_keys(rows, param)
+            lines: dict[str, list[Record]] = {}
+            for r in rows:
+                lines.setdefault(_label(r, keys), []).append(r)
+            rows = [r for line in lines.values() if len(line) >= 2 for r in line]  # a one-point line shows no sweep
+            if not rows:
+                continue
+            keys = _line_keys(rows, param)  # what still varies among the lines drawn
             series: dict[str, list[tuple[float, float]]] = {}
             order: dict[str, tuple] = {}
             for r in rows:
                 label = _label(r, keys)
                 series.setdefault(label, []).append((r.config[param], r.metrics[metric]))
                 order[label] = _sort_key([_facts(r).get(k) for k in keys])
-            series = {k: v for k, v in series.items() if len(v) >= 2}  # a one-point line shows no sweep
-            if not series:
-                continue
             drawn.append(param)
             fig = _new_figure()
             ax = fig.add_subplot()
@@ -333,18 +356,18 @@ def sweep_plots(recs: Sequence[Record], outdir: Path) -> list[Path]:
                 ax.minorticks_off()
             _y_axis(ax, [r.metrics[metric] for r in rows])
             ax.set_xlabel(param)
-            ax.set_ylabel(_metric_label(metric))
-            ax.set_title(f"{exp}: {metric} vs {param}")
+            ax.set_ylabel(_metric_label(metric, rows))
+            ax.set_title(f"{title}: {metric} vs {param}", fontsize=_title_size(f"{title}: {metric} vs {param}"))
             ax.grid(True, linewidth=0.3)
             _legend(fig, ax, _legend_title(keys), len(series))
-            paths.append(_save(fig, outdir / f"{_slug(exp, metric, 'vs', param)}.png"))
+            paths.append(_save(fig, _path(outdir, taken, exp, title, metric, "vs", param)))
     return paths
 
 
-def category_plots(recs: Sequence[Record], outdir: Path) -> list[Path]:
+def category_plots(recs: Sequence[Record], outdir: Path, taken: set[str] | None = None) -> list[Path]:
     """Grouped bars of throughput per value of a categorical parameter (strategy, dtype, attention...)."""
-    paths = []
-    for exp, group in _by_experiment(recs).items():
+    paths, taken = [], set() if taken is None else taken
+    for exp, title, group in _by_test(recs):
         metric = _throughput_metric(group)
         if metric is None:
             continue
@@ -352,8 +375,8 @@ def category_plots(recs: Sequence[Record], outdir: Path) -> list[Path]:
             rows = [r for r in group if metric in r.metrics and param in r.config]
             values = list(dict.fromkeys(short_value(r.config[param]) for r in rows))
             if len(values) >= 2 and _compared(rows, param):
-                fig = _bars(rows, param, values, metric, f"{exp}: {metric} per {param}")
-                paths.append(_save(fig, outdir / f"{_slug(exp, metric, 'by', param)}.png"))
+                fig = _bars(rows, param, values, metric, f"{title}: {metric} per {param}")
+                paths.append(_save(fig, _path(outdir, taken, exp, title, metric, "by", param)))
     return paths
 
 
@@ -393,13 +416,13 @@ def _bars(rows: Sequence[Record], param: str, values: Sequence[str], metric: str
     long_ticks = len(values) > 4 and max(len(v) for v in values) > 8
     ax.set_xticks(range(len(values)), values, rotation=30 if long_ticks else 0, ha="right" if long_ticks else "center")
     ax.set_xlabel(param)
-    ax.set_ylabel(_metric_label(metric))
+    ax.set_ylabel(_metric_label(metric, rows))
     if max(r.metrics[metric] for r in rows) >= 10_000:
         from matplotlib.ticker import FuncFormatter
 
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.margins(y=0.2 if len(groups) > 3 else 0.12)  # room for the value labels
-    ax.set_title(title)
+    ax.set_title(title, fontsize=_title_size(title))
     ax.grid(True, axis="y", linewidth=0.3)
     ax.set_axisbelow(True)
     _legend(fig, ax, _legend_title(keys), len(groups))
@@ -419,7 +442,7 @@ def _direction(metric: str, info: Mapping[str, MetricInfo]) -> str | None:
 
 
 def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: str, direction: str, title: str,
-                  series_title: str = "", point_title: str = "") -> Any:
+                  series_title: str = "", point_title: str = "", predicted: bool = False) -> Any:
     """Quality metric against compression ratio: a colour per series (task), a marker per point label (precision
     plan), each series' Pareto front as a step line. Points of one series that coincide (fake and real quantization
     often score the same) are drawn nested and labelled together."""
@@ -430,19 +453,32 @@ def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: 
     plans = list(dict.fromkeys(p for pts in points.values() for _, _, p in pts))
     marker = {p: _MARKERS[i % len(_MARKERS)] for i, p in enumerate(plans)}
     handles = []
+    every = [(x, y) for pts in points.values() for x, y, _ in pts]
+    x_span = (max(x for x, _ in every) - min(x for x, _ in every)) or 1.0
+    y_low, y_high = min(y for _, y in every), max(y for _, y in every)
+    y_mid = (y_low + y_high) / 2
+    flat = y_high - y_low < 1e-4 * (abs(y_mid) or 1.0)  # equal to 4 significant digits: draw them level
+    y_span = 0.02 * (abs(y_mid) or 1.0) if flat else y_high - y_low
     for si, (label, pts) in enumerate(points.items()):
         color = f"C{si % 10}"
-        at: dict[tuple[float, float], list[str]] = {}
+        clusters: list[tuple[float, float, list[tuple[float, float, str]]]] = []  # points a reader cannot tell apart
         for x, y, plan in pts:
-            at.setdefault((round(x, 6), round(y, 9)), []).append(plan)
+            near = next((c for c in clusters if abs(c[0] - x) <= 0.02 * x_span and abs(c[1] - y) <= 0.02 * y_span),
+                        None)
+            if near is None:
+                clusters.append((x, y, [(x, y, plan)]))
+            else:
+                near[2].append((x, y, plan))
         right = max(x for x, _, _ in pts)
-        for (x, y), here in at.items():
-            for k, plan in enumerate(here):  # nested: the first largest and filled, the others white inside it
+        for cx, cy, here in clusters:
+            for k, (x, y, plan) in enumerate(here):  # nested: the first largest and filled, the others white inside
                 ax.scatter([x], [y], s=80 - 30 * min(k, 2), marker=marker[plan], facecolors="white" if k else color,
                            edgecolors=color, linewidths=1.2, zorder=3 + k)
-            left = x == right and len(at) > 1  # labels of the rightmost points go to their left, inside the axes
-            ax.annotate(_same_points_text(here), (x, y), fontsize=6.5, xytext=(-7 if left else 7, 5),
-                        textcoords="offset points", ha="right" if left else "left", color=color)
+            left = right - cx <= 0.02 * x_span and len(clusters) > 1  # rightmost labels: to the left, inside
+            exact = len({(x, y) for x, y, _ in here}) == 1
+            ax.annotate(_same_points_text([plan for _, _, plan in here], exact), (cx, cy), fontsize=6.5,
+                        xytext=(-7 if left else 7, 5), textcoords="offset points", ha="right" if left else "left",
+                        color=color)
         xy = [(x, y) for x, y, _ in pts]
         front = sorted(pareto_front(xy, maximize_x=True, maximize_y=direction == "higher"), key=lambda i: xy[i])
         (line,) = ax.plot([xy[i][0] for i in front], [xy[i][1] for i in front], drawstyle="steps-post", color=color,
@@ -455,16 +491,21 @@ def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: 
     titles = [t for t in (f"{series_title or 'series'} (colour; line: Pareto front)",
                           f"{point_title} (marker)" if len(plans) > 1 and point_title else "") if t]
     fig.legend(handles=handles, title="\n".join(titles), fontsize=7, title_fontsize=7, loc="outside right upper")
-    ax.set_xlabel("compression ratio [x] (higher is better)")
+    ax.set_xlabel("compression ratio [x] (higher is better)"
+                  + ("\nfake quantization (fp32 weights) at its plan's predicted ratio" if predicted else ""))
     ax.set_ylabel(f"{metric} ({direction} is better)")
-    ax.set_title(title)
+    ax.set_title(title, fontsize=_title_size(title))
     ax.grid(True, linewidth=0.3)
     ax.margins(x=0.1, y=0.12)
+    if flat:  # no axis spanning 1e-8 with an offset label: a 2% window around the value
+        ax.set_ylim(y_mid - y_span / 2, y_mid + y_span / 2)
+    ax.ticklabel_format(axis="y", useOffset=False)
     return fig
 
 
-def _same_points_text(plans: Sequence[str]) -> str:
-    """``bf16/int8 fake``, ``bf16/int8 real`` at one point read ``bf16/int8 fake = real``."""
+def _same_points_text(plans: Sequence[str], exact: bool = True) -> str:
+    """``bf16/int8 fake``, ``bf16/int8 real`` at one point read ``bf16/int8 fake = real`` (``≈`` when they differ
+    by less than the eye can see)."""
     first = plans[0].split()
     out = [plans[0]]
     for plan in plans[1:]:
@@ -473,7 +514,7 @@ def _same_points_text(plans: Sequence[str]) -> str:
         while same < min(len(words), len(first)) - 1 and words[same] == first[same]:
             same += 1
         out.append(" ".join(words[same:]))
-    return " = ".join(out)
+    return (" = " if exact else " ≈ ").join(out)
 
 
 def _fp32(r: Record) -> bool:
@@ -485,7 +526,8 @@ def quality_series(sel: Sequence[Record], metric: str) -> tuple[dict[str, list[t
     """``{series: [(compression ratio, metric, plan), ...]}`` with the keys naming series and points: a series per
     task (and device / model when they vary), a point per precision plan (precision and mode when they vary, plus
     what else tells points apart). The fp32 baseline, which records no compression ratio, sits at 1x (the ratio's
-    definition: fp32 bytes / stored bytes)."""
+    definition: fp32 bytes / stored bytes); fake quantization, which stores fp32 weights, at its plan's predicted
+    ratio."""
     series_keys = ([k for k in SERIES_KEYS if len({repr(_facts(r).get(k)) for r in sel}) > 1]
                    or [k for k in ("task",) if all(k in r.config for r in sel)])  # one task: still named
     shown_plan = [k for k in PLAN_KEYS if k not in ("backend", "dtype")  # what names a plan, if it varies
@@ -493,27 +535,39 @@ def quality_series(sel: Sequence[Record], metric: str) -> tuple[dict[str, list[t
     point_keys = shown_plan + _keys(sel, fixed=[*series_keys, *shown_plan], prefer=PLAN_KEYS)
     series: dict[str, list[tuple[float, float, str]]] = {}
     for r in sel:
-        x = r.metrics["compression_ratio"] if _finite(r.metrics.get("compression_ratio")) else 1.0
         series.setdefault(_label(r, series_keys) or metric, []).append(
-            (x, r.metrics[metric], _label(r, point_keys) or r.param or r.name))
+            (_compression(r), r.metrics[metric], _label(r, point_keys) or r.param or r.name))
     return series, series_keys, point_keys
 
 
-def pareto_plots(recs: Sequence[Record], outdir: Path, info: Mapping[str, MetricInfo]) -> list[Path]:
+def _compression(r: Record) -> float:
+    """The measured compression ratio; for a plan that stores no fewer bytes (fake quantization) the plan's
+    predicted ratio; 1 for the fp32 baseline."""
+    for metric in ("compression_ratio", "predicted_compression_ratio"):
+        if _finite(r.metrics.get(metric)):
+            return float(r.metrics[metric])
+    return 1.0
+
+
+def pareto_plots(recs: Sequence[Record], outdir: Path, info: Mapping[str, MetricInfo],
+                 taken: set[str] | None = None) -> list[Path]:
     """Per quality metric of an experiment with compression ratios: :func:`quality_series` drawn by
     :func:`pareto_figure`."""
-    paths = []
-    for exp, group in _by_experiment(recs).items():
+    paths, taken = [], set() if taken is None else taken
+    for exp, title, group in _by_test(recs):
         if not any(_finite(r.metrics.get("compression_ratio")) for r in group):
             continue
-        rows = [r for r in group if _finite(r.metrics.get("compression_ratio")) or _fp32(r)]
+        rows = [r for r in group if _finite(r.metrics.get("compression_ratio"))
+                or _finite(r.metrics.get("predicted_compression_ratio")) or _fp32(r)]
         for metric in QUALITY_METRICS:
             direction = _direction(metric, info)
             sel = [r for r in rows if metric in r.metrics and math.isfinite(r.metrics[metric])]
             if direction is None or len(sel) < 2:
                 continue
             series, series_keys, point_keys = quality_series(sel, metric)
-            fig = pareto_figure(series, metric, direction, f"{exp}: {metric} vs compression ratio",
-                                _legend_title(series_keys), _legend_title(point_keys))
-            paths.append(_save(fig, outdir / f"{_slug(exp, metric, 'vs', 'compression')}.png"))
+            predicted = any(not _finite(r.metrics.get("compression_ratio"))
+                            and _finite(r.metrics.get("predicted_compression_ratio")) for r in sel)
+            fig = pareto_figure(series, metric, direction, f"{title}: {metric} vs compression ratio",
+                                _legend_title(series_keys), _legend_title(point_keys), predicted)
+            paths.append(_save(fig, _path(outdir, taken, exp, title, metric, "vs", "compression")))
     return paths

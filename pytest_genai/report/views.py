@@ -272,17 +272,30 @@ def distinguishing_keys(recs: Sequence[Record], facts: Callable[[Record], Mappin
     return chosen
 
 
-def _identity(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], varying: Sequence[str]
-              ) -> list[tuple[str, Callable[[Record], str]]]:
-    """The columns that name each row: the config ``id`` without the parts every row shares, or, when that is still
-    long and few keys vary, those keys."""
-    columns = [(p, lambda r, p=p: _cell(shown[id(r)].get(p, "—"))) for p in varying if p != "id"]
+def _identity(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], varying: Sequence[str],
+              fixed: Sequence[str]) -> tuple[list[tuple[str, Callable[[Record], str]]], list[str]]:
+    """The columns that name each row, and the other varying config keys (shown once, in the first table).
+
+    The config ``id`` without the parts every row shares when that is short; else the fewest varying keys that tell
+    the rows apart beside the ``fixed`` columns (device, model), in config order."""
+    def cell(p: str) -> Callable[[Record], str]:
+        return lambda r: _cell(shown[id(r)].get(p, "—"))
+
+    named = {"device": device_text, "model": lambda r: r.model or "—"}
+    keys = [p for p in varying if p != "id"  # a config "model" equal to the model column is not shown twice
+            and not (p in fixed and all(_cell(shown[id(r)].get(p, "—")) == named[p](r) for r in recs))]
     if len(recs) > 1 and all("id" in r.config for r in recs):
         ids = distinct_parts([str(r.config["id"]) for r in recs])
         by_record = {id(r): i for r, i in zip(recs, ids)}
-        if max(len(i) for i in ids) <= MAX_ID_CHARS or not columns or len(columns) > 3:
-            return [("id", lambda r: shorten(by_record[id(r)]))]
-    return columns
+        if max(len(i) for i in ids) <= MAX_ID_CHARS or not keys:
+            return [("id", lambda r: shorten(by_record[id(r)], 2 * MAX_ID_CHARS))], []
+
+    def facts(r: Record) -> dict[str, Any]:
+        return {"device": device_text(r), "model": r.model or "—", **{k: shown[id(r)].get(k, "—") for k in keys}}
+
+    naming = distinguishing_keys(recs, facts, fixed) if keys else []
+    naming = [k for k in keys if k in naming]  # config order
+    return [(p, cell(p)) for p in naming], [k for k in keys if k not in naming]
 
 
 Column = tuple[str, bool, Callable[[Record], str]]
@@ -364,7 +377,8 @@ def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo])
             else:
                 constant.append(f"{head}={get(recs[0])}")
         shared = constant + shared
-        identity += _identity(recs, shown, varying)
+        naming, extra = _identity(recs, shown, varying, [h for h, _ in identity])
+        identity += naming
         if not identity:
             identity = [("benchmark", lambda r: shorten(r.name))]
         metrics = _ordered(r.metrics for r in recs)
@@ -373,7 +387,7 @@ def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo])
         labels = [k for k in _ordered(r.labels for r in recs)
                   if all(len(r.labels.get(k, "")) <= MAX_LABEL_CHARS for r in recs)
                   and not all(k in shown[id(r)] and r.labels.get(k) == _cell(shown[id(r)][k]) for r in recs)]
-        values: list[Column] = [
+        values: list[Column] = [(k, False, lambda r, k=k: _cell(shown[id(r)].get(k, "—"))) for k in extra] + [
             (_metric_header(m, recs, info), True, _metric_cell(m, recs)) for m in metrics
         ] + [(k, False, lambda r, k=k: r.labels.get(k, "—")) for k in labels]
         same: list[str] = []

@@ -1,4 +1,6 @@
 """Plots: each kind is written as a real PNG, and the roofline's ridge sits where the device spec puts it."""
+import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -208,4 +210,20 @@ def test_a_sweep_never_joins_different_modes_and_lockstep_parameters_are_drawn_o
     assert sorted(line.get_label() for line in ax.get_lines()) == ["2 forward", "2 train", "4 forward"]
     assert ax.get_yscale() == "log"  # 800 to 160,000 tokens/s
     (ax,) = figures["dabench_tokens_per_s_vs_layers.png"].axes
-    assert sorted(line.get_label() for line in ax.get_lines()) == ["256 forward", "64 forward"]  # one-point lines: none
+    # the training runs are one point each: no line, and then mode no longer tells the lines apart
+    assert sorted(line.get_label() for line in ax.get_lines()) == ["256", "64"]
+
+
+def test_every_plot_of_a_realistic_run_reads_cleanly(monkeypatch, tmp_path: Path) -> None:
+    """The suite's CPU reference run (tests/report/realistic_run.json.gz): every plot it gets is checked for
+    legends over the data or off the figure, cut text and colliding x ticks, and for legends naming paths/configs."""
+    doc = json.loads(gzip.decompress((Path(__file__).parent / "realistic_run.json.gz").read_bytes()))
+    figures = _captured_figures(monkeypatch, doc["benchmarks"], tmp_path)
+    assert {"roofline_cpu.png", "dabench_tokens_per_s_vs_layers.png", "dabench_level2_samples_per_s_by_strategy.png",
+            "quant_acc_vs_compression.png", "finetune_tokens_per_s_by_strategy.png"} <= set(figures)
+    for name, fig in figures.items():
+        assert layout_problems(fig) == [], name
+        texts = _legend_texts(fig)
+        assert not [t for t in texts if "/work" in t or "=" in t or "None" in t or len(t) > 60], (name, texts)
+    (ax,) = figures["quant_acc_vs_compression.png"].axes
+    assert {t.get_text() for t in ax.texts} == {"fp32", "bf16/int8 fake = real"}  # both tasks: fp32 and the plan

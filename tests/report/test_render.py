@@ -1,9 +1,11 @@
 """Report content: claims table from recorded verdicts, experiment tables, Markdown and self-contained HTML."""
+import gzip
 import re
 from pathlib import Path
 
 import pytest
 
+from pytest_genai.report.cli import report_main
 from pytest_genai.report.registry import MetricInfo
 from pytest_genai.report.render import Image, report_blocks, to_html, to_markdown
 from pytest_genai.report.runs import run_from_json
@@ -155,3 +157,30 @@ def test_html_is_self_contained_and_escaped(tmp_path: Path) -> None:
 def test_image_block_paths_stay_relative_to_the_markdown_file(tmp_path: Path) -> None:
     img = Image(tmp_path / "deep" / "x.png", "x")
     assert to_markdown([img], tmp_path / "other") == "![x](../deep/x.png)\n"
+
+
+REALISTIC_RUN = Path(__file__).parent / "realistic_run.json.gz"
+"""The CPU reference run of this suite (``pytest benchmarks -m cpu --genai-data-dir ../shared/data``, 38 benchmarks of
+all experiments; per-round data and attachments dropped), gzipped."""
+
+
+def realistic_run(tmp_path: Path) -> Path:
+    path = tmp_path / "out.json"
+    path.write_bytes(gzip.decompress(REALISTIC_RUN.read_bytes()))
+    return path
+
+
+def test_the_report_of_a_realistic_run_has_short_rows_and_no_local_path(tmp_path: Path) -> None:
+    run = realistic_run(tmp_path)
+    assert "/work/shared/data/" in run.read_text()  # the run records where its data was...
+    md, page = tmp_path / "report.md", tmp_path / "report.html"
+    assert report_main([str(run), "-o", str(md), "-o", str(page)]) == 0
+    text = md.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert len(lines) > 300 and max(len(line) for line in lines) <= MAX_ROW_CHARS
+    for rendered in (text, page.read_text(encoding="utf-8")):  # ...the report never shows it
+        assert not re.findall(r"(?:^|[\s=(\[|,>])(~?/[\w.-]+/)", rendered, re.M)
+        assert "/root/" not in rendered and "/work/" not in rendered
+    assert "compute_bound=yes" in text  # flags read yes/no, not 0/1 or True
+    assert not re.search(r"=(None|True|False)\b|\| (True|False) ", text)
+    assert "| mode | task      |" in text  # the A1 rows are named by what varies, not by their whole config
