@@ -297,19 +297,14 @@ REPORT_TEST = """
 import pytest
 
 @pytest.mark.claims("A1.ppl_ratio", kinds=("cpu",))
-def test_ppl(benchmark, genai, cpu):
-    genai.start(experiment="quant", device=cpu, config={"bits": 4}, model="tiny")
+@pytest.mark.parametrize("mode", ["fake", "real"])
+def test_ppl(benchmark, genai, cpu, mode):
+    genai.start(experiment="quant", device=cpu, config={"mode": mode, "task": "wikitext"}, model="tiny")
     benchmark.pedantic(lambda: None, rounds=2)
-    genai.metric("compression_ratio", 3.5)
-    genai.metric("perplexity", 12.5)
-    genai.metric("ppl_ratio", 1.071)
-    genai.check("A1.ppl_ratio")  # fails: the run has a failed test
-
-def test_ppl_8bit(benchmark, genai, cpu):
-    genai.start(experiment="quant", device=cpu, config={"bits": 8}, model="tiny")
-    benchmark.pedantic(lambda: None, rounds=2)
-    genai.metric("compression_ratio", 2.0)
-    genai.metric("perplexity", 12.1)
+    genai.metric("compression_ratio", 3.5 if mode == "real" else 1.0)
+    genai.metric("perplexity", 12.5 if mode == "real" else 12.1)
+    genai.metric("ppl_ratio", 1.071 if mode == "real" else 1.0)
+    genai.check("A1.ppl_ratio")  # the real row fails: the run has a failed test
 """
 
 
