@@ -243,7 +243,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     data_dir = resolve(config, "data_dir")
     return [
         f"genai: devices {','.join(state.selected_kinds)} (detected when first needed); "
-        f"claims {state.claims_mode}; data dir {data_dir or 'not set (--genai-data-dir)'}"
+        f"claims {state.claims_mode}; data: "
+        + (f"{data_dir}" if data_dir else "no --genai-data-dir: Hugging Face cache, else the embedded slice (tiny scale)")
     ]
 
 
