@@ -8,7 +8,6 @@ terminates the watchdog. It imports nothing heavy.
 """
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import time
@@ -16,19 +15,10 @@ import time
 POLL_S = 0.2
 
 
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            state = fh.read().rsplit(b")", 1)[1].split()[0]
-        return state not in (b"Z", b"X")
-    except (OSError, IndexError):
-        return False
-
-
 def watch(parent: int, root: int, token: str, poll_s: float = POLL_S) -> int:
-    from pytest_genai.train.launcher import _signal_all, job_processes
+    from pytest_genai.train.launcher import _alive, _signal_all, job_processes
 
-    while alive(parent):  # a job that ends normally: the launcher terminates this process
+    while _alive(parent):  # a job that ends normally: the launcher terminates this process
         time.sleep(poll_s)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         _signal_all([root, *job_processes(root, token)], sig)
