@@ -11,8 +11,10 @@ from pytest_genai import SCHEMA
 from pytest_genai.claims.check import FAIL, INCONCLUSIVE, check_value, not_applicable
 from pytest_genai.claims.stats import Interval, median_interval
 from pytest_genai.devices.device import Device
-
 from pytest_genai.claims.model import SOURCES
+from pytest_genai.progress import logger
+
+_LOG = logger(__name__)
 
 
 def run_source_problems(genai: Mapping[str, Any], registry: Mapping[str, Any]) -> list[str]:
@@ -113,6 +115,8 @@ class GenaiRecorder:
             data.setdefault(key, {})
         data.setdefault("claims", [])
         self._data = data
+        _LOG.info("%s on %s: recording %s", experiment, data["device"]["generation"] if data["device"] else "-",
+                  self._request.node.name)
         self._state.records.append({"name": self._request.node.name, "fullname": self._request.node.nodeid,
                                     "extra_info": {"genai": data}})
         return self
@@ -218,6 +222,7 @@ class GenaiRecorder:
                 self._state.not_applicable += 1
             else:
                 self._state.verdicts.append({**entry, "device": device_text, "nodeid": self._request.node.nodeid})
+                _LOG.info("claim %s: %s", verdict.id, verdict.message)
         failures = [v.message for v in verdicts if failing(v.verdict, v.basis, self._state.claims_mode)]
         if failures:
             pytest.fail("\n".join(failures), pytrace=False)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Sequence
 
+from pytest_genai import progress
+
 
 class LmEvalUnavailable(ImportError):
     pass
@@ -51,7 +53,7 @@ def wikitext_requests(pages: Sequence[str]) -> list[Any]:
 
 
 def rolling_loglikelihoods(hflm: Any, requests: Sequence[Any]) -> list[float]:
-    return list(hflm.loglikelihood_rolling(list(requests), disable_tqdm=True))
+    return list(hflm.loglikelihood_rolling(list(requests), disable_tqdm=not progress.bars_enabled()))
 
 
 def wikitext_metrics(pages: Sequence[str], loglikelihoods: Sequence[float]) -> LmEvalWikitext:
@@ -74,4 +76,4 @@ def loglikelihood_requests(pairs: Sequence[tuple[str, str]]) -> list[Any]:
 
 
 def loglikelihoods(hflm: Any, requests: Sequence[Any]) -> list[float]:
-    return [float(ll) for ll, _greedy in hflm.loglikelihood(list(requests), disable_tqdm=True)]
+    return [float(ll) for ll, _greedy in hflm.loglikelihood(list(requests), disable_tqdm=not progress.bars_enabled())]

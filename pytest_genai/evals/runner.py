@@ -5,9 +5,12 @@ import dataclasses
 import time
 from typing import Any, Callable
 
+from pytest_genai import progress
 from pytest_genai.evals import data, tasks
 from pytest_genai.evals.config import EvalBudget, EvalSettings
 from pytest_genai.evals.lm import EvalLM
+
+_LOG = progress.logger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +55,8 @@ def select(task: str, budget: EvalBudget, data_dir: Any, count_tokens: Callable[
 def run_task(lm: EvalLM, task_data: TaskData, settings: EvalSettings, sync: Callable[[], None] = lambda: None) -> TaskResult:
     """Evaluate. WikiText gives the sliding-window ``perplexity`` plus lm-eval's ``word_perplexity``,
     ``byte_perplexity`` and ``bits_per_byte``; HellaSwag ``acc`` and ``acc_norm``; BoolQ ``acc``."""
+    _LOG.info("%s: evaluating %d %s (%s) ...", task_data.task, task_data.n_examples,
+              "pages" if task_data.task == "wikitext" else "examples", task_data.source)
     start = time.perf_counter()
     if task_data.task == "wikitext":
         sliced = task_data.examples
@@ -59,6 +64,7 @@ def run_task(lm: EvalLM, task_data: TaskData, settings: EvalSettings, sync: Call
         rolling = tasks.wikitext_rolling(lm, sliced.pages)
         sync()
         seconds = time.perf_counter() - start
+        _LOG.info("wikitext: done in %.1f s", seconds)
         values = {
             "perplexity": ppl.perplexity,
             "word_perplexity": rolling.word_perplexity,
@@ -79,4 +85,5 @@ def run_task(lm: EvalLM, task_data: TaskData, settings: EvalSettings, sync: Call
         raise ValueError(f"unknown task {task_data.task!r}; use one of {', '.join(data.TASKS)}")
     sync()
     seconds = time.perf_counter() - start
+    _LOG.info("%s: done in %.1f s", task_data.task, seconds)
     return TaskResult(task_data.task, values, result.correct, result.n, result.input_tokens, seconds)

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import logging
 from typing import Any, Sequence
 
+from pytest_genai import progress
 from pytest_genai.evals.windows import Window
 
 
@@ -293,7 +295,7 @@ def _score_packed(model: Any, groups: Sequence[tuple[tuple[int, ...], Sequence[t
     results: list[list[Score]] = [[] for _ in groups]
     calls = 0
     with torch.inference_mode():
-        for b in range(0, len(order), batch_size):
+        for b in progress.steps(range(0, len(order), batch_size), "scoring", unit="batch", level=logging.DEBUG):
             batch = order[b: b + batch_size]
             width = len(layouts[batch[0]][0])
             ids = torch.full((len(batch), width), pad_token_id, dtype=torch.long)
@@ -347,7 +349,7 @@ def _score_batched(model: Any, requests: Sequence[Window], *, max_length: int, b
 
     calls = 0
     with torch.inference_mode():
-        for b in range(0, len(order), batch_size):
+        for b in progress.steps(range(0, len(order), batch_size), "scoring", unit="batch", level=logging.DEBUG):
             batch = order[b: b + batch_size]
             width = len(unique[batch[0]])
             ids = torch.full((len(batch), width), pad_token_id, dtype=torch.long)

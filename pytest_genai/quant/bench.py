@@ -22,6 +22,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
+from pytest_genai import progress
+
 # TinyLlama/TinyLlama-1.1B-Chat-v1.0 config.json (public model card): 22 layers, hidden 2048,
 # FFN 5632, 32 heads with 4 KV heads (GQA), vocab 32000, untied LM head.
 TINYLLAMA_1_1B = dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22, num_attention_heads=32,
@@ -139,7 +141,7 @@ def time_interleaved(runners: dict, fresh, rounds: int) -> tuple[dict[str, list[
     names = list(runners)
     seconds: dict[str, list[float]] = {n: [] for n in names}
     last: dict = {}
-    for r in range(rounds):
+    for r in progress.steps(range(rounds), f"timing {', '.join(names)} interleaved", unit="rounds"):
         for name in names[r % len(names):] + names[:r % len(names)]:
             model = fresh()
             gc.collect()

@@ -203,3 +203,16 @@ def test_cache_without_an_action_is_a_usage_error(capsys):
                                      (542_000_000, "517 MiB"), (2**30 * 1.5, "1.5 GiB")])
 def test_sizes_are_binary_units_with_three_digits(n, text):
     assert cache_cli.size_text(int(n)) == text
+
+
+def test_a_conversion_says_so_in_the_log_and_a_cached_entry_does_not(cache, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="pytest_genai")
+    models.smollm2_fp32_folder()
+    converting = [r.getMessage() for r in caplog.records if "converting" in r.getMessage()]
+    assert converting and converting[0].startswith(f"converting {models.SMOLLM2_GGUF} for the cache")
+    assert "once per file" in converting[0] and "done in" in converting[-1]
+    caplog.clear()
+    models.smollm2_fp32_folder()
+    assert not [r for r in caplog.records if "converting" in r.getMessage()]

@@ -10,7 +10,8 @@ def lm(model, tokenizer):
     return EvalLM(model, tokenizer, max_length=1024, batch_size=4)
 
 
-def test_run_every_task_on_a_seeded_slice_of_the_shared_data(lm, shared_data_dir):
+def test_run_every_task_on_a_seeded_slice_of_the_shared_data(lm, shared_data_dir, caplog):
+    caplog.set_level("INFO", logger="pytest_genai")
     budget = EvalBudget(wikitext_tokens=96, hellaswag=3, boolq=2)
     settings = EvalSettings(max_length=1024, context=64, stride=32, batch_size=4)
     count = lambda text: len(lm.encode(text))  # noqa: E731
@@ -23,6 +24,9 @@ def test_run_every_task_on_a_seeded_slice_of_the_shared_data(lm, shared_data_dir
     assert hs.n_examples == 3 and set(hs.metrics) == {"acc", "acc_norm"} and len(hs.per_example) == 3
     bq = runner.run_task(lm, runner.select("boolq", budget, shared_data_dir, count), settings)
     assert bq.n_examples == 2 and set(bq.metrics) == {"acc"}
+    logged = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("hellaswag: evaluating 3 examples") for m in logged)
+    assert any(m.startswith("boolq: done in ") for m in logged) and any(m.startswith("wikitext: done in ") for m in logged)
 
 
 def test_the_same_budget_selects_the_same_examples(shared_data_dir):
