@@ -217,7 +217,7 @@ def test_finetune_wikitext(benchmark, genai, genai_device, genai_settings, finet
     from pytest_genai.train import metrics
 
     # the data dir's text, else the Hugging Face cache's, else (tiny scale) the embedded slice's
-    tiny = (genai_settings["scale"] or "tiny").strip().lower() == "tiny"
+    tiny = genai_settings["scale"] == "tiny"
     try:
         text, _identity = data.wikitext_raw_file(genai_settings["data_dir"], tmp_path_factory.mktemp("wikitext"),
                                                  allow_embedded=tiny)

@@ -1,6 +1,7 @@
 """Option parsing and resolution. Settings resolve CLI → environment → ini → default; errors name the source."""
 from __future__ import annotations
 
+import math
 import os
 import re
 from typing import Any, Callable
@@ -89,21 +90,60 @@ def parse_positive_float(text: str) -> float:
     return value
 
 
+SCALES = ("tiny", "small", "full")
+
+
+def parse_scale(text: str) -> str:
+    """``--genai-scale``: one of :data:`SCALES` (any case). Every experiment reads this parsed value; a typo is a
+    usage error here, never a collection error in one experiment and silently ignored in another."""
+    scale = str(text).strip().lower()
+    if scale not in SCALES:
+        raise ValueError(f"{text!r} is not a scale; use one of {', '.join(SCALES)}")
+    return scale
+
+
+def parse_model(text: str) -> str:
+    """``--genai-model``: a comma list of local model folders (checked now: config.json and safetensors weights
+    readable) or Hugging Face ids (well formed; whether cached is decided at collection). Returns the stripped list."""
+    from pytest_genai.evals.model_folder import option_problem
+
+    parts = [part.strip() for part in str(text).split(",") if part.strip()]
+    if not parts:
+        raise ValueError("an empty model list; give a model folder or a cached Hugging Face id")
+    for part in parts:
+        problem = option_problem(part)
+        if problem:
+            raise ValueError(problem)
+    return ",".join(parts)
+
+
+def parse_timeout(text: str) -> float:
+    """``--genai-timeout``: seconds, finite and positive (``inf`` would let a hung job hang the run forever)."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"{text!r} is not a number of seconds; write e.g. 300") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{text!r} must be a positive, finite number of seconds, e.g. 300 (a hung worker is killed "
+                         "after it)")
+    return value
+
+
 #: name -> (cli option, env var, ini key, parser, default)
 SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | None, Any]] = {
     "devices": ("--genai-devices", "GENAI_DEVICES", "genai_devices", parse_devices, KINDS),
     "claims": ("--genai-claims", "GENAI_CLAIMS", "genai_claims", parse_claims_mode, "enforce"),
     "data_dir": ("--genai-data-dir", "GENAI_DATA_DIR", "genai_data_dir", parse_data_dir, None),
-    "model": ("--genai-model", "GENAI_MODEL", "genai_model", None, None),
+    "model": ("--genai-model", "GENAI_MODEL", "genai_model", parse_model, None),
     "trust_remote_code": ("--genai-trust-remote-code", "GENAI_TRUST_REMOTE_CODE", None, parse_bool, False),
     "limit": ("--genai-limit", "GENAI_LIMIT", "genai_limit", parse_positive_int, None),
     "plots": ("--genai-plots", None, None, parse_path, None),
     "nproc": ("--genai-nproc", "GENAI_NPROC", None, parse_positive_int, 2),
     "nnodes": ("--genai-nnodes", "GENAI_NNODES", None, parse_positive_int, 1),
     "rdzv_endpoint": ("--genai-rdzv-endpoint", "GENAI_RDZV_ENDPOINT", None, None, None),
-    "scale": ("--genai-scale", "GENAI_SCALE", "genai_scale", None, "tiny"),
+    "scale": ("--genai-scale", "GENAI_SCALE", "genai_scale", parse_scale, "tiny"),
     "memory_budget": ("--genai-memory-budget", "GENAI_MEMORY_BUDGET", None, parse_bytes, None),
-    "timeout": ("--genai-timeout", "GENAI_TIMEOUT", "genai_timeout", parse_positive_float, 300.0),
+    "timeout": ("--genai-timeout", "GENAI_TIMEOUT", "genai_timeout", parse_timeout, 300.0),
     "dabench_profiles": ("--genai-dabench-profiles", "GENAI_DABENCH_PROFILES", None, parse_path, None),
     "baseline": ("--genai-baseline", None, None, parse_path, None),
     "max_regression": ("--genai-max-regression", None, None, None, None),

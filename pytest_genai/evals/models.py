@@ -113,7 +113,10 @@ def hub_cached_model(repo_id: str) -> bool:
         return False
 
     def cached(filename: str) -> bool:
-        return isinstance(try_to_load_from_cache(repo_id, filename), str)
+        try:
+            return isinstance(try_to_load_from_cache(repo_id, filename), str)
+        except ValueError:  # HFValidationError: not a repo id at all (e.g. a path), so not cached
+            return False
 
     return cached("config.json") and (cached("model.safetensors") or cached("model.safetensors.index.json"))
 
@@ -140,11 +143,13 @@ def resolve_model(identifier: str) -> ModelRef:
     if identifier.lower() in (SMOLLM2_NAME, "smollm2", "embedded"):
         smollm2_gguf()
         return ModelRef(SMOLLM2_NAME, "embedded", SMOLLM2_NAME)
+    from pytest_genai.evals.model_folder import looks_like_path, option_problem
+
     path = Path(identifier).expanduser()
-    if path.is_dir():
-        if not (path / "config.json").is_file():
-            raise ModelUnavailable(f"{path} has no config.json; --genai-model must be a folder saved with "
-                                   "save_pretrained (safetensors weights) or a cached Hugging Face id")
+    if path.is_dir() or looks_like_path(identifier):
+        problem = option_problem(identifier)
+        if problem:
+            raise ModelUnavailable(problem)
         return ModelRef(model_name(str(path)), "folder", str(path))
     if hub_cached_model(identifier):
         return ModelRef(model_name(identifier), "hub-cache", identifier)

@@ -194,8 +194,10 @@ def _pair_parser(prog: str, description: str) -> argparse.ArgumentParser:
     p.add_argument("baseline", help="the reference run (pytest-benchmark JSON)")
     p.add_argument("current", help="the run to judge (pytest-benchmark JSON)")
     p.add_argument("--max-regression", default=None, metavar="SPEC",
-                   help="per-metric thresholds, e.g. 'tokens_per_s=5%%,perplexity=0.5%%,quant:acc=1%%,*=10%%' "
-                        "(pytest-benchmark's 'metric:5%%' also works); unknown metric or experiment names are an error")
+                   help="per-metric thresholds, e.g. 'tokens_per_s=5%%,perplexity=0.5%%,quant:acc=1%%,*=10%%'; "
+                        "pytest-benchmark's field:N%% form also works: round-time statistics min, max, mean, median, "
+                        "stddev, iqr ('median:10%%') or any genai metric ('tokens_per_s:5%%'); unknown metric or "
+                        "experiment names are an error")
     p.add_argument("--all", action="store_true",
                    help="print the row of every compared metric, not only the summary")
     p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",

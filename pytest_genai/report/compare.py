@@ -168,15 +168,18 @@ def compare_records(
 ) -> tuple[MetricComparison, ...]:
     """Every metric of a matched pair, baseline's metrics first, then metrics new in ``cur``."""
     names = list(base.metrics) + [m for m in cur.metrics if m not in base.metrics]
+    # pytest-benchmark statistics other than the median: compared only when a threshold names them (mean:5%)
+    timing = {m: f for m, f in thresholds.timing_fields().items() if m not in names}
+    names += [m for m, f in timing.items() if f in base.timing or f in cur.timing]
     experiment = cur.experiment or base.experiment
     out = []
     for name in names:
-        unit = cur.units.get(name) or base.units.get(name) or ""
+        unit = cur.units.get(name) or base.units.get(name) or ("s" if name in timing else "")
         out.append(
             compare_metric(
                 name,
-                base.metrics.get(name),
-                cur.metrics.get(name),
+                base.metrics.get(name, base.timing.get(timing.get(name, ""))),
+                cur.metrics.get(name, cur.timing.get(timing.get(name, ""))),
                 info.get(name),
                 thresholds.for_metric(name, experiment),
                 unit=unit,

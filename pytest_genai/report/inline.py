@@ -23,7 +23,7 @@ from .deltas import worsening
 from .errors import ReportInputError
 from .matching import check_unique, match_records
 from .registry import MetricInfo, default_metric_info
-from .runs import Record, load_run, records_from_benchmarks
+from .runs import BENCH_STATS_FIELDS, Record, load_run, records_from_benchmarks
 from .tables import format_change, format_number, make_table
 from .thresholds import ThresholdError, parse_thresholds
 
@@ -55,13 +55,18 @@ def regression_message(result: InlineResult, baseline_source: str) -> str:
 
 
 def _stats_dict(bench: Any) -> dict[str, float] | None:
+    """The round-time statistics a field:N% threshold may name (pytest-benchmark's Stats attributes)."""
     meta = getattr(bench, "stats", None)
     stats = getattr(meta, "stats", None)
-    median = getattr(stats, "median", None) if stats is not None else None
-    try:
-        return {"median": float(median)} if median is not None else None
-    except (TypeError, ValueError):
+    if stats is None:
         return None
+    out = {}
+    for name in BENCH_STATS_FIELDS:
+        try:
+            out[name] = float(getattr(stats, name))
+        except (AttributeError, TypeError, ValueError, ZeroDivisionError):  # too few rounds for stddev/iqr
+            pass
+    return out or None
 
 
 def _claims_experiments() -> set[str]:

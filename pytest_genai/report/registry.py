@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from .runs import BENCH_MEDIAN_METRIC
+from .runs import BENCH_STATS_FIELDS, bench_stat_metric
 
 DIRECTIONS = ("higher", "lower", "none")
 
@@ -42,8 +42,9 @@ class MetricInfo:
 
 BUILTIN_METRICS: Mapping[str, MetricInfo] = MappingProxyType(
     {
-        # pytest-benchmark's median round time, exposed by runs.py for every benchmark.
-        BENCH_MEDIAN_METRIC: MetricInfo(BENCH_MEDIAN_METRIC, "s", "lower"),
+        # pytest-benchmark's round times: the median is exposed by runs.py for every benchmark, the other
+        # statistics when a threshold names them (``mean:5%``, pytest-benchmark's --benchmark-compare-fail form).
+        bench_stat_metric(f): MetricInfo(bench_stat_metric(f), "s", "lower") for f in BENCH_STATS_FIELDS
     }
 )
 

@@ -27,9 +27,18 @@ from pytest_genai import SCHEMA  # the version of the JSON contract this package
 from pytest_genai.identity import merge_environment, split_config, split_model
 
 from .errors import ReportInputError
+from .renames import current_names
 
 BENCH_MEDIAN_METRIC = "benchmark_median_s"
 """Name under which pytest-benchmark's own median round time (``stats.median``) is exposed."""
+
+BENCH_STATS_FIELDS = ("min", "max", "mean", "median", "stddev", "iqr")
+"""pytest-benchmark's round-time statistics that ``--benchmark-compare-fail field:N%`` accepts (seconds)."""
+
+
+def bench_stat_metric(field: str) -> str:
+    """The metric name of a pytest-benchmark statistic: ``median`` → ``benchmark_median_s``."""
+    return f"benchmark_{field}_s"
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,9 @@ class Record:
     param: str | None = None
     environment: Mapping[str, Any] = field(default_factory=dict)
     """Where and how it ran (paths, threads, rank placement, ...): shown when two runs differ, never matched on."""
+    timing: Mapping[str, float] = field(default_factory=dict)
+    """pytest-benchmark's round-time statistics (``min``, ``mean``, ...; seconds); only the median is a metric of
+    every comparison, the others are compared when a threshold names them (``mean:5%``)."""
 
     @property
     def config_key(self) -> str:
@@ -229,7 +241,8 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
     extra = bench.get("extra_info") or {}
     if not isinstance(extra, dict):
         raise ReportInputError(f"{where}: 'extra_info' is a {type(extra).__name__}, expected an object")
-    median = _stats_median(bench.get("stats"))
+    timing = _stats_times(bench.get("stats"))
+    median = timing.get("median")
     genai = extra.get("genai")
     if genai is None:
         metrics = {BENCH_MEDIAN_METRIC: median} if median is not None else {}
@@ -244,6 +257,7 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
             sources={k: "measured" for k in metrics},
             units={k: "s" for k in metrics},
             param=param if isinstance(param, str) else None,
+            timing=timing,
         )
     if not isinstance(genai, dict):
         raise ReportInputError(f"{where}: extra_info.genai is a {type(genai).__name__}, expected an object")
@@ -282,6 +296,7 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
         metrics[BENCH_MEDIAN_METRIC] = median
     sources = _strings(genai.get("metric_sources") or {}, f"{where}: extra_info.genai.metric_sources")
     units = _strings(genai.get("metric_units") or {}, f"{where}: extra_info.genai.metric_units")
+    metrics, sources, units = current_names(metrics, sources, units)  # runs written before a rename pair with new ones
     if median is not None:
         sources.setdefault(BENCH_MEDIAN_METRIC, "measured")
         units.setdefault(BENCH_MEDIAN_METRIC, "s")
@@ -307,19 +322,23 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
         attachments=attachments,
         param=param if isinstance(param, str) else None,
         environment=environment,
+        timing=timing,
     )
 
 
-def _stats_median(stats: Any) -> float | None:
+def _stats_times(stats: Any) -> dict[str, float]:
+    """The numeric :data:`BENCH_STATS_FIELDS` of a pytest-benchmark ``stats`` object (others are ignored)."""
     if not isinstance(stats, dict):
-        return None
-    value = stats.get("median")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            return float(value)
-        except OverflowError:  # an integer too large for a float: not a usable time
-            return None
-    return None
+        return {}
+    out: dict[str, float] = {}
+    for name in BENCH_STATS_FIELDS:
+        value = stats.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            try:
+                out[name] = float(value)
+            except OverflowError:  # an integer too large for a float: not a usable time
+                pass
+    return out
 
 
 def _device(obj: Any, where: str) -> DeviceRef | None:

@@ -6,8 +6,10 @@ Grammar of the option text, comma-separated ``KEY=N%`` tokens:
 * ``experiment:metric=N%`` — that metric in one experiment (the per-test threshold);
 * ``experiment:*=N%`` — every metric of one experiment;
 * ``*=N%`` — every other metric;
-* ``metric:N%`` — pytest-benchmark's ``--benchmark-compare-fail`` spelling (``field:N%``),
-  the same as ``metric=N%``.
+* ``field:N%`` — pytest-benchmark's ``--benchmark-compare-fail`` spelling: ``median:10%``,
+  ``mean:5%`` (a round-time statistic: min, max, mean, median, stddev, iqr; compared as
+  ``benchmark_<field>_s``), or ``metric:N%`` for a genai metric (the same as ``metric=N%``).
+  pytest-benchmark's absolute form (``median:0.001``) is not accepted: thresholds are relative.
 
 Names must be known: :meth:`Thresholds.check_known` rejects a metric or experiment that
 is neither in the metric registry nor in the runs being compared (a misspelling would
@@ -26,6 +28,8 @@ import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Collection, Mapping
+
+from .runs import BENCH_STATS_FIELDS, bench_stat_metric
 
 DEFAULT_MAX_REGRESSION = 0.05
 """Allowed worsening for a metric nobody gave a threshold for: 5 %."""
@@ -117,6 +121,11 @@ class Thresholds:
             f"{option}: {'; '.join(parts)} — known metrics: {known_metrics}; known experiments: {known_experiments}"
         )
 
+    def timing_fields(self) -> dict[str, str]:
+        """The pytest-benchmark statistics the user gave a threshold for: ``{"benchmark_mean_s": "mean"}``."""
+        named = set(self.per_metric) | {m for _, m in self.per_experiment}
+        return {bench_stat_metric(f): f for f in BENCH_STATS_FIELDS if bench_stat_metric(f) in named}
+
     @property
     def id(self) -> str:
         """Canonical text of the user-given thresholds (parseable by :func:`parse_thresholds`)."""
@@ -149,9 +158,12 @@ def parse_thresholds(text: str | None, *, option: str = "--max-regression") -> T
             field_name, colon, pct = token.rpartition(":")
             if colon and _VALUE.match(pct.strip()) and re.fullmatch(_NAME, field_name.strip()):
                 key, value = field_name.strip(), pct.strip()
+                if key in BENCH_STATS_FIELDS:  # a pytest-benchmark statistic, as --benchmark-compare-fail names it
+                    key = bench_stat_metric(key)
             else:
                 raise ThresholdError(
-                    f"{option}: bad token {token!r}: expected KEY=N% (or metric:N%), e.g. tokens_per_s=5%")
+                    f"{option}: bad token {token!r}: expected KEY=N% or field:N% (pytest-benchmark's form), "
+                    "e.g. tokens_per_s=5% or median:10%")
         match = _KEY.match(key)
         if not match:
             raise ThresholdError(

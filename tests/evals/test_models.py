@@ -161,3 +161,57 @@ def test_gguf_conversion_without_the_gguf_package_names_the_extra(monkeypatch, t
     with pytest.raises(ModelUnavailable, match=r"needs the gguf package: pip install 'pytest-genai\[embedded\]'"):
         models.smollm2_fp32_folder(tmp_path / "cache")
     assert [p for p in (tmp_path / "cache").iterdir() if p.is_dir()] == []  # (the sha256 memo file stays)
+
+
+# -- a broken --genai-model is one line naming the file (issue 18) ----------------------------------------------------
+def _model_folder(folder, config='{"model_type": "llama"}', weights=None):
+    """A folder laid out like save_pretrained's: config.json and one safetensors file (a valid empty header)."""
+    import struct
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(config, encoding="utf-8")
+    header = b'{"__metadata__": {"format": "pt"}}'
+    (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header if weights is None else weights)
+    return folder
+
+
+def test_a_missing_model_path_is_one_line_not_a_hub_validation_error(tmp_path):
+    for identifier in (str(tmp_path / "missing"), "./missing/model", "a/b/c"):
+        with pytest.raises(ModelUnavailable, match="no such folder") as info:
+            models.resolve_model(identifier)
+        assert "\n" not in str(info.value)
+    assert models.hub_cached_model("/abs/path/missing") is False  # not a repo id: not cached, no HFValidationError
+
+
+@pytest.mark.parametrize("config, weights, extra, needle", [
+    ('{"model_type": "llama"', None, {}, "config.json: not a readable JSON config"),
+    ("[1, 2]", None, {}, "config.json: a model config must be a JSON object"),
+    ('{"model_type": "llama"}', b"", {}, "model.safetensors: not a safetensors file (0 bytes"),
+    ('{"model_type": "llama"}', b"\xff" * 8 + b"{}", {}, "does not fit"),
+    ('{"model_type": "llama"}', b"\x02" + b"\0" * 7 + b"[x", {}, "header is not JSON"),
+    ('{"model_type": "llama"}', None, {"model.safetensors.index.json": '{"weight_map": {"a": "shard-2.safetensors"}}'},
+     "names shard(s) that are not in the folder: shard-2.safetensors"),
+])
+def test_a_broken_model_folder_names_the_file(tmp_path, config, weights, extra, needle):
+    folder = _model_folder(tmp_path / "m", config, weights)
+    for name, text in extra.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    with pytest.raises(ModelUnavailable) as info:
+        models.resolve_model(str(folder))
+    assert needle in str(info.value) and str(folder) in str(info.value) and "save_pretrained" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_a_folder_with_only_pickled_weights_is_refused(tmp_path):
+    folder = _model_folder(tmp_path / "m")
+    (folder / "model.safetensors").rename(folder / "pytorch_model.bin")
+    with pytest.raises(ModelUnavailable, match="no \\*.safetensors weights"):
+        models.resolve_model(str(folder))
+
+
+def test_a_saved_model_folder_passes_the_check(tmp_path):
+    from pytest_genai.evals.model_folder import folder_problem
+
+    tiny_llama().save_pretrained(tmp_path, safe_serialization=True)
+    assert folder_problem(tmp_path) is None
+    assert folder_problem(_model_folder(tmp_path / "fake")) is None

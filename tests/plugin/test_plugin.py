@@ -203,6 +203,13 @@ def test_timing_verdicts_in_a_run(pytester: pytest.Pytester, ratio, rounds, mode
         ([], {"GENAI_MEMORY_BUDGET": "lots"}, "environment variable GENAI_MEMORY_BUDGET: 'lots' is not a size"),
         (["--genai-trust-remote-code", "maybe"], {},
          "command-line option --genai-trust-remote-code: 'maybe' is not a yes/no value; use yes or no"),
+        # issue 18: one parser per setting, at configure, naming the source actually used and the valid values
+        (["--genai-scale", "smal"], {}, "command-line option --genai-scale: 'smal' is not a scale; use one of tiny, small, full"),
+        ([], {"GENAI_SCALE": "huge"}, "environment variable GENAI_SCALE: 'huge' is not a scale; use one of tiny, small"),
+        (["-o", "genai_scale=Tinyy"], {}, "ini setting genai_scale: 'Tinyy' is not a scale"),
+        (["--genai-model", "/abs/path/missing"], {}, "command-line option --genai-model: /abs/path/missing: no such folder"),
+        ([], {"GENAI_MODEL": "not a model"}, "environment variable GENAI_MODEL: 'not a model' is neither an existing folder"),
+        (["--genai-timeout", "inf"], {}, "command-line option --genai-timeout: 'inf' must be a positive, finite number"),
     ],
 )
 def test_bad_settings_name_their_source(pytester: pytest.Pytester, monkeypatch, args, env, needle) -> None:
@@ -212,6 +219,7 @@ def test_bad_settings_name_their_source(pytester: pytest.Pytester, monkeypatch, 
     result = pytester.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert needle in result.stderr.str()
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
 
 
 def test_importing_the_plugin_does_not_import_torch() -> None:
