@@ -59,12 +59,10 @@ def test_parallel_scaling(benchmark, genai, genai_device, genai_settings, strate
     world = genai_settings["nproc"] * nnodes
     if world < 2:
         pytest.skip("scaling needs at least 2 ranks: --genai-nproc 2 (or more)")
-    if genai_device.kind == "cuda":
-        import torch
+    from pytest_genai.devices.ranks import ranks_problem
 
-        if torch.cuda.device_count() < genai_settings["nproc"]:
-            pytest.skip(f"--genai-nproc {genai_settings['nproc']} needs that many GPUs per node, "
-                        f"found {torch.cuda.device_count()}")
+    if why := ranks_problem(genai_device.kind, genai_settings["nproc"]):  # per node: one rank per core / GPU
+        pytest.skip(why)
     workload = scaling_config.parallel_workload(genai_device.kind, scale)
     head = scaling_config.pipeline_head_vocab(genai_device.kind, scale) if strategy == "pp" else 0
     # 10 interleaved rounds: the timing claims are judged on the 95% interval of the per-round values.

@@ -58,16 +58,10 @@ def test_diffusion_ddp_scaling(benchmark, genai, genai_device, genai_settings, t
     world = genai_settings["nproc"]
     if world < 2:
         pytest.skip("DDP scaling needs at least 2 ranks: --genai-nproc 2 (or more)")
-    if kind == "cpu":
-        from pytest_genai.evals.throughput import available_cores
+    from pytest_genai.devices.ranks import ranks_problem
 
-        if available_cores() < world:
-            pytest.skip(f"{world} CPU ranks need {world} cores (one each); this process may use {available_cores()}")
-    else:
-        import torch
-
-        if torch.cuda.device_count() < world:
-            pytest.skip(f"--genai-nproc {world} needs that many GPUs, found {torch.cuda.device_count()}")
+    if why := ranks_problem(kind, world):  # one rank per core / GPU
+        pytest.skip(why)
     cfg = SIZE_BY_KIND[kind]
     genai.start(experiment="diffusion", device=genai_device, model="sr-unet-synthetic-dust",
                 config={**dataclasses.asdict(cfg), "strategy": "ddp", "world_size": world})

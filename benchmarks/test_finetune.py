@@ -17,6 +17,7 @@ import dataclasses
 
 import pytest
 
+from pytest_genai.devices.ranks import ranks_problem
 from pytest_genai.train.config import ThroughputConfig, WikitextConfig, benchmark_matrix
 from pytest_genai.train.requirements import skip_unless_installed
 
@@ -118,6 +119,8 @@ def _planner(cfg: ThroughputConfig, world: int, capacity: int | None):
 def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finetune_runs, launch_spec):
     cfg = finetune_cfg
     _require_training_path(genai_device, cfg)
+    if why := ranks_problem(genai_device.kind, launch_spec.nproc):  # one rank per core / GPU
+        pytest.skip(why)
     from pytest_genai.train import metrics
     from pytest_genai.train.archs import get_arch
     from pytest_genai.train.flops import counted_training_flops, training_flops_per_step
@@ -210,6 +213,8 @@ def test_finetune_wikitext(benchmark, genai, genai_device, genai_settings, finet
                            tmp_path_factory):
     """A real fine-tune: pretrained SmolLM2-135M, WikiText-2 text, DDP on torchrun; the held-out loss falls."""
     _require_training_path(genai_device)
+    if why := ranks_problem(genai_device.kind, launch_spec.nproc):
+        pytest.skip(why)
     if genai_device.kind not in TORCH_KINDS:
         pytest.skip("the WikiText fine-tune runs through torch on cpu/cuda (the hpu path runs throughput configs)")
     from pytest_genai.evals import data
