@@ -155,6 +155,32 @@ class SettingError(ValueError):
     pass
 
 
+def given(config: Any, name: str) -> bool:
+    """Was setting ``name`` set by the user (command line, environment or ini), rather than left at its default?"""
+    option, env, ini, _parser, _default = SETTINGS[name]
+    if config.getoption(option.lstrip("-").replace("-", "_")) is not None:
+        return True
+    if env and os.environ.get(env):
+        return True
+    return bool(ini and config.getini(ini))
+
+
+def resolve_all(config: Any, env: Any = None) -> dict[str, Any]:
+    """Every setting (see :func:`resolve`). Inside a multi-node Slurm job step, ``nnodes`` and ``rdzv_endpoint``
+    that the user did not set come from Slurm (``pytest_genai.runtime.slurm``); given values always win."""
+    values = {name: resolve(config, name) for name in SETTINGS}
+    if not given(config, "nnodes") and not given(config, "rdzv_endpoint"):
+        from pytest_genai.runtime import slurm
+
+        try:
+            step = slurm.from_env(os.environ if env is None else env)
+        except ValueError as exc:
+            raise SettingError(str(exc)) from None
+        if step is not None:
+            values["nnodes"], values["rdzv_endpoint"] = step.nnodes, step.rdzv_endpoint
+    return values
+
+
 def resolve(config: Any, name: str) -> Any:
     """The value of setting ``name``: command line, then environment, then ini file, then the default."""
     option, env, ini, parser, default = SETTINGS[name]

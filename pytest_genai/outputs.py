@@ -58,6 +58,16 @@ def clashing_input(output: str, inputs: Iterable[tuple[str, str | None]]) -> str
     return None
 
 
+def node_path(raw: str, env: Any = None) -> str:
+    """``{node}`` in an output path becomes this node's rank (``SLURM_NODEID``, torchrun's ``NODE_RANK``, else 0),
+    so ``srun pytest ... --benchmark-json 'results/run-{node}.json'`` writes one file per node."""
+    if "{node}" not in raw:
+        return raw
+    from pytest_genai.runtime.slurm import node_label
+
+    return raw.replace("{node}", node_label(os.environ if env is None else env))
+
+
 class AtomicJsonOutput:
     """What ``--benchmark-json PATH`` gives pytest-benchmark instead of ``argparse.FileType('wb')``: nothing is opened
     at start-up (FileType truncated the previous run's file the moment pytest parsed its options), and what
@@ -75,7 +85,7 @@ class AtomicJsonOutput:
             import argparse
 
             return argparse.FileType("wb")(raw)
-        return cls(raw)
+        return cls(node_path(raw))
 
     def __fspath__(self) -> str:
         return self.path

@@ -8,7 +8,7 @@ import pytest
 
 from pytest_genai import SCHEMA
 from pytest_genai.devices.device import ENABLE_HINTS, KINDS, Device
-from pytest_genai.options import SETTINGS, SettingError, resolve
+from pytest_genai.options import SETTINGS, SettingError, resolve, resolve_all
 from pytest_genai.session import SessionState
 
 STATE = pytest.StashKey[SessionState]()
@@ -69,8 +69,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "(genai.check refuses undeclared ids; pytest-genai claims --coverage lists them)")
     try:
         state = SessionState(config, claims_mode=resolve(config, "claims"), selected_kinds=resolve(config, "devices"))
-        for name in SETTINGS:  # validate every setting now, naming where a bad value came from
-            resolve(config, name)
+        resolve_all(config)  # validate every setting now, naming where a bad value came from
     except SettingError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE] = state
@@ -233,8 +232,8 @@ def genai(request: pytest.FixtureRequest):
 
 @pytest.fixture(scope="session")
 def genai_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """Resolved pytest-genai settings (CLI → env → ini → default)."""
-    return {name: resolve(request.config, name) for name in SETTINGS}
+    """Resolved pytest-genai settings (CLI → env → ini → default; multi-node settings from a Slurm job step)."""
+    return resolve_all(request.config)
 
 
 # -- reporting -----------------------------------------------------------------------------------------------
@@ -269,8 +268,8 @@ def pytest_benchmark_update_json(config: pytest.Config, benchmarks: Any, output_
     output_json["genai"] = {
         "schema": SCHEMA,
         "claims_mode": state.claims_mode,
-        "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in
-                     ((n, resolve(config, n)) for n in SETTINGS) if k not in ("baseline",)},
+        "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in resolve_all(config).items()
+                     if k not in ("baseline",)},
         "claims": state.verdicts,
     }
 
