@@ -102,7 +102,7 @@ def _level1(benchmark, genai, device, cfg, ceilings_for) -> None:
         benchmark.pedantic(synced, setup=device.synchronize, rounds=ROUNDS, warmup_rounds=1, iterations=1)
         stats = getattr(benchmark, "stats", None)
         if stats is None:  # --benchmark-disable: pytest-benchmark ran it once, untimed
-            from pytest_genai.dabench.timing import time_callable
+            from pytest_genai.runtime.timing import time_callable
 
             return time_callable(step, sync=device.synchronize, repeats=ROUNDS).median_s
         return stats.stats.median
@@ -193,7 +193,7 @@ def test_capacity_cuda(benchmark, genai, cuda, genai_settings):
 
 def test_timer_overhead_cpu(benchmark, genai, cpu):
     """The floor under every CPU timing here: an empty synchronized region (two clock reads), reported."""
-    from pytest_genai.dabench.timing import timer_overhead_s
+    from pytest_genai.runtime.timing import timer_overhead_s
 
     genai.start(experiment=EXPERIMENT, device=cpu, config={"region": "empty"}, model=None)
     overhead = benchmark.pedantic(timer_overhead_s, kwargs={"sync": cpu.synchronize}, rounds=1, iterations=1)

@@ -41,12 +41,10 @@ def pinned_threads(genai_device):
     if genai_device.kind != "cpu":
         yield
         return
-    import torch
+    from pytest_genai.runtime.threads import torch_threads
 
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with torch_threads(1):
+        yield
 
 
 @pytest.mark.claims(*CHECKS["dp"], *CHECKS["tp"], *CHECKS["pp"], kinds=("cpu", "cuda"))

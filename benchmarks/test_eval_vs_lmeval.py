@@ -45,6 +45,7 @@ class Side:
 def _setup(task: str, genai_device: Any, eval_model: Any, session: Any) -> Side:
     pytest.importorskip("lm_eval", reason="lm-evaluation-harness is not installed: `pip install pytest-genai[lmeval]`")
     from pytest_genai.evals import data, throughput
+    from pytest_genai.runtime.threads import pin_threads
 
     if genai_device.kind not in ("cpu", "cuda"):
         pytest.skip(f"lm-eval's HFLM runs on cpu or cuda; {genai_device.kind} is compared through its own harness")
@@ -52,7 +53,7 @@ def _setup(task: str, genai_device: Any, eval_model: Any, session: Any) -> Side:
         source = data.data_source(task, session.data_dir, session.budget)
     except data.DataUnavailable as exc:
         pytest.skip(str(exc))
-    threads = throughput.pin_threads(session.settings.threads) if genai_device.kind == "cpu" else None
+    threads = pin_threads(session.settings.threads) if genai_device.kind == "cpu" else None
     fp32 = session.fp32_model(genai_device, eval_model)
     model, tokenizer = fp32.loaded.model, fp32.loaded.tokenizer
     return Side(session, genai_device, source, threads, model, tokenizer,

@@ -49,7 +49,7 @@ def finetune_runs(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def launch_spec(genai_settings):
-    from pytest_genai.train.launcher import LaunchSpec
+    from pytest_genai.runtime.launcher import LaunchSpec
 
     return LaunchSpec.from_env(nproc=genai_settings["nproc"], nnodes=genai_settings["nnodes"],
                                rdzv_endpoint=genai_settings["rdzv_endpoint"], timeout_s=genai_settings["timeout"])

@@ -52,6 +52,7 @@ def quantized_models():
 def test_quantized_model_quality(benchmark, genai, genai_device, eval_model, fp32_eval_baseline, quantized_models,
                                  case):
     from pytest_genai.evals import data, runner, throughput
+    from pytest_genai.runtime.threads import pin_threads
     from pytest_genai.evals.quantized import quantize, resolve_backend, resolve_tiers
     from pytest_genai.quant import BackendUnavailable, model_stored_bytes
 
@@ -64,7 +65,7 @@ def test_quantized_model_quality(benchmark, genai, genai_device, eval_model, fp3
     except data.DataUnavailable as exc:
         pytest.skip(str(exc))
     settings = session.settings
-    threads = throughput.pin_threads(settings.threads) if device.kind == "cpu" else None
+    threads = pin_threads(settings.threads) if device.kind == "cpu" else None
 
     fp32 = session.fp32_model(device, eval_model)
     tokenizer = fp32.loaded.tokenizer

@@ -32,10 +32,10 @@ MUTATIONS = (
     Mutation("atomic", "pytest_genai/atomic.py", "        os.replace(tmp, path)\n",
              "        path.write_bytes(open(tmp, 'rb').read()); os.unlink(tmp)\n",  # a plain, non-atomic write
              ("tests/test_atomic.py",)),
-    Mutation("stray-workers", "pytest_genai/train/launcher.py",
+    Mutation("stray-workers", "pytest_genai/runtime/launcher.py",
              "                if _proc_env_has(int(entry), needle):\n",
              "                if False and _proc_env_has(int(entry), needle):\n",  # workers found only as descendants
-             ("tests/train/test_launcher.py",)),
+             ("tests/runtime/test_launcher.py",)),
     Mutation("gate-nan", "pytest_genai/report/compare.py",
              "    if current is not None and not math.isfinite(current) and direction in _DIRECTED:\n",
              "    if False:\n",  # nan/inf in the current run no longer fails by itself

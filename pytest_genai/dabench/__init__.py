@@ -9,12 +9,12 @@ Modules, each with one job (importing this package imports nothing heavy):
 * :mod:`.allocation` — resource allocation ratio from CPU times or CUDA kernel records (pure).
 * :mod:`.capacity`   — the largest-layer-count bisection and the memory model (pure).
 * :mod:`.model`      — the torch decoder stack built from a config (torch imported inside).
-* :mod:`.timing`     — synchronized, warmed-up median timings (torch imported inside).
 * :mod:`.ceilings`   — measured matmul and copy ceilings (torch imported inside).
-* :mod:`.memtrack`   — CPU tensor-memory high-water mark with a budget (torch imported inside).
 * :mod:`.fit`        — one capacity probe: does a stack of n layers run (out-of-memory caught, memory freed).
 * :mod:`.kernels`    — CUDA kernel records from a torch.profiler trace (torch imported inside).
 * :mod:`.vendor`     — the workload through Cerebras / SambaNova / Graphcore SDKs where present.
 * :mod:`.readers`    — vendor profile readers (Cerebras compile report, SambaTune section report, PopVision).
 * :mod:`.level1`     — runs one config end to end and returns the metrics the benchmark records.
+
+Timing and the CPU memory tracker come from :mod:`pytest_genai.runtime`.
 """

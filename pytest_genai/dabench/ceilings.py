@@ -1,6 +1,6 @@
 """The device's ceilings measured in the same session: a large matmul in the config's dtype and a large copy.
 
-Both are the best of several synchronized, warmed-up repeats (:mod:`.timing`): a ceiling is an upper bound, and
+Both are the best of several synchronized, warmed-up repeats (:mod:`pytest_genai.runtime.timing`): a ceiling is an upper bound, and
 on a shared machine interference only ever lowers a repeat, so the fastest repeat is the estimate (as STREAM
 reports its best rate). On a CPU running one torch thread the clock is the process's CPU time, so that a ceiling
 is the core's rate while it runs the probe, not a share of it left over by other processes (identical to the wall
@@ -13,7 +13,7 @@ from typing import Any
 
 import time
 
-from pytest_genai.dabench.timing import Clock, time_callable
+from pytest_genai.runtime.timing import Clock, time_callable
 
 #: (matmul n, copy MiB) per device kind: large enough to reach the ceiling, small enough for the device's memory.
 PROBE_SIZES = {"cpu": (1024, 256), "cuda": (8192, 4096), "hpu": (8192, 4096)}

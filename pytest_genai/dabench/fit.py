@@ -3,7 +3,7 @@
 A probe builds the stack and runs two steps (the second one with the optimizer state in place, the steady state the
 memory model describes). Out of memory is caught and the probe answers False:
 
-* CPU: under a :mod:`~pytest_genai.dabench.memtrack` tracker whose budget (``--genai-memory-budget``) stands in for
+* CPU: under a :mod:`~pytest_genai.runtime.memtrack` tracker whose budget (``--genai-memory-budget``) stands in for
   the device's capacity, so a shared machine is never exhausted.
 * CUDA: ``torch.cuda.OutOfMemoryError`` from the real allocator; with a budget, also a peak
   (``max_memory_allocated``) above it.
@@ -47,7 +47,7 @@ def probe(cfg: DecoderConfig, layers: int, device: Any, budget_bytes: int | None
 
 
 def _probe_cpu(cfg: DecoderConfig, device: Any, budget_bytes: int | None) -> Probe:
-    from pytest_genai.dabench.memtrack import MemoryBudgetExceeded, make_tracker
+    from pytest_genai.runtime.memtrack import MemoryBudgetExceeded, make_tracker
 
     if budget_bytes is None:
         raise ValueError("the CPU capacity probe needs a memory budget (--genai-memory-budget, e.g. 256MiB)")

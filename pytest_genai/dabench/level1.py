@@ -9,7 +9,6 @@ what is derived from them; ``modeled`` for estimates, whose names say so (``elem
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -145,14 +144,6 @@ def compose(
     return Level1Result(metrics, sources, labels)
 
 
-def available_cores() -> int:
-    """Cores this process may run on (its CPU affinity), the units a CPU allocation ratio is counted against."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
 def measure(
     cfg: DecoderConfig,
     device: Any,
@@ -164,8 +155,8 @@ def measure(
     """Build the stack on ``device`` and measure one config.
 
     ``time_step(step) -> median seconds`` times the whole step (the benchmark passes pytest-benchmark's pedantic
-    loop there, with device synchronization); by default :func:`~pytest_genai.dabench.timing.time_callable`.
-    Per-layer and per-op-class loads are timed interleaved (:func:`~pytest_genai.dabench.timing.time_each`).
+    loop there, with device synchronization); by default :func:`~pytest_genai.runtime.timing.time_callable`.
+    Per-layer and per-op-class loads are timed interleaved (:func:`~pytest_genai.runtime.timing.time_each`).
     A layer's load for LI is its median time on the load clock: on accelerators the synchronized wall clock; on
     the CPU the process's CPU time (``time.process_time``), which counts the work the cores did for the layer and
     not the time the OS gave the cores to other processes -- on a 2-core machine shared by several jobs, wall-clock
@@ -174,7 +165,8 @@ def measure(
     import torch
 
     from pytest_genai.dabench import model
-    from pytest_genai.dabench.timing import cpu_times, time_callable, time_each
+    from pytest_genai.runtime.threads import available_cores
+    from pytest_genai.runtime.timing import cpu_times, time_callable, time_each
 
     torch_device = device.torch_device
     if torch_device is None:

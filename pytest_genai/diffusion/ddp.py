@@ -1,7 +1,7 @@
 """Data-parallel (DDP) training of the diffusion workload: launch the ranks, then summarize what they measured.
 
 :func:`run_ddp` writes the job file and runs :mod:`pytest_genai.diffusion.worker` through the suite's launcher
-(:func:`pytest_genai.train.launcher.launch`: a timeout, every rank's log tail when a rank crashes or hangs, nothing
+(:func:`pytest_genai.runtime.launcher.launch`: a timeout, every rank's log tail when a rank crashes or hangs, nothing
 left running). :func:`summarize` is pure, so the arithmetic is tested without launching anything.
 
 Definitions (all measured): weak scaling, every rank trains ``batch_size`` images per step; a step's time is the
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_genai.diffusion.config import DiffusionConfig
-from pytest_genai.scaling.run import slowest_rank_steps
+from pytest_genai.runtime.timing import slowest_rank_steps
 
 WORKER = ("-m", "pytest_genai.diffusion.worker")
 
@@ -85,7 +85,7 @@ def summarize(result: dict[str, Any]) -> DdpSummary:
 def run_ddp(cfg: DiffusionConfig, world: int, work_dir: Path, *, device_kind: str = "cpu",
             timeout_s: float = 300.0) -> dict[str, Any]:
     """Train ``cfg`` on ``world`` ranks (after rank 0's one-rank baseline); rank 0's result dict."""
-    from pytest_genai.train.launcher import LaunchSpec, launch
+    from pytest_genai.runtime.launcher import LaunchSpec, launch
 
     if world < 2:
         raise ValueError(f"a DDP scaling run needs at least 2 ranks, got world={world}")

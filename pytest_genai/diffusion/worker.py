@@ -21,26 +21,18 @@ import dataclasses
 import sys
 from typing import Any
 
-from pytest_genai.train.rank import run_worker
+from pytest_genai.runtime.rank import run_worker
 
 SCHEMA = "pytest-genai-diffusion-ddp/1"
 
 
 def _setup(kind: str, local_rank: int) -> Any:
-    import torch
-    import torch.distributed as dist
-
     from pytest_genai.devices.device import Device
+    from pytest_genai.runtime.procgroup import init_process_group
 
-    if kind == "cpu":
-        torch.set_num_threads(1)
-        backend = "gloo"
-    elif kind == "cuda":
-        torch.cuda.set_device(local_rank)
-        backend = "nccl"
-    else:
+    if kind not in ("cpu", "cuda"):
         raise ValueError(f"device kind {kind!r} has no DDP path here; use cpu or cuda")
-    dist.init_process_group(backend)
+    init_process_group(kind, local_rank, cpu_threads=1)
     return Device(kind=kind, index=local_rank if kind == "cuda" else 0, name=kind, generation=kind)
 
 

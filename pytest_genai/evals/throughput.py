@@ -1,31 +1,12 @@
 """Forward-only evaluation throughput: a fixed batch of real evaluation tokens, threads pinned on the CPU, the
-device synchronized before the clock is read. pytest-benchmark (or :func:`time_rounds`) does the timing; this
+device synchronized before the clock is read (threads: :func:`pytest_genai.runtime.threads.pin_threads`). pytest-benchmark (or :func:`time_rounds`) does the timing; this
 module prepares the work and turns seconds into tokens per second."""
 from __future__ import annotations
 
 import dataclasses
-import os
 import statistics
 import time
 from typing import Any, Callable, Sequence
-
-
-def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
-def pin_threads(threads: int | None) -> int:
-    """Fix torch's intra-op CPU threads; returns the number set. Default: ``OMP_NUM_THREADS`` when set (so a shared
-    machine's limit is respected), else the cores this process may run on."""
-    import torch
-
-    env = os.environ.get("OMP_NUM_THREADS", "")
-    n = threads or (int(env) if env.isdigit() and int(env) > 0 else available_cores())
-    torch.set_num_threads(n)
-    return n
 
 
 def token_batch(tokens: Sequence[int], batch_size: int, seq_len: int) -> Any:

@@ -11,6 +11,6 @@ Modules, one job each (importing this package imports nothing heavy):
 * :mod:`.tensor_parallel` — column / row parallel shards of the decoder block (Megatron-style).
 * :mod:`.pipeline`        — stage layers, the GPipe schedule over send / recv, per-layer loads.
 * :mod:`.strategies`      — what each rank measures for dp / tp / pp; :mod:`.checks` — float64 equivalence checks.
-* :mod:`.worker`          — the torchrun entry point; :mod:`.run` — launch (train helper's launcher) and summarize.
+* :mod:`.worker`          — the torchrun entry point; :mod:`.run` — launch (the runtime's launcher) and summarize.
 * :mod:`.deploy`          — in-process batch-size and precision sweeps on one device.
 """

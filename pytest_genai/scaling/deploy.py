@@ -1,7 +1,7 @@
 """Deployment sweeps on one device (Paper B, B2): throughput against batch size, and against numeric precision.
 
 Both run Level 1's decoder stack in-process (:func:`pytest_genai.dabench.model.build_stack`) and time its step
-with Level 1's synchronized, warmed-up, interleaved timer (:func:`pytest_genai.dabench.timing.time_each`: the
+with Level 1's synchronized, warmed-up, interleaved timer (:func:`pytest_genai.runtime.timing.time_each`: the
 variants are timed round by round, so a slow spell of a shared machine hits all of them alike); the median of each
 variant is its step time.
 
@@ -81,7 +81,7 @@ def _step(cfg: DecoderConfig, stack: Any, x: Any, autocast: tuple[str, Any] | No
 def batch_sweep(cfg: BatchSweepConfig, device: Any) -> BatchSweepResult:
     """Measured step time at each batch of ``cfg.batches`` on ``device`` (a pytest_genai Device)."""
     from pytest_genai.dabench.model import build_stack, make_input
-    from pytest_genai.dabench.timing import time_each
+    from pytest_genai.runtime.timing import time_each
 
     tdev = device.torch_device
     stack = build_stack(cfg.workload, tdev)
@@ -121,7 +121,7 @@ def _output_rel_error(ref: Any, low: Any, x: Any, autocast: tuple[str, Any] | No
 def precision_sweep(cfg: PrecisionConfig, device: Any) -> PrecisionResult:
     """Interleaved fp32 and ``cfg.precision`` steps of the same stack (same seed) on ``device``."""
     from pytest_genai.dabench.model import build_stack, make_input, torch_dtype
-    from pytest_genai.dabench.timing import time_each
+    from pytest_genai.runtime.timing import time_each
 
     tdev = device.torch_device
     amp_dtype, param_dtype = PRECISION_DTYPES[cfg.precision]

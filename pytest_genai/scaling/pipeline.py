@@ -186,14 +186,14 @@ def layer_loads(
     clock: Callable[[], float] = time.thread_time,
 ) -> list[float]:
     """Median seconds of each layer's forward + backward on its real input (layer ``i`` gets layer ``i-1``'s
-    output), timed interleaved round by round (Level 1's :func:`~pytest_genai.dabench.timing.time_each`).
+    output), timed interleaved round by round (Level 1's :func:`~pytest_genai.runtime.timing.time_each`).
 
     ``grad_for(out)`` gives the output gradient to back-propagate. ``clock`` defaults to the thread's CPU time
     (CPU runs with one thread per rank); pass ``time.perf_counter`` with a ``sync`` on accelerators.
     """
     import torch
 
-    from pytest_genai.dabench.timing import time_each
+    from pytest_genai.runtime.timing import time_each
 
     inputs = []
     with torch.no_grad():

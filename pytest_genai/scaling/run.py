@@ -1,7 +1,7 @@
 """Launch Level 2 scaling jobs on ``torchrun`` workers and summarize what the ranks measured.
 
-:func:`run_parallel` writes the job file, runs :mod:`pytest_genai.scaling.worker` through the train helper's
-launcher (:func:`pytest_genai.train.launcher.launch`: timeout, every rank's log tail on failure, nothing left
+:func:`run_parallel` writes the job file, runs :mod:`pytest_genai.scaling.worker` through the runtime's
+launcher (:func:`pytest_genai.runtime.launcher.launch`: timeout, every rank's log tail on failure, nothing left
 running) and returns rank 0's gathered result. :func:`summarize` is pure (per-rank dicts in, a
 :class:`ScalingSummary` out), so the arithmetic is tested without launching anything.
 
@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_genai.runtime.timing import after_warmup, median_after, slowest_rank_steps
 from pytest_genai.scaling import metrics
 from pytest_genai.scaling.config import ParallelConfig
 from pytest_genai.scaling.partition import Partition, pipeline_step_time_modeled
@@ -36,7 +37,7 @@ def run_parallel(configs: Sequence[ParallelConfig], work_dir: Path, *, task: str
                  device_kind: str = "cpu", timeout_s: float = 300.0, nnodes: int = 1,
                  rdzv_endpoint: str | None = None) -> dict[str, Any]:
     """Run ``configs`` (all with the same ``world_size``) in one torchrun job; rank 0's result dict."""
-    from pytest_genai.train.launcher import LaunchSpec, launch
+    from pytest_genai.runtime.launcher import LaunchSpec, launch
 
     if not configs:
         raise ValueError("run_parallel needs at least one ParallelConfig")
@@ -54,25 +55,6 @@ def run_parallel(configs: Sequence[ParallelConfig], work_dir: Path, *, task: str
     spec = LaunchSpec.from_env(nproc=world // nnodes, nnodes=nnodes, rdzv_endpoint=rdzv_endpoint, timeout_s=timeout_s)
     env = {"OMP_NUM_THREADS": "1"} if device_kind == "cpu" else {}
     return launch([*WORKER, str(job)], spec, work_dir, env=env).result
-
-
-def _after(values: Sequence[float], warmup: int) -> list[float]:
-    timed = list(values)[warmup:]
-    if not timed:
-        raise ValueError(f"no timed steps: {len(values)} steps with warmup={warmup}; raise repeats")
-    return timed
-
-
-def slowest_rank_steps(per_rank: Sequence[Sequence[float]]) -> list[float]:
-    """Per step, the slowest rank's seconds (ranks x steps in, steps out)."""
-    lengths = {len(r) for r in per_rank}
-    if not per_rank or len(lengths) != 1 or 0 in lengths:
-        raise ValueError(f"every rank must report the same non-zero number of steps, got {sorted(lengths)}")
-    return [max(column) for column in zip(*per_rank)]
-
-
-def median_after(values: Sequence[float], warmup: int) -> float:
-    return float(statistics.median(_after(values, warmup)))
 
 
 def in_call_shares(step_s: Sequence[Sequence[float]], comm_s: Sequence[Sequence[float]], warmup: int) -> list[float]:
@@ -165,21 +147,21 @@ def summarize(ranks: Sequence[Mapping[str, Any]], cfg: ParallelConfig) -> Scalin
         raise ValueError(f"{len(ranks)} rank results for world_size={cfg.world_size}")
     warm = cfg.warmup
     base = median_after(ranks[0]["baseline_step_s"], warm)
-    base_rounds = tuple(_after(ranks[0]["baseline_step_s"], warm))
+    base_rounds = tuple(after_warmup(ranks[0]["baseline_step_s"], warm))
     load = {f"before_{k}": v for k, v in ranks[0].get("load_before", {}).items()}
     load.update({f"after_{k}": v for k, v in ranks[0].get("load_after", {}).items()})
     common = dict(strategy=cfg.strategy, world_size=cfg.world_size, samples_per_step=cfg.samples_per_step,
                   baseline_samples=cfg.workload.batch, baseline_step_s=base, comm_method=COMM_METHODS[cfg.strategy],
                   load_context=load, baseline_rounds=base_rounds)
     if cfg.strategy == "dp":
-        steps = _after(slowest_rank_steps([r["step_s"] for r in ranks]), warm)
-        nosyncs = _after(slowest_rank_steps([r["nosync_step_s"] for r in ranks]), warm)
+        steps = after_warmup(slowest_rank_steps([r["step_s"] for r in ranks]), warm)
+        nosyncs = after_warmup(slowest_rank_steps([r["nosync_step_s"] for r in ranks]), warm)
         step, nosync = float(statistics.median(steps)), float(statistics.median(nosyncs))
         exposed = tuple(max(0.0, metrics.time_share(max(0.0, s - n), s)) for s, n in zip(steps, nosyncs))
         return ScalingSummary(step_s=step, comm_time_share=max(0.0, metrics.time_share(max(0.0, step - nosync), step)),
                               step_rounds=tuple(steps), comm_share_rounds=exposed, **common)
     if cfg.strategy == "tp":
-        steps = _after(slowest_rank_steps([r["step_s"] for r in ranks]), warm)
+        steps = after_warmup(slowest_rank_steps([r["step_s"] for r in ranks]), warm)
         shares = in_call_shares([r["step_s"] for r in ranks], [r["comm_s"] for r in ranks], warm)
         return ScalingSummary(step_s=float(statistics.median(steps)), comm_time_share=float(statistics.median(shares)),
                               step_rounds=tuple(steps), comm_share_rounds=tuple(shares), **common)
@@ -196,11 +178,11 @@ def summarize(ranks: Sequence[Mapping[str, Any]], cfg: ParallelConfig) -> Scalin
             samples_per_s=cfg.samples_per_step / step,
             stage_compute_s=tuple(median_after(p["compute_s"], warm) for p in per_rank),
             comm_time_share=in_call_share([p["step_s"] for p in per_rank], [p["comm_s"] for p in per_rank], warm),
-            alone_rounds=tuple(tuple(float(x) for x in r) for r in _after(alone[name], warm)) if name in alone else (),
+            alone_rounds=tuple(tuple(float(x) for x in r) for r in after_warmup(alone[name], warm)) if name in alone else (),
         )
     main_name = "optimal" if "optimal" in runs else next(iter(runs))
     main = runs[main_name]
-    main_steps = _after(slowest_rank_steps([r["runs"][main_name]["step_s"] for r in ranks]), warm)
+    main_steps = after_warmup(slowest_rank_steps([r["runs"][main_name]["step_s"] for r in ranks]), warm)
     return ScalingSummary(step_s=main.step_s, comm_time_share=main.comm_time_share, partitions=runs,
                           layer_loads_s=loads, step_rounds=tuple(main_steps), **common)
 

@@ -1,37 +1,29 @@
 """What every rank runs: ``torchrun ... -m pytest_genai.scaling.worker JOB.json`` (launched by
-:mod:`pytest_genai.scaling.run` through :func:`pytest_genai.train.launcher.launch`).
+:mod:`pytest_genai.scaling.run` through :func:`pytest_genai.runtime.launcher.launch`).
 
 ``JOB.json``: ``{"task": "measure" | "check", "device_kind": "cpu" | "cuda", "configs": [ParallelConfig JSON, ...]}``.
 Each rank pins one CPU thread (CPU runs give every rank one core), joins the process group (gloo on the CPU, NCCL on
 CUDA), runs each config's measurement (:mod:`.strategies`) or equivalence check (:mod:`.checks`), and sends its
 per-rank dict to rank 0, which writes ``{"task", "world_size", "results": [[rank 0, rank 1, ...], ...]}`` to
-``$PYTEST_GENAI_RESULT`` atomically; every rank leaves through :func:`pytest_genai.train.rank.finish`.
+``$PYTEST_GENAI_RESULT`` atomically; every rank leaves through :func:`pytest_genai.runtime.rank.finish`.
 """
 from __future__ import annotations
 
 import sys
 from typing import Any
 
-from pytest_genai.train.rank import run_worker
+from pytest_genai.runtime.rank import run_worker
 
 TASKS = ("measure", "check")
 
 
 def _context(kind: str, env: dict[str, int]) -> Any:
-    import torch
-    import torch.distributed as dist
-
+    from pytest_genai.runtime.procgroup import init_process_group
     from pytest_genai.scaling.strategies import RankContext
 
-    if kind == "cpu":
-        torch.set_num_threads(1)
-        device, backend = torch.device("cpu"), "gloo"
-    elif kind == "cuda":
-        torch.cuda.set_device(env["local_rank"])
-        device, backend = torch.device("cuda", env["local_rank"]), "nccl"
-    else:
+    if kind not in ("cpu", "cuda"):
         raise ValueError(f"device kind {kind!r} has no torch.distributed path here; use cpu or cuda")
-    dist.init_process_group(backend)
+    device = init_process_group(kind, env["local_rank"], cpu_threads=1)
     return RankContext(rank=env["rank"], world=env["world_size"], kind=kind, device=device)
 
 

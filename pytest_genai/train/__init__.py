@@ -8,11 +8,11 @@ Modules, one job each (none imports torch at import time):
 - ``planner``    per-device memory of each strategy and the DDP-when-it-fits recommendation
 - ``metrics``    tokens/s, samples/s, MFU, step-time statistics (pure functions)
 - ``config``     the benchmark configurations (frozen dataclasses with an ``id``)
-- ``launcher``   ``torchrun`` as a subprocess with a timeout and every rank's log tail on failure
 - ``strategies`` DDP, FSDP2 and DeepSpeed ZeRO-2/3 wrappers behind one interface
 - ``worker``     what each rank runs (``python -m pytest_genai.train.worker``)
-- ``memtrack``   peak live tensor bytes on the CPU (the analogue of CUDA's allocator peak)
 - ``run``        launch a configuration and summarize rank 0's result; a per-session run cache
 - ``gaudi``      the same strategies through optimum-habana's ``GaudiTrainer`` (only with ``habana_frameworks``)
 - ``cli``        ``pytest-genai plan``
+
+The launcher, rank helpers, process groups and the CPU memory tracker come from :mod:`pytest_genai.runtime`.
 """

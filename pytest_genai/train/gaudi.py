@@ -35,6 +35,7 @@ def _require_habana() -> None:
 
 def training_arguments(cfg: ThroughputConfig, output_dir: str) -> dict[str, Any]:
     """Keyword arguments for ``GaudiTrainingArguments`` for one throughput run (pure; tested without Gaudi)."""
+    from pytest_genai.runtime.procgroup import backend_for
     from pytest_genai.train.strategies import zero_buckets
     from pytest_genai.train.archs import get_arch
 
@@ -50,7 +51,7 @@ def training_arguments(cfg: ThroughputConfig, output_dir: str) -> dict[str, Any]
         "save_strategy": "no",
         "report_to": [],
         "throughput_warmup_steps": cfg.warmup,
-        "ddp_backend": "hccl",
+        "ddp_backend": backend_for("hpu"),
         "seed": cfg.seed,
         "dataloader_drop_last": True,
     }
@@ -84,7 +85,7 @@ def run_gaudi(cfg: ThroughputConfig | WikitextConfig, env: dict[str, int]) -> in
 
     from pytest_genai.train.archs import get_arch
     from pytest_genai.train.build import build_model
-    from pytest_genai.train.rank import finish
+    from pytest_genai.runtime.rank import finish
     from pytest_genai.train.worker import SCHEMA, synthetic_batch
 
     adapt_transformers_to_gaudi()

@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_genai.train import metrics
 from pytest_genai.train.config import ThroughputConfig, WikitextConfig
-from pytest_genai.train.launcher import LaunchSpec, launch
+from pytest_genai.runtime.launcher import LaunchSpec, launch
 from pytest_genai.train.requirements import check_requirements
 
 WORKER = ("-m", "pytest_genai.train.worker")

@@ -2,11 +2,11 @@
 
 Each rank pins its CPU threads, joins the process group, trains, and reports per-rank measurements; rank 0
 gathers them and writes the job's result JSON; every rank then leaves through
-:func:`pytest_genai.train.rank.finish` (atomic result file, ``os._exit(0)`` after ``destroy_process_group()``).
+:func:`pytest_genai.runtime.rank.finish` (atomic result file, ``os._exit(0)`` after ``destroy_process_group()``).
 
 Per rank: each step is timed between device synchronizations, batches are made before the clock starts.
 Peak memory is the allocator's peak on CUDA; on the CPU it is the peak of live tensor bytes
-(:mod:`pytest_genai.train.memtrack`) over model construction and the first two warm-up steps, which are then
+(:mod:`pytest_genai.runtime.memtrack`) over model construction and the first two warm-up steps, which are then
 not timed (the growth of the resident set is reported beside it).
 """
 
@@ -20,8 +20,8 @@ import time
 from typing import Any
 
 from pytest_genai.train.config import ThroughputConfig, WikitextConfig, from_json
-from pytest_genai.train.rank import finish, rank_env
-from pytest_genai.train.memtrack import live_tensor_bytes
+from pytest_genai.runtime.rank import finish, rank_env
+from pytest_genai.runtime.memtrack import make_tracker
 
 SCHEMA = "pytest-genai-train/1"
 MEMORY_PROBE_STEPS = 2
@@ -56,19 +56,12 @@ def _device(kind: str, local_rank: int):
 
 
 def _setup(kind: str, env: dict[str, int]) -> None:
-    import torch
-    import torch.distributed as dist
+    from pytest_genai.runtime.procgroup import init_process_group
 
-    if kind == "cpu":
-        threads = max(1, (os.cpu_count() or 1) // max(1, env["local_world_size"]))
-        torch.set_num_threads(threads)
-        backend = "gloo"
-    elif kind == "cuda":
-        torch.cuda.set_device(env["local_rank"])
-        backend = "nccl"
-    else:
+    if kind not in ("cpu", "cuda"):
         raise ValueError(f"device kind {kind!r} has no torch training path here; Gaudi runs through pytest_genai.train.gaudi")
-    dist.init_process_group(backend)
+    threads = max(1, (os.cpu_count() or 1) // max(1, env["local_world_size"]))
+    init_process_group(kind, env["local_rank"], cpu_threads=threads)
 
 
 def _timed_steps(trainer: Any, device: Any, batches: list[Any]) -> tuple[list[float], list[Any]]:
@@ -139,7 +132,7 @@ def run_throughput(cfg: ThroughputConfig, kind: str, env: dict[str, int]) -> dic
     # The memory probe covers model construction and the first two (untimed) warm-up steps: the peak comes in
     # the second step, when the optimizer states exist. CUDA's allocator keeps its own statistics.
     probe_steps = min(MEMORY_PROBE_STEPS, cfg.warmup)
-    tracker = live_tensor_bytes() if kind == "cpu" else contextlib.nullcontext()
+    tracker = make_tracker() if kind == "cpu" else contextlib.nullcontext()
     with tracker:
         model = build_model(arch, impl, seed=cfg.seed)
         t0 = time.perf_counter()
@@ -149,7 +142,7 @@ def run_throughput(cfg: ThroughputConfig, kind: str, env: dict[str, int]) -> dic
             probe_s, probe_losses = _timed_steps(trainer, device, batches[:probe_steps])
     with sdpa():
         step_s, losses = _timed_steps(trainer, device, batches[probe_steps:])
-    peak = tracker.peak if kind == "cpu" else device.peak_memory_bytes()
+    peak = tracker.peak_bytes if kind == "cpu" else device.peak_memory_bytes()
     return {
         "step_s": probe_s + step_s,
         "losses": probe_losses + losses,

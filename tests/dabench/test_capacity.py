@@ -74,7 +74,7 @@ def test_memory_model_agrees_with_the_tracker(cfg):
     import torch
 
     from pytest_genai.dabench import model
-    from pytest_genai.dabench.memtrack import make_tracker
+    from pytest_genai.runtime.memtrack import make_tracker
 
     tracker = make_tracker()
     with tracker:

@@ -2,7 +2,7 @@ import subprocess
 import sys
 
 PURE = ["config", "counts", "roofline", "balance", "allocation", "capacity", "level1", "kernels", "vendor", "fit",
-        "timing", "ceilings", "model", "memtrack", "readers", "readers.cerebras", "readers.sambanova",
+        "ceilings", "model", "readers", "readers.cerebras", "readers.sambanova",
         "readers.graphcore"]
 
 

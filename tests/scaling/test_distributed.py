@@ -39,14 +39,14 @@ def test_measure_job_reports_every_rank(tmp_path):
 
 
 def test_a_bad_job_fails_with_the_rank_logs(tmp_path):
-    from pytest_genai.train.launcher import LaunchError
+    from pytest_genai.runtime.launcher import LaunchError
 
     four = ParallelConfig("dp", W, world_size=4)
     import json
 
     job = tmp_path / "job.json"
     job.write_text(json.dumps({"task": "measure", "configs": [four.to_json()]}))
-    from pytest_genai.train.launcher import LaunchSpec, launch
+    from pytest_genai.runtime.launcher import LaunchSpec, launch
 
     with pytest.raises(LaunchError, match="world_size=4, torchrun started 2 ranks") as info:
         launch(["-m", "pytest_genai.scaling.worker", str(job)], LaunchSpec(nproc=2, timeout_s=120), tmp_path)

@@ -4,7 +4,7 @@ import dataclasses
 import pytest
 
 from pytest_genai.train.config import ThroughputConfig
-from pytest_genai.train.launcher import LaunchSpec
+from pytest_genai.runtime.launcher import LaunchSpec
 from pytest_genai.train.run import launch_config
 
 WORLD = 2

@@ -6,7 +6,7 @@ import pytest
 
 from pytest_genai.train import requirements, run
 from pytest_genai.train.config import ThroughputConfig
-from pytest_genai.train.launcher import LaunchSpec
+from pytest_genai.runtime.launcher import LaunchSpec
 from pytest_genai.train.requirements import MissingRequirement, missing_requirement, skip_unless_installed
 
 

@@ -8,7 +8,7 @@ launch token in their environment, which also finds workers re-parented after to
 
 No process outlives the pytest that launched it: torchrun gets a parent-death signal (SIGKILL when the launching
 thread dies), a SIGTERM to the launching process (a CI job's timeout) becomes a KeyboardInterrupt there, so the job
-is killed before pytest stops, and a watchdog process (:mod:`pytest_genai.train.watchdog`) kills the job and every
+is killed before pytest stops, and a watchdog process (:mod:`pytest_genai.runtime.watchdog`) kills the job and every
 worker if the launching process is killed outright (SIGKILL runs no cleanup).
 
 Rendezvous: one node uses ``--standalone`` (a free port). Several nodes need ``nnodes`` and an endpoint
@@ -228,7 +228,7 @@ class _SigtermAsInterrupt:
 
 def _start_watchdog(root: int, token: str, env: Mapping[str, str]) -> subprocess.Popen | None:
     try:
-        return subprocess.Popen([sys.executable, "-m", "pytest_genai.train.watchdog", str(os.getpid()), str(root),
+        return subprocess.Popen([sys.executable, "-m", "pytest_genai.runtime.watchdog", str(os.getpid()), str(root),
                                  token], env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:  # pragma: no cover - the job still runs; only the SIGKILL safety net is missing

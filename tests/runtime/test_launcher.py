@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from pytest_genai.train.launcher import TOKEN_ENV, LaunchError, LaunchSpec, launch, torchrun_command
+from pytest_genai.runtime.launcher import TOKEN_ENV, LaunchError, LaunchSpec, launch, torchrun_command
 
 TIMEOUT_S = 6.0  # each case must end well inside this (torchrun start-up is about 2 s here)
 
@@ -139,7 +139,7 @@ HUNG_JOB_TEST = """
 import sys
 from pathlib import Path
 
-from pytest_genai.train.launcher import LaunchSpec, launch
+from pytest_genai.runtime.launcher import LaunchSpec, launch
 
 
 def test_hung_job():

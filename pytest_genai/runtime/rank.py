@@ -2,7 +2,7 @@
 
 * :func:`rank_env`: RANK, LOCAL_RANK, WORLD_SIZE and LOCAL_WORLD_SIZE as torchrun sets them, or a clear error.
 * :func:`finish`: rank 0 writes the job's result JSON atomically to ``$PYTEST_GENAI_RESULT`` (where
-  :func:`pytest_genai.train.launcher.launch` reads it); then every rank meets at a barrier, leaves the process
+  :func:`pytest_genai.runtime.launcher.launch` reads it); then every rank meets at a barrier, leaves the process
   group and exits with ``os._exit(0)``. With torch 2.13 + gloo a normal interpreter exit sometimes aborts a rank
   after all its work (``terminate called without an active exception``); the result is already written by then.
 """
@@ -23,7 +23,7 @@ def rank_env(module: str = "this module") -> dict[str, int]:
         return {k.lower(): int(os.environ[k]) for k in RANK_VARS}
     except KeyError as exc:
         raise RuntimeError(f"{exc.args[0]} is not set: run {module} under torchrun "
-                           "(pytest_genai.train.launcher.launch starts it)") from None
+                           "(pytest_genai.runtime.launcher.launch starts it)") from None
 
 
 def finish(result: dict[str, Any] | None) -> NoReturn:

@@ -1,9 +1,9 @@
-"""Kill a distributed job whose launching process died: ``python -m pytest_genai.train.watchdog PARENT ROOT TOKEN``.
+"""Kill a distributed job whose launching process died: ``python -m pytest_genai.runtime.watchdog PARENT ROOT TOKEN``.
 
 A pytest killed with SIGKILL runs no cleanup, and torchrun's workers live in sessions of their own, so nothing would
 stop them. The launcher starts this watchdog beside each job: it polls the launching process (PARENT) and, once that
 is gone, kills torchrun (ROOT) and every process carrying the launch TOKEN
-(:func:`pytest_genai.train.launcher.kill_job`'s search), then exits. When the job ends normally the launcher
+(:func:`pytest_genai.runtime.launcher.kill_job`'s search), then exits. When the job ends normally the launcher
 terminates the watchdog. It imports nothing heavy.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ POLL_S = 0.2
 
 
 def watch(parent: int, root: int, token: str, poll_s: float = POLL_S) -> int:
-    from pytest_genai.train.launcher import _alive, _signal_all, job_processes
+    from pytest_genai.runtime.launcher import _alive, _signal_all, job_processes
 
     while _alive(parent):  # a job that ends normally: the launcher terminates this process
         time.sleep(poll_s)
@@ -29,7 +29,7 @@ def watch(parent: int, root: int, token: str, poll_s: float = POLL_S) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 3 or not args[0].isdigit() or not args[1].isdigit():
-        print("usage: python -m pytest_genai.train.watchdog PARENT_PID TORCHRUN_PID TOKEN", file=sys.stderr)
+        print("usage: python -m pytest_genai.runtime.watchdog PARENT_PID TORCHRUN_PID TOKEN", file=sys.stderr)
         return 2
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the terminal is the launcher's to handle
     return watch(int(args[0]), int(args[1]), args[2])

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from pytest_genai.dabench.timing import Timing, cpu_times, time_callable, time_each, timer_overhead_s
+from pytest_genai.runtime.timing import Timing, cpu_times, time_callable, time_each, timer_overhead_s
 
 
 class Recorder:
@@ -83,3 +83,15 @@ def test_short_work_is_repeated_within_a_sample():
     timings = time_each([lambda: calls.append(1)], clock=rec.clock, warmup=1, repeats=2, min_sample_s=3.5)
     assert len(calls) == 1 + 2 * 4  # warm-up, then ceil(3.5 / 1) = 4 calls per sample
     assert timings[0].samples == (0.25, 0.25)  # one clock step spread over 4 calls
+
+
+def test_slowest_rank_per_step_and_median_after_warmup():
+    from pytest_genai.runtime.timing import after_warmup, median_after, slowest_rank_steps
+
+    assert slowest_rank_steps([[1.0, 2.0, 3.0], [1.5, 1.0, 4.0]]) == [1.5, 2.0, 4.0]
+    assert after_warmup([9.0, 1.0, 2.0], 1) == [1.0, 2.0]
+    assert median_after([9.0, 9.0, 1.0, 2.0, 3.0], 2) == 2.0
+    with pytest.raises(ValueError, match="same non-zero number of steps"):
+        slowest_rank_steps([[1.0], [1.0, 2.0]])
+    with pytest.raises(ValueError, match="no timed steps"):
+        median_after([1.0, 2.0], 2)

@@ -1,4 +1,5 @@
-"""Synchronized, warmed-up timings with medians, and the timer's own overhead.
+"""Synchronized, warmed-up timings with medians, the timer's own overhead, and the step arithmetic of distributed
+runs (the slowest rank per step, the median after warm-up).
 
 Every timed region is ``sync(); t0 = clock(); work(); sync(); t1 = clock()``: the device's queue is drained before
 the clock is read at both ends, so asynchronous devices (CUDA, HPU) are timed for the work itself, not for its
@@ -136,3 +137,25 @@ def cpu_times(fn: Callable[[], object], *, min_wall_s: float = 0.2, max_calls: i
         if time.perf_counter() - t0 >= min_wall_s:
             break
     return CpuTimes(wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0)
+
+
+def slowest_rank_steps(per_rank: Sequence[Sequence[float]]) -> list[float]:
+    """Per step, the slowest rank's seconds (ranks x steps in, steps out): every rank waits for it at the next
+    collective, so it is the job's step time."""
+    lengths = {len(r) for r in per_rank}
+    if not per_rank or len(lengths) != 1 or 0 in lengths:
+        raise ValueError(f"every rank must report the same non-zero number of steps, got {sorted(lengths)}")
+    return [max(column) for column in zip(*per_rank)]
+
+
+def after_warmup(values: Sequence[float], warmup: int) -> list[float]:
+    """``values`` without the first ``warmup`` (untimed) steps; an error when none are left."""
+    timed = list(values)[warmup:]
+    if not timed:
+        raise ValueError(f"no timed steps: {len(values)} steps with warmup={warmup}; raise repeats")
+    return timed
+
+
+def median_after(values: Sequence[float], warmup: int) -> float:
+    """Median of the steps after the first ``warmup``."""
+    return float(statistics.median(after_warmup(values, warmup)))

@@ -1,0 +1,84 @@
+"""Peak bytes of live torch tensors on the CPU: the CPU analogue of ``torch.cuda.max_memory_allocated``, with an
+optional budget that acts as the out-of-memory limit.
+
+The CPU allocator keeps no resettable statistics (``ru_maxrss`` only grows) and a process's resident set also holds
+libraries, thread stacks and allocator caches, so the CPU paths count tensor memory themselves: the tracker is a
+``TorchDispatchMode`` that sees every tensor an operator returns (including those made from C++ by DDP, FSDP and
+DeepSpeed on the calling thread), accounts each storage once (views and in-place results share their base's
+storage; a DTensor counts its local shard), keeps a weak reference to it, and forgets it once freed (checked at
+each operator). Buffers outside torch (gloo's own) are not counted, as on CUDA. When a budget is set, the operator
+that takes live bytes above it raises :class:`MemoryBudgetExceeded`, like an allocation failure would.
+
+Used by the fine-tuning workers over model construction and the untimed warm-up steps (it costs Python work per
+operator) and by DABench's CPU capacity search (with a budget).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+class MemoryBudgetExceeded(MemoryError):
+    """Live tensor bytes went above the budget of a tracker from :func:`make_tracker`."""
+
+
+def make_tracker(budget_bytes: int | None = None) -> Any:
+    """A fresh tracker (a context manager): ``with tracker: ...``; then ``tracker.peak_bytes`` and
+    ``tracker.current_bytes``. ``budget_bytes=None`` only measures."""
+    import torch
+    from torch.multiprocessing.reductions import StorageWeakRef
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    if budget_bytes is not None and budget_bytes <= 0:
+        raise ValueError(f"budget_bytes must be positive or None, got {budget_bytes!r}")
+
+    class TensorMemoryTracker(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.budget_bytes = budget_bytes
+            self.live: dict[int, tuple[Any, int]] = {}
+            self.current_bytes = 0
+            self.peak_bytes = 0
+            self.exceeded = False
+
+        def _sweep(self) -> None:
+            dead = [key for key, (ref, _) in self.live.items() if ref.expired()]
+            for key in dead:
+                self.current_bytes -= self.live.pop(key)[1]
+
+        def _add(self, tensor: Any) -> None:
+            local = getattr(tensor, "_local_tensor", None)  # DTensor (FSDP2): count its local shard
+            if local is not None:
+                tensor = local
+            if tensor.device.type != "cpu":  # also skips meta tensors
+                return
+            try:
+                storage = tensor.untyped_storage()
+            except (RuntimeError, NotImplementedError):  # tensor subclasses without a storage
+                return
+            key = storage.data_ptr()
+            if key == 0 or key in self.live:
+                return
+            nbytes = storage.nbytes()
+            self.live[key] = (StorageWeakRef(storage), nbytes)
+            self.current_bytes += nbytes
+            self.peak_bytes = max(self.peak_bytes, self.current_bytes)
+
+        def track(self, tensors: Any) -> None:
+            """Account tensors (any pytree of them) that already exist, e.g. made before the tracker was entered."""
+            self._sweep()
+            for leaf in tree_leaves(tensors):
+                if isinstance(leaf, torch.Tensor):
+                    self._add(leaf)
+            if self.budget_bytes is not None and self.current_bytes > self.budget_bytes:
+                self.exceeded = True
+                raise MemoryBudgetExceeded(
+                    f"live tensor memory {self.current_bytes} B exceeds the budget of {self.budget_bytes} B"
+                )
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            out = func(*args, **(kwargs or {}))
+            self.track(out)
+            return out
+
+    return TensorMemoryTracker()
