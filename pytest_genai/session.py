@@ -20,6 +20,7 @@ class SessionState:
     verdicts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     not_applicable: int = 0  # out-of-scope claim checks (recorded in each benchmark's JSON, not in the table)
     records: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    _stack: dict[str, Any] | None = None
 
     # -- devices ---------------------------------------------------------------------------------------------
     def probe_results(self) -> dict[str, ProbeResult]:
@@ -61,7 +62,16 @@ class SessionState:
             dev = self._devices.get(entry["kind"])
             if dev is not None and dev.index == entry["index"] and dev.spec is not None:
                 entry["spec"] = dev.spec.to_json()
-        return {"devices": found, "absent": absent}
+        return {"devices": found, "absent": absent, "stack": self.stack()}
+
+    def stack(self) -> dict[str, Any]:
+        """The software stack (:mod:`pytest_genai.stack`), collected once, when the machine info is first asked for."""
+        if self._stack is None:
+            from pytest_genai.stack import collect_stack
+
+            cuda = self.probe_results().get("cuda")
+            self._stack = collect_stack(cuda_available=bool(cuda and cuda.available))
+        return self._stack
 
     # -- claims ----------------------------------------------------------------------------------------------
     def claims(self) -> dict[str, Any]:

@@ -239,6 +239,7 @@ def _summary_sections(comparison: Any, *, rows: bool, regressions: bool, skip_ba
     if rows and regressions and comparison.metrics_where(FAILING):
         parts += ["Regressed beyond the threshold (or not finite):",
                   comparison_table(comparison, where=lambda m: m.status in FAILING).to_markdown()]
+    parts += _stack_section(comparison)
     if rows and comparison.improved:
         parts += ["Improved past the threshold (a real change, or a noisy baseline?):",
                   comparison_table(comparison, where=lambda m: m.improved_past_limit).to_markdown()]
@@ -251,6 +252,14 @@ def _summary_sections(comparison: Any, *, rows: bool, regressions: bool, skip_ba
         parts += ["Benchmarks present on one side only:", table.to_markdown()]
     parts += _environment_section(comparison)
     return parts
+
+
+def _stack_section(comparison: Any) -> list[str]:
+    """The software-stack items that differ between the two runs (machine_info.genai.stack), baseline -> current."""
+    lines = comparison.stack_differences
+    if not lines:
+        return []
+    return ["Software stack differences (baseline -> current):", "\n".join(f"- {line}" for line in lines)]
 
 
 MAX_ENVIRONMENT_LINES = 12

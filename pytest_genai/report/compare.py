@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from pytest_genai.identity import environment_differences
+from pytest_genai.stack import stack_differences
 
 from .deltas import is_regression, relative_change, worsening
 from .matching import Pair, match_records
@@ -115,6 +116,13 @@ class Comparison:
                 counts[line] = counts.get(line, 0) + 1
                 keys.setdefault(line.split(" ", 1)[0].rstrip(":"), len(keys))
         return sorted(counts.items(), key=lambda item: keys[item[0].split(" ", 1)[0].rstrip(":")])
+
+
+    @property
+    def stack_differences(self) -> list[str]:
+        """Which software-stack items differ between the two runs (``torch 2.5.1 -> 2.6.0``): environment, shown
+        next to the regressions because a changed library is the first suspect; never part of the key."""
+        return stack_differences(self.baseline.stack, self.current.stack)
 
 
 def _source(base: Record | None, cur: Record | None, metric: str) -> str:

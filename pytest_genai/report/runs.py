@@ -113,6 +113,9 @@ class Run:
     datetime: str | None = None
     absent: Mapping[str, str] = field(default_factory=dict)
     """Device kinds the session did not find, with the probe's reason (``machine_info.genai.absent``)."""
+    stack: Mapping[str, Any] = field(default_factory=dict)
+    """The software stack the run used (``machine_info.genai.stack``: :mod:`pytest_genai.stack`); empty when the
+    file was written before it was recorded."""
 
     @property
     def generations(self) -> tuple[str, ...]:
@@ -208,6 +211,7 @@ def run_from_json(obj: Any, source: str) -> Run:
     records = tuple(records_from_benchmarks(benchmarks, source, warnings))
     devices: tuple[Mapping[str, Any], ...] = ()
     absent: dict[str, str] = {}
+    stack: dict[str, Any] = {}
     machine = obj.get("machine_info")
     if isinstance(machine, dict) and isinstance(machine.get("genai"), dict):
         found = machine["genai"].get("devices")
@@ -216,8 +220,11 @@ def run_from_json(obj: Any, source: str) -> Run:
         missing = machine["genai"].get("absent")
         if isinstance(missing, dict):
             absent = {str(k): str(v) for k, v in missing.items()}
+        recorded = machine["genai"].get("stack")
+        if isinstance(recorded, dict):
+            stack = recorded
     when = obj.get("datetime")
-    return Run(source, records, devices, tuple(warnings), when if isinstance(when, str) else None, absent)
+    return Run(source, records, devices, tuple(warnings), when if isinstance(when, str) else None, absent, stack)
 
 
 def records_from_benchmarks(benchmarks: Iterable[Any], source: str, warnings: list[str] | None = None) -> list[Record]:
