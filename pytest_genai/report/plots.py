@@ -145,7 +145,7 @@ def roofline_figure(recs: Sequence[Record], title: str) -> Any:
     """Achieved TFLOP/s against arithmetic intensity, over the device's roofs (log-log)."""
     fig = _new_figure()
     ax = fig.add_subplot()
-    pts = [(r.metrics["arithmetic_intensity"], r.metrics["achieved_tflops"], r.labels.get("bound", "")) for r in recs]
+    pts = [(r.metrics["arithmetic_intensity_modeled"], r.metrics["achieved_tflops"], r.labels.get("bound", "")) for r in recs]
     pts = [(x, y, b) for x, y, b in pts if _finite(x) and _finite(y)]
     roofs = roofline_ceilings(recs)
     xs = [p[0] for p in pts] + [ridge_point(t, g) for _, t, g in roofs]
@@ -165,7 +165,7 @@ def roofline_figure(recs: Sequence[Record], title: str) -> Any:
                    label=f"{bound}-bound configs" if bound else "configs")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity [FLOP/byte]")
+    ax.set_xlabel("arithmetic intensity, modeled (minimal traffic) [FLOP/byte]")
     ax.set_ylabel("achieved [TFLOP/s]")
     ax.set_title(title)
     ax.grid(True, which="both", linewidth=0.3)
@@ -177,7 +177,7 @@ def roofline_figure(recs: Sequence[Record], title: str) -> Any:
 def roofline_plots(recs: Sequence[Record], outdir: Path) -> list[Path]:
     by_device: dict[str, list[Record]] = {}
     for r in recs:
-        points = (r.metrics.get("arithmetic_intensity"), r.metrics.get("achieved_tflops"))
+        points = (r.metrics.get("arithmetic_intensity_modeled"), r.metrics.get("achieved_tflops"))
         if all(_finite(v) for v in points) and r.device is not None:
             by_device.setdefault(r.device.generation, []).append(r)
     paths = []

@@ -8,7 +8,8 @@ from pytest_genai.dabench.config import DecoderConfig
 from pytest_genai.dabench.roofline import Ceilings
 
 CFG = DecoderConfig(layers=2, hidden=64, heads=1, seq_len=32)
-ROOFLINE_NAMES = ("flops", "bytes_moved", "arithmetic_intensity", "achieved_tflops", "achieved_gbs", "efficiency",
+ROOFLINE_NAMES = ("flops", "bytes_moved_modeled", "arithmetic_intensity_modeled", "achieved_tflops", "achieved_gbs_modeled",
+                  "efficiency_modeled",
                   "ceiling_tflops_measured", "ceiling_gbs_measured", "ceiling_tflops_spec", "ceiling_gbs_spec")
 
 
@@ -25,18 +26,20 @@ def test_compose_records_the_roofline_contract_and_sources():
     for name in ROOFLINE_NAMES:
         assert name in m, name
     work = counts.stack_counts(CFG)
-    assert m["flops"] == work.flops and m["bytes_moved"] == work.bytes
+    assert m["flops"] == work.flops and m["bytes_moved_modeled"] == work.bytes
     assert m["achieved_tflops"] == pytest.approx(work.flops / 1e-3 / 1e12)
     assert m["load_imbalance"] == pytest.approx(0.45 / 0.5)
     assert m["load_imbalance_min_over_max"] == pytest.approx(0.8)
     assert m["allocation_ratio"] == 0.5
     assert result.labels["bound"] in ("compute", "memory")
-    assert m["compute_bound"] == (1.0 if result.labels["bound"] == "compute" else 0.0)
+    assert m["compute_bound_modeled"] == (1.0 if result.labels["bound"] == "compute" else 0.0)
     assert "synchronized wall" in result.labels["li_definition"]
-    assert {"matmul_efficiency", "attention_compute_bound", "elementwise_achieved_gbs"} <= set(m)
-    # Estimates are the only modeled numbers here, and their names say so.
+    assert {"matmul_efficiency_modeled", "attention_compute_bound_modeled", "elementwise_achieved_gbs_modeled"} <= set(m)
+    # Everything resting on the minimal-traffic byte model is modeled, and every modeled name says so.
     modeled = {k for k, v in result.sources.items() if v == "modeled"}
-    assert modeled == {"elementwise_flops_modeled"}
+    assert modeled == {k for k in m if k.endswith("_modeled")}
+    assert {"bytes_moved_modeled", "arithmetic_intensity_modeled", "compute_bound_modeled",
+            "matmul_bytes_moved_modeled"} <= modeled
     assert set(result.sources) == set(m)
 
 

@@ -76,6 +76,7 @@ def test_sambanova_section_report():
     assert profile.allocation_ratio == pytest.approx((0.002 * 0.5 + 0.004 * 0.25 + 0.001 * 0.10) / 0.007)
     assert profile.load_imbalance == pytest.approx((0.007 / 3) / 0.004)
     assert profile.extra["ddr_total_bytes"] == pytest.approx((80 * 0.002 + 120 * 0.004 + 200 * 0.001) * 1e9)
+    assert profile.extra["ddr_total_bw_gbs_max"] == 200  # the run's own DDR ceiling, for the RDU bound
     assert profile.extra["pcu_utilization_max"] == pytest.approx(0.5)
 
 

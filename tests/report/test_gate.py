@@ -18,7 +18,7 @@ from .runfiles import bench, run_doc
 INFO = metric_info_from({
     "tokens_per_s": MetricInfo("tokens_per_s", "tokens/s", "higher"),
     "perplexity": MetricInfo("perplexity", "1", "lower"),
-    "compute_bound": {"unit": "1", "direction": "none"},
+    "compute_bound_modeled": {"unit": "1", "direction": "none"},
 })
 
 
@@ -31,13 +31,13 @@ def statuses(comparison):
 
 
 def test_compare_classifies_each_metric() -> None:
-    base = run(bench("a", metrics={"tokens_per_s": 100.0, "perplexity": 12.0, "compute_bound": 1.0, "odd": 1.0,
+    base = run(bench("a", metrics={"tokens_per_s": 100.0, "perplexity": 12.0, "compute_bound_modeled": 1.0, "odd": 1.0,
                                    "gone": 1.0}))
-    cur = run(bench("a", metrics={"tokens_per_s": 97.0, "perplexity": 11.0, "compute_bound": 0.0, "odd": 2.0,
+    cur = run(bench("a", metrics={"tokens_per_s": 97.0, "perplexity": 11.0, "compute_bound_modeled": 0.0, "odd": 2.0,
                                   "new": 3.0}))
     comparison = compare_runs(base, cur, INFO, parse_thresholds(None))
     assert statuses(comparison) == {
-        ("a", "tokens_per_s"): WORSE, ("a", "perplexity"): BETTER, ("a", "compute_bound"): NO_DIRECTION,
+        ("a", "tokens_per_s"): WORSE, ("a", "perplexity"): BETTER, ("a", "compute_bound_modeled"): NO_DIRECTION,
         ("a", "odd"): UNREGISTERED, ("a", "gone"): MISSING_CURRENT, ("a", "new"): MISSING_BASELINE,
     }
     tps = comparison.pairs[0].metrics[0]

@@ -19,7 +19,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def dab(layers: int, hidden: int, ai: float, tflops: float, gen: str = "h100-sxm", **extra):
-    metrics = {"arithmetic_intensity": ai, "achieved_tflops": tflops, "tokens_per_s": tflops * 1e3, **extra}
+    metrics = {"arithmetic_intensity_modeled": ai, "achieved_tflops": tflops, "tokens_per_s": tflops * 1e3, **extra}
     config = {"layers": layers, "hidden": hidden, "dtype": "bf16", "id": f"L{layers}-H{hidden}"}
     return bench(f"test_l1[{gen}-L{layers}-H{hidden}]", "dabench", config,
                  metrics, device=("cuda", gen), model=None, labels={"bound": "memory" if ai < 295 else "compute"})

@@ -70,6 +70,7 @@ def parse_section_report(text: str, *, li_definition: str = "mean_over_max") -> 
         extra["pmu_utilization_time_weighted"] = weighted(pmu)
     if ddr:
         extra["ddr_total_bw_gbs_time_weighted"] = weighted(ddr)
+        extra["ddr_total_bw_gbs_max"] = max(ddr)  # the run's own DDR ceiling: at most the hardware's
         if latency_col == LATENCY_S:
             # Bytes each section moved to and from DDR: its measured bandwidth over its measured latency.
             extra["ddr_total_bytes"] = sum(bw * 1e9 * t for bw, t in zip(ddr, latencies))
