@@ -23,6 +23,11 @@ def check_outputs(outputs: Iterable[str | os.PathLike[str]], inputs: Iterable[st
     """Raise :class:`ReportInputError` when an output path is (resolving symlinks and hard links) an input file."""
     ins = [Path(i) for i in inputs]
     for out in outputs:
+        if Path(out).is_dir():  # refused now, naming the user's path (not the temp file the writer would use)
+            raise ReportInputError(f"{option} {out}: is a folder; give a file path, e.g. {Path(out) / 'report.md'}")
+        parent = next((p for p in Path(out).parents if p.exists()), None)  # missing folders are created
+        if parent is not None and not parent.is_dir():
+            raise ReportInputError(f"{option} {out}: {parent} is a file, not a folder; choose another output path")
         for inp in ins:
             if _same_file(Path(out), inp):
                 raise ReportInputError(
@@ -33,5 +38,8 @@ def check_outputs(outputs: Iterable[str | os.PathLike[str]], inputs: Iterable[st
 def write_output(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` (UTF-8) to ``path`` atomically (:mod:`pytest_genai.atomic`: an existing file keeps its mode,
     a new one gets ``0666 & ~umask``), through a symlink: the file it points to is replaced and the link kept."""
-    write_text_atomic(Path(path).resolve(), text)
+    try:
+        write_text_atomic(Path(path).resolve(), text)
+    except OSError as exc:  # name the path the user gave, never the writer's temp file beside it
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
     return Path(path)

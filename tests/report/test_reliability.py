@@ -192,6 +192,30 @@ def test_output_that_is_an_input_is_refused_and_the_input_kept(tmp_path: Path, c
         assert cur.read_bytes() == before and not (tmp_path / "fine.md").exists()
 
 
+def test_output_path_errors_name_the_users_path_not_the_temp_file(tmp_path: Path, capsys, monkeypatch) -> None:
+    base = write_run(tmp_path / "base.json", [quant()])
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (tmp_path / "afile").write_text("x")
+    for main, argv in ((gate_main, [str(base), str(base)]), (compare_main, [str(base), str(base)]),
+                       (report_main, [str(base)])):
+        assert main([*argv, "-o", str(folder)]) == EXIT_BAD_INPUT  # refused before anything is printed
+        line = one_line_error(capsys, f"-o {folder}: is a folder; give a file path")
+        assert ".tmp" not in line
+        assert main([*argv, "-o", str(tmp_path / "afile" / "r.md")]) == EXIT_BAD_INPUT
+        one_line_error(capsys, f"{tmp_path / 'afile'} is a file, not a folder")
+    # a failure while writing (disk full, permissions) names the output, not the writer's temp file beside it
+    import pytest_genai.atomic as atomic
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device", str(tmp_path / ".r.md.abc123.tmp"))
+
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", full)
+    assert report_main([str(base), "-o", str(tmp_path / "r.md")]) == EXIT_BAD_INPUT
+    line = one_line_error(capsys, f"cannot write {tmp_path / 'r.md'}: No space left on device")
+    assert ".tmp" not in line
+
+
 def test_outputs_keep_an_existing_mode_and_new_ones_follow_the_umask(tmp_path: Path, capsys) -> None:
     base = write_run(tmp_path / "base.json", [quant()])
     kept = tmp_path / "kept.md"
