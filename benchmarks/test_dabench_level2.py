@@ -12,8 +12,8 @@ torch benchmarks do not drive (they skip on wse, rdu, ipu): they wait in docs/pe
 """
 import pytest
 
-from pytest_genai.scaling import config as scaling_config
-from pytest_genai.scaling.config import STRATEGIES, ParallelConfig, PrecisionConfig
+from pytest_genai.dabench.level2 import config as scaling_config
+from pytest_genai.dabench.level2.config import STRATEGIES, ParallelConfig, PrecisionConfig
 
 pytestmark = pytest.mark.dabench
 
@@ -51,7 +51,7 @@ def pinned_threads(genai_device):
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_parallel_scaling(benchmark, genai, genai_device, genai_settings, strategy, tmp_path):
     _torch_device_or_skip(genai_device, ("cpu", "cuda"))
-    from pytest_genai.scaling.run import pipeline_step_s_modeled, run_parallel, summarize
+    from pytest_genai.dabench.level2.run import pipeline_step_s_modeled, run_parallel, summarize
 
     scale, nnodes = genai_settings["scale"], genai_settings["nnodes"]
     world = genai_settings["nproc"] * nnodes
@@ -89,7 +89,7 @@ def test_parallel_scaling(benchmark, genai, genai_device, genai_settings, strate
     if strategy == "pp":
         import statistics
 
-        from pytest_genai.scaling.run import partition_ratio_rounds
+        from pytest_genai.dabench.level2.run import partition_ratio_rounds
 
         optimal, naive = s.partitions["optimal"], s.partitions["naive"]
         # Judged on stages timed alone (a chip each); in the pipeline, co-running CPU stages share caches.
@@ -110,7 +110,7 @@ def test_parallel_scaling(benchmark, genai, genai_device, genai_settings, strate
                      optimal.partition.max_stage_load / naive.partition.max_stage_load, source="modeled")
         genai.metric("pipeline_step_time_s_modeled", pipeline_step_s_modeled(optimal, cfg.micro_batches),
                      source="modeled")
-        from pytest_genai.scaling.partition import bubble_fraction_modeled
+        from pytest_genai.dabench.level2.partition import bubble_fraction_modeled
 
         genai.metric("pipeline_bubble_fraction_modeled", bubble_fraction_modeled(world, cfg.micro_batches),
                      source="modeled")
@@ -125,7 +125,7 @@ def test_parallel_scaling(benchmark, genai, genai_device, genai_settings, strate
 @pytest.mark.claims(*CHECKS["batch"], kinds=("cpu", "cuda", "hpu"))
 def test_batch_size_sweep(benchmark, genai, genai_device, genai_settings, pinned_threads):
     _torch_device_or_skip(genai_device)
-    from pytest_genai.scaling.deploy import batch_sweep
+    from pytest_genai.dabench.level2.deploy import batch_sweep
 
     cfg = scaling_config.batch_sweep_config(genai_device.kind, genai_settings["scale"])
     genai.start(experiment=EXPERIMENT, device=genai_device, config=cfg, model=MODEL)
@@ -154,7 +154,7 @@ def test_precision(benchmark, genai, genai_device, genai_settings, precision, pi
     _torch_device_or_skip(genai_device)
     if precision not in scaling_config.precisions(genai_device.kind):
         pytest.skip(f"{precision} is not swept on {genai_device.kind} (no fast kernels for it there)")
-    from pytest_genai.scaling.deploy import precision_sweep
+    from pytest_genai.dabench.level2.deploy import precision_sweep
 
     cfg = PrecisionConfig(scaling_config.precision_workload(genai_device.kind, genai_settings["scale"]), precision)
     genai.start(experiment=EXPERIMENT, device=genai_device, config=cfg, model=MODEL)

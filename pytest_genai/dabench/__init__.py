@@ -1,4 +1,5 @@
-"""DABench-LLM Level 1 (Paper B, B1): intra-chip profiling of a GPT-style decoder-block stack.
+"""DABench-LLM (Paper B): Level 1 (B1) intra-chip profiling of a GPT-style decoder-block stack, and Level 2 (B2,
+:mod:`.level2`) inter-chip scaling of the same workload.
 
 Modules, each with one job (importing this package imports nothing heavy):
 
@@ -15,6 +16,7 @@ Modules, each with one job (importing this package imports nothing heavy):
 * :mod:`.vendor`     — the workload through Cerebras / SambaNova / Graphcore SDKs where present.
 * :mod:`.readers`    — vendor profile readers (Cerebras compile report, SambaTune section report, PopVision).
 * :mod:`.level1`     — runs one config end to end and returns the metrics the benchmark records.
+* :mod:`.level2`     — Level 2 (B2): inter-chip scaling and deployment sweeps of the same decoder workload.
 
 Timing and the CPU memory tracker come from :mod:`pytest_genai.runtime`.
 """

@@ -2,9 +2,9 @@
 import pytest
 
 from pytest_genai.dabench.config import DecoderConfig
-from pytest_genai.scaling.config import ParallelConfig
+from pytest_genai.dabench.level2.config import ParallelConfig
 from pytest_genai.runtime.timing import slowest_rank_steps
-from pytest_genai.scaling.run import in_call_share, partition_ratio_rounds, summarize
+from pytest_genai.dabench.level2.run import in_call_share, partition_ratio_rounds, summarize
 
 W = DecoderConfig(layers=4, hidden=64, heads=2, seq_len=16, batch=8, mode="train")
 

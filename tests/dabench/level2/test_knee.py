@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_genai.scaling.knee import batch_scaling_efficiency, plateau_batch
+from pytest_genai.dabench.level2.knee import batch_scaling_efficiency, plateau_batch
 
 SETTINGS = settings(max_examples=25, deadline=None)
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)

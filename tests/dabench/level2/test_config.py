@@ -3,8 +3,8 @@ import dataclasses
 import pytest
 
 from pytest_genai.dabench.config import DecoderConfig
-from pytest_genai.scaling import config as c
-from pytest_genai.scaling.config import BatchSweepConfig, ParallelConfig, PrecisionConfig
+from pytest_genai.dabench.level2 import config as c
+from pytest_genai.dabench.level2.config import BatchSweepConfig, ParallelConfig, PrecisionConfig
 
 W = DecoderConfig(layers=2, hidden=64, heads=2, seq_len=16, batch=4, mode="train")
 

@@ -4,8 +4,8 @@ import torch
 
 from pytest_genai.dabench.config import DecoderConfig
 from pytest_genai.devices.device import Device
-from pytest_genai.scaling.config import BatchSweepConfig, PrecisionConfig
-from pytest_genai.scaling.deploy import BatchSweepResult, PrecisionResult, batch_sweep, precision_sweep
+from pytest_genai.dabench.level2.config import BatchSweepConfig, PrecisionConfig
+from pytest_genai.dabench.level2.deploy import BatchSweepResult, PrecisionResult, batch_sweep, precision_sweep
 
 CPU = Device("cpu", 0, "cpu", "cpu")
 TINY = DecoderConfig(layers=1, hidden=32, heads=1, seq_len=16, batch=2, mode="train")

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_genai.scaling import metrics
+from pytest_genai.dabench.level2 import metrics
 
 pos = st.floats(min_value=1e-6, max_value=1e6)
 

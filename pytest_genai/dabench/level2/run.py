@@ -1,6 +1,6 @@
 """Launch Level 2 scaling jobs on ``torchrun`` workers and summarize what the ranks measured.
 
-:func:`run_parallel` writes the job file, runs :mod:`pytest_genai.scaling.worker` through the runtime's
+:func:`run_parallel` writes the job file, runs :mod:`pytest_genai.dabench.level2.worker` through the runtime's
 launcher (:func:`pytest_genai.runtime.launcher.launch`: timeout, every rank's log tail on failure, nothing left
 running) and returns rank 0's gathered result. :func:`summarize` is pure (per-rank dicts in, a
 :class:`ScalingSummary` out), so the arithmetic is tested without launching anything.
@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_genai.runtime.timing import after_warmup, median_after, slowest_rank_steps
-from pytest_genai.scaling import metrics
-from pytest_genai.scaling.config import ParallelConfig
-from pytest_genai.scaling.partition import Partition, pipeline_step_time_modeled
+from pytest_genai.dabench.level2 import metrics
+from pytest_genai.dabench.level2.config import ParallelConfig
+from pytest_genai.dabench.level2.partition import Partition, pipeline_step_time_modeled
 
-WORKER = ("-m", "pytest_genai.scaling.worker")
+WORKER = ("-m", "pytest_genai.dabench.level2.worker")
 
 #: How ``comm_time_share`` was obtained, per strategy (recorded as a label next to the number).
 COMM_METHODS = {
@@ -142,7 +142,7 @@ class ScalingSummary:
 
 
 def summarize(ranks: Sequence[Mapping[str, Any]], cfg: ParallelConfig) -> ScalingSummary:
-    """Job-level numbers of one config from its per-rank dicts (see :mod:`pytest_genai.scaling.strategies`)."""
+    """Job-level numbers of one config from its per-rank dicts (see :mod:`pytest_genai.dabench.level2.strategies`)."""
     if len(ranks) != cfg.world_size:
         raise ValueError(f"{len(ranks)} rank results for world_size={cfg.world_size}")
     warm = cfg.warmup
@@ -178,7 +178,8 @@ def summarize(ranks: Sequence[Mapping[str, Any]], cfg: ParallelConfig) -> Scalin
             samples_per_s=cfg.samples_per_step / step,
             stage_compute_s=tuple(median_after(p["compute_s"], warm) for p in per_rank),
             comm_time_share=in_call_share([p["step_s"] for p in per_rank], [p["comm_s"] for p in per_rank], warm),
-            alone_rounds=tuple(tuple(float(x) for x in r) for r in after_warmup(alone[name], warm)) if name in alone else (),
+            alone_rounds=(tuple(tuple(float(x) for x in r) for r in after_warmup(alone[name], warm))
+                          if name in alone else ()),
         )
     main_name = "optimal" if "optimal" in runs else next(iter(runs))
     main = runs[main_name]
@@ -197,5 +198,5 @@ def partition_ratio_rounds(optimal: PartitionRun, naive: PartitionRun) -> list[f
 
 def pipeline_step_s_modeled(run: PartitionRun, micro_batches: int) -> float:
     """GPipe model of the step from the measured per-layer loads (one micro-batch each): see
-    :func:`pytest_genai.scaling.partition.pipeline_step_time_modeled`. Modeled, not measured."""
+    :func:`pytest_genai.dabench.level2.partition.pipeline_step_time_modeled`. Modeled, not measured."""
     return pipeline_step_time_modeled(run.partition.stage_loads, micro_batches)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from pytest_genai.scaling.config import ParallelConfig
+from pytest_genai.dabench.level2.config import ParallelConfig
 
 
 def _rel(a: Any, b: Any) -> float:
@@ -23,8 +23,8 @@ def check_tp(cfg: ParallelConfig, ctx: Any) -> dict[str, float]:
     import torch
 
     from pytest_genai.dabench.model import build_stack, make_input
-    from pytest_genai.scaling.comm import TimedComm
-    from pytest_genai.scaling.tensor_parallel import shard_slices, shard_stack
+    from pytest_genai.dabench.level2.comm import TimedComm
+    from pytest_genai.dabench.level2.tensor_parallel import shard_slices, shard_stack
 
     w = cfg.workload
     full = build_stack(w, ctx.device, seed=cfg.seed).double()
@@ -60,9 +60,9 @@ def check_pp(cfg: ParallelConfig, ctx: Any) -> dict[str, float]:
     from torch import nn
 
     from pytest_genai.dabench.model import make_input
-    from pytest_genai.scaling.comm import TimedComm
-    from pytest_genai.scaling.partition import naive_partition
-    from pytest_genai.scaling.pipeline import build_layers, output_width, run_sequential_step, run_stage_step
+    from pytest_genai.dabench.level2.comm import TimedComm
+    from pytest_genai.dabench.level2.partition import naive_partition
+    from pytest_genai.dabench.level2.pipeline import build_layers, output_width, run_sequential_step, run_stage_step
 
     w = cfg.workload
     layers = [layer.double() for layer in build_layers(w, cfg.head_vocab, ctx.device, seed=cfg.seed)]

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_genai.scaling.partition import (
+from pytest_genai.dabench.level2.partition import (
     Partition,
     bubble_fraction_modeled,
     naive_partition,

@@ -13,7 +13,7 @@ Two autograd functions carry the communication (Shoeybi et al., Megatron-LM, 201
 :func:`reduce_from_ranks` (all-reduce forward, identity backward) after each row-parallel layer: two all-reduces
 per block forward and two backward, each of a ``tokens x hidden`` tensor.
 
-``all_reduce`` is any in-place sum over the ranks (:meth:`pytest_genai.scaling.comm.TimedComm.all_reduce` in a
+``all_reduce`` is any in-place sum over the ranks (:meth:`pytest_genai.dabench.level2.comm.TimedComm.all_reduce` in a
 run, a thread-backed group in tests). torch is imported inside functions.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from pytest_genai.dabench.config import DecoderConfig
 from pytest_genai.dabench.model import build_stack, make_input
-from pytest_genai.scaling.tensor_parallel import shard_slices, shard_stack
+from pytest_genai.dabench.level2.tensor_parallel import shard_slices, shard_stack
 from threadgroup import ThreadGroup
 
 torch.set_num_threads(1)

@@ -2,8 +2,8 @@
 import pytest
 
 from pytest_genai.dabench.config import DecoderConfig
-from pytest_genai.scaling.config import ParallelConfig
-from pytest_genai.scaling.run import run_parallel, summarize
+from pytest_genai.dabench.level2.config import ParallelConfig
+from pytest_genai.dabench.level2.run import run_parallel, summarize
 
 W = DecoderConfig(layers=2, hidden=32, heads=2, seq_len=8, batch=4, mode="train")
 CONFIGS = [ParallelConfig("dp", W), ParallelConfig("tp", W),
@@ -49,5 +49,5 @@ def test_a_bad_job_fails_with_the_rank_logs(tmp_path):
     from pytest_genai.runtime.launcher import LaunchSpec, launch
 
     with pytest.raises(LaunchError, match="world_size=4, torchrun started 2 ranks") as info:
-        launch(["-m", "pytest_genai.scaling.worker", str(job)], LaunchSpec(nproc=2, timeout_s=120), tmp_path)
+        launch(["-m", "pytest_genai.dabench.level2.worker", str(job)], LaunchSpec(nproc=2, timeout_s=120), tmp_path)
     assert not info.value.timed_out

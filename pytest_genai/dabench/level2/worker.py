@@ -1,5 +1,5 @@
-"""What every rank runs: ``torchrun ... -m pytest_genai.scaling.worker JOB.json`` (launched by
-:mod:`pytest_genai.scaling.run` through :func:`pytest_genai.runtime.launcher.launch`).
+"""What every rank runs: ``torchrun ... -m pytest_genai.dabench.level2.worker JOB.json`` (launched by
+:mod:`pytest_genai.dabench.level2.run` through :func:`pytest_genai.runtime.launcher.launch`).
 
 ``JOB.json``: ``{"task": "measure" | "check", "device_kind": "cpu" | "cuda", "configs": [ParallelConfig JSON, ...]}``.
 Each rank pins one CPU thread (CPU runs give every rank one core), joins the process group (gloo on the CPU, NCCL on
@@ -19,7 +19,7 @@ TASKS = ("measure", "check")
 
 def _context(kind: str, env: dict[str, int]) -> Any:
     from pytest_genai.runtime.procgroup import init_process_group
-    from pytest_genai.scaling.strategies import RankContext
+    from pytest_genai.dabench.level2.strategies import RankContext
 
     if kind not in ("cpu", "cuda"):
         raise ValueError(f"device kind {kind!r} has no torch.distributed path here; use cpu or cuda")
@@ -31,9 +31,9 @@ def run_job(job: dict[str, Any], env: dict[str, int]) -> dict[str, Any] | None:
     """Run every config of ``job`` on this rank; rank 0 gets the gathered result, other ranks None."""
     import torch.distributed as dist
 
-    from pytest_genai.scaling.checks import CHECKS
-    from pytest_genai.scaling.config import ParallelConfig
-    from pytest_genai.scaling.strategies import MEASURE
+    from pytest_genai.dabench.level2.checks import CHECKS
+    from pytest_genai.dabench.level2.config import ParallelConfig
+    from pytest_genai.dabench.level2.strategies import MEASURE
 
     task = job.get("task")
     if task not in TASKS:
@@ -54,7 +54,7 @@ def run_job(job: dict[str, Any], env: dict[str, int]) -> dict[str, Any] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_worker("pytest_genai.scaling.worker", run_job, argv)
+    return run_worker("pytest_genai.dabench.level2.worker", run_job, argv)
 
 
 if __name__ == "__main__":

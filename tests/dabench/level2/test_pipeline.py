@@ -7,8 +7,9 @@ from torch import nn
 
 from pytest_genai.dabench.config import DecoderConfig
 from pytest_genai.dabench.model import make_input
-from pytest_genai.scaling.partition import Partition
-from pytest_genai.scaling.pipeline import build_layers, layer_loads, output_width, run_sequential_step, run_stage_step
+from pytest_genai.dabench.level2.partition import Partition
+from pytest_genai.dabench.level2.pipeline import (build_layers, layer_loads, output_width, run_sequential_step,
+                                                 run_stage_step)
 from threadgroup import ThreadGroup
 
 torch.set_num_threads(1)
@@ -94,7 +95,7 @@ def test_build_layers_same_seed_same_weights():
 
 
 def test_stage_alone_does_the_stage_work_of_a_pipeline_step():
-    from pytest_genai.scaling.pipeline import stage_compute_alone
+    from pytest_genai.dabench.level2.pipeline import stage_compute_alone
 
     layers, micro, grads = setup(2)
     ref = nn.Sequential(*copy.deepcopy(layers))

@@ -1,4 +1,4 @@
-"""What each rank measures for one :class:`~pytest_genai.scaling.config.ParallelConfig` (run by the worker).
+"""What each rank measures for one :class:`~pytest_genai.dabench.level2.config.ParallelConfig` (run by the worker).
 
 Rounds interleave the one-rank baseline and the multi-rank run, so that a slow spell of a shared machine hits both
 alike: in each round rank 0 first times one baseline step while the other ranks wait at a barrier (the baseline has a
@@ -8,9 +8,9 @@ rank reports its own step seconds and the job's step time is the slowest rank's.
 * ``dp`` — ``DistributedDataParallel``; each rank trains ``workload.batch`` samples. Steps with gradient all-reduce
   alternate with ``no_sync`` steps (same compute, no all-reduce): their median difference is the communication the
   overlap did not hide (``exposed``).
-* ``tp`` — :mod:`pytest_genai.scaling.tensor_parallel` shards of the same stack on the same batch; every all-reduce
+* ``tp`` — :mod:`.tensor_parallel` shards of the same stack on the same batch; every all-reduce
   is timed (``in_call``: transfer plus waiting for the peer).
-* ``pp`` — :mod:`pytest_genai.scaling.pipeline` stages; per-layer loads are measured first on rank 0, the
+* ``pp`` — :mod:`.pipeline` stages; per-layer loads are measured first on rank 0, the
   ``optimal`` and ``naive`` partitions computed from them, and each is run; send / recv are timed (``in_call``).
   Then rank 0 times every stage of both partitions alone (the other ranks wait at a barrier), interleaved round by
   round (``alone_stage_s``): the per-chip stage loads the partition comparison is judged on.
@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pytest_genai.scaling.config import ParallelConfig
+from pytest_genai.dabench.level2.config import ParallelConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,8 +135,8 @@ def measure_tp(cfg: ParallelConfig, ctx: RankContext) -> dict[str, Any]:
     import torch
 
     from pytest_genai.dabench.model import build_stack, make_input
-    from pytest_genai.scaling.comm import TimedComm
-    from pytest_genai.scaling.tensor_parallel import shard_stack
+    from pytest_genai.dabench.level2.comm import TimedComm
+    from pytest_genai.dabench.level2.tensor_parallel import shard_stack
 
     w = cfg.workload
     x = make_input(w, ctx.device, seed=cfg.seed + 1)
@@ -176,9 +176,10 @@ def measure_pp(cfg: ParallelConfig, ctx: RankContext) -> dict[str, Any]:
     import torch.distributed as dist
     from torch import nn
 
-    from pytest_genai.scaling.comm import TimedComm
-    from pytest_genai.scaling.partition import naive_partition, optimal_partition
-    from pytest_genai.scaling.pipeline import build_layers, layer_loads, output_width, run_sequential_step, run_stage_step
+    from pytest_genai.dabench.level2.comm import TimedComm
+    from pytest_genai.dabench.level2.partition import naive_partition, optimal_partition
+    from pytest_genai.dabench.level2.pipeline import (build_layers, layer_loads, output_width, run_sequential_step,
+                                                     run_stage_step)
 
     w = cfg.workload
     layers = build_layers(w, cfg.head_vocab, ctx.device, seed=cfg.seed)
@@ -240,7 +241,7 @@ def _alone_stages(layers: list[Any], partitions: dict[str, Any], micro: list[Any
     import torch
     from torch import nn
 
-    from pytest_genai.scaling.pipeline import stage_compute_alone
+    from pytest_genai.dabench.level2.pipeline import stage_compute_alone
 
     with torch.no_grad():  # the activations entering each layer, per micro-batch
         entering = [list(micro)]

@@ -6,7 +6,7 @@ variants are timed round by round, so a slow spell of a shared machine hits all 
 variant is its step time.
 
 * :func:`batch_sweep` — samples/s at each batch (each timed sample runs enough steps to cover the largest batch's
-  samples); the plateau batch (:func:`pytest_genai.scaling.knee.plateau_batch`) is computed from those points.
+  samples); the plateau batch (:func:`pytest_genai.dabench.level2.knee.plateau_batch`) is computed from those points.
 * :func:`precision_sweep` — fp32 against a mixed (``torch.autocast``; parameters and optimizer stay fp32) or pure
   low-precision step of the same stack; the speedup is fp32 step time / low-precision step time. The relative
   output difference from fp32 is reported too: it shows the low precision was really used.
@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_genai.dabench.config import DecoderConfig
-from pytest_genai.scaling import knee, metrics
-from pytest_genai.scaling.config import PRECISION_DTYPES, BatchSweepConfig, PrecisionConfig
+from pytest_genai.dabench.level2 import knee, metrics
+from pytest_genai.dabench.level2.config import PRECISION_DTYPES, BatchSweepConfig, PrecisionConfig
 
 
 @dataclasses.dataclass(frozen=True)
