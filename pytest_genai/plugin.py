@@ -34,7 +34,7 @@ _HELP = {
     "memory_budget": "memory budget for capacity searches on the CPU, e.g. 2GiB",
     "timeout": "seconds before a distributed worker is declared hung and killed",
     "dabench_profiles": "folder of vendor profiling outputs (<kind>/<config id>/<file>) for the WSE/RDU/IPU Level-1 readers",
-    "baseline": "a previous --benchmark-json file; each benchmark's metrics are compared with it as the run goes",
+    "baseline": "a previous --benchmark-json file, or a run in pytest-benchmark's --benchmark-storage: its number (0003) or latest (the newest); each benchmark's metrics are compared with it as the run goes",
     "max_regression": "per-metric regression thresholds for --genai-baseline, e.g. tokens_per_s=5%,perplexity=0.5%; or pytest-benchmark's field:N% for its round-time statistics (min, max, mean, median, stddev, iqr: median:10%) and for genai metrics (tokens_per_s:5%)",
     "report": "write this run's report (what `pytest-genai report` renders: claims, one table per experiment, the --genai-plots plots) to this file at the end of the session, also when tests failed; Markdown, or HTML for a .html path",
 }
@@ -248,9 +248,13 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    from pytest_genai.report_summary import claims_table
+    from pytest_genai.report_summary import claims_table, metrics_table
 
     state = _state(config)
+    if state.records:
+        terminalreporter.write_sep("=", "pytest-genai metrics (main metric per benchmark; pytest-genai report for all)")
+        for line in metrics_table(state.records, state.metrics()):
+            terminalreporter.write_line(line)
     if state.verdicts or state.not_applicable:
         terminalreporter.write_sep("=", "pytest-genai claims")
         for line in claims_table(state.verdicts, state.not_applicable):

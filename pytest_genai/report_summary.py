@@ -1,7 +1,7 @@
 """Plain-text tables for the terminal summary."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 
 def text_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
@@ -46,3 +46,38 @@ def claims_table(verdicts: list[dict[str, Any]], not_applicable: int = 0) -> lis
     lines.append(f"{len(verdicts)} claim checks ({summary}); {not_applicable} not_applicable checks not shown "
                  "(scoped to another device, model or config; listed in each benchmark's JSON)")
     return lines
+
+
+QUALITY_METRICS = ("perplexity", "word_perplexity", "acc_norm", "acc")
+"""A benchmark's main metric, in order of preference: its quality, else its throughput
+(:data:`pytest_genai.report.registry.THROUGHPUT_METRICS`), else the first metric it recorded."""
+
+
+def main_metric(metrics: Mapping[str, Any]) -> str | None:
+    """The one metric that says what a benchmark measured (:data:`QUALITY_METRICS`), None when it recorded none."""
+    from pytest_genai.report.registry import THROUGHPUT_METRICS
+
+    for name in QUALITY_METRICS + THROUGHPUT_METRICS:
+        if name in metrics:
+            return name
+    return next(iter(metrics), None)
+
+
+def metrics_table(records: Iterable[Mapping[str, Any]], registry: Mapping[str, Any] | None = None) -> list[str]:
+    """One row per benchmark: its main metric with value, unit and source (the closing table beside the claims)."""
+    rows = []
+    for record in records:
+        genai = record.get("extra_info", {}).get("genai", {})
+        metrics = genai.get("metrics", {})
+        name = main_metric(metrics)
+        device = (genai.get("device") or {}).get("generation", "-")
+        if name is None:
+            rows.append([record.get("name", "?"), device, "-", "-", "", "no metric recorded"])
+            continue
+        value = metrics[name]
+        known = (registry or {}).get(name)
+        unit = genai.get("metric_units", {}).get(name) or getattr(known, "unit", "") or ""
+        shown = f"{value:.4g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+        rows.append([record.get("name", "?"), device, name, shown, "" if unit == "1" else unit,
+                     genai.get("metric_sources", {}).get(name, "measured")])
+    return text_table(["benchmark", "device", "main metric", "value", "unit", "source"], rows)

@@ -13,6 +13,7 @@ out of the session.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -78,6 +79,18 @@ def _claims_experiments() -> set[str]:
         return set()
 
 
+def _baseline_file(config: Any, path: str) -> str:
+    """``path``, or the pytest-benchmark storage run that the option's text names (``0003``, ``latest``) when no
+    file of that name exists (:mod:`.benchmark_storage`)."""
+    from .benchmark_storage import is_storage_id, machine_id, resolve_storage_id
+
+    raw = config.getoption("genai_baseline", None) if config is not None else None
+    if not isinstance(raw, str) or not is_storage_id(raw) or os.path.isfile(path):
+        return path
+    storage = config.getoption("benchmark_storage", None)
+    return str(resolve_storage_id(raw, storage, machine_id(), config.invocation_params.dir))
+
+
 class BaselinePlugin:
     """Registered by the plugin as ``BaselinePlugin(config, baseline_path, thresholds_text)``."""
 
@@ -90,6 +103,7 @@ class BaselinePlugin:
     ) -> None:
         self.config = config
         try:
+            baseline_path = _baseline_file(config, baseline_path)
             self.baseline = load_run(baseline_path)
             self.thresholds = parse_thresholds(thresholds_text, option="--genai-max-regression")
         except (ReportInputError, ThresholdError) as exc:
