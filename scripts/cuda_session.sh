@@ -2,7 +2,8 @@
 # The CUDA benchmarks as one prepared run, for a session that is lent a GPU machine (the `device` tool, ~15 min of
 # device time in all). Run it there from the repository root:
 #
-#     bash scripts/cuda_session.sh            # writes under $OUT (the device tool's result folder)
+#     bash scripts/cuda_session.sh            # writes under $OUT (the device tool's result folder); without $OUT,
+#                                             # under a fresh `mktemp -d` folder; the first and last lines say where
 #
 # That machine has torch, transformers, pytest, pytest-benchmark and hypothesis but no network: this project is
 # installed without dependencies, and whatever else is absent (lm-eval, deepspeed, torchao, INC) makes its rows skip
@@ -24,11 +25,13 @@
 # nvidia-smi's view. Copy them to docs/results/<date>-cuda-<gpu>/ with a README saying the date, device, commit
 # and command.
 set -uo pipefail
-OUT=${OUT:-/tmp/genai-cuda}
+# A fresh folder when $OUT is unset: never a fixed /tmp path that an earlier run (or another user) left files in.
+OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/genai-cuda.XXXXXX")} || { echo "cannot create a results folder" >&2; exit 2; }
 KIND=${GENAI_KIND:-cuda}   # GENAI_KIND=cpu GENAI_SELECT=diffusion: a dry run of this script on a CPU machine
 SELECT=(${GENAI_SELECT:+-k "$GENAI_SELECT"})
 PLUGIN=()
-mkdir -p "$OUT"
+mkdir -p "$OUT" || exit 2
+echo "results go to $OUT"
 export PYTHONUNBUFFERED=1
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 || echo "nvidia-smi failed" >> "$OUT/nvidia-smi.txt"
 python3 -m pip install -q --no-deps --no-build-isolation -e . > "$OUT/install.log" 2>&1 || {
@@ -69,5 +72,5 @@ if [ ${#QUANT_ARGS[@]} -gt 0 ]; then
     python3 -m pytest_genai.cli report "$OUT/cuda_quant.json" -o "$OUT/report_quant.md" > /dev/null 2>&1 || true
 fi
 python3 -m pytest_genai.cli report "$OUT/cuda.json" -o "$OUT/report.md" > /dev/null 2>&1 || true
-echo "benchmarks exit code: $rc"
+echo "benchmarks exit code: $rc; results in $OUT"
 exit "$rc"

@@ -12,3 +12,38 @@ def test_cuda_session_script_parses_and_selects_by_kind():
     assert 'KIND=${GENAI_KIND:-cuda}' in text and '-m "$KIND and not quant"' in text
     for output in ("cuda.json", "report.md", "log.txt", "nvidia-smi.txt"):
         assert output in text, output
+
+
+def _stub_bin(folder: Path) -> Path:
+    """Stand-ins for the tools the script calls, so it runs end to end in a moment: python3, nvidia-smi and git
+    succeed doing nothing; timeout runs its command."""
+    folder.mkdir()
+    for name, body in (("python3", "exit 0"), ("nvidia-smi", "exit 0"), ("git", "exit 0"),
+                       ("timeout", 'shift; exec "$@"')):
+        (folder / name).write_text(f"#!/usr/bin/env bash\n{body}\n", encoding="utf-8")
+        (folder / name).chmod(0o755)
+    return folder
+
+
+def test_cuda_session_script_writes_to_a_fresh_folder_and_says_where(tmp_path):
+    """Without $OUT: a new mktemp -d folder per run (was a fixed /tmp/genai-cuda), named in the first and last lines;
+    with $OUT: that folder, as before."""
+    import os
+
+    env = {**os.environ, "PATH": f"{_stub_bin(tmp_path / 'bin')}:{os.environ['PATH']}", "TMPDIR": str(tmp_path)}
+    env.pop("OUT", None)
+    script = str(ROOT / "scripts" / "cuda_session.sh")
+    outs = []
+    for _ in range(2):
+        done = subprocess.run(["bash", script], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        lines = done.stdout.strip().splitlines()
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert lines[0].startswith("results go to ") and lines[-1].endswith(f"results in {lines[0][14:]}")
+        outs.append(Path(lines[0][len("results go to "):]))
+        assert outs[-1].parent == tmp_path and outs[-1].name.startswith("genai-cuda.") and outs[-1].is_dir()
+        assert (outs[-1] / "nvidia-smi.txt").exists()
+    assert outs[0] != outs[1]
+    given = tmp_path / "given"
+    done = subprocess.run(["bash", script], env={**env, "OUT": str(given)}, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert done.stdout.splitlines()[0] == f"results go to {given}" and (given / "nvidia-smi.txt").exists()
