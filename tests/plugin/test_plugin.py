@@ -210,6 +210,7 @@ def test_timing_verdicts_in_a_run(pytester: pytest.Pytester, ratio, rounds, mode
         (["--genai-model", "/abs/path/missing"], {}, "command-line option --genai-model: /abs/path/missing: no such folder"),
         ([], {"GENAI_MODEL": "not a model"}, "environment variable GENAI_MODEL: 'not a model' is neither an existing folder"),
         (["--genai-timeout", "inf"], {}, "command-line option --genai-timeout: 'inf' must be a positive, finite number"),
+        ([], {"GENAI_DATA_DIR": "/no/such/data"}, "environment variable GENAI_DATA_DIR: /no/such/data: no such folder"),
     ],
 )
 def test_bad_settings_name_their_source(pytester: pytest.Pytester, monkeypatch, args, env, needle) -> None:
