@@ -41,9 +41,7 @@ def fp32_eval_baseline(request: pytest.FixtureRequest):
     from pytest_genai.evals.config import preset
     from pytest_genai.evals.session import EvalSession
 
-    try:
-        budget, settings = preset(resolve(request.config, "scale"), resolve(request.config, "limit"))
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    # --genai-scale was parsed at configure (options.parse_scale): every value it passes has a preset
+    budget, settings = preset(resolve(request.config, "scale"), resolve(request.config, "limit"))
     return EvalSession(budget, settings, resolve(request.config, "data_dir"),
                        trust_remote_code=resolve(request.config, "trust_remote_code"))
