@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_genai.evals.quantized import QuantCase
+from pytest_genai.compose.quantized_eval import QuantCase
 
 pytestmark = pytest.mark.quant
 
@@ -53,7 +53,7 @@ def test_quantized_model_quality(benchmark, genai, genai_device, eval_model, fp3
                                  case):
     from pytest_genai.evals import data, runner, throughput
     from pytest_genai.runtime.threads import pin_threads
-    from pytest_genai.evals.quantized import quantize, resolve_backend, resolve_tiers
+    from pytest_genai.compose.quantized_eval import quantize, resolve_backend, resolve_tiers
     from pytest_genai.quant import BackendUnavailable, model_stored_bytes
 
     session = fp32_eval_baseline

@@ -142,7 +142,7 @@ def test_quantizer_speed_and_memory_vs_torchao_and_inc(benchmark, genai, cpu, qb
     genai.attach("quantize_seconds_rounds", seconds)
     genai.attach("memory", {q: dataclasses.asdict(m) for q, m in memory.items()})
     # The paper's range, then our targets (claims data: A1.target.*): no slower than torchao or INC, peak RSS growth
-    # under 1.3x the fp32 model. Measured bytes == predicted is a property (pytest_genai.quant.properties), not a
+    # under 1.3x the fp32 model. Measured bytes == predicted is a property (pytest_genai.compose.quant_properties), not a
     # claim: computed from the same tensors here, it could not fail.
     genai.check("A1.compression_ratio", "A1.target.quantize_vs_torchao",
                 "A1.target.quantize_vs_inc", "A1.target.peak_rss_growth")

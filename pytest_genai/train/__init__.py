@@ -10,6 +10,7 @@ Modules, one job each (none imports torch at import time):
 - ``config``     the benchmark configurations (frozen dataclasses with an ``id``)
 - ``strategies`` DDP, FSDP2 and DeepSpeed ZeRO-2/3 wrappers behind one interface
 - ``worker``     what each rank runs (``python -m pytest_genai.train.worker``)
+- ``job``        what the torch worker and the Gaudi path share: the result schema and the synthetic batches
 - ``run``        launch a configuration and summarize rank 0's result; a per-session run cache
 - ``gaudi``      the same strategies through optimum-habana's ``GaudiTrainer`` (only with ``habana_frameworks``)
 - ``cli``        ``pytest-genai plan``

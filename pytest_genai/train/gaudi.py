@@ -86,7 +86,7 @@ def run_gaudi(cfg: ThroughputConfig | WikitextConfig, env: dict[str, int]) -> in
     from pytest_genai.train.archs import get_arch
     from pytest_genai.train.build import build_model
     from pytest_genai.runtime.rank import finish
-    from pytest_genai.train.worker import SCHEMA, synthetic_batch
+    from pytest_genai.train.job import SCHEMA, synthetic_batch
 
     adapt_transformers_to_gaudi()
     arch = get_arch(cfg.model, cfg.scale)

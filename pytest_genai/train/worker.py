@@ -22,8 +22,8 @@ from typing import Any
 from pytest_genai.train.config import ThroughputConfig, WikitextConfig, from_json
 from pytest_genai.runtime.rank import finish, rank_env
 from pytest_genai.runtime.memtrack import make_tracker
+from pytest_genai.train.job import SCHEMA, synthetic_batch
 
-SCHEMA = "pytest-genai-train/1"
 MEMORY_PROBE_STEPS = 2
 
 
@@ -35,18 +35,6 @@ def current_rss_bytes() -> int:
 def peak_rss_bytes() -> int:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(rss if sys.platform == "darwin" else rss * 1024)
-
-
-def synthetic_batch(seed: int, step: int, rank: int, micro_batch: int, seq_len: int, vocab: int, device: Any = None):
-    """Random token ids for (step, rank): the same on every run, different per rank and step.
-
-    The global batch of a step is the ranks' micro-batches concatenated in rank order.
-    """
-    import torch
-
-    gen = torch.Generator().manual_seed((seed * 1_000_003 + step) * 4099 + rank)
-    ids = torch.randint(0, vocab, (micro_batch, seq_len), generator=gen)
-    return ids if device is None else ids.to(device)
 
 
 def _device(kind: str, local_rank: int):

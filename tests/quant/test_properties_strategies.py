@@ -13,7 +13,7 @@ from pytest_genai.evals import models
 from pytest_genai.quant import PlanConfig, analyze_sensitivity, get_format, make_plan, quantize_model, uniform_plan
 from pytest_genai.quant import strategies as qst
 from pytest_genai.quant.formats import FORMATS
-from pytest_genai.quant.properties import model_params, prompt_ids
+from pytest_genai.compose.quant_properties import model_params, prompt_ids
 
 from ..evals.conftest import byte_tokenizer
 from ..evals.conftest import tiny_llama as tiny_eval_llama
@@ -140,14 +140,14 @@ def test_a_model_that_was_asked_for_but_is_missing_is_an_error(monkeypatch):
 
 
 def test_importing_strategies_and_properties_does_not_import_torch():
-    code = ("import sys, pytest_genai.quant.strategies, pytest_genai.quant.properties; "
+    code = ("import sys, pytest_genai.quant.strategies, pytest_genai.compose.quant_properties; "
             "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 USER_FILE = '''
 from pytest_genai.quant import codecs
-from pytest_genai.quant.properties import Quantizer, QuantizerProperties
+from pytest_genai.compose.quant_properties import Quantizer, QuantizerProperties
 
 
 class TestMyModel(QuantizerProperties):

@@ -18,7 +18,7 @@ def _single_process_losses(cfg: ThroughputConfig, world: int) -> list[float]:
     from pytest_genai.train.archs import get_arch
     from pytest_genai.train.build import build_model
     from pytest_genai.train.strategies import _optimizer
-    from pytest_genai.train.worker import synthetic_batch
+    from pytest_genai.train.job import synthetic_batch
 
     torch.set_num_threads(1)
     arch = get_arch(cfg.model, cfg.scale)

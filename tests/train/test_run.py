@@ -3,7 +3,8 @@ import pytest
 
 from pytest_genai.train.config import ThroughputConfig
 from pytest_genai.train.run import summarize
-from pytest_genai.train.worker import attention_setup, synthetic_batch
+from pytest_genai.train.job import synthetic_batch
+from pytest_genai.train.worker import attention_setup
 
 
 def test_synthetic_batches_are_deterministic_and_differ_by_rank_and_step():

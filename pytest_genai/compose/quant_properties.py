@@ -5,7 +5,7 @@ Run them on a model of yours with a three-line test file (``--genai-model`` as f
 saved with ``save_pretrained``, or a Hugging Face id already in the local cache; nothing is downloaded)::
 
     # test_my_quantizer.py
-    from pytest_genai.quant.properties import QuantizerProperties
+    from pytest_genai.compose.quant_properties import QuantizerProperties
 
     class TestMyModel(QuantizerProperties):
         pass
@@ -51,15 +51,14 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from pytest_genai.options import resolve
-
-from . import apply as _apply
-from . import codecs as _codecs
-from . import plan as _plan
-from . import sensitivity as _sensitivity
-from . import storage as _storage
-from . import strategies as qst
-from .config import PlanConfig
-from .formats import FORMATS, get_format
+from pytest_genai.quant import apply as _apply
+from pytest_genai.quant import codecs as _codecs
+from pytest_genai.quant import plan as _plan
+from pytest_genai.quant import sensitivity as _sensitivity
+from pytest_genai.quant import storage as _storage
+from pytest_genai.quant import strategies as qst
+from pytest_genai.quant.config import PlanConfig
+from pytest_genai.quant.formats import FORMATS, get_format
 
 __all__ = ["Quantizer", "NATIVE", "QuantizerProperties", "PropertyModel", "budget", "model_params", "prompt_ids",
            "scale_weights_", "check_round_trip", "check_scales_fit_groups", "check_idempotent",

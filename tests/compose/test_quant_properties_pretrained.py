@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 from pytest_genai.quant import codecs, metrics
 from pytest_genai.quant.formats import SCALE_BYTES, FormatSpec
 from pytest_genai.quant.modules import QuantLinear
-from pytest_genai.quant.properties import Quantizer, QuantizerProperties
+from pytest_genai.compose.quant_properties import Quantizer, QuantizerProperties
 
 P = QuantizerProperties
 

@@ -1,8 +1,8 @@
 import pytest
 
-from pytest_genai.evals.quantized import QuantCase, quantize, resolve_backend, resolve_tiers
+from pytest_genai.compose.quantized_eval import QuantCase, quantize, resolve_backend, resolve_tiers
 
-from .conftest import tiny_llama
+from ..evals.conftest import tiny_llama  # the evals tests' tiny Llama (byte vocabulary)
 
 
 @pytest.mark.parametrize("kwargs, match", [
