@@ -1,0 +1,124 @@
+"""The package's layering, read from the source (no import runs): an experiment package imports the core, the
+runtime and itself, never another experiment; the core and the runtime import no experiment; only
+``pytest_genai.compose`` joins two experiments.
+
+Every module's AST is walked, so function-level (lazy) imports count as much as module-level ones, and so do
+module names given as strings: ``importlib.import_module("...")``, lazy ``"module:attr"`` registries and
+``python -m`` worker names.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "pytest_genai"
+EXPERIMENTS = frozenset({"quant", "evals", "train", "diffusion", "dabench"})
+#: may import two experiments (and nothing may import it but benchmarks and tests)
+COMPOSE = "compose"
+_SUBCOMMAND = "the `pytest-genai` command's subcommand table: wiring, each imported only when its subcommand runs"
+#: (importing module, imported module prefix) pairs allowed across the rules above, each with its reason.
+ALLOWED: dict[tuple[str, str], str] = {
+    ("pytest_genai.cli", "pytest_genai.train.cli"): _SUBCOMMAND,
+    ("pytest_genai.cli", "pytest_genai.evals.fetch"): _SUBCOMMAND,
+    ("pytest_genai.cli", "pytest_genai.evals.cache_cli"): _SUBCOMMAND,
+    ("pytest_genai.options", "pytest_genai.evals.model_folder"):
+        "--genai-model is checked at pytest_configure (pure file reads, no torch); the model folder check belongs "
+        "with a core model registry (issue 15, part 2), then this exception goes",
+}
+
+_MODULE_STRING = re.compile(r"pytest_genai(\.\w+)+(:\w+)?")
+
+
+def module_name(path: Path, root: Path = PACKAGE) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported_modules(source: str, module: str, is_package: bool = False) -> set[str]:
+    """Every ``pytest_genai`` module ``source`` names: imports anywhere in the file (relative ones resolved
+    against ``module``), ``importlib.import_module`` literals, and string constants that are module names."""
+    tree = ast.parse(source)
+    package = module if is_package else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)  # `from pkg import submodule`
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _MODULE_STRING.fullmatch(node.value):
+            found.add(node.value.partition(":")[0])
+    return {m for m in found if m == "pytest_genai" or m.startswith("pytest_genai.")}
+
+
+def family(module: str) -> str:
+    """``pytest_genai.<family>...``: the experiment, ``compose``, or the core / runtime name."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def violations(modules: dict[str, tuple[str, bool]]) -> list[str]:
+    """``module imports module (why not)`` for every import that breaks the layering. ``modules`` maps a module
+    name to (its source, whether it is a package ``__init__``)."""
+    out = []
+    for name, (source, is_package) in sorted(modules.items()):
+        mine = family(name)
+        for target in sorted(imported_modules(source, name, is_package)):
+            theirs = family(target)
+            if theirs == mine or any(name == m and target.startswith(p) for m, p in ALLOWED):
+                continue
+            if theirs == COMPOSE:
+                out.append(f"{name} imports {target} (only benchmarks and tests use compositions)")
+            elif theirs in EXPERIMENTS and mine in EXPERIMENTS:
+                out.append(f"{name} imports {target} (an experiment imports no other experiment: move shared "
+                           "machinery to pytest_genai.runtime or the composition to pytest_genai.compose)")
+            elif theirs in EXPERIMENTS and mine != COMPOSE:
+                out.append(f"{name} imports {target} (the core and the runtime import no experiment)")
+    return out
+
+
+def _package_modules() -> dict[str, tuple[str, bool]]:
+    return {module_name(p): (p.read_text(encoding="utf-8"), p.name == "__init__.py")
+            for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def test_the_package_is_layered():
+    modules = _package_modules()
+    assert len(modules) > 100 and "pytest_genai.runtime.launcher" in modules  # the walk found the package
+    found = violations(modules)
+    assert not found, "\n".join(found)
+
+
+def test_every_experiment_package_exists():
+    for name in EXPERIMENTS | {COMPOSE, "runtime"}:
+        assert (PACKAGE / name / "__init__.py").is_file(), name
+
+
+@pytest.mark.parametrize("module, source, bad", [
+    ("pytest_genai.diffusion.ddp", "def f():\n    from pytest_genai.train.launcher import launch\n", True),
+    ("pytest_genai.quant.x", "def f():\n    from pytest_genai.evals import models\n", True),
+    ("pytest_genai.dabench.level2.run", "from ...train import rank\n", True),  # relative, three levels up
+    ("pytest_genai.runtime.timing", "import pytest_genai.dabench.model\n", True),
+    ("pytest_genai.plugin", "import importlib\nimportlib.import_module('pytest_genai.evals.models')\n", True),
+    ("pytest_genai.train.x", "WORKER = ('-m', 'pytest_genai.diffusion.worker')\n", True),
+    ("pytest_genai.quant.x", "from pytest_genai.compose import quantized_eval\n", True),
+    ("pytest_genai.dabench.level2.run", "from pytest_genai.dabench.model import build_stack\n", False),
+    ("pytest_genai.dabench.level2.run", "from .. import model\nfrom . import knee\n", False),
+    ("pytest_genai.train.x", "from pytest_genai.runtime.launcher import launch\nfrom pytest_genai import results\n",
+     False),
+    ("pytest_genai.compose.x", "from pytest_genai.quant import plan\nfrom pytest_genai.evals import models\n", False),
+    ("pytest_genai.quant.x", '"""See pytest_genai.evals.models for the loader."""\n', False),  # prose, not a name
+])
+def test_the_walk_sees_every_kind_of_import(module, source, bad):
+    assert bool(violations({module: (source, False)})) is bad
