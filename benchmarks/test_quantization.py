@@ -143,10 +143,15 @@ def _record_comparison(genai, task, result, baseline):
         genai.metric("word_ppl_ratio", metrics.ratio(result.metrics["word_perplexity"],
                                                      baseline.metrics["word_perplexity"]))
         return
-    genai.metric("acc_drop", metrics.paired_drop(baseline.per_example, result.per_example))
+    from pytest_genai.claims.stats import paired_drop_interval
+
+    pairs = list(zip(baseline.per_example, result.per_example))
+    to_wrong, to_right = sum(1 for b, q in pairs if b > q), sum(1 for b, q in pairs if b < q)
+    # the acc_drop claims are judged on McNemar's exact test of the flipped answers (an interval of the drop)
+    genai.metric("acc_drop", metrics.paired_drop(baseline.per_example, result.per_example),
+                 interval=paired_drop_interval(to_wrong, to_right, len(pairs)))
     genai.metric("acc_drop_lcb95", metrics.paired_drop_lower_bound(baseline.per_example, result.per_example))
     if "acc_norm" in result.metrics:
         genai.metric("acc_norm_drop", baseline.metrics["acc_norm"] - result.metrics["acc_norm"])
-    pairs = list(zip(baseline.per_example, result.per_example))
-    genai.metric("flips_to_wrong", sum(1 for b, q in pairs if b > q))
-    genai.metric("flips_to_right", sum(1 for b, q in pairs if b < q))
+    genai.metric("flips_to_wrong", to_wrong)
+    genai.metric("flips_to_right", to_right)

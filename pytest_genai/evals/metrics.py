@@ -90,6 +90,24 @@ def mean(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values)
 
 
+def mean_stderr(values: Sequence[float]) -> float:
+    """Standard error of the mean as lm-eval's ``acc_stderr`` (``lm_eval.api.metrics.mean_stderr``): the sample
+    standard deviation (``n - 1``) over ``sqrt(n)``; for 0/1 outcomes with accuracy ``p``, ``sqrt(p(1-p)/(n-1))``."""
+    n = len(values)
+    if n < 2:
+        raise ValueError(f"a standard error needs at least 2 examples, got {n}")
+    mu = math.fsum(values) / n
+    return math.sqrt(math.fsum((x - mu) ** 2 for x in values) / (n - 1)) / math.sqrt(n)
+
+
+def with_stderr(name: str, outcomes: Sequence[float]) -> dict[str, float]:
+    """``{name: mean, name_stderr: its standard error}`` of per-example outcomes (no stderr for one example)."""
+    out = {name: mean(outcomes)}
+    if len(outcomes) >= 2:
+        out[f"{name}_stderr"] = mean_stderr(outcomes)
+    return out
+
+
 def paired_drop(baseline: Sequence[float], other: Sequence[float]) -> float:
     """Accuracy drop on the same examples: ``mean(baseline_i - other_i)`` over per-example 0/1 outcomes
     (= baseline accuracy - other accuracy)."""

@@ -6,7 +6,7 @@ import time
 from typing import Any, Callable
 
 from pytest_genai import progress
-from pytest_genai.evals import data, tasks
+from pytest_genai.evals import data, metrics, tasks
 from pytest_genai.evals.config import EvalBudget, EvalSettings
 from pytest_genai.evals.lm import EvalLM
 
@@ -54,7 +54,8 @@ def select(task: str, budget: EvalBudget, data_dir: Any, count_tokens: Callable[
 
 def run_task(lm: EvalLM, task_data: TaskData, settings: EvalSettings, sync: Callable[[], None] = lambda: None) -> TaskResult:
     """Evaluate. WikiText gives the sliding-window ``perplexity`` plus lm-eval's ``word_perplexity``,
-    ``byte_perplexity`` and ``bits_per_byte``; HellaSwag ``acc`` and ``acc_norm``; BoolQ ``acc``."""
+    ``byte_perplexity`` and ``bits_per_byte``; HellaSwag ``acc`` and ``acc_norm``; BoolQ ``acc``; each accuracy with
+    lm-eval's ``*_stderr`` (standard error of the mean over examples)."""
     _LOG.info("%s: evaluating %d %s (%s) ...", task_data.task, task_data.n_examples,
               "pages" if task_data.task == "wikitext" else "examples", task_data.source)
     start = time.perf_counter()
@@ -77,10 +78,10 @@ def run_task(lm: EvalLM, task_data: TaskData, settings: EvalSettings, sync: Call
                           ppl.input_tokens + rolling.input_tokens, seconds)
     if task_data.task == "hellaswag":
         result = tasks.hellaswag(lm, task_data.examples)
-        values = {"acc": result.acc, "acc_norm": result.acc_norm}
+        values = {**metrics.with_stderr("acc", result.correct), **metrics.with_stderr("acc_norm", result.correct_norm)}
     elif task_data.task == "boolq":
         result = tasks.boolq(lm, task_data.examples)
-        values = {"acc": result.acc}
+        values = metrics.with_stderr("acc", result.correct)
     else:
         raise ValueError(f"unknown task {task_data.task!r}; use one of {', '.join(data.TASKS)}")
     sync()

@@ -2,7 +2,7 @@ import math
 import random
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from pytest_genai.claims.stats import bootstrap_ratio_interval, median_coverage, median_interval
 
@@ -47,3 +47,77 @@ def test_bootstrap_ratio_interval_covers_the_true_ratio_and_is_seeded() -> None:
     iv = bootstrap_ratio_interval(a, b)
     assert iv.lo < 2.0 < iv.hi and iv.hi - iv.lo < 0.3
     assert bootstrap_ratio_interval(a, b) == iv
+
+
+# --- paired accuracy: McNemar and the exact interval of the drop ---------------------------------------------------
+from pytest_genai.claims import check_value  # noqa: E402
+from pytest_genai.claims.model import Claim  # noqa: E402
+from pytest_genai.claims.stats import (  # noqa: E402
+    binom_cdf,
+    clopper_pearson,
+    mcnemar_exact_p,
+    paired_drop_interval,
+)
+
+DROP_CLAIM = Claim("A1.x_acc_drop", "A", "A1", "acc_drop", "1", "lower", max=0.02)
+
+
+def test_mcnemar_exact_examples() -> None:
+    assert mcnemar_exact_p(3, 0) == pytest.approx(0.25)  # 2 * 0.5**3
+    assert mcnemar_exact_p(0, 3) == pytest.approx(0.25)
+    assert mcnemar_exact_p(2, 2) == 1.0 and mcnemar_exact_p(0, 0) == 1.0
+    assert mcnemar_exact_p(10, 0) == pytest.approx(2 / 1024)
+    assert mcnemar_exact_p(7, 2) == pytest.approx(2 * (1 + 9 + 36) / 512)
+
+
+def test_clopper_pearson_examples() -> None:
+    lo, hi = clopper_pearson(3, 40)  # scipy.stats.beta.ppf(0.025, 3, 38), beta.ppf(0.975, 4, 37)
+    assert lo == pytest.approx(0.0157421798, abs=1e-8) and hi == pytest.approx(0.2038647487, abs=1e-8)
+    assert clopper_pearson(0, 10)[0] == 0.0 and clopper_pearson(0, 10)[1] == pytest.approx(1 - 0.025 ** 0.1)
+    assert clopper_pearson(10, 10) == (pytest.approx(0.025 ** 0.1), 1.0)
+    with pytest.raises(ValueError, match="0 <= k <= n"):
+        clopper_pearson(5, 4)
+
+
+def test_forty_examples_with_three_flips_cannot_resolve_a_two_point_bound() -> None:
+    iv = paired_drop_interval(3, 0, 40)
+    assert iv.lo < 0.02 < iv.hi and iv.n == 40
+    assert iv.method == "McNemar exact, discordant 3/0, p=0.25"
+    verdict = check_value(DROP_CLAIM, 3 / 40, iv)
+    assert verdict.verdict == "inconclusive"
+    assert "McNemar exact, discordant 3/0, p=0.25" in verdict.message
+
+
+def test_enough_examples_decide_either_way() -> None:
+    assert check_value(DROP_CLAIM, 20 / 10042, paired_drop_interval(60, 40, 10042)).verdict == "pass"
+    assert check_value(DROP_CLAIM, 20 / 40, paired_drop_interval(20, 0, 40)).verdict == "fail"
+    assert check_value(DROP_CLAIM, 0.0, paired_drop_interval(0, 0, 1000)).verdict == "pass"
+    assert check_value(DROP_CLAIM, 0.0, paired_drop_interval(0, 0, 40)).verdict == "inconclusive"
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.integers(1, 300), st.data())
+def test_paired_drop_interval_properties(n, data) -> None:
+    b = data.draw(st.integers(0, n))
+    c = data.draw(st.integers(0, n - b))
+    iv = paired_drop_interval(b, c, n)
+    assert -1.0 <= iv.lo <= (b - c) / n <= iv.hi <= 1.0  # contains the point estimate
+    mirror = paired_drop_interval(c, b, n)  # swapping the runs negates the drop
+    assert mirror.lo == pytest.approx(-iv.hi, abs=1e-9) and mirror.hi == pytest.approx(-iv.lo, abs=1e-9)
+    assert 0.0 <= mcnemar_exact_p(b, c) <= 1.0
+    more = paired_drop_interval(4 * b, 4 * c, 4 * n)  # the same shares from more examples: narrower
+    assert more.hi - more.lo <= iv.hi - iv.lo + 1e-9
+
+
+@settings(deadline=None)
+@given(st.integers(1, 60), st.data())
+def test_binom_cdf_matches_the_sum_and_clopper_pearson_hits_its_tails(n, data) -> None:
+    k = data.draw(st.integers(0, n))
+    p = data.draw(st.floats(0.01, 0.99))
+    exact = sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
+    assert binom_cdf(k, n, p) == pytest.approx(exact, abs=1e-12)
+    lo, hi = clopper_pearson(k, n)
+    if k > 0:
+        assert 1 - binom_cdf(k - 1, n, lo) == pytest.approx(0.025, abs=1e-9)
+    if k < n:
+        assert binom_cdf(k, n, hi) == pytest.approx(0.025, abs=1e-9)

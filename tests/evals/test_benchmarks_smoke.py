@@ -65,7 +65,11 @@ def test_quantization_and_lm_eval_benchmarks_run_and_record_the_contract(setup, 
     assert {c["id"] for c in real["claims"]} >= {"A1.compression_ratio", "A1.ppl_ratio"}
     assert "plan" in real["attachments"]
     fake = rows["test_quantized_model_quality[tiny-llama-cpu-fake-hellaswag]"]
-    assert {"acc", "acc_norm", "acc_drop", "acc_drop_lcb95"} <= set(fake["metrics"])
+    assert {"acc", "acc_stderr", "acc_norm", "acc_norm_stderr", "acc_drop", "acc_drop_lcb95"} <= set(fake["metrics"])
+    # the drop claim is judged on McNemar's exact test of the flipped answers, named in the interval and the verdict
+    assert fake["metric_intervals"]["acc_drop"]["method"].startswith("McNemar exact, discordant ")
+    (drop_verdict,) = [c for c in fake["claims"] if c["id"] == "A1.hellaswag_acc_drop"]
+    assert "McNemar exact" in drop_verdict["message"] and drop_verdict["verdict"] == "inconclusive"  # 3 examples
     assert "compression_ratio" not in fake["metrics"]  # nothing is stored in low precision in fake mode
     fp32 = rows["test_quantized_model_quality[tiny-llama-cpu-fp32-boolq]"]
     assert fp32["claims"] == [] and fp32["metrics"]["n_examples"] == 3

@@ -103,3 +103,21 @@ def test_lower_bound_never_exceeds_the_drop(pairs):
     drop = metrics.paired_drop(base, other)
     assert drop == pytest.approx(metrics.mean(base) - metrics.mean(other))
     assert metrics.paired_drop_lower_bound(base, other) <= drop + 1e-12
+
+
+def test_acc_stderr_is_lm_evals_definition():
+    outcomes = [1.0] * 30 + [0.0] * 10  # acc 0.75 over 40 examples
+    assert metrics.mean_stderr(outcomes) == pytest.approx(math.sqrt(0.75 * 0.25 / 39))
+    assert metrics.with_stderr("acc", outcomes) == {"acc": 0.75, "acc_stderr": pytest.approx(math.sqrt(0.75 * 0.25 / 39))}
+    assert metrics.with_stderr("acc", [1.0]) == {"acc": 1.0}  # no standard error from one example
+    with pytest.raises(ValueError, match="at least 2"):
+        metrics.mean_stderr([1.0])
+
+
+@settings(deadline=None)
+@given(st.lists(st.sampled_from([0.0, 1.0]), min_size=2, max_size=200))
+def test_acc_stderr_matches_lm_eval_and_the_binary_formula(outcomes):
+    lm_eval_metrics = pytest.importorskip("lm_eval.api.metrics")
+    p, n = sum(outcomes) / len(outcomes), len(outcomes)
+    assert metrics.mean_stderr(outcomes) == pytest.approx(lm_eval_metrics.mean_stderr(outcomes), abs=1e-12)
+    assert metrics.mean_stderr(outcomes) == pytest.approx(math.sqrt(p * (1 - p) / (n - 1)), abs=1e-12)

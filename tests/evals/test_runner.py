@@ -21,9 +21,12 @@ def test_run_every_task_on_a_seeded_slice_of_the_shared_data(lm, shared_data_dir
     assert set(result.metrics) >= {"perplexity", "word_perplexity", "byte_perplexity", "bits_per_byte", "eval_tokens"}
     assert result.metrics["perplexity"] > 1 and result.input_tokens > 0 and result.eval_tokens_per_s > 0
     hs = runner.run_task(lm, runner.select("hellaswag", budget, shared_data_dir, count), settings)
-    assert hs.n_examples == 3 and set(hs.metrics) == {"acc", "acc_norm"} and len(hs.per_example) == 3
+    assert hs.n_examples == 3 and set(hs.metrics) == {"acc", "acc_stderr", "acc_norm", "acc_norm_stderr"}
+    assert len(hs.per_example) == 3
+    p = hs.metrics["acc"]  # lm-eval's acc_stderr: sqrt(p(1-p)/(n-1))
+    assert hs.metrics["acc_stderr"] == pytest.approx((p * (1 - p) / 2) ** 0.5)
     bq = runner.run_task(lm, runner.select("boolq", budget, shared_data_dir, count), settings)
-    assert bq.n_examples == 2 and set(bq.metrics) == {"acc"}
+    assert bq.n_examples == 2 and set(bq.metrics) == {"acc", "acc_stderr"}
     logged = [r.getMessage() for r in caplog.records]
     assert any(m.startswith("hellaswag: evaluating 3 examples") for m in logged)
     assert any(m.startswith("boolq: done in ") for m in logged) and any(m.startswith("wikitext: done in ") for m in logged)
