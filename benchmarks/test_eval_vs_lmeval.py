@@ -130,7 +130,8 @@ def test_wikitext_word_perplexity_and_speed_vs_lm_eval(benchmark, genai, genai_d
 
     side = _setup("wikitext", genai_device, eval_model, fp32_eval_baseline)
     pages = side.session.task_data("wikitext", eval_model, side.tokenizer).examples.pages
-    _start(genai, side, eval_model, "wikitext", len(pages), wikitext_tokens=side.session.budget.wikitext_tokens)
+    _start(genai, side, eval_model, "wikitext", len(pages), wikitext_tokens=side.session.budget.wikitext_tokens,
+           wikitext_page_tokens=side.session.budget.wikitext_page_tokens)
 
     ours_result, ours_s = _time_ours(benchmark, side, lambda: tasks.wikitext_rolling(side.lm, pages))
     hflm = _hflm(side)

@@ -209,11 +209,21 @@ class WikiTextSlice:
         return "".join(self.pages)
 
 
+def _head(text: str, limit: int, count_tokens: Callable[[str], int]) -> str:
+    """``text``'s first whole lines that fit in ``limit`` tokens (at least its first line)."""
+    lines = text.splitlines(keepends=True)
+    keep = 1
+    while keep < len(lines) and count_tokens("".join(lines[: keep + 1])) <= limit:
+        keep += 1
+    return "".join(lines[:keep])
+
+
 def slice_wikitext(corpus: "WikiTextCorpus", *, pages: int | None, max_tokens: int | None, seed: int,
-                   count_tokens: Callable[[str], int]) -> WikiTextSlice:
+                   count_tokens: Callable[[str], int], page_tokens: int | None = None) -> WikiTextSlice:
     """Pages drawn in a seeded order (``pages`` of them; all when None), taken whole until ``max_tokens`` tokens;
-    the page crossing the cap keeps its lines up to the cap (at least its first line). Without ``max_tokens`` the
-    pages keep their original order.
+    the page crossing the cap keeps its lines up to the cap (at least its first line). ``page_tokens``: each page
+    first keeps only its opening lines up to that many tokens, so a small budget spans several articles instead of
+    the start of one. Without ``max_tokens`` the pages keep their original order.
 
     The order is drawn over the whole split (``corpus.population`` pages when the corpus holds only some), so a
     slice of the split selects what the full split selects, or raises :class:`DataUnavailable` when it needs a page
@@ -237,6 +247,8 @@ def slice_wikitext(corpus: "WikiTextCorpus", *, pages: int | None, max_tokens: i
                 f"{'no token cap' if max_tokens is None else f'{max_tokens} tokens'}, seed {seed}) needs page {i} of "
                 f"the split's {population}, which {corpus.source} does not hold; {DATA_FLAG_HINT}")
         text = by_index[i].text
+        if page_tokens is not None and count_tokens(text) > page_tokens:
+            text, truncated = _head(text, page_tokens, count_tokens), True
         n = count_tokens(text)
         if max_tokens is None or used + n <= max_tokens:
             taken.append(text)
@@ -502,6 +514,16 @@ def embedded_gap(task: str, budget: Any) -> str:
                     f"not {tokens}")
         if budget.seed != entry["selection"]["seed"]:
             return f"the embedded slice was cut for seed {entry['selection']['seed']}, not {budget.seed}"
+        if getattr(budget, "wikitext_page_tokens", None) is not None:
+            # every page the budget draws is read (its opening lines): all must be among the pages the slice holds
+            order = list(range(entry["population"]))
+            random.Random(budget.seed).shuffle(order)
+            held = set(entry["positions"])
+            leading = next((k for k, i in enumerate(order) if i not in held), len(order))
+            if budget.wikitext_pages is None or budget.wikitext_pages > leading:
+                pages = "all" if budget.wikitext_pages is None else budget.wikitext_pages
+                return (f"the embedded slice holds the first {leading} pages of the seeded order (the 'tiny' scale "
+                        f"and --genai-limit up to {leading}), not {pages}")
         return ""
     limit = budget.examples(task)
     chosen = _chosen_positions(entry["population"], limit, budget.seed)

@@ -46,7 +46,8 @@ def select(task: str, budget: EvalBudget, data_dir: Any, count_tokens: Callable[
     source = data.data_source(task, data_dir)
     if task == "wikitext":
         sliced = data.slice_wikitext(loaded, pages=budget.wikitext_pages, max_tokens=budget.wikitext_tokens,
-                                     seed=budget.seed, count_tokens=count_tokens)
+                                     seed=budget.seed, count_tokens=count_tokens,
+                                     page_tokens=budget.wikitext_page_tokens)
         return TaskData(task, sliced, len(sliced.pages), source, budget)
     items = data.select_subset(loaded, budget.examples(task), budget.seed)
     return TaskData(task, items, len(items), source, budget)

@@ -255,11 +255,16 @@ def test_an_existing_data_dir_is_accepted_and_made_absolute(tmp_path, monkeypatc
 def test_embedded_slice_serves_only_the_budgets_it_covers(no_hub):
     from pytest_genai.evals.config import preset
 
-    for limit in (None, 1, 17, 40):
+    for limit in (None, 1, 3):
         budget, _ = preset("tiny", limit)
         assert {data.resolve_origin(t, None, budget).kind for t in data.TASKS} == {"embedded"}
+    for limit in (17, 40):  # HellaSwag / BoolQ: the 40 examples it holds; WikiText: only 3 pages of the seeded order
+        budget, _ = preset("tiny", limit)
+        assert {data.resolve_origin(t, None, budget).kind for t in ("hellaswag", "boolq")} == {"embedded"}
+        with pytest.raises(DataUnavailable, match="first 3 pages of the seeded order"):
+            data.resolve_origin("wikitext", None, budget)
     for scale, limit, task in (("small", None, "wikitext"), ("small", None, "hellaswag"), ("full", None, "boolq"),
-                               ("tiny", 41, "boolq"), ("small", 5, "wikitext")):
+                               ("tiny", 41, "boolq"), ("small", 5, "wikitext"), ("tiny", 4, "wikitext")):
         budget, _ = preset(scale, limit)
         with pytest.raises(DataUnavailable, match=r"pytest-genai data fetch \./genai-data.*--genai-data-dir"):
             data.resolve_origin(task, None, budget)
@@ -405,6 +410,34 @@ def test_slice_wikitext_stays_within_the_token_cap(max_tokens, seed):
     assert sum(_words(p) for p in s.pages) <= max_tokens or (len(s.pages) == 1 and s.pages[0].count("\n") == 1)
     assert all(p.startswith(" = T") for p in s.pages)  # whole pages or page prefixes at line boundaries
     assert s.truncated == any(p != _corpus().pages[i].text for p, i in zip(s.pages, s.page_indices))
+
+
+@settings(max_examples=25, deadline=None)
+@given(page_tokens=st.integers(3, 60), pages=st.integers(1, 4), seed=st.integers(0, 5))
+def test_a_page_cap_spans_several_pages_each_cut_at_a_line(page_tokens, pages, seed):
+    corpus = _corpus()
+    s = data.slice_wikitext(corpus, pages=pages, max_tokens=10_000, seed=seed, count_tokens=_words,
+                            page_tokens=page_tokens)
+    assert len(s.pages) == min(pages, len(corpus.pages))  # several pages, not the start of one
+    for text, i in zip(s.pages, s.page_indices):
+        whole = corpus.pages[i].text
+        assert whole.startswith(text) and (text == whole or text.endswith("\n"))  # an opening at a line boundary
+        assert _words(text) <= page_tokens or text.count("\n") == 1  # within the cap, or just the first line
+    assert s.truncated == any(p != corpus.pages[i].text for p, i in zip(s.pages, s.page_indices))
+
+
+def test_the_tiny_wikitext_is_the_opening_of_three_articles(no_hub):
+    """tiny: 3 pages of the seeded order, each its first ~682 tokens, 2,048 in all (it used to be one article cut
+    at 2,048 tokens)."""
+    from pytest_genai.evals import runner
+    from pytest_genai.evals.config import preset
+
+    budget, _ = preset("tiny")
+    sliced = runner.select("wikitext", budget, None, _words).examples
+    assert list(sliced.page_indices) == [47, 23, 60] and sliced.truncated
+    assert all(0 < _words(p) <= 682 for p in sliced.pages) and sum(_words(p) for p in sliced.pages) <= 2048
+    assert [p.splitlines()[0].strip() for p in sliced.pages] == ["= Bintulu =", "= 2003 Pacific typhoon season =",
+                                                                 "= Nerva ="]
 
 
 def test_slice_wikitext_without_cap_keeps_original_order():
