@@ -122,7 +122,7 @@ def _time_theirs(side: Side, fn: Any) -> tuple[Any, float]:
     runs = []
     times = throughput.time_rounds(lambda: runs.append(fn()), rounds=side.settings.rounds, warmup=1,
                                    synchronize=side.device.synchronize)
-    return runs[-1], throughput.median(times)
+    return runs[-1], statistics.median(times)
 
 
 def test_wikitext_word_perplexity_and_speed_vs_lm_eval(benchmark, genai, genai_device, eval_model, fp32_eval_baseline):

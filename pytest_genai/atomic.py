@@ -5,11 +5,13 @@ The file gets the mode a plain ``open(path, "w")`` would leave: an existing targ
 only)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
 import tempfile
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -26,16 +28,20 @@ def _target_mode(path: Path) -> int:
         return 0o666 & ~_umask()
 
 
-def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """``with atomic_path(target) as tmp:`` write ``tmp`` (for writers that take a file name, e.g. safetensors'
+    ``save_file``); when the block succeeds the file is flushed to disk and renamed over ``target``; when it raises,
+    ``tmp`` is removed and ``target`` is left as it was."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = _target_mode(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
     try:
-        os.chmod(tmp, mode)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
+        yield Path(tmp)
+        os.chmod(tmp, mode)  # after the writer: one that replaces the file it was given would drop an earlier chmod
+        with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -44,6 +50,12 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
         except OSError:
             pass
         raise
+
+
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
+    path = Path(path)
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
     return path
 
 

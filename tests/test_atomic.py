@@ -50,3 +50,20 @@ def test_the_target_is_replaced_by_rename_never_rewritten_in_place(tmp_path, mon
     with pytest.raises(OSError, match="No space"):
         write_json_atomic(path, {"newer": 3})
     assert '"new": 2' in path.read_text() and not list(tmp_path.glob(".*tmp"))
+
+
+def test_atomic_path_for_writers_that_take_a_file_name(tmp_path):
+    import pytest
+
+    from pytest_genai.atomic import atomic_path
+
+    target = tmp_path / "model.bin"
+    target.write_bytes(b"old")
+    with pytest.raises(RuntimeError):
+        with atomic_path(target) as tmp:
+            tmp.write_bytes(b"half")
+            raise RuntimeError("writer failed")
+    assert target.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["model.bin"]
+    with atomic_path(target) as tmp:
+        tmp.write_bytes(b"new")
+    assert target.read_bytes() == b"new" and sorted(p.name for p in tmp_path.iterdir()) == ["model.bin"]

@@ -1,7 +1,8 @@
 """The roofline model (Williams, Waterman, Patterson, 2009) as used by DABench-LLM (Paper B, B1).
 
 Attainable performance at arithmetic intensity I (FLOP/byte) on a device with compute ceiling P (FLOP/s) and
-memory ceiling B (byte/s) is ``min(P, I * B)``; the ridge point is ``P / B``; a workload whose intensity lies at or
+memory ceiling B (byte/s) is ``min(P, I * B)``; the ridge point is ``P / B``
+(:func:`pytest_genai.devices.specs.ridge_point`); a workload whose intensity lies at or
 right of the ridge is compute-bound, left of it memory-bound; efficiency is achieved / attainable at I.
 All functions are pure and take base units (FLOP, byte, second); :class:`Ceilings` holds TFLOP/s and GB/s.
 """
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+
+from pytest_genai.devices.specs import ridge_point
 
 BOUNDS = ("compute", "memory")
 
@@ -24,11 +27,6 @@ def arithmetic_intensity(flops: float, bytes_moved: float) -> float:
     if not (math.isfinite(flops) and flops >= 0):
         raise ValueError(f"flops must be a finite number >= 0, got {flops!r}")
     return float(flops) / _positive("bytes_moved", bytes_moved)
-
-
-def ridge_point(peak_flops_per_s: float, peak_bytes_per_s: float) -> float:
-    """Intensity (FLOP/byte) where the memory roof meets the compute roof."""
-    return _positive("peak_flops_per_s", peak_flops_per_s) / _positive("peak_bytes_per_s", peak_bytes_per_s)
 
 
 def attainable_flops_per_s(intensity: float, peak_flops_per_s: float, peak_bytes_per_s: float) -> float:

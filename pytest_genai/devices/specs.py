@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from importlib import resources
 from typing import Any, Mapping
 
@@ -16,6 +17,16 @@ from pytest_genai._toml import load_toml
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 _SPEC_FILE = "specs.toml"
 
+
+
+def ridge_point(peak_flops_per_s: float, peak_bytes_per_s: float) -> float:
+    """The roofline ridge point in FLOP/byte (Williams, Waterman & Patterson 2009): the arithmetic intensity where
+    the memory roof meets the compute roof, ``peak FLOP/s / peak byte/s``. Base units in (FLOP/s, byte/s): convert
+    TFLOP/s with ``* 1e12`` and GB/s with ``* 1e9``. The one ridge-point function of the suite."""
+    for name, value in (("peak_flops_per_s", peak_flops_per_s), ("peak_bytes_per_s", peak_bytes_per_s)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return float(peak_flops_per_s) / float(peak_bytes_per_s)
 
 @dataclasses.dataclass(frozen=True)
 class DeviceSpec:
@@ -57,10 +68,11 @@ class DeviceSpec:
         return self.ridge_point_for("fp32")
 
     def ridge_point_for(self, dtype: str) -> float | None:
+        """:func:`ridge_point` of this device's ``dtype`` peak and memory bandwidth, when both are known."""
         peak = self.peak_tflops(dtype)
         if peak is None or not self.mem_bandwidth_gbs:
             return None
-        return peak * 1e12 / (self.mem_bandwidth_gbs * 1e9)
+        return ridge_point(peak * 1e12, self.mem_bandwidth_gbs * 1e9)
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)

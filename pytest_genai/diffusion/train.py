@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-import time
 from typing import Any
 
 from pytest_genai.diffusion.config import DiffusionConfig
@@ -62,11 +61,9 @@ class Trainer:
 
     def timed_step(self) -> tuple[float, float]:
         """Run the next step with device synchronization; (seconds, loss)."""
-        self.device.synchronize()
-        t0 = time.perf_counter()
-        loss = self.step(self.next_index)
-        self.device.synchronize()
-        elapsed = time.perf_counter() - t0
+        from pytest_genai.runtime.timing import timed
+
+        elapsed, loss = timed(lambda: self.step(self.next_index), sync=self.device.synchronize)
         self.next_index += 1
         return elapsed, float(loss.detach())
 

@@ -4,8 +4,6 @@ module prepares the work and turns seconds into tokens per second."""
 from __future__ import annotations
 
 import dataclasses
-import statistics
-import time
 from typing import Any, Callable, Sequence
 
 
@@ -38,18 +36,11 @@ def forward_fn(model: Any, ids: Any, device: Any, synchronize: Callable[[], None
 
 def time_rounds(fn: Callable[[], Any], *, rounds: int, warmup: int, synchronize: Callable[[], None] = lambda: None) -> list[float]:
     """Seconds of each of ``rounds`` timed calls after ``warmup`` untimed ones (device synchronized around each)."""
+    from pytest_genai.runtime.timing import time_callable
+
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
-    for _ in range(warmup):
-        fn()
-    synchronize()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        synchronize()
-        times.append(time.perf_counter() - start)
-    return times
+    return list(time_callable(fn, sync=synchronize, warmup=warmup, repeats=rounds).samples)
 
 
 def tokens_per_s(n_tokens: int, seconds: float) -> float:
@@ -57,10 +48,6 @@ def tokens_per_s(n_tokens: int, seconds: float) -> float:
     if seconds <= 0:
         raise ValueError(f"seconds must be positive, got {seconds}")
     return n_tokens / seconds
-
-
-def median(values: Sequence[float]) -> float:
-    return statistics.median(values)
 
 
 #: aten ops whose self time is matrix-multiply work (linear layers and the LM head land in ``mm``/``addmm``).

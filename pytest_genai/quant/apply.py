@@ -24,11 +24,13 @@ class QuantInfo:
     backend_formats: dict  # {module: backend that quantized it}
 
 
-def _parent(model, name: str):
+def set_module(model, name: str, module) -> None:
+    """Put ``module`` at the dotted path ``name`` of ``model`` (``"model.layers.0.mlp.up_proj"``)."""
     if "." in name:
         parent_name, child = name.rsplit(".", 1)
-        return model.get_submodule(parent_name), child
-    return model, name
+        setattr(model.get_submodule(parent_name), child, module)
+    else:
+        setattr(model, name, module)
 
 
 def resolve_modules(model, plan) -> dict:
@@ -128,8 +130,7 @@ def quantize_model(model, plan, mode: str = "fake", backend: str = "native"):
                     new = QuantEmbedding.from_embedding(module, fmt, plan.group_size, where=where)
                 else:
                     new = QuantLinear.from_linear(module, fmt, plan.group_size, where=where)
-                parent, child = _parent(model, name)
-                setattr(parent, child, new)
+                set_module(model, name, new)
                 modules[name] = None  # drop the last reference to the fp32 weight
                 done[name] = "native"
                 del module

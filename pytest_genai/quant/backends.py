@@ -12,6 +12,8 @@ is lazy; a missing package raises ``BackendUnavailable`` with the install hint (
 """
 from __future__ import annotations
 
+from .apply import set_module
+
 
 class BackendUnavailable(RuntimeError):
     """A backend's package or device is not present; the message says how to get it."""
@@ -42,14 +44,6 @@ def inc_available() -> str | None:
     except BackendUnavailable as exc:
         return str(exc)
     return None
-
-
-def _set(model, name: str, module) -> None:
-    if "." in name:
-        parent, child = name.rsplit(".", 1)
-        setattr(model.get_submodule(parent), child, module)
-    else:
-        setattr(model, name, module)
 
 
 def torchao_int8_weight_only(model, names, group_size=None) -> None:
@@ -86,7 +80,7 @@ def inc_rtn(model, names, bits: int = 8, group_size=None) -> None:
                       use_layer_wise=False)
     converted = q.convert(q.prepare(holder, cfg))
     for i, name in enumerate(names):
-        _set(model, name, converted.get_submodule(f"m{i}"))
+        set_module(model, name, converted.get_submodule(f"m{i}"))
 
 
 def inc_fp8_hpu(model, names) -> None:  # pragma: no cover - needs a Gaudi
@@ -102,7 +96,7 @@ def inc_fp8_hpu(model, names) -> None:  # pragma: no cover - needs a Gaudi
         holder.add_module(f"m{i}", model.get_submodule(name))
     converted = q.convert(q.prepare(holder, cfg))
     for i, name in enumerate(holder_names):
-        _set(model, name, converted.get_submodule(f"m{i}"))
+        set_module(model, name, converted.get_submodule(f"m{i}"))
 
 
 def apply_backend(model, plan, backend: str, modules: dict) -> dict[str, str]:

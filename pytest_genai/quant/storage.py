@@ -7,9 +7,10 @@ through ``__tensor_flatten__``. Nothing is predicted here; the plan's prediction
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
+
+from pytest_genai.atomic import atomic_path
 
 from .metrics import compression_ratio, relative_error
 
@@ -142,7 +143,7 @@ def _state_for_saving(model) -> dict:
 
 def save_quantized(qmodel, path, plan=None) -> Path:
     """Write the quantized model's tensors to ``path`` (safetensors, no pickle), with the plan
-    and the mode in the file's metadata. Written atomically (temp file + ``os.replace``)."""
+    and the mode in the file's metadata. Written atomically (:func:`pytest_genai.atomic.atomic_path`)."""
     from safetensors.torch import save_file
 
     info = getattr(qmodel, "genai_quant", None)
@@ -151,16 +152,9 @@ def save_quantized(qmodel, path, plan=None) -> Path:
         raise ValueError("save_quantized: pass the plan, or a model returned by quantize_model")
     mode = info.mode if info else "real"
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tensors = _state_for_saving(qmodel)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    os.close(fd)
-    try:
-        save_file(tensors, tmp, metadata={META_KEY: plan.to_json(), META_MODE: mode})
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with atomic_path(path) as tmp:
+        save_file(tensors, str(tmp), metadata={META_KEY: plan.to_json(), META_MODE: mode})
     return path
 
 
@@ -184,7 +178,7 @@ def load_quantized(model_skeleton, path):
     import torch.nn as nn
     from safetensors.torch import load_file
 
-    from .apply import QuantInfo, _model_fp32_bytes, _parent, resolve_modules
+    from .apply import QuantInfo, _model_fp32_bytes, resolve_modules, set_module
     from .modules import QuantEmbedding, QuantLinear
 
     plan, mode = read_plan(path)
@@ -199,8 +193,7 @@ def load_quantized(model_skeleton, path):
             else:
                 new = QuantLinear(module.in_features, module.out_features, fmt, plan.group_size,
                                   bias=module.bias is not None, device=module.weight.device)
-            parent, child = _parent(model_skeleton, name)
-            setattr(parent, child, new)
+            set_module(model_skeleton, name, new)
     state = load_file(str(path))
     expected = set(model_skeleton.state_dict())
     missing = expected - set(state)

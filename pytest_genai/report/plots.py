@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from pytest_genai.atomic import write_bytes_atomic
+from pytest_genai.devices.specs import ridge_point
 from .errors import ReportInputError
 from .pareto import pareto_front
 from .registry import THROUGHPUT_METRICS, MetricInfo, default_metric_info
-from .roofline import ceiling_polyline, ridge_point
+from .roofline import ceiling_polyline
 from .runs import Record, records_from_benchmarks
 from .tables import format_number, format_value
 from .views import distinguishing_keys
@@ -148,12 +149,12 @@ def roofline_figure(recs: Sequence[Record], title: str) -> Any:
     pts = [(r.metrics["arithmetic_intensity_modeled"], r.metrics["achieved_tflops"], r.labels.get("bound", "")) for r in recs]
     pts = [(x, y, b) for x, y, b in pts if _finite(x) and _finite(y)]
     roofs = roofline_ceilings(recs)
-    xs = [p[0] for p in pts] + [ridge_point(t, g) for _, t, g in roofs]
+    xs = [p[0] for p in pts] + [ridge_point(t * 1e12, g * 1e9) for _, t, g in roofs]
     x_min, x_max = (min(xs) / 4, max(xs) * 4) if xs else (0.1, 1000.0)
     styles = {"measured": "-", "spec": "--"}
     for kind, peak, bw in roofs:
         rx, ry = ceiling_polyline(peak, bw, x_min, x_max)
-        ridge = ridge_point(peak, bw)
+        ridge = ridge_point(peak * 1e12, bw * 1e9)
         (line,) = ax.plot(rx, ry, styles[kind], color="black" if kind == "spec" else "tab:gray", linewidth=1.4,
                           label=f"{kind} roof: {peak:.3g} TFLOP/s, {bw:.4g} GB/s (ridge {ridge:.3g} FLOP/B)")
         line.set_gid(f"roof-{kind}")

@@ -2,18 +2,14 @@
 
 Williams, Waterman & Patterson, "Roofline: an insightful visual performance model" (2009):
 attainable FLOP/s at arithmetic intensity I (FLOP/byte) is ``min(peak, bandwidth * I)``; the
-ridge point ``peak / bandwidth`` is the intensity above which a kernel is compute-bound.
+ridge point ``peak / bandwidth`` is the intensity above which a kernel is compute-bound
+(:func:`pytest_genai.devices.specs.ridge_point`, in base units).
 Units here: TFLOP/s, GB/s (1e9 bytes/s), FLOP/byte.
 """
 
 from __future__ import annotations
 
-
-def ridge_point(peak_tflops: float, bandwidth_gbs: float) -> float:
-    """Intensity (FLOP/byte) where the memory roof meets the compute roof: ``peak / bandwidth``."""
-    if not (peak_tflops > 0 and bandwidth_gbs > 0):
-        raise ValueError(f"ridge_point needs positive peak and bandwidth, got {peak_tflops!r} TFLOP/s, {bandwidth_gbs!r} GB/s")
-    return peak_tflops * 1e12 / (bandwidth_gbs * 1e9)
+from pytest_genai.devices.specs import ridge_point
 
 
 def attainable_tflops(intensity: float, peak_tflops: float, bandwidth_gbs: float) -> float:
@@ -23,6 +19,6 @@ def attainable_tflops(intensity: float, peak_tflops: float, bandwidth_gbs: float
 
 def ceiling_polyline(peak_tflops: float, bandwidth_gbs: float, x_min: float, x_max: float) -> tuple[list[float], list[float]]:
     """Vertices of the roof between ``x_min`` and ``x_max``, including the ridge itself when it lies inside."""
-    ridge = ridge_point(peak_tflops, bandwidth_gbs)
+    ridge = ridge_point(peak_tflops * 1e12, bandwidth_gbs * 1e9)
     xs = [x_min] + ([ridge] if x_min < ridge < x_max else []) + [x_max]
     return xs, [attainable_tflops(x, peak_tflops, bandwidth_gbs) for x in xs]

@@ -13,8 +13,10 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 Clock = Callable[[], float]
+T = TypeVar("T")
 
 
 def _noop() -> None:
@@ -38,6 +40,17 @@ class Timing:
     @property
     def min_s(self) -> float:
         return min(self.samples)
+
+
+def timed(fn: Callable[[], T], *, sync: Callable[[], None] | None = None, clock: Clock = time.perf_counter
+          ) -> tuple[float, T]:
+    """``(seconds, fn())`` of one call between two ``sync`` + clock reads (a training step that returns its loss)."""
+    do_sync = sync or _noop
+    do_sync()
+    t0 = clock()
+    out = fn()
+    do_sync()
+    return clock() - t0, out
 
 
 def time_callable(

@@ -2,8 +2,9 @@
 
 Definitions:
 
-- a step's time is the slowest rank's time for that step (every rank waits for it at the next collective);
-  the reported step time is the median over the steps after warm-up;
+- a step's time is the slowest rank's time for that step (every rank waits for it at the next collective;
+  :func:`pytest_genai.runtime.timing.slowest_rank_steps`); the reported step time is the median over the steps
+  after warm-up;
 - throughput is global: every rank's tokens (samples) of a step divided by the step time;
 - achieved FLOP/s is the analytic training FLOPs of a step (``flops.training_flops_per_step``) over the step
   time; MFU (model FLOPs utilization, PaLM, Chowdhery et al. 2022, appendix B) divides it by the peak of
@@ -22,16 +23,6 @@ def _positive(name: str, value: float) -> float:
     if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
         raise ValueError(f"{name}={value!r} must be a positive finite number")
     return float(value)
-
-
-def global_step_times(per_rank_step_s: Sequence[Sequence[float]]) -> list[float]:
-    """Per-step time of the job: the maximum over ranks of each step's time (ranks × steps in, steps out)."""
-    if not per_rank_step_s or not per_rank_step_s[0]:
-        raise ValueError("per_rank_step_s is empty; every rank must report at least one step")
-    steps = {len(r) for r in per_rank_step_s}
-    if len(steps) != 1:
-        raise ValueError(f"ranks reported different step counts {sorted(steps)}; they must run the same steps")
-    return [max(column) for column in zip(*per_rank_step_s)]
 
 
 def median_step_s(step_s: Sequence[float], warmup: int) -> float:

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_genai.runtime.launcher import LaunchSpec, launch
+from pytest_genai.runtime.timing import slowest_rank_steps
 from pytest_genai.train import metrics
 from pytest_genai.train.config import ThroughputConfig, WikitextConfig
-from pytest_genai.runtime.launcher import LaunchSpec, launch
 from pytest_genai.train.requirements import check_requirements
 
 WORKER = ("-m", "pytest_genai.train.worker")
@@ -62,7 +63,7 @@ def summarize(result: Mapping[str, Any], cfg: ThroughputConfig | WikitextConfig,
     world = int(result["world_size"])
     if len(ranks) != world:
         raise ValueError(f"result has {len(ranks)} rank entries for world_size={world}")
-    steps = metrics.global_step_times([r["step_s"] for r in ranks])
+    steps = slowest_rank_steps([r["step_s"] for r in ranks])
     median = metrics.median_step_s(steps, warmup)
     global_batch = cfg.micro_batch * world
     flops = None

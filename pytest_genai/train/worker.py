@@ -53,13 +53,12 @@ def _setup(kind: str, env: dict[str, int]) -> None:
 
 
 def _timed_steps(trainer: Any, device: Any, batches: list[Any]) -> tuple[list[float], list[Any]]:
+    from pytest_genai.runtime.timing import timed
+
     step_s, losses = [], []
     for ids in batches:
-        device.synchronize()
-        t0 = time.perf_counter()
-        loss = trainer.step(ids)
-        device.synchronize()
-        step_s.append(time.perf_counter() - t0)
+        seconds, loss = timed(lambda: trainer.step(ids), sync=device.synchronize)
+        step_s.append(seconds)
         losses.append(loss)
     return step_s, losses
 

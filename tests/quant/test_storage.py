@@ -84,3 +84,28 @@ def test_report_against_explicit_original(llama):
     assert a["compression_ratio_model"] == b["compression_ratio_model"] == c["compression_ratio_model"]
     assert a["safetensors_bytes"] > a["model_stored_bytes"]  # header + metadata on top of the tensors
     assert a["compression_ratio_safetensors"] < a["compression_ratio_model"]
+
+
+def test_save_is_atomic_and_leaves_the_mode_a_plain_open_would(tmp_path, monkeypatch):
+    """Through pytest_genai.atomic: a new file gets 0666 & ~umask (not mkstemp's 0600), a failed save leaves the old
+    file and no temporary file behind."""
+    import os
+    import stat
+
+    model = tiny_llama(3)
+    q = quantize_model(model, uniform_plan(model, "int8"), "real")
+    old = os.umask(0o022)
+    try:
+        path = save_quantized(q, tmp_path / "q.safetensors")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
+    before = path.read_bytes()
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("safetensors.torch.save_file", disk_full)
+    with pytest.raises(OSError, match="No space"):
+        save_quantized(q, path)
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["q.safetensors"]

@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 
 from pytest_genai.report.deltas import is_regression, relative_change, speedup, worsening
 from pytest_genai.report.pareto import pareto_front
-from pytest_genai.report.roofline import attainable_tflops, ceiling_polyline, ridge_point
+from pytest_genai.devices.specs import ridge_point
+from pytest_genai.report.roofline import attainable_tflops, ceiling_polyline
 
 positive = st.floats(min_value=1e-6, max_value=1e9, allow_nan=False, allow_infinity=False)
 fraction = st.floats(min_value=0.0, max_value=0.9)
@@ -98,7 +99,7 @@ def test_pareto_front_is_exactly_the_non_dominated_set(pts, mx: bool, my: bool) 
 
 def test_roofline_ridge_and_roof() -> None:
     # H100 SXM dense BF16 989.4 TFLOP/s over 3350 GB/s: ridge ~295 FLOP/byte
-    assert ridge_point(989.4, 3350.0) == pytest.approx(295.35, rel=1e-4)
+    assert ridge_point(989.4e12, 3350.0e9) == pytest.approx(295.35, rel=1e-4)
     assert attainable_tflops(10.0, 989.4, 3350.0) == pytest.approx(33.5)
     assert attainable_tflops(1000.0, 989.4, 3350.0) == 989.4
     xs, ys = ceiling_polyline(989.4, 3350.0, 1.0, 1e4)

@@ -95,3 +95,12 @@ def test_slowest_rank_per_step_and_median_after_warmup():
         slowest_rank_steps([[1.0], [1.0, 2.0]])
     with pytest.raises(ValueError, match="no timed steps"):
         median_after([1.0, 2.0], 2)
+
+
+def test_timed_syncs_around_one_call_and_returns_its_result():
+    from pytest_genai.runtime.timing import timed
+
+    rec = Recorder()
+    seconds, out = timed(lambda: rec.events.append("work") or 7, sync=rec.sync, clock=rec.clock)
+    assert out == 7 and seconds == 1.0
+    assert rec.events == ["sync", "clock", "work", "sync", "clock"]
