@@ -1,4 +1,4 @@
-"""quant.strategies and quant.properties on tiny config-built models: what the strategies draw is valid, the helpers
+"""quant.strategies and compose.quant_properties on tiny config-built models: what the strategies draw is valid, the helpers
 copy what they must and share the rest, the model is chosen like the benchmarks choose it, and a user's test file
 runs the properties on its own model (``--genai-model``) and its own quantizer."""
 import subprocess
