@@ -6,19 +6,14 @@ from typing import Any
 
 import pytest
 
-from pytest_genai import SCHEMA
+from pytest_genai import SCHEMA, experiments
 from pytest_genai.devices.device import ENABLE_HINTS, KINDS, Device
 from pytest_genai.options import SETTINGS, SettingError, resolve, resolve_all
 from pytest_genai.session import SessionState
 
 STATE = pytest.StashKey[SessionState]()
 BENCHMARK_JSON = pytest.StashKey["str | None"]()  # absolute --benchmark-json path, "-" for stdout
-EXPERIMENT_MARKERS = {
-    "quant": "Paper A, A1: sensitivity-aware mixed-precision post-training quantization",
-    "finetune": "Paper A, A2: fine-tuning throughput (DDP / FSDP / DeepSpeed ZeRO-3, Flash Attention)",
-    "diffusion": "Paper A, A3: diffusion-model training scaling",
-    "dabench": "Paper B: DABench-LLM decoder-block profiling and scaling",
-}
+EXPERIMENT_MARKERS = experiments.markers()  # derived from the one table of experiments
 _HELP = {
     "devices": "device kinds to run genai_device-parametrized tests on, comma separated (default: all kinds; absent ones skip with the reason)",
     "claims": "'enforce' (default): a failed paper or physics claim fails its test (a timing claim fails only when its whole interval is past the bound, else it reads inconclusive); 'strict': inconclusive fails too; 'report': record verdicts without failing. Project targets never fail a test",
@@ -164,6 +159,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     state = _state(config)
     _validate_claim_markers(state, items)
     for item in items:
+        _mark_experiment(item)
         kinds = _kinds_needed(item)
         for kind in kinds:
             if item.get_closest_marker(kind) is None:
@@ -171,6 +167,17 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         reasons = [reason for ok, reason in map(state.available, kinds) if not ok]
         if reasons:
             item.add_marker(pytest.mark.skip(reason="; ".join(reasons)))
+
+
+def _mark_experiment(item: pytest.Item) -> None:
+    """A test in a registered benchmark file (``benchmarks/<file>``) carries its experiment's marker, so ``-m quant``
+    selects every A1 benchmark whether or not the file marks it."""
+    path = getattr(item, "path", None)
+    if path is None or path.parent.name != "benchmarks":
+        return
+    experiment = experiments.for_benchmark_file(path.name)
+    if experiment is not None and item.get_closest_marker(experiment.marker) is None:
+        item.add_marker(getattr(pytest.mark, experiment.marker))
 
 
 def _validate_claim_markers(state: SessionState, items: list[pytest.Item]) -> None:

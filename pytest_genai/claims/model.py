@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from pytest_genai._toml import load_toml
+from pytest_genai.experiments import NAMES
 
 DIRECTIONS = ("higher", "lower", "none")
 CLAIM_KINDS = ("value", "generation")
 BASES = ("paper", "target", "physics")
 SOURCES = ("measured", "modeled", "spec", "config")
 #: The experiments benchmarks record (``genai.start(experiment=...)``); a claim's ``experiment`` must be one of them.
-EXPERIMENTS = ("quant", "finetune", "diffusion", "dabench", "dabench_level2")
+EXPERIMENTS = NAMES  # pytest_genai/experiments.py, the one table of experiments
 """measured: from this run; modeled: computed from a model (the name says so); spec: a published datasheet number
 (the name ends in ``_spec``); config: a value the run was configured with (a budget, a world size)."""
 BASIS_WORDS = {"target": "project target, not a paper claim", "physics": "physics check, not a paper claim"}

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence, Union
 
+from pytest_genai.experiments import label as experiment_label
+
 from .registry import MetricInfo
 from .runs import Run
 from .tables import Table
@@ -74,7 +76,7 @@ def report_blocks(
     if any(row[6] in ("target", "physics") for _, table in claims for row in table.rows):
         blocks.append(Paragraph(BASIS_NOTE))
     for group in experiment_tables(recs, info):
-        blocks.append(Heading(f"Experiment: {group.experiment} — {group.test}"))
+        blocks.append(Heading(f"Experiment: {experiment_label(group.experiment)} — {group.test}"))
         if group.shared:
             blocks.append(Paragraph(f"Same in every row: {group.shared}"))
         if group.constant:

@@ -1,0 +1,92 @@
+"""The table of experiments (pytest_genai/experiments.py) against the tree: benchmark files, recorded names,
+metrics registries, packages, docs and the README all agree with it."""
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_genai import experiments
+from pytest_genai.claims.model import load_claims
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "pytest_genai" / "claims" / "data"
+
+
+def _recorded_experiments(path: Path) -> set[str]:
+    """Every experiment name a benchmark file passes to genai.start (literals or module constants)."""
+    tree = ast.parse(path.read_text())
+    constants = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
+                 for t in n.targets if isinstance(t, ast.Name) and isinstance(n.value, ast.Constant)}
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "start":
+            for kw in node.keywords:
+                if kw.arg == "experiment":
+                    value = kw.value
+                    names.add(value.value if isinstance(value, ast.Constant) else constants.get(value.id, value.id))
+    return names
+
+
+def test_every_benchmark_file_belongs_to_exactly_one_experiment():
+    files = sorted(p.name for p in (ROOT / "benchmarks").glob("test_*.py"))
+    owners = {f: [e.name for e in experiments.EXPERIMENTS if f in e.benchmarks] for f in files}
+    assert {f: o for f, o in owners.items() if len(o) != 1} == {}
+    listed = {f for e in experiments.EXPERIMENTS for f in e.benchmarks}
+    assert listed <= set(files), f"registered but missing: {sorted(listed - set(files))}"
+
+
+@pytest.mark.parametrize("experiment", experiments.EXPERIMENTS, ids=lambda e: e.name)
+def test_a_benchmark_records_the_experiment_of_its_file(experiment):
+    for filename in experiment.benchmarks:
+        recorded = _recorded_experiments(ROOT / "benchmarks" / filename)
+        assert recorded == {experiment.name}, f"{filename} records {recorded}"
+
+
+def test_every_metrics_file_belongs_to_one_experiment_or_is_shared():
+    files = sorted(p.name for p in DATA.glob("metrics_*.toml"))
+    owned = [f for e in experiments.EXPERIMENTS for f in e.metrics_files]
+    assert len(owned) == len(set(owned))
+    assert sorted(owned + list(experiments.SHARED_METRICS_FILES)) == files
+
+
+@pytest.mark.parametrize("experiment", experiments.EXPERIMENTS, ids=lambda e: e.name)
+def test_packages_and_docs_exist_and_the_readme_links_them(experiment):
+    readme = (ROOT / "README.md").read_text()
+    for package in experiment.packages:
+        assert (ROOT / Path(*package.split("."))).is_dir(), package
+    row = next((line for line in readme.splitlines() if line.startswith(f"| {experiment.section} ")), None)
+    assert row is not None, f"README's experiments table has no {experiment.section} row"
+    for page in experiment.docs:
+        assert (ROOT / "docs" / page).is_file()
+        assert f"(docs/{page})" in row
+    for filename in experiment.benchmarks:
+        assert f"`{filename}`" in row
+    assert f"`{experiment.marker}`" in row
+
+
+def test_the_readme_table_has_no_row_the_registry_lacks():
+    readme = (ROOT / "README.md").read_text()
+    sections = re.findall(r"^\| ([AB]\d) ", readme, flags=re.M)
+    assert sorted(sections) == sorted(e.section for e in experiments.EXPERIMENTS)
+
+
+def test_claims_name_registered_experiments_only():
+    assert {c.experiment for c in load_claims() if c.experiment} <= set(experiments.NAMES)
+
+
+def test_markers_and_lookup():
+    assert set(experiments.markers()) == {"quant", "finetune", "diffusion", "dabench"}
+    assert experiments.get("dabench_level2").section == "B2"
+    assert experiments.label("quant") == "A1 quant" and experiments.label(None) == "pytest-benchmark"
+    assert experiments.label("toy") == "toy"
+    with pytest.raises(ValueError, match="unknown experiment 'quantization'; registered: quant, "):
+        experiments.get("quantization")
+
+
+def test_a_registered_benchmark_file_gets_its_marker_without_marking_itself(pytester):
+    bench = pytester.mkdir("benchmarks")
+    (bench / "test_quantizer.py").write_text("def test_plain():\n    pass\n")
+    (bench / "test_other.py").write_text("def test_unregistered():\n    pass\n")
+    result = pytester.runpytest("benchmarks", "-m", "quant", "-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(passed=1, deselected=1)
