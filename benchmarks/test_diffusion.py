@@ -12,6 +12,7 @@ import dataclasses
 import pytest
 
 from pytest_genai.diffusion import DiffusionConfig, train_steps
+from pytest_genai.diffusion.train import throughput_result
 
 pytestmark = pytest.mark.diffusion
 
@@ -30,27 +31,18 @@ def test_diffusion_training_throughput(benchmark, genai, genai_device, dtype):
         import torch
 
         torch.set_num_threads(1)  # pinned: 2 shared cores make multi-threaded timings noisy
-    genai.start(experiment="diffusion", device=genai_device, config=cfg, model="sr-unet-synthetic-dust")
+    genai.start(config=cfg, model="sr-unet-synthetic-dust")  # experiment and device: this file's and genai_device
     genai_device.reset_peak_memory()
     result = benchmark.pedantic(train_steps, args=(cfg, genai_device), rounds=1, iterations=1)
-    genai.metric("images_per_s", result.images_per_s)
-    genai.metric("step_time_s", result.median_step_s)
-    genai.metric("achieved_tflops", result.achieved_tflops)
     peak = genai_device.spec.peak_tflops(cfg.dtype) if genai_device.spec else None
-    if peak:
-        genai.metric("mfu", result.achieved_tflops / peak)
-    genai.metric("loss_start", result.losses[0])
-    genai.metric("loss_end", sum(result.losses[-3:]) / 3)
-    memory = genai_device.peak_memory_bytes()
-    if memory is not None:
-        genai.metric("peak_memory_bytes", memory)
+    genai.record(throughput_result(result, peak, genai_device.peak_memory_bytes()))
     # The training is real: the noise-prediction loss falls over the run.
     assert sum(result.losses[-3:]) / 3 < 0.8 * result.losses[0], f"loss did not fall: {result.losses}"
 
 
 @pytest.mark.claims("A3.cpu_ddp_weak_scaling", "A3.cuda_ddp_scaling_efficiency", kinds=("cpu", "cuda"))
 def test_diffusion_ddp_scaling(benchmark, genai, genai_device, genai_settings, tmp_path):
-    from pytest_genai.diffusion.ddp import run_ddp, summarize
+    from pytest_genai.diffusion.ddp import run_ddp, scaling_result, summarize
 
     kind = genai_device.kind
     if kind not in ("cpu", "cuda"):
@@ -63,22 +55,13 @@ def test_diffusion_ddp_scaling(benchmark, genai, genai_device, genai_settings, t
     if why := ranks_problem(kind, world):  # one rank per core / GPU
         pytest.skip(why)
     cfg = SIZE_BY_KIND[kind]
-    genai.start(experiment="diffusion", device=genai_device, model="sr-unet-synthetic-dust",
+    genai.start(model="sr-unet-synthetic-dust",
                 config={**dataclasses.asdict(cfg), "strategy": "ddp", "world_size": world})
     result = benchmark.pedantic(run_ddp, args=(cfg, world, tmp_path),
                                 kwargs=dict(device_kind=kind, timeout_s=genai_settings["timeout"]),
                                 rounds=1, iterations=1)
     s = summarize(result)
-    genai.metric("world_size", s.world_size)
-    genai.metric("images_per_s", s.images_per_s)
-    genai.metric("baseline_images_per_s", s.baseline_images_per_s)
-    genai.metric("step_time_s", s.step_s)
-    genai.metric("baseline_step_time_s", s.baseline_step_s)
-    ratios = s.scaling_ratio_rounds  # per interleaved round: DDP step vs the one-rank step of that round
-    genai.metric("scaling_throughput_ratio", s.scaling_throughput_ratio, rounds=ratios)
-    genai.metric("scaling_efficiency", s.scaling_efficiency, rounds=[r / s.world_size for r in ratios])
-    genai.metric("loss_start", s.losses[0])
-    genai.metric("loss_end", sum(s.losses[-3:]) / 3)
+    genai.record(scaling_result(s))
     genai.check("A3.cpu_ddp_weak_scaling", "A3.cuda_ddp_scaling_efficiency")
     # DDP training is real: rank 0's loss falls while the gradients are averaged over the ranks.
     assert sum(s.losses[-3:]) / 3 < 0.8 * s.losses[0], f"loss did not fall under DDP: {s.losses}"

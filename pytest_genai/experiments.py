@@ -21,7 +21,7 @@ class Experiment:
     section: str  # "A1", ..., "B2"
     title: str
     marker: str  # the pytest marker selecting it (B1 and B2 share their family's)
-    packages: tuple[str, ...]  # implementing packages (dotted)
+    packages: tuple[str, ...]  # implementing package folders, from the repository root
     benchmarks: tuple[str, ...]  # files under benchmarks/
     metrics_files: tuple[str, ...]  # under pytest_genai/claims/data/
     docs: tuple[str, ...]  # pages under docs/
@@ -34,18 +34,18 @@ class Experiment:
 
 EXPERIMENTS: tuple[Experiment, ...] = (
     Experiment("quant", "A", "A1", "sensitivity-aware mixed-precision post-training quantization", "quant",
-               ("pytest_genai.quant", "pytest_genai.evals", "pytest_genai.compose"),
+               ("pytest_genai/quant", "pytest_genai/evals", "pytest_genai/compose"),
                ("test_quantization.py", "test_eval_vs_lmeval.py", "test_quantizer.py"),
                ("metrics_quant.toml", "metrics_evals.toml"), ("quant.md", "evals.md")),
     Experiment("finetune", "A", "A2", "fine-tuning throughput: DDP / FSDP / DeepSpeed ZeRO-3, Flash Attention",
-               "finetune", ("pytest_genai.train",), ("test_finetune.py",), ("metrics_finetune.toml",),
+               "finetune", ("pytest_genai/train",), ("test_finetune.py",), ("metrics_finetune.toml",),
                ("finetune.md",)),
-    Experiment("diffusion", "A", "A3", "diffusion-model training scaling", "diffusion", ("pytest_genai.diffusion",),
+    Experiment("diffusion", "A", "A3", "diffusion-model training scaling", "diffusion", ("pytest_genai/diffusion",),
                ("test_diffusion.py",), ("metrics_diffusion.toml",), ("diffusion.md",)),
     Experiment("dabench", "B", "B1", "DABench-LLM Level 1: intra-chip profiling", "dabench",
-               ("pytest_genai.dabench",), ("test_dabench_level1.py",), ("metrics_dabench.toml",), ("dabench.md",)),
+               ("pytest_genai/dabench",), ("test_dabench_level1.py",), ("metrics_dabench.toml",), ("dabench.md",)),
     Experiment("dabench_level2", "B", "B2", "DABench-LLM Level 2: inter-chip scaling and deployment", "dabench",
-               ("pytest_genai.dabench.level2",), ("test_dabench_level2.py",), ("metrics_scaling.toml",),
+               ("pytest_genai/dabench/level2",), ("test_dabench_level2.py",), ("metrics_scaling.toml",),
                ("dabench_level2.md",)),
 )
 

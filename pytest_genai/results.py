@@ -13,6 +13,7 @@ from pytest_genai.claims.stats import Interval, median_interval
 from pytest_genai.devices.device import Device
 from pytest_genai.claims.model import SOURCES
 from pytest_genai.progress import logger
+from pytest_genai.record import Measurement, Result  # noqa: F401  (Result: re-exported for benchmarks)
 
 _LOG = logger(__name__)
 
@@ -89,9 +90,16 @@ class GenaiRecorder:
             raise RuntimeError("call genai.start(experiment=..., device=..., config=...) before recording")
         return self._data
 
-    def start(self, experiment: str, device: Device | None = None, config: Any = None, model: str | None = None) -> "GenaiRecorder":
+    def start(self, experiment: str | None = None, device: Device | None = None, config: Any = None,
+              model: str | None = None) -> "GenaiRecorder":
+        """Begin this benchmark's record. ``experiment`` defaults to the registered experiment of the test's file
+        (``pytest_genai/experiments.py``), ``device`` to the test's ``genai_device`` parameter."""
+        if experiment is None:
+            experiment = self._default_experiment()
         if not experiment or not isinstance(experiment, str):
             raise ValueError("genai.start: 'experiment' must be a non-empty string, e.g. 'quant'")
+        if device is None and "genai_device" in getattr(self._request, "fixturenames", ()):
+            device = self._request.getfixturevalue("genai_device")
         from pytest_genai.identity import merge_environment, split_config, split_model
 
         benchmark = self._request.getfixturevalue("benchmark")
@@ -120,6 +128,32 @@ class GenaiRecorder:
         self._state.records.append({"name": self._request.node.name, "fullname": self._request.node.nodeid,
                                     "extra_info": {"genai": data}})
         return self
+
+    def _default_experiment(self) -> str:
+        from pytest_genai.experiments import for_benchmark_file
+
+        path = getattr(self._request.node, "path", None)
+        experiment = for_benchmark_file(path.name) if path is not None and path.parent.name == "benchmarks" else None
+        if experiment is None:
+            raise ValueError(f"genai.start: {path.name if path else 'this test'} is not a registered benchmark file "
+                             "(pytest_genai/experiments.py); pass experiment=...")
+        return experiment.name
+
+    def record(self, result: Any) -> None:
+        """Record every metric and label of an experiment's result (:class:`Result`, or any object with a
+        ``metrics`` mapping of numbers or :class:`Measurement`, and optional ``labels`` and ``sources``)."""
+        metrics = getattr(result, "metrics", None)
+        if not isinstance(metrics, Mapping):
+            raise TypeError(f"genai.record: {type(result).__name__} has no 'metrics' mapping")
+        sources = getattr(result, "sources", None) or {}
+        for name, item in metrics.items():
+            if isinstance(item, Measurement):
+                self.metric(name, item.value, source=item.source or sources.get(name), unit=item.unit,
+                            rounds=item.rounds, interval=item.interval)
+            else:
+                self.metric(name, item, source=sources.get(name))
+        for name, text in (getattr(result, "labels", None) or {}).items():
+            self.label(name, text)
 
     def metric(self, name: str, value: float, *, source: str | None = None, unit: str | None = None,
                rounds: Any = None, interval: Interval | None = None) -> float:

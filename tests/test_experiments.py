@@ -40,7 +40,8 @@ def test_every_benchmark_file_belongs_to_exactly_one_experiment():
 def test_a_benchmark_records_the_experiment_of_its_file(experiment):
     for filename in experiment.benchmarks:
         recorded = _recorded_experiments(ROOT / "benchmarks" / filename)
-        assert recorded == {experiment.name}, f"{filename} records {recorded}"
+        # genai.start() without experiment= takes the file's row (pytest_genai.results.GenaiRecorder.start)
+        assert recorded <= {experiment.name}, f"{filename} records {recorded}"
 
 
 def test_every_metrics_file_belongs_to_one_experiment_or_is_shared():
@@ -54,7 +55,7 @@ def test_every_metrics_file_belongs_to_one_experiment_or_is_shared():
 def test_packages_and_docs_exist_and_the_readme_links_them(experiment):
     readme = (ROOT / "README.md").read_text()
     for package in experiment.packages:
-        assert (ROOT / Path(*package.split("."))).is_dir(), package
+        assert (ROOT / package / "__init__.py").is_file(), package
     row = next((line for line in readme.splitlines() if line.startswith(f"| {experiment.section} ")), None)
     assert row is not None, f"README's experiments table has no {experiment.section} row"
     for page in experiment.docs:

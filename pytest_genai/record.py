@@ -1,0 +1,32 @@
+"""What an experiment hands the recorder: its numbers (each with its source, unit, rounds or interval) and labels.
+
+Experiments build a :class:`Result`; the benchmark calls ``genai.record(result)``. No pytest, no torch here, so
+experiment packages and their workers can import it.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+from pytest_genai.claims.stats import Interval
+
+
+@dataclasses.dataclass(frozen=True)
+class Measurement:
+    """One number of an experiment's result, with what :meth:`GenaiRecorder.metric` records beside it."""
+
+    value: float
+    source: str | None = None  # measured / modeled / spec / config; None: the registry's, else from the name
+    unit: str | None = None
+    rounds: tuple[float, ...] | None = None  # every interleaved round's value (its median interval is recorded)
+    interval: Interval | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """What an experiment returns for recording: metrics (plain numbers or :class:`Measurement`) and labels.
+    ``genai.record(result)`` records every one; any object with ``metrics`` (and optionally ``labels`` and
+    ``sources``) mappings will do."""
+
+    metrics: Mapping[str, Any]
+    labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
