@@ -1,52 +1,83 @@
-"""Vendor profile readers on small inputs built to each documented format (see the readers' docstrings)."""
+"""Vendor profile readers on inputs built to the real layouts (tests/dabench/vendor_fixtures.py, issue 12)."""
 from types import SimpleNamespace
 
 import pytest
 
-from pytest_genai.dabench.readers import DataflowProfile, parse_number
-from pytest_genai.dabench.readers.cerebras import parse_compile_report, read_compile_report
+from . import vendor_fixtures
+
+from pytest_genai.dabench.readers import DataflowProfile, LayoutError, parse_cell, parse_number
+from pytest_genai.dabench.readers.cerebras import kernel_category, parse_compile_report, read_compile_report
 from pytest_genai.dabench.readers.graphcore import profile_from_report, read_popvision
-from pytest_genai.dabench.readers.sambanova import parse_section_report
+from pytest_genai.dabench.readers.sambanova import parse_section_report, read_section_report
 
-COMPILE_REPORT = """\
-Estimated Overall Performance
--------------------------------
-Samples/s:                    1200.0
-Compute Samples/s:            1250.0
-Transmission Samples/s:       1200.0
-Active PEs:                   92%
-Compute Utilization:          80%
-+---------------------------+----------+-------------------+------------------------+------------+---------------------+
-| Kernel Name               | Samples/s | Compute Samples/s | Transmission Samples/s | Active PEs | Compute Utilization |
-+---------------------------+----------+-------------------+------------------------+------------+---------------------+
-|                           |          |                   |                        |            |                     |
-| decoder_0.attn            |   1200.0 |            1250.0 |                 9000.0 |      5,203 |                100% |
-| decoder_0.ffn             |   1250.0 |            1250.0 |                 9000.0 |       5301 |                 96% |
-| decoder_1.attn            |   1500.0 |            1500.0 |                 9000.0 |       4100 |                 80% |
-"""
+COMPILE_REPORT = vendor_fixtures.compile_report(48)  # 48 GPT-2 blocks: 583 kernel rows, nested, with '--' cells
 
 
-def test_cerebras_compile_report(tmp_path):
+def test_cerebras_real_layout_dashes_hierarchy_and_non_layer_kernels(tmp_path):
     profile = parse_compile_report(COMPILE_REPORT)
+    assert profile.extra["kernel_rows"] > 500  # hundreds of rows, as real reports have
     assert profile.allocation_ratio == pytest.approx(0.92)
-    loads = [1 / 1200.0, 1 / 1250.0, 1 / 1500.0]
-    assert profile.subtask_loads == pytest.approx(loads)
-    assert profile.load_imbalance == pytest.approx(sum(loads) / 3 / max(loads))
-    assert profile.extra["wafer_utilization_estimate"] == pytest.approx(0.92 * 0.80)
-    assert profile.extra["kernel_active_pes_total"] == 5203 + 5301 + 4100
-    assert "mean(load) / max(load)" == profile.li_definition
+    # Top-level kernels: embedding, ln_f, lm_head, loss, optimizer, 48 x (layer_norm, attention, ffn).
+    assert profile.extra["kernels"] == 5 + 3 * 48
+    assert profile.extra["layer_kernels"] == 2 * 48  # attention<i> and ffn<i>; norms, loss, optimizer kept apart
+    assert profile.extra["non_layer_kernels"] == 5 + 48
+    loads = [1 / vendor_fixtures.layer_rate(i, part) for i in range(48) for part in ("attention", "ffn")]
+    assert sorted(profile.subtask_loads) == pytest.approx(sorted(loads))
+    assert profile.load_imbalance == pytest.approx(sum(loads) / len(loads) / max(loads))
+    assert "top-level layer kernels" in profile.li_subtasks and "nested rows folded" in profile.li_subtasks
+    # Nested rows are parts of their parent: counted once (summing every row would give far more).
+    per_layer = 20_000 * 2
+    assert profile.extra["layer_kernel_active_pes"] == 48 * per_layer
+    all_rows = sum(float(line.split("|")[5].replace(",", "")) for line in COMPILE_REPORT.splitlines()
+                   if line.startswith("| ") and line.split("|")[5].strip() not in ("--", "Active PEs"))
+    assert profile.extra["kernel_active_pes_total"] < all_rows / 2
+    # '--' is missing, never zero and never an error; the overall Transmission Samples/s is '--' here.
+    assert profile.extra["missing_cells"] > 100
+    assert "transmission_samples_per_s" not in profile.extra
     path = tmp_path / "compile_report.txt"
     path.write_text(COMPILE_REPORT)
     assert read_compile_report(path) == profile
 
 
-def test_cerebras_missing_fields_are_named():
-    with pytest.raises(ValueError, match="Estimated Overall Performance"):
+def test_cerebras_parent_without_figures_takes_its_parts():
+    profile = parse_compile_report(vendor_fixtures.compile_report(12, parent_cells=False))
+    # The ffn<i> parents are all '--': rate from their slowest listed part (ffn<i>.io), PEs from the direct parts
+    # (compute_core 15,000 + io 5,000), not from compute_core's own parts as well.
+    assert profile.extra["layer_kernels_without_rate"] == 0
+    assert profile.extra["layer_kernel_active_pes"] == 12 * (20_000 + 20_000)
+    loads = [1 / vendor_fixtures.layer_rate(i, part) for i in range(12) for part in ("attention", "ffn")]
+    assert sorted(profile.subtask_loads) == pytest.approx(sorted(loads))
+
+
+def test_cerebras_dash_overall_fields_are_missing_not_zero():
+    profile = parse_compile_report(vendor_fixtures.compile_report(2, active_pes="--"))
+    assert profile.allocation_ratio is None
+    assert "wafer_utilization_estimate" not in profile.extra
+
+
+@pytest.mark.parametrize("kind", ["optimizer", "loss", "embedding", "layer_norm", "head"])
+def test_cerebras_kernel_categories(kind):
+    names = {"optimizer": ["adamw_optimizer", "sgd", "grad_norm"], "loss": ["loss_cross_entropy", "loss"],
+             "embedding": ["embedding", "wte", "position_embeddings"], "layer_norm": ["ln_f", "layer_norm3", "ln2"],
+             "head": ["lm_head"]}[kind]
+    assert {kernel_category(n) for n in names} == {kind}
+    assert kernel_category("attention3") == kernel_category("ffn11") == "layer"
+
+
+def test_cerebras_unknown_layout_names_file_line_and_expectation(tmp_path):
+    with pytest.raises(LayoutError, match="Estimated Overall Performance"):
         parse_compile_report("Samples/s: 1\n")
-    with pytest.raises(ValueError, match="'Active PEs' is missing"):
+    with pytest.raises(LayoutError, match="'Active PEs'"):
         parse_compile_report("Estimated Overall Performance\nSamples/s: 1\nCompute Utilization: 5%\n")
-
-
+    newer = COMPILE_REPORT.replace("Compute Utilization |", "Compute Util. (%) |", 1)
+    path = tmp_path / "compile_report.txt"
+    path.write_text(newer)
+    with pytest.raises(LayoutError, match=rf"{path}:10: expected the kernel table header Kernel Name \| Samples/s"):
+        read_compile_report(path)
+    lines = COMPILE_REPORT.splitlines()
+    lines[14] = lines[14] + " 7 |"
+    with pytest.raises(LayoutError, match=r"compile_report.txt:15: expected a kernel row of 6 cells"):
+        parse_compile_report("\n".join(lines))
 
 
 def _section_csv() -> str:
@@ -81,32 +112,77 @@ def test_sambanova_section_report():
 
 
 def test_sambanova_missing_column_is_named():
-    with pytest.raises(ValueError, match="measured pcu utilization"):
+    with pytest.raises(LayoutError, match=r"section_report.csv:1: expected a column 'measured pcu utilization'"):
         parse_section_report("section_id,measured latency (sec)\n0,1\n")
 
 
-def _tile(used: int):
-    return SimpleNamespace(memory=SimpleNamespace(total=SimpleNamespace(excludingGaps=used, includingGaps=used + 8)))
+def test_sambanova_multi_chip_rows_fold_into_sections_with_dash_cells():
+    # 3 sections on 2 chips (tensor parallel): 6 rows. Section 1's chip 1 has no latency ('--'), section 2's
+    # chip 0 no PCU figure; section 3 has no latency at all (left out of the balance, counted).
+    text = vendor_fixtures.section_report([
+        ("0", "0", "Forward", "0.002", "40.0", "50%"), ("0", "1", "Forward", "0.0025", "40.0", "30%"),
+        ("1", "0", "Backward", "0.004", "60.0", "20%"), ("1", "1", "Backward", "--", "--", "30%"),
+        ("2", "0", "Optimizer", "0.001", "100.0", "--"), ("2", "1", "Optimizer", "0.001", "100.0", "10%"),
+        ("3", "0", "Optimizer", "--", "--", "5%"),
+    ])
+    profile = parse_section_report(text)
+    assert profile.extra["sections"] == 4 and profile.extra["chips"] == 2
+    assert profile.extra["sections_without_latency"] == 1
+    latencies = [0.0025, 0.004, 0.001]  # the slowest chip of each section, not 6 subtasks
+    assert profile.subtask_loads == pytest.approx(latencies)
+    pcu = [0.40, 0.25, 0.10]  # mean over the chips that have a figure
+    assert profile.allocation_ratio == pytest.approx(sum(u * t for u, t in zip(pcu, latencies)) / sum(latencies))
+    assert profile.extra["ddr_total_bw_gbs_max"] == 200.0  # both chips' DDR traffic of section 2
+    assert "2 chip(s)" in profile.li_subtasks
 
 
-def _pva_report(tiles_used, *, tiles_per_ipu, bytes_per_tile=1000, with_bytes_per_tile=True):
+def test_sambanova_bad_rows_name_file_and_line(tmp_path):
+    text = vendor_fixtures.section_report([("0", "0", "Forward", "0.002", "40.0", "50%")])
+    with pytest.raises(LayoutError, match=r"section_report.csv:3: expected one row per \(section, chip\)"):
+        parse_section_report(text + text.splitlines()[1] + "\n")
+    path = tmp_path / "section_report.csv"
+    path.write_text(text + "1,0,short row\n")
+    with pytest.raises(LayoutError, match=rf"{path}:3: expected 14 cells"):
+        read_section_report(path)
+
+
+def _tile(used: int, vertex_state: int | None = None):
+    memory = SimpleNamespace(total=SimpleNamespace(excludingGaps=used, includingGaps=used + 8))
+    if vertex_state is not None:
+        memory.category = SimpleNamespace(vertexInstanceState=SimpleNamespace(total=vertex_state))
+    return SimpleNamespace(memory=memory)
+
+
+def _pva_report(tiles_used, *, tiles_per_ipu, bytes_per_tile=1000, with_bytes_per_tile=True, vertex_state=None):
     target = SimpleNamespace(numTiles=len(tiles_used), tilesPerIpu=tiles_per_ipu,
                              numIPUs=len(tiles_used) // tiles_per_ipu)
     if with_bytes_per_tile:
         target.bytesPerTile = bytes_per_tile
     else:
         target.bytesPerIPU = bytes_per_tile * tiles_per_ipu
-    return SimpleNamespace(compilation=SimpleNamespace(target=target, tiles=[_tile(u) for u in tiles_used]))
+    states = vertex_state or [None] * len(tiles_used)
+    return SimpleNamespace(compilation=SimpleNamespace(target=target,
+                                                       tiles=[_tile(u, v) for u, v in zip(tiles_used, states)]))
 
 
 @pytest.mark.parametrize("with_bytes_per_tile", [True, False])
-def test_graphcore_tile_memory(with_bytes_per_tile):
+def test_graphcore_allocation_is_tiles_used_and_memory_is_separate(with_bytes_per_tile):
     used = [500, 1000, 250, 0]  # 2 IPUs x 2 tiles, 1,000 B per tile
     profile = profile_from_report(_pva_report(used, tiles_per_ipu=2, with_bytes_per_tile=with_bytes_per_tile))
-    assert profile.allocation_ratio == pytest.approx(1750 / 4000)
+    assert profile.allocation_ratio == 0.75  # Paper B: tiles used / tiles available, not memory
+    assert profile.extra["tile_memory_fraction"] == pytest.approx(1750 / 4000)
     assert profile.load_imbalance == pytest.approx((1750 / 4) / 1000)
-    assert profile.extra["tiles_in_use_fraction"] == 0.75
-    assert profile.extra["ipu_memory_max_fraction"] == pytest.approx(1500 / 2000)
+    assert profile.extra["ipu_memory_max_fraction"] == pytest.approx(1500 / 2000)  # memory per IPU, its own metric
+    assert profile.extra["ipu_memory_used_bytes_max"] == 1500
+    assert "memory excluding gaps" in profile.allocation_units
+
+
+def test_graphcore_tile_with_only_code_is_not_in_use():
+    # Every tile holds some memory (code, exchange buffers); only 2 of 4 hold vertex state (compute placed there).
+    profile = profile_from_report(_pva_report([900, 800, 100, 100], tiles_per_ipu=4, vertex_state=[64, 32, 0, 0]))
+    assert profile.allocation_ratio == 0.5
+    assert profile.extra["tiles_used"] == 2
+    assert "vertexInstanceState" in profile.allocation_units
 
 
 def test_graphcore_needs_pva_for_files(tmp_path, monkeypatch):
@@ -120,6 +196,8 @@ def test_graphcore_needs_pva_for_files(tmp_path, monkeypatch):
 
 
 def test_numbers_and_profile_validation():
+    assert parse_cell(" -- ", field="x") is None and parse_cell("n/a", field="x") is None
+    assert parse_cell("0", field="x") == 0.0
     assert parse_number("1,248,679.50", field="x") == 1248679.5
     assert parse_number(" 93% ", field="x") == 93.0
     with pytest.raises(ValueError, match="field 'x'"):

@@ -41,6 +41,30 @@ class DataflowProfile:
 
 
 _NUMBER = re.compile(r"^[-+]?(\d{1,3}(,\d{3})+|\d+)?(\.\d+)?([eE][-+]?\d+)?$")
+#: Cells the vendors print where a figure does not apply or was not estimated ("--" in Cerebras compile reports).
+MISSING_CELLS = frozenset({"", "-", "--", "---", "n/a", "na", "none", "null", "nan", "?"})
+
+
+class LayoutError(ValueError):
+    """A vendor file in a layout this reader does not know: names the file, the line and what was expected."""
+
+    def __init__(self, source: str, line: int | None, expected: str, found: str = "") -> None:
+        where = f"{source}:{line}" if line is not None else source
+        message = f"{where}: expected {expected}"
+        if found:
+            message += f", found {found[:120]!r}"
+        super().__init__(message + " (a newer or unknown layout of this file? see docs/dabench.md)")
+        self.source, self.line, self.expected = source, line, expected
+
+
+def parse_cell(text: str | None, *, field: str) -> float | None:
+    """A table cell: a number (as :func:`parse_number` reads it), or None for a no-figure cell (``--``, ``n/a``...).
+
+    Missing is never 0: a kernel with no estimate is left out of sums and balance, and counted as missing.
+    """
+    if text is None or text.strip().rstrip("%").strip().lower() in MISSING_CELLS:
+        return None
+    return parse_number(text, field=field)
 
 
 def parse_number(text: str, *, field: str) -> float:

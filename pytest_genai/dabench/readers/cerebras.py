@@ -6,75 +6,167 @@ compile-report.html, R1.x-2.0; also quoted in ALCF's ai-testbed-userdocs "Perfor
 ``Transmission Samples/s``, ``Active PEs`` (percent of the wafer's PEs) and ``Compute Utilization`` (percent) --
 followed by a ``|``-separated table with one row per kernel: ``Kernel Name | Samples/s | Compute Samples/s |
 Transmission Samples/s | Active PEs | Compute Utilization`` (per-kernel Active PEs is a count of PEs). Table rules
-(``+---+``) and blank rows are skipped.
+(``+---+``) and blank rows are skipped; text after the table (later sections) is not read.
 
-Mapping: allocation ratio = overall Active PEs / 100 (the compiler rounds it to a whole percent). LI is over kernels,
-with each kernel's load = its time per sample (1 / kernel Samples/s): the wafer pipelines kernels, so the slowest
-kernel bounds the throughput. Assumed: kernel rows carry the six columns in the documented order.
+What real reports hold (issue 12, public GPT-2 reports from a WSE-2): ``--`` cells (no estimate) on hundreds of rows;
+hierarchical kernel names -- ``attention3``, ``attention3.compute_core``,
+``attention3.compute_core.attn_fc_q_proj.lib_fc`` -- whose nested rows are parts of their parent (summing every row
+double-counts); embedding, layer-norm, loss and optimizer kernels beside the layers' kernels.
+
+Mapping: allocation ratio = overall Active PEs / 100 (the compiler rounds it to a whole percent). The subtasks are
+the top-level kernels (no ``.`` in the name); a nested row is folded into its top-level kernel: where the parent's
+own cell is ``--`` its figure comes from its nearest listed descendants (Active PEs summed, Samples/s the slowest,
+since the parts run as a pipeline); where the parent has a figure, the parts are not added to it. Top-level kernels
+are sorted into layer kernels and non-layer kernels (embedding, layer norm, loss, optimizer, head) by name; LI is over
+the layer kernels only (DABench-LLM compares top-level layer kernels), each kernel's load = its time per sample
+(1 / Samples/s): the wafer pipelines kernels, so the slowest kernel bounds the throughput. ``--`` cells are missing
+values (left out, counted in ``missing_cells``), never zeros.
 """
 from __future__ import annotations
 
+import dataclasses
+import re
 from pathlib import Path
 
 from pytest_genai.dabench.balance import LI_DEFINITIONS, load_imbalance
-from pytest_genai.dabench.readers import DataflowProfile, parse_number
+from pytest_genai.dabench.readers import DataflowProfile, LayoutError, parse_cell
 
 HEADER = "Estimated Overall Performance"
 KERNEL_COLUMNS = ("Kernel Name", "Samples/s", "Compute Samples/s", "Transmission Samples/s", "Active PEs",
                   "Compute Utilization")
+REQUIRED_OVERALL = ("Samples/s", "Active PEs", "Compute Utilization")
+
+#: Non-layer kernels by what they do (first match wins); every other top-level kernel is a layer kernel.
+NON_LAYER = (
+    ("optimizer", re.compile(r"adam|sgd|lamb|optim|weight_?update|grad_?(norm|clip|accum|scale)")),
+    ("loss", re.compile(r"loss|cross_?entropy")),
+    ("embedding", re.compile(r"embed|wte|wpe|position|token_type")),
+    ("layer_norm", re.compile(r"norm|^ln(_?f|_?final|\d*)$")),
+    ("head", re.compile(r"lm_head|head$|classifier|pooler")),
+)
 
 
-def parse_compile_report(text: str, *, li_definition: str = "mean_over_max") -> DataflowProfile:
+def kernel_category(name: str) -> str:
+    """``layer`` or the non-layer category (optimizer, loss, embedding, layer_norm, head) of a top-level kernel."""
+    low = name.lower()
+    for category, pattern in NON_LAYER:
+        if pattern.search(low):
+            return category
+    return "layer"
+
+
+@dataclasses.dataclass(frozen=True)
+class Kernel:
+    """A top-level kernel with its nested rows folded in (None: no figure for it anywhere in its subtree)."""
+
+    name: str
+    category: str
+    samples_per_s: float | None
+    active_pes: float | None
+    nested_rows: int
+
+
+def _fold(name: str, rows: dict[str, list[float | None]], col: int, combine) -> float | None:
+    """The kernel's own figure, else ``combine`` over its nearest descendants that have one (recursively)."""
+    own = rows.get(name, [None] * len(KERNEL_COLUMNS))[col]
+    if own is not None:
+        return own
+    prefix = name + "."
+    children = {n[:len(prefix)] + n[len(prefix):].split(".", 1)[0] for n in rows if n.startswith(prefix)}
+    values = [v for v in (_fold(c, rows, col, combine) for c in sorted(children)) if v is not None]
+    return combine(values) if values else None
+
+
+def top_level_kernels(rows: dict[str, list[float | None]]) -> list[Kernel]:
+    """Fold every row into its top-level kernel (in first-seen order)."""
+    tops = list(dict.fromkeys(name.split(".", 1)[0] for name in rows))
+    return [
+        Kernel(top, kernel_category(top), _fold(top, rows, 0, min), _fold(top, rows, 3, sum),
+               sum(1 for n in rows if n.startswith(top + ".")))
+        for top in tops
+    ]
+
+
+def parse_compile_report(text: str, *, li_definition: str = "mean_over_max",
+                         source: str = "compile_report.txt") -> DataflowProfile:
     lines = text.splitlines()
     try:
         start = next(i for i, line in enumerate(lines) if line.strip() == HEADER)
     except StopIteration:
-        raise ValueError(f"not a Cerebras compile report: no {HEADER!r} line") from None
-    overall: dict[str, float] = {}
-    kernels: list[tuple[str, list[float]]] = []
-    for line in lines[start + 1:]:
+        raise LayoutError(source, None, f"a line {HEADER!r} (not a Cerebras compile report?)") from None
+    overall: dict[str, float | None] = {}
+    rows: dict[str, list[float | None]] = {}
+    missing = 0
+    in_table = False
+    for number, line in enumerate(lines[start + 1:], start=start + 2):
         s = line.strip()
         if not s or set(s) <= set("-+=|"):
             continue
         if s.startswith("|"):
             cells = [c.strip() for c in s.strip("|").split("|")]
-            if len(cells) != len(KERNEL_COLUMNS):
-                raise ValueError(f"kernel row has {len(cells)} columns, expected {len(KERNEL_COLUMNS)}: {s!r}")
-            if cells[0] == KERNEL_COLUMNS[0] or not any(cells):
+            if not in_table:
+                if tuple(cells) != KERNEL_COLUMNS:
+                    raise LayoutError(source, number, "the kernel table header " + " | ".join(KERNEL_COLUMNS), s)
+                in_table = True
                 continue
-            kernels.append((cells[0], [parse_number(c, field=f"{cells[0]}: {col}")
-                                       for c, col in zip(cells[1:], KERNEL_COLUMNS[1:])]))
-        elif ":" in s and not kernels:
+            if len(cells) != len(KERNEL_COLUMNS):
+                raise LayoutError(source, number, f"a kernel row of {len(KERNEL_COLUMNS)} cells", s)
+            if not any(cells):
+                continue
+            if not cells[0]:
+                raise LayoutError(source, number, "a kernel name in the first cell", s)
+            values = [parse_cell(c, field=f"{source}:{number}: {cells[0]}: {col}")
+                      for c, col in zip(cells[1:], KERNEL_COLUMNS[1:])]
+            missing += sum(v is None for v in values)
+            if cells[0] in rows:
+                raise LayoutError(source, number, f"one row per kernel; {cells[0]!r} is listed twice", s)
+            rows[cells[0]] = values
+        elif in_table:
+            break  # a later section of the report
+        elif ":" in s:
             key, value = (part.strip() for part in s.split(":", 1))
-            overall[key] = parse_number(value, field=key)
-    for key in ("Samples/s", "Active PEs", "Compute Utilization"):
+            overall[key] = parse_cell(value, field=f"{source}:{number}: {key}")
+        else:
+            raise LayoutError(source, number, "'Key: value' lines of the overall estimate, then the kernel table", s)
+    for key in REQUIRED_OVERALL:
         if key not in overall:
-            raise ValueError(f"Cerebras compile report: overall field {key!r} is missing")
-    loads = tuple(1.0 / k[1][0] for k in kernels if k[1][0] > 0)
-    extra = {
-        "samples_per_s": overall["Samples/s"],
-        "compute_utilization": overall["Compute Utilization"] / 100.0,
-        "wafer_utilization_estimate": overall["Active PEs"] * overall["Compute Utilization"] / 1e4,
-    }
-    for key, name in (("Compute Samples/s", "compute_samples_per_s"),
+            raise LayoutError(source, None, f"the overall field {key!r} under {HEADER!r}")
+    kernels = top_level_kernels(rows)
+    layers = [k for k in kernels if k.category == "layer"]
+    loads = tuple(1.0 / k.samples_per_s for k in layers if k.samples_per_s)
+    active, util = overall["Active PEs"], overall["Compute Utilization"]
+    extra: dict[str, float] = {}
+    for key, name in (("Samples/s", "samples_per_s"), ("Compute Samples/s", "compute_samples_per_s"),
                       ("Transmission Samples/s", "transmission_samples_per_s")):
-        if key in overall:
+        if overall.get(key) is not None:
             extra[name] = overall[key]
-    if kernels:
+    if util is not None:
+        extra["compute_utilization"] = util / 100.0
+        if active is not None:
+            extra["wafer_utilization_estimate"] = active * util / 1e4
+    if rows:
         extra["kernels"] = float(len(kernels))
-        extra["kernel_active_pes_total"] = sum(k[1][3] for k in kernels)
+        extra["kernel_rows"] = float(len(rows))
+        extra["layer_kernels"] = float(len(layers))
+        extra["non_layer_kernels"] = float(len(kernels) - len(layers))
+        extra["layer_kernels_without_rate"] = float(len(layers) - len(loads))
+        extra["missing_cells"] = float(missing)
+        extra["kernel_active_pes_total"] = sum(k.active_pes or 0.0 for k in kernels)
+        extra["layer_kernel_active_pes"] = sum(k.active_pes or 0.0 for k in layers)
     return DataflowProfile(
         vendor="cerebras",
         source_format="compile_report.txt (Cerebras compile report)",
-        allocation_ratio=overall["Active PEs"] / 100.0,
+        allocation_ratio=None if active is None else active / 100.0,
         allocation_units="PE",
         load_imbalance=load_imbalance(loads, li_definition) if loads else None,
         li_definition=LI_DEFINITIONS[li_definition],
-        li_subtasks="kernels (time per sample = 1 / kernel Samples/s)",
+        li_subtasks=f"top-level layer kernels ({len(loads)} of {len(kernels)} top-level kernels; nested rows folded "
+                    "into their parent; embedding/norm/loss/optimizer/head kernels excluded; "
+                    "time per sample = 1 / kernel Samples/s)",
         subtask_loads=loads,
         extra=extra,
     )
 
 
 def read_compile_report(path: str | Path, **kwargs: str) -> DataflowProfile:
-    return parse_compile_report(Path(path).read_text(encoding="utf-8"), **kwargs)
+    return parse_compile_report(Path(path).read_text(encoding="utf-8"), source=str(path), **kwargs)

@@ -7,10 +7,14 @@ pva.openReport(path)``; docs.graphcore.ai/projects/libpva, "PopVision Analysis P
 ``tilesPerIpu`` when ``bytesPerTile`` is absent), and per tile ``report.compilation.tiles[i].memory.total.excludingGaps``
 (bytes used on the tile, excluding alignment gaps) -- the attributes Graphcore's own TensorFlow test utilities read.
 
-Mapping: allocation ratio = tile memory used / tile memory available (sum over tiles of ``excludingGaps`` over
-``numTiles x bytesPerTile``); LI over tiles of their used memory (the compiler spreads a layer over tiles; an
-overloaded tile bounds both memory capacity and compute). Per-IPU memory uses the assumption that tiles are listed
-IPU by IPU (``tilesPerIpu`` consecutive tiles each).
+Mapping: allocation ratio = tiles used / tiles available (Paper B's definition: a share of the compute units, not of
+memory). A tile is used when the compiler placed compute on it: its ``memory.category.vertexInstanceState``
+(vertex state) is non-zero where the report gives the category, else (older reports) when its memory excluding gaps
+is non-zero; which test was used is recorded in ``allocation_units``. Memory is its own figure: per IPU, the used
+tile memory over that IPU's capacity (``ipu_memory_max_fraction``, the fullest IPU, and ``ipu_memory_used_bytes_max``)
+-- Paper B's "memory capacity for large models". LI over tiles of their used memory (the compiler spreads a layer
+over tiles; an overloaded tile bounds both memory capacity and compute). Per-IPU memory uses the assumption that
+tiles are listed IPU by IPU (``tilesPerIpu`` consecutive tiles each).
 """
 from __future__ import annotations
 
@@ -40,27 +44,43 @@ def profile_from_report(report: Any, *, li_definition: str = "mean_over_max") ->
     if not tiles:
         raise ValueError("PopVision report has no tiles")
     used = [float(t.memory.total.excludingGaps) for t in tiles]
+    vertex_state = [_vertex_state_bytes(t) for t in tiles]
+    if all(v is not None for v in vertex_state):
+        busy = [v > 0 for v in vertex_state]
+        unit = "tiles (vertexInstanceState > 0)"
+    else:
+        busy = [u > 0 for u in used]
+        unit = "tiles (memory excluding gaps > 0; no vertexInstanceState category in this report)"
     capacity = num_tiles * float(bytes_per_tile)
     per_ipu = [sum(used[i * tiles_per_ipu:(i + 1) * tiles_per_ipu]) for i in range(num_ipus)]
     extra = {
         "num_ipus": float(num_ipus),
         "num_tiles": float(num_tiles),
+        "tiles_used": float(sum(busy)),
         "tile_memory_used_bytes": sum(used),
         "tile_memory_max_bytes": max(used),
-        "tiles_in_use_fraction": sum(1 for u in used if u > 0) / num_tiles,
+        "tile_memory_fraction": sum(used) / capacity,
+        "ipu_memory_used_bytes_max": max(per_ipu),
         "ipu_memory_max_fraction": max(per_ipu) / (tiles_per_ipu * float(bytes_per_tile)),
     }
     return DataflowProfile(
         vendor="graphcore",
         source_format="PopVision profile.pop via libpva",
-        allocation_ratio=sum(used) / capacity,
-        allocation_units="tile memory",
+        allocation_ratio=sum(busy) / num_tiles,
+        allocation_units=unit,
         load_imbalance=load_imbalance(used, li_definition),
         li_definition=LI_DEFINITIONS[li_definition],
         li_subtasks="tiles (memory.total.excludingGaps)",
         subtask_loads=tuple(used),
         extra=extra,
     )
+
+
+def _vertex_state_bytes(tile: Any) -> float | None:
+    try:
+        return float(tile.memory.category.vertexInstanceState.total)
+    except AttributeError:
+        return None
 
 
 def read_popvision(path: str | Path, **kwargs: str) -> DataflowProfile:

@@ -9,10 +9,16 @@ columns ``section_id``, ``chip_id``, ``partition_id``, ``section type`` (Forward
 (the two utilizations documented as "a percentage of [PCUs/PMUs] available in the RDU"; the DDR columns are in
 the 1.16 page, not in 1.15).
 
-Mapping: the RDU runs sections one after another, so allocation ratio = latency-weighted mean of the sections' PCU
-utilization / 100; LI is over sections' measured latencies (the paper reports O3 balance falling as layers grow).
+Mapping: one row per (section, chip): a section run on several chips (tensor parallel) has a row per chip, and the
+rows are folded into one per section, never added up as if they were more sections -- the section's latency is the
+slowest chip's (the chips run it together), its PCU / PMU utilization the mean over its chips (each a percentage of
+one RDU's units), its DDR bandwidth the sum over chips. The RDU runs sections one after another, so allocation ratio
+= latency-weighted mean of the sections' PCU utilization / 100; LI is over sections' measured latencies (the paper
+reports O3 balance falling as layers grow). ``--`` and other no-figure cells are missing values (that chip's value is
+left out; a section with no latency on any chip is left out of the balance and counted), never zeros.
 Assumed (not shown in the docs' text): utilization cells are percents with or without a ``%`` sign; numbers may
-carry thousands separators; header names are matched ignoring case and surrounding spaces.
+carry thousands separators; header names are matched ignoring case and surrounding spaces; without ``chip_id``
+every row is its own section.
 """
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ import io
 from pathlib import Path
 
 from pytest_genai.dabench.balance import LI_DEFINITIONS, load_imbalance
-from pytest_genai.dabench.readers import DataflowProfile, parse_number
+from pytest_genai.dabench.readers import DataflowProfile, LayoutError, parse_cell
 
 LATENCY_S = "measured latency (sec)"
 LATENCY_CYCLES = "measured latency (cycles)"
@@ -31,49 +37,80 @@ DDR_TOTAL = "measured ddr total bw, gb/s"
 REQUIRED = ("section_id", PCU_UTIL)
 
 
-def parse_section_report(text: str, *, li_definition: str = "mean_over_max") -> DataflowProfile:
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def parse_section_report(text: str, *, li_definition: str = "mean_over_max",
+                         source: str = "section_report.csv") -> DataflowProfile:
     reader = csv.DictReader(io.StringIO(text))
     if reader.fieldnames is None:
-        raise ValueError("SambaTune section report is empty")
+        raise LayoutError(source, 1, "a CSV header row (the SambaTune section report is empty)")
     columns = {name.strip().lower(): name for name in reader.fieldnames}
     for need in REQUIRED:
         if need not in columns:
-            raise ValueError(f"SambaTune section report: column {need!r} is missing; have {sorted(columns)}")
+            raise LayoutError(source, 1, f"a column {need!r}", ", ".join(sorted(columns)))
     latency_col = LATENCY_S if LATENCY_S in columns else LATENCY_CYCLES if LATENCY_CYCLES in columns else None
     if latency_col is None:
-        raise ValueError(f"SambaTune section report: neither {LATENCY_S!r} nor {LATENCY_CYCLES!r} is present")
+        raise LayoutError(source, 1, f"a column {LATENCY_S!r} or {LATENCY_CYCLES!r}", ", ".join(sorted(columns)))
+    width = len(reader.fieldnames)
 
-    def value(row: dict[str, str], col: str) -> float:
-        return parse_number(row[columns[col]], field=f"section {row[columns['section_id']]}: {col}")
-
-    latencies, pcu, pmu, ddr = [], [], [], []
+    # section id -> chip -> {column: value or None}
+    sections: dict[str, dict[str, dict[str, float | None]]] = {}
     for row in reader:
-        if not any((v or "").strip() for v in row.values()):
+        line = reader.line_num
+        if not any((v or "").strip() for v in row.values() if isinstance(v, str)):
             continue
-        latencies.append(value(row, latency_col))
-        pcu.append(value(row, PCU_UTIL) / 100.0)
-        if PMU_UTIL in columns:
-            pmu.append(value(row, PMU_UTIL) / 100.0)
-        if DDR_TOTAL in columns:
-            ddr.append(value(row, DDR_TOTAL))
+        if None in row or any(v is None for v in row.values()):
+            raise LayoutError(source, line, f"{width} cells as in the header", ",".join(map(str, row.values())))
+        section = row[columns["section_id"]].strip()
+        chip = row[columns["chip_id"]].strip() if "chip_id" in columns else str(line)
+        if chip in sections.setdefault(section, {}):
+            raise LayoutError(source, line, f"one row per (section, chip); section {section} chip {chip} repeats")
+        sections[section][chip] = {
+            col: parse_cell(row[columns[col]], field=f"{source}:{line}: section {section} chip {chip}: {col}")
+            for col in (latency_col, PCU_UTIL, PMU_UTIL, DDR_TOTAL) if col in columns
+        }
+    if not sections:
+        raise LayoutError(source, None, "at least one section row after the header")
+
+    latencies, pcu, pmu, ddr, no_latency = [], [], [], [], 0
+    chips = {chip for per_chip in sections.values() for chip in per_chip}
+    for per_chip in sections.values():
+        def values(col: str) -> list[float]:
+            return [v[col] for v in per_chip.values() if v.get(col) is not None]
+
+        lat = values(latency_col)
+        if not lat:
+            no_latency += 1
+            continue
+        latencies.append(max(lat))
+        pcu.append(_mean([u / 100.0 for u in values(PCU_UTIL)]))
+        pmu.append(_mean([u / 100.0 for u in values(PMU_UTIL)]))
+        ddr.append(sum(values(DDR_TOTAL)) if values(DDR_TOTAL) else None)
     if not latencies:
-        raise ValueError("SambaTune section report has no section rows")
+        raise LayoutError(source, None, f"a figure in {latency_col!r} for at least one section (all are missing)")
     total = sum(latencies)
     if total <= 0:
-        raise ValueError("SambaTune section report: all section latencies are 0")
+        raise LayoutError(source, None, "a positive section latency (all are 0)")
 
-    def weighted(xs: list[float]) -> float:
-        return sum(x * t for x, t in zip(xs, latencies)) / total
+    def weighted(xs: list[float | None]) -> float | None:
+        pairs = [(x, t) for x, t in zip(xs, latencies) if x is not None]
+        weight = sum(t for _, t in pairs)
+        return sum(x * t for x, t in pairs) / weight if weight > 0 else None
 
-    extra = {"sections": float(len(latencies)), "pcu_utilization_max": max(pcu)}
-    if pmu:
-        extra["pmu_utilization_time_weighted"] = weighted(pmu)
-    if ddr:
+    extra = {"sections": float(len(sections)), "chips": float(len(chips)),
+             "sections_without_latency": float(no_latency)}
+    if any(x is not None for x in pcu):
+        extra["pcu_utilization_max"] = max(x for x in pcu if x is not None)
+    if (pmu_w := weighted(pmu)) is not None:
+        extra["pmu_utilization_time_weighted"] = pmu_w
+    if any(x is not None for x in ddr):
         extra["ddr_total_bw_gbs_time_weighted"] = weighted(ddr)
-        extra["ddr_total_bw_gbs_max"] = max(ddr)  # the run's own DDR ceiling: at most the hardware's
+        extra["ddr_total_bw_gbs_max"] = max(x for x in ddr if x is not None)  # the run's own DDR ceiling
         if latency_col == LATENCY_S:
             # Bytes each section moved to and from DDR: its measured bandwidth over its measured latency.
-            extra["ddr_total_bytes"] = sum(bw * 1e9 * t for bw, t in zip(ddr, latencies))
+            extra["ddr_total_bytes"] = sum(bw * 1e9 * t for bw, t in zip(ddr, latencies) if bw is not None)
     if latency_col == LATENCY_S:
         extra["total_latency_s"] = total
     return DataflowProfile(
@@ -83,11 +120,11 @@ def parse_section_report(text: str, *, li_definition: str = "mean_over_max") -> 
         allocation_units="PCU",
         load_imbalance=load_imbalance(latencies, li_definition),
         li_definition=LI_DEFINITIONS[li_definition],
-        li_subtasks=f"sections ({latency_col})",
+        li_subtasks=f"sections ({latency_col}; one per section, the slowest of its {len(chips)} chip(s))",
         subtask_loads=tuple(latencies),
         extra=extra,
     )
 
 
 def read_section_report(path: str | Path, **kwargs: str) -> DataflowProfile:
-    return parse_section_report(Path(path).read_text(encoding="utf-8"), **kwargs)
+    return parse_section_report(Path(path).read_text(encoding="utf-8"), source=str(path), **kwargs)
