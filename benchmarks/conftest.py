@@ -4,12 +4,21 @@ Evaluation (Paper A, A1): ``eval_model`` is parametrized at collection over the 
 (``--genai-model``, else the embedded SmolLM2 plus TinyLlama when cached: otherwise a skipped row saying which flag
 to set); ``fp32_eval_baseline`` is the session's :class:`pytest_genai.evals.session.EvalSession`, which loads each
 fp32 model once and evaluates its fp32 baseline once per (device, model, task) for every row to compare with.
+
+Paper B on the dataflow chips: with ``--genai-dabench-profiles DIR``, a wse / rdu / ipu kind whose SDK is absent but
+whose ``DIR/<kind>/`` folder exists is an artifact device: the vendor benchmarks read that folder's outputs.
 """
 from __future__ import annotations
 
 import pytest
 
 from pytest_genai.options import resolve
+
+
+def pytest_genai_probes(config: pytest.Config, probes: dict) -> None:
+    from pytest_genai.dabench.vendor import with_artifact_devices
+
+    with_artifact_devices(probes, resolve(config, "dabench_profiles"))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

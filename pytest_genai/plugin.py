@@ -28,7 +28,7 @@ _HELP = {
     "scale": "workload scale for every benchmark: tiny (default; CPU minutes: e.g. a 2,048-token WikiText slice and 40 HellaSwag/BoolQ examples, 4-layer fine-tune models), small (32K tokens, 1,000 examples each), or full (all data, the paper's model sizes)",
     "memory_budget": "memory budget for capacity searches on the CPU, e.g. 2GiB",
     "timeout": "seconds before a distributed worker is declared hung and killed",
-    "dabench_profiles": "folder of vendor profiling outputs (<kind>/<config id>/<file>) for the WSE/RDU/IPU Level-1 readers",
+    "dabench_profiles": "folder of vendor outputs for WSE/RDU/IPU: <kind>/<config id>/<profile>, <kind>/capacity/, <kind>/level2/<run>/ (docs/dabench.md); makes those kinds artifact devices where their SDK is absent",
     "baseline": "a previous --benchmark-json file, or a run in pytest-benchmark's --benchmark-storage: its number (0003) or latest (the newest); each benchmark's metrics are compared with it as the run goes",
     "max_regression": "per-metric regression thresholds for --genai-baseline, e.g. tokens_per_s=5%,perplexity=0.5%; or pytest-benchmark's field:N% for its round-time statistics (min, max, mean, median, stddev, iqr: median:10%) and for genai metrics (tokens_per_s:5%)",
     "report": "write this run's report (what `pytest-genai report` renders: claims, one table per experiment, the --genai-plots plots) to this file at the end of the session, also when tests failed; Markdown, or HTML for a .html path",

@@ -8,7 +8,8 @@ autograd saves, and the largest transient buffers, each a pure function of the c
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 
 from pytest_genai.dabench.config import DecoderConfig
 
@@ -51,6 +52,57 @@ def largest_fitting(fits: Callable[[int], bool], *, start: int = 1, limit: int =
         else:
             bad = mid
     return CapacitySearch(good, tuple(probes), False)
+
+
+# --- capacity from a vendor's compile / run outcomes ------------------------------------------------------------
+
+#: Messages of vendor compilers and runtimes that mean "this size does not fit / did not build" (first match wins).
+FAILURE_PATTERNS = (
+    ("out_of_memory", re.compile(r"out of memory|\bOOM\b|insufficient (on-chip )?memory|not enough memory|"
+                                 r"cannot fit|does not fit|memory (limit|capacity) exceeded|exceeds? (the )?"
+                                 r"(available )?memory", re.I)),
+    ("compile_failed", re.compile(r"compil\w* (has |was )?(failed|unsuccessful)|failed to compile|"
+                                  r"compilation error|compile error", re.I)),
+)
+
+
+def failure_reason(text: str) -> str | None:
+    """``"<kind>: <first matching line>"`` when ``text`` (a compile or run log) reports a failure to fit or build."""
+    for kind, pattern in FAILURE_PATTERNS:
+        for line in text.splitlines():
+            if pattern.search(line):
+                return f"{kind}: {line.strip()[:200]}"
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class CapacityOutcome:
+    """Capacity from attempts at several layer counts (Paper B: WSE-2 fails beyond 72 layers, IPU at 10).
+
+    ``max_fitting``: the largest count that compiled (0 if none); ``first_failing``: the smallest count that failed
+    above it (None if no larger attempt failed: the capacity may be larger); ``monotone``: no failure below a success.
+    """
+
+    max_fitting: int
+    first_failing: int | None
+    monotone: bool
+    attempts: tuple[tuple[int, bool, str], ...]  # (layers, compiled, failure reason or "")
+
+
+def capacity_from_outcomes(outcomes: Mapping[int, str | None]) -> CapacityOutcome:
+    """``outcomes`` maps a layer count to None (compiled) or its failure reason; a failure is a result, not an error."""
+    if not outcomes:
+        raise ValueError("capacity_from_outcomes needs at least one attempt")
+    ok = sorted(n for n, why in outcomes.items() if why is None)
+    bad = sorted(n for n, why in outcomes.items() if why is not None)
+    best = ok[-1] if ok else 0
+    above = [n for n in bad if n > best]
+    return CapacityOutcome(
+        max_fitting=best,
+        first_failing=above[0] if above else None,
+        monotone=not any(n < best for n in bad),
+        attempts=tuple((n, outcomes[n] is None, outcomes[n] or "") for n in sorted(outcomes)),
+    )
 
 
 # --- memory model (modeled) -------------------------------------------------------------------------------------

@@ -9,14 +9,19 @@
   :func:`profile_path` and given with ``--genai-dabench-profiles``.
 
 SDK imports happen inside functions, only where called; absent SDKs raise :class:`VendorUnavailable` with how to
-enable them.
+enable them. Where no SDK is present but ``<profiles dir>/<kind>/`` exists, :func:`with_artifact_devices` makes the
+kind present as an *artifact device* (its outputs are read, nothing runs), so the vendor benchmarks check the claims
+from the files a user of those systems collected. A compile or out-of-memory failure at a size is a capacity
+result (:func:`read_capacity_sweep`), never an error.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
+import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +31,80 @@ from pytest_genai.dabench.config import DecoderConfig
 PROFILE_FILES = {"wse": "compile_report.txt", "rdu": "section_report.csv", "ipu": "profile.pop"}
 
 
+#: Generation assumed for an artifact device of each kind (override with GENAI_<KIND>_GENERATION, as for live probes).
+ARTIFACT_GENERATIONS = {"wse": "wse-2", "rdu": "sn30", "ipu": "bow-ipu"}
+CAPACITY_DIR = "capacity"
+_CONFIG_ID = re.compile(r"^L(\d+)-(.+)$")
+
+
 class VendorUnavailable(RuntimeError):
     """The vendor SDK or profile needed for a dataflow device is not present here."""
+
+
+def with_artifact_devices(probes: dict[str, Callable[[], Any]], root: str | Path | None) -> None:
+    """Where ``root/<kind>/`` exists, a dataflow kind whose live probe finds nothing becomes an artifact device."""
+    if not root:
+        return
+    for kind in PROFILE_FILES:
+        if kind in probes and (Path(root) / kind).is_dir():
+            probes[kind] = _live_or_artifacts(kind, probes[kind], Path(root))
+
+
+def _live_or_artifacts(kind: str, live: Callable[[], Any], root: Path) -> Callable[[], Any]:
+    def probe() -> Any:
+        from pytest_genai.devices.device import Device
+        from pytest_genai.devices.probes import ProbeResult, run_probe
+        from pytest_genai.devices.specs import load_specs
+
+        result = run_probe(kind, live)
+        if result.available:
+            return result
+        generation = os.environ.get(f"GENAI_{kind.upper()}_GENERATION", ARTIFACT_GENERATIONS[kind])
+        name = f"{generation} artifacts in {root / kind} (no SDK here: outputs are read, nothing runs)"
+        return ProbeResult(kind, (Device(kind, 0, name, generation, load_specs().get(generation)),))
+
+    return probe
+
+
+def read_capacity_sweep(root: str | Path, kind: str) -> tuple[str, Any, dict[int, Path]]:
+    """The capacity of ``<root>/<kind>/capacity/``: one folder per attempted layer count, named by config id.
+
+    A folder with the vendor's profile (``compile_report.txt``, ``profile.pop``) compiled; otherwise its ``*.log``
+    files must say how it ended -- an out-of-memory or compile failure (a capacity result), or
+    ``Compile was successful`` -- else the folder is in an unknown layout (error naming it). All folders must be one
+    sweep: the same config but for the layer count. Returns (config id without layers, outcome, folder per count).
+    """
+    from pytest_genai.dabench.capacity import capacity_from_outcomes, failure_reason
+    from pytest_genai.dabench.readers import LayoutError
+
+    sweep = Path(root) / kind / CAPACITY_DIR
+    if not sweep.is_dir():
+        raise VendorUnavailable(f"no {kind} capacity sweep at {sweep}")
+    outcomes: dict[int, str | None] = {}
+    folders: dict[int, Path] = {}
+    groups = set()
+    for folder in sorted(p for p in sweep.iterdir() if p.is_dir()):
+        m = _CONFIG_ID.match(folder.name)
+        if not m:
+            raise LayoutError(str(folder), None, "a folder named by config id, e.g. L72-h768-a12-s1024-b8-fp16-train")
+        layers = int(m.group(1))
+        groups.add(m.group(2))
+        folders[layers] = folder
+        if (folder / PROFILE_FILES[kind]).exists():
+            outcomes[layers] = None
+            continue
+        logs = sorted(folder.glob("*.log"))
+        text = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in logs)
+        reason = failure_reason(text)
+        if reason is None and "compile was successful" not in text.lower():
+            raise LayoutError(str(folder), None, f"{PROFILE_FILES[kind]}, or a *.log saying the compile failed "
+                                                 "(out of memory / compile error) or 'Compile was successful'")
+        outcomes[layers] = reason
+    if not outcomes:
+        raise VendorUnavailable(f"the {kind} capacity sweep {sweep} has no config folders")
+    if len(groups) > 1:
+        raise LayoutError(str(sweep), None, "one sweep (folders differing only in L<layers>)", ", ".join(sorted(groups)))
+    return groups.pop(), capacity_from_outcomes(outcomes), folders
 
 
 def profile_path(root: str | Path, kind: str, cfg: DecoderConfig) -> Path:
@@ -57,8 +134,18 @@ def read_profile(root: str | Path, kind: str, cfg: DecoderConfig) -> Any:
 
 @dataclasses.dataclass(frozen=True)
 class VendorRun:
-    step_s: float  # median seconds of one step
+    step_s: float | None  # median seconds of one step; None when the config did not compile or fit
     profile_file: Path | None
+    failure: str | None = None  # "out_of_memory: ..." / "compile_failed: ...": a capacity result, not an error
+
+
+def ipu_engine_options(report_dir: str | Path, *, execution_profile: bool = False) -> dict[str, str]:
+    """PopVision auto-report options: the graph profile always; the execution profile only for a separate,
+    untimed profiling run (``execution_profile=True``)."""
+    options = {"autoReport.outputGraphProfile": "true", "autoReport.directory": str(report_dir)}
+    if execution_profile:
+        options["autoReport.outputExecutionProfile"] = "true"
+    return options
 
 
 def run_on_ipu(cfg: DecoderConfig, report_dir: str | Path, *, repeats: int = 5) -> VendorRun:
@@ -75,10 +162,9 @@ def run_on_ipu(cfg: DecoderConfig, report_dir: str | Path, *, repeats: int = 5) 
 
     report_dir = Path(report_dir)
     report_dir.mkdir(parents=True, exist_ok=True)
-    # Must be set before compilation; Poplar reads it when the engine is created.
-    os.environ["POPLAR_ENGINE_OPTIONS"] = json.dumps(
-        {"autoReport.all": "true", "autoReport.directory": str(report_dir)}
-    )
+    # Must be set before compilation; Poplar reads it when the engine is created. The graph profile only (tiles,
+    # memory: what the reader takes): the execution profile instruments every step and would slow the timed calls.
+    os.environ["POPLAR_ENGINE_OPTIONS"] = json.dumps(ipu_engine_options(report_dir))
     stack = model.build_stack(cfg, torch.device("cpu"))
     x = model.make_input(cfg, torch.device("cpu"))
     opts = poptorch.Options()
@@ -98,7 +184,15 @@ def run_on_ipu(cfg: DecoderConfig, report_dir: str | Path, *, repeats: int = 5) 
         runner = poptorch.trainingModel(
             WithLoss(stack.train()), opts, optimizer=poptorch.optim.AdamW(stack.parameters(), lr=1e-4)
         )
-    runner.compile(x)
+    try:
+        runner.compile(x)
+    except Exception as exc:  # poptorch.Error and friends: Poplar's "Out of memory" is a capacity result
+        from pytest_genai.dabench.capacity import failure_reason
+
+        reason = failure_reason(f"{type(exc).__name__}: {exc}")
+        if reason is None:
+            raise
+        return VendorRun(None, None, reason)
     runner(x)  # warm-up; PopTorch calls return host tensors, so each call is complete when it returns
     samples = []
     for _ in range(repeats):

@@ -13,9 +13,9 @@ ENABLE_HINTS = {
     "cpu": "always available",
     "cuda": "run on a node with an NVIDIA GPU and a CUDA build of torch",
     "hpu": "run on an Intel Gaudi node with the Gaudi software stack (habana_frameworks) and `pip install pytest-genai[hpu]`",
-    "wse": "run where the Cerebras PyTorch SDK (cerebras.pytorch) is installed and a CS system is configured (GENAI_WSE_SYSTEM)",
-    "rdu": "run on a SambaNova node with the SambaFlow SDK (sambaflow) installed",
-    "ipu": "run on a Graphcore IPU machine with the Poplar SDK and poptorch installed",
+    "wse": "run where the Cerebras PyTorch SDK (cerebras.pytorch) is installed and a CS system is configured (GENAI_WSE_SYSTEM); or read its outputs: --genai-dabench-profiles DIR with DIR/wse/ (docs/dabench.md)",
+    "rdu": "run on a SambaNova node with the SambaFlow SDK (sambaflow) installed; or read its outputs: --genai-dabench-profiles DIR with DIR/rdu/ (docs/dabench.md)",
+    "ipu": "run on a Graphcore IPU machine with the Poplar SDK and poptorch installed; or read its outputs: --genai-dabench-profiles DIR with DIR/ipu/ (docs/dabench.md)",
 }
 
 

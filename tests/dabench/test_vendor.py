@@ -31,3 +31,40 @@ def test_ipu_without_poptorch_is_unavailable(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "poptorch", None)
     with pytest.raises(VendorUnavailable, match="Poplar SDK"):
         run_on_ipu(CFG, tmp_path)
+
+
+def test_timed_ipu_runs_write_the_graph_profile_only(tmp_path):
+    from pytest_genai.dabench.vendor import ipu_engine_options
+
+    timed = ipu_engine_options(tmp_path)
+    assert timed["autoReport.outputGraphProfile"] == "true" and "autoReport.all" not in timed
+    assert "autoReport.outputExecutionProfile" not in timed
+    assert ipu_engine_options(tmp_path, execution_profile=True)["autoReport.outputExecutionProfile"] == "true"
+
+
+def test_ipu_out_of_memory_is_a_capacity_result(tmp_path, monkeypatch):
+    """Poplar's out-of-memory error at compile time comes back as a failed VendorRun (the paper's 'fails at 10
+    layers'), not as an exception; other errors still raise."""
+    import types
+
+    class FakeRunner:
+        def __init__(self, message):
+            self.message = message
+
+        def compile(self, x):
+            raise RuntimeError(self.message)
+
+    def fake_poptorch(message):
+        mod = types.SimpleNamespace(Options=lambda: None, identity_loss=lambda x, reduction: x,
+                                    inferenceModel=lambda m, o: FakeRunner(message),
+                                    trainingModel=lambda m, o, optimizer: FakeRunner(message),
+                                    optim=types.SimpleNamespace(AdamW=lambda params, lr: None))
+        monkeypatch.setitem(sys.modules, "poptorch", mod)
+
+    small = DecoderConfig(layers=1, hidden=64, heads=1, seq_len=16, batch=1, dtype="fp32", mode="train")
+    fake_poptorch("Out of memory: Cannot fit all variable data onto one or more tiles")
+    run = run_on_ipu(small, tmp_path)
+    assert run.step_s is None and run.failure.startswith("out_of_memory: RuntimeError: Out of memory")
+    fake_poptorch("poplar graph construction error: bad vertex")
+    with pytest.raises(RuntimeError, match="bad vertex"):
+        run_on_ipu(small, tmp_path)

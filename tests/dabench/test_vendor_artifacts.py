@@ -1,0 +1,135 @@
+"""Level-2 run logs, capacity sweeps and artifact devices, on folders laid out as docs/dabench.md says."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_genai.dabench.capacity import capacity_from_outcomes, failure_reason
+from pytest_genai.dabench.level2.artifacts import (ArtifactsMissing, mixed_precision_speedup, read_runs,
+                                                   tp_scaling_ratio)
+from pytest_genai.dabench.readers import LayoutError
+from pytest_genai.dabench.readers.cerebras import read_compile_report
+from pytest_genai.dabench.readers.runlog import read_run
+from pytest_genai.dabench.vendor import read_capacity_sweep, with_artifact_devices
+
+from . import vendor_fixtures
+
+OOM_LOG = ("2026-03-30 12:53:41,263 INFO:   Compiling the model. This may take a few minutes.\n"
+           "2026-03-30 12:58:27,932 ERROR:  Compile failed: the model does not fit: insufficient on-chip memory "
+           "for 80 layers\n")
+
+
+def _run(root: Path, kind: str, name: str, log: str, **settings) -> Path:
+    folder = root / kind / "level2" / name
+    folder.mkdir(parents=True)
+    (folder / "run.log").write_text(log)
+    if settings:
+        (folder / "run.toml").write_text("".join(f"{k} = {v!r}\n".replace("'", '"') for k, v in settings.items()))
+    return folder
+
+
+def test_cerebras_run_log_and_params(tmp_path):
+    folder = _run(tmp_path, "wse", "gpt2-mixed", vendor_fixtures.cerebras_log(1107.0, csx=1))
+    (folder / "params.yaml").write_text("train_input:\n  batch_size: 8\nmodel:\n  num_hidden_layers: 12\n"
+                                        "  mixed_precision: True\n  fp16_type: cbfloat16\nrunconfig:\n  num_csx: 1\n")
+    run = read_run(folder, "wse")
+    assert (run.samples_per_s, run.precision, run.chips, run.layers, run.batch) == (1107.0, "mixed", 1, 12, 8)
+    assert "GlobalRate" in run.throughput_basis and run.failure is None
+
+
+def test_settings_stated_twice_must_agree_and_missing_ones_are_named(tmp_path):
+    folder = _run(tmp_path, "wse", "r", vendor_fixtures.cerebras_log(1000.0, csx=2), precision="fp16", chips=1,
+                  layers=12)
+    with pytest.raises(LayoutError, match=r"run.toml: expected chips = 2 as the run's own files state it"):
+        read_run(folder, "wse")
+    folder = _run(tmp_path, "ipu", "r", vendor_fixtures.poptorch_log([10.0, 50.0]), precision="fp32", chips=4)
+    with pytest.raises(LayoutError, match=r"run.toml: expected a 'layers' setting"):
+        read_run(folder, "ipu")
+
+
+def test_poptorch_log_skips_the_first_step_and_sambaflow_reads_its_summary(tmp_path):
+    folder = _run(tmp_path, "ipu", "r", vendor_fixtures.poptorch_log([3.0, 120.0, 122.0, 121.0]),
+                  precision="mixed", chips=4, layers=8)
+    assert read_run(folder, "ipu").samples_per_s == 121.0
+    folder = _run(tmp_path, "rdu", "r", vendor_fixtures.sambaflow_log(1234.5), precision="fp32", chips=2, layers=24)
+    assert read_run(folder, "rdu").samples_per_s == 1234.5
+
+
+def test_a_log_in_an_unknown_format_names_the_file(tmp_path):
+    folder = _run(tmp_path, "wse", "r", "step 100 loss 2.0 speed 12 it/s\n", precision="fp16", chips=1, layers=2)
+    with pytest.raises(LayoutError, match=rf"{folder / 'run.log'}: expected '\| Train Device=CSX"):
+        read_run(folder, "wse")
+
+
+def test_an_oom_run_is_a_result_not_an_error(tmp_path):
+    folder = _run(tmp_path, "ipu", "r", "Graph compilation: 40%\npoptorch.Error: Out of memory on tile 1203: "
+                  "624.1 KB required\n", precision="fp32", chips=1, layers=10)
+    run = read_run(folder, "ipu")
+    assert run.samples_per_s is None and run.failure.startswith("out_of_memory: poptorch.Error: Out of memory")
+
+
+def test_rdu_tp_and_mixed_precision_from_runs(tmp_path):
+    for name, chips, precision, rate in (("tp2-fp32", 2, "fp32", 1000.0), ("tp4-fp32", 4, "fp32", 600.0),
+                                         ("tp2-mixed", 2, "mixed", 1343.0)):
+        _run(tmp_path, "rdu", name, vendor_fixtures.sambaflow_log(rate), precision=precision, chips=chips, layers=24)
+    runs = read_runs(tmp_path, "rdu")
+    tp = tp_scaling_ratio(runs)
+    assert tp.value == pytest.approx(0.6) and (tp.run.name, tp.baseline.name) == ("tp4-fp32", "tp2-fp32")
+    mp = mixed_precision_speedup(runs, "rdu")
+    assert mp.value == pytest.approx(1.343) and mp.baseline.precision == "fp32"
+    with pytest.raises(ArtifactsMissing, match="mixed and fp16"):
+        mixed_precision_speedup(runs, "wse")  # the WSE's baseline is fp16: fp32 training is impossible there
+    with pytest.raises(ArtifactsMissing, match=r"wse/level2/<run name>/ folders from Cerebras Model Zoo"):
+        read_runs(tmp_path, "wse")
+
+
+def test_failure_reasons_and_capacity_outcomes():
+    assert failure_reason(OOM_LOG).startswith("out_of_memory:")
+    assert failure_reason("INFO: Compile was successful!\n") is None
+    assert failure_reason("ERROR: Compilation failed with 3 errors").startswith("compile_failed:")
+    outcome = capacity_from_outcomes({16: None, 64: None, 72: None, 76: "out_of_memory: x", 128: "out_of_memory: y"})
+    assert (outcome.max_fitting, outcome.first_failing, outcome.monotone) == (72, 76, True)
+    assert capacity_from_outcomes({10: "out_of_memory: z"}).max_fitting == 0
+
+
+def test_wse_capacity_sweep_from_reports_and_failed_compiles(tmp_path):
+    sweep = tmp_path / "wse" / "capacity"
+    for layers in (8, 32, 64, 72):
+        folder = sweep / f"L{layers}-h768-a12-s1024-b8-fp16-train"
+        folder.mkdir(parents=True)
+        (folder / "compile_report.txt").write_text(vendor_fixtures.compile_report(layers))
+    for layers in (76, 96):
+        folder = sweep / f"L{layers}-h768-a12-s1024-b8-fp16-train"
+        folder.mkdir(parents=True)
+        (folder / "compile.log").write_text(OOM_LOG)
+    group, outcome, folders = read_capacity_sweep(tmp_path, "wse")
+    assert group == "h768-a12-s1024-b8-fp16-train"
+    assert (outcome.max_fitting, outcome.first_failing) == (72, 76)
+    at_max = read_compile_report(folders[72] / "compile_report.txt")  # allocation and LI at the largest count
+    assert at_max.allocation_ratio == pytest.approx(0.92) and at_max.extra["layer_kernels"] == 144
+    (sweep / "L80-h768-a12-s1024-b8-fp16-train").mkdir()
+    with pytest.raises(LayoutError, match="L80-h768.*expected compile_report.txt, or a \\*.log"):
+        read_capacity_sweep(tmp_path, "wse")
+
+
+def test_artifact_devices_only_where_the_folder_exists_and_no_sdk(tmp_path, monkeypatch):
+    from pytest_genai.devices.probes import ProbeResult
+
+    monkeypatch.delenv("GENAI_WSE_GENERATION", raising=False)
+    (tmp_path / "wse").mkdir()
+    probes = {"wse": lambda: ProbeResult("wse", reason="no SDK"), "rdu": lambda: ProbeResult("rdu", reason="no SDK")}
+    with_artifact_devices(probes, tmp_path)
+    wse, rdu = probes["wse"](), probes["rdu"]()
+    assert wse.available and wse.devices[0].generation == "wse-2" and "artifacts in" in wse.devices[0].name
+    assert not rdu.available  # no rdu/ folder: still absent, with the live probe's reason
+    with_artifact_devices(probes, None)  # no --genai-dabench-profiles: nothing changes
+
+
+def test_repeated_runs_give_rounds(tmp_path):
+    for name, precision, rate in (("a-fp32", "fp32", 100.0), ("a-mixed", "mixed", 120.0), ("b-fp32", "fp32", 110.0),
+                                  ("b-mixed", "mixed", 137.5), ("c-fp32", "fp32", 90.0)):
+        _run(tmp_path, "ipu", name, vendor_fixtures.poptorch_log([1.0, rate]), precision=precision, chips=4, layers=8)
+    mp = mixed_precision_speedup(read_runs(tmp_path, "ipu"), "ipu")
+    assert mp.rounds == pytest.approx((1.2, 1.25))  # a-mixed/a-fp32, b-mixed/b-fp32 (by folder name)
+    assert mp.value == pytest.approx(128.75 / 100.0)  # medians: (120, 137.5) over (90, 100, 110)
