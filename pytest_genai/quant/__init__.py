@@ -36,8 +36,14 @@ Apply, measure, save::
 
     qmodel = quantize_model(model, plan, mode="fake")   # q-dq in place, weights stay fp32
     qmodel = quantize_model(model, plan, mode="real", backend="native")  # stored low precision
-        # backend: "native" | "torchao" (int8 weight-only) | "inc" (RTN int8/int4 CPU, FP8 HPU);
-        # in place, returns the same model; qmodel.genai_quant holds plan, mode, fp32 bytes
+        # backend: "native" | "torchao" (int8 weight-only) | "inc" (RTN int8/int4 CPU, FP8 HPU)
+        #   | "fp8_w8a8" (FP8 compute for the fp8_e4m3 linears: activations quantized per token,
+        #     torch._scaled_mm on CPU / CUDA sm_89+, INC FP8 + calibrate(model) on Gaudi);
+        # in place, returns the same model; qmodel.genai_quant holds plan, mode, fp32 bytes and
+        # compute_paths {module: what its forward runs, e.g. "fp8_w8a8_scaled_mm"}
+    prune_(model, res); quantize_model(model, plan, mode="real", sparse="bitmask")  # prune-then-quantize:
+        # codes stored as a bitmask + the nonzero codes (quant.sparse); report adds mask_bytes,
+        # compression_ratio_without_mask, nonzero_fraction
     rep = compression_report(None, qmodel)  # or (fp32_model_or_bytes, qmodel[, plan], with_file=True)
     rep["compression_ratio"]        # measured: fp32 bytes of eligible weights / bytes stored
     rep["compression_ratio_model"]  # whole state dict; rep["compression_ratio_safetensors"] file
@@ -51,8 +57,8 @@ Real-mode modules (``modules.QuantLinear`` / ``QuantEmbedding``) hold ``qweight`
 buffers and compute from them: per-channel formats as ``(x @ codes^T) * scale``, per-group ones by
 dequantizing. Benchmark support (TinyLlama-1.1B shapes, random weights, peak RSS): ``bench``.
 
-Optional pruning (separate, explicit): ``prune_(model, res)`` zeroes |w| <= tau; dense storage,
-so no bytes are claimed saved. Backends raise ``BackendUnavailable`` when their package/device is absent.
+Optional pruning (separate, explicit): ``prune_(model, res)`` zeroes |w| <= tau; alone it keeps dense
+storage (no bytes saved); with ``sparse="bitmask"`` the zeros are not stored. Backends raise ``BackendUnavailable`` when their package/device is absent.
 """
 from __future__ import annotations
 

@@ -6,10 +6,11 @@ peak memory stays close to the fp32 model's size.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 MODES = ("fake", "real")
-BACKENDS = ("native", "torchao", "inc")
+BACKENDS = ("native", "torchao", "inc", "fp8_w8a8")
+SPARSE = (None, "bitmask")
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,8 @@ class QuantInfo:
     model_fp32_bytes: int  # 4 x numel of the model's state before quantization
     eligible_fp32_bytes: int
     backend_formats: dict  # {module: backend that quantized it}
+    compute_paths: dict = field(default_factory=dict)  # {module: what its forward runs}, e.g. fp8_w8a8_scaled_mm
+    sparse: str | None = None  # "bitmask": prune-then-quantize codes stored as bitmask + nonzero codes
 
 
 def set_module(model, name: str, module) -> None:
@@ -77,14 +80,28 @@ def _tied_groups(model, names) -> dict[str, list[str]]:
     return out
 
 
-def quantize_model(model, plan, mode: str = "fake", backend: str = "native"):
+def compute_path_of(module, backend: str) -> str:
+    """The compute path a quantized module's forward runs (recorded per layer in ``QuantInfo.compute_paths``)."""
+    path = getattr(module, "compute_path", None)
+    if isinstance(path, str):
+        return path
+    return {"torchao": "torchao_int8_weight_only", "inc": "inc_" + type(module).__name__}.get(backend, backend)
+
+
+def quantize_model(model, plan, mode: str = "fake", backend: str = "native", *, sparse: str | None = None,
+                   calibrate=None):
     """Quantize ``model`` in place following ``plan`` and return it (with ``model.genai_quant``).
 
     mode: "fake" (weights replaced by dequantize(quantize(w)) in their fp32 storage: the paper's
     simulated mode) or "real" (nn.Linear -> QuantLinear, nn.Embedding -> QuantEmbedding storing
     the low-precision tensors). backend: "native" (pytest-genai codecs, every device), "torchao"
     (int8 weight-only via torchao.quantize_) or "inc" (Intel Neural Compressor RTN int8/int4 on
-    CPU, FP8 on HPU); real mode only; formats a backend does not handle are done natively.
+    CPU, FP8 on HPU) or "fp8_w8a8" (FP8 compute: the plan's fp8_e4m3 linears quantize their activations too and
+    multiply in FP8 - ``torch._scaled_mm`` on CPU / CUDA sm_89+, INC FP8 on Gaudi; BackendUnavailable elsewhere);
+    real mode only; formats a backend does not handle are done natively. sparse="bitmask" (real, native): linears
+    store their codes as a bitmask + nonzero codes (prune first, e.g. ``prune_``, for it to save bytes).
+    calibrate: ``calibrate(model)`` runs a few batches; INC FP8 measures activations with it (Gaudi only).
+    Which path each layer computes with is recorded in ``model.genai_quant.compute_paths``.
     """
     import torch
     import torch.nn as nn
@@ -95,6 +112,10 @@ def quantize_model(model, plan, mode: str = "fake", backend: str = "native"):
         raise ValueError(f"backend={backend!r}: use one of {BACKENDS}")
     if backend != "native" and mode != "real":
         raise ValueError(f"backend={backend!r} only does real quantization; use mode='real' or backend='native'")
+    if sparse not in SPARSE:
+        raise ValueError(f"sparse={sparse!r}: use one of {SPARSE}")
+    if sparse is not None and (mode != "real" or backend != "native"):
+        raise ValueError(f"sparse={sparse!r} stores the native real-mode codes; use mode='real', backend='native'")
     modules = resolve_modules(model, plan)
     model_fp32 = _model_fp32_bytes(model)
     eligible_fp32 = 4 * sum(r * c for r, c in plan.shapes.values())
@@ -117,8 +138,10 @@ def quantize_model(model, plan, mode: str = "fake", backend: str = "native"):
         if backend != "native":
             from . import backends
 
-            done.update(backends.apply_backend(model, plan, backend, modules))
-        from .modules import QuantEmbedding, QuantLinear
+            done.update(backends.apply_backend(model, plan, backend, modules, calibrate=calibrate))
+        from .modules import QuantEmbedding, QuantLinear, SparseQuantLinear
+
+        linear_cls = SparseQuantLinear if sparse == "bitmask" else QuantLinear
 
         with torch.no_grad():
             for name, module in modules.items():
@@ -129,10 +152,12 @@ def quantize_model(model, plan, mode: str = "fake", backend: str = "native"):
                 if isinstance(module, nn.Embedding):
                     new = QuantEmbedding.from_embedding(module, fmt, plan.group_size, where=where)
                 else:
-                    new = QuantLinear.from_linear(module, fmt, plan.group_size, where=where)
+                    new = linear_cls.from_linear(module, fmt, plan.group_size, where=where)
                 set_module(model, name, new)
                 modules[name] = None  # drop the last reference to the fp32 weight
                 done[name] = "native"
                 del module
-    model.genai_quant = QuantInfo(plan, mode, backend, model_fp32, eligible_fp32, done)
+    paths = {n: "fake_quant_fp32" if mode == "fake" else compute_path_of(model.get_submodule(n), done[n])
+             for n in plan.formats}
+    model.genai_quant = QuantInfo(plan, mode, backend, model_fp32, eligible_fp32, done, paths, sparse)
     return model

@@ -4,8 +4,10 @@
   per-group when the plan has a group size) for the plan's int8 modules.
 - ``inc``: Intel Neural Compressor (``neural-compressor-pt``, module ``neural_compressor.torch``):
   RTN weight-only int8/int4 (symmetric, per channel or per group) on CPU through ``prepare`` /
-  ``convert``; FP8 (``FP8Config``, measure then quantize) only on Gaudi (HPU), where it needs
-  ``habana_frameworks`` - absent here, it raises ``BackendUnavailable``.
+  ``convert``; FP8 (``FP8Config``: prepare, calibrate on a few batches, finalize_calibration, convert) only on
+  Gaudi (HPU), where it needs ``habana_frameworks`` - absent here, it raises ``BackendUnavailable``.
+- ``fp8_w8a8``: FP8 compute for the plan's fp8_e4m3 linears (activations quantized per token): ``torch._scaled_mm``
+  (:mod:`.fp8`) on CPU and CUDA sm_89+, INC FP8 with calibration on Gaudi; ``BackendUnavailable`` elsewhere.
 
 Formats a backend does not handle are left to the native path by ``quantize_model``. Every import
 is lazy; a missing package raises ``BackendUnavailable`` with the install hint (tests skip on it).
@@ -83,30 +85,56 @@ def inc_rtn(model, names, bits: int = 8, group_size=None) -> None:
         set_module(model, name, converted.get_submodule(f"m{i}"))
 
 
-def inc_fp8_hpu(model, names) -> None:  # pragma: no cover - needs a Gaudi
-    """INC FP8 (E4M3) on Gaudi: prepare (measure) then convert. Needs ``habana_frameworks``."""
+def inc_fp8(model, names, calibrate, *, dump_dir=None) -> None:
+    """INC FP8 (E4M3) on Gaudi, the flow INC documents: ``prepare`` (insert measurement observers) -> run
+    ``calibrate(model)`` on a few batches -> ``finalize_calibration`` (save the measured amax) -> ``convert``
+    (quantize with the measured scales). Only the plan's linears ``names`` (INC's ``allowlist``) are converted;
+    each converted layer records ``compute_path = "inc_fp8"``. Needs ``habana_frameworks`` (the Gaudi stack).
+    """
+    import tempfile
+
     _require("habana_frameworks.torch", "INC FP8 runs on Intel Gaudi (HPU) with the SynapseAI stack")
     q = _require("neural_compressor.torch.quantization", "pip install neural-compressor-pt")
-    cfg = q.FP8Config(fp8_config="E4M3")
-    holder_names = list(names)
-    import torch.nn as nn
+    names = list(names)
+    if calibrate is None:
+        raise ValueError("INC FP8 measures activations before it quantizes: pass calibrate=<callable running a few "
+                         "WikiText batches through the model> to quantize_model")
+    with tempfile.TemporaryDirectory(prefix="genai-inc-fp8-") as tmp:
+        cfg = q.FP8Config(fp8_config="E4M3", allowlist={"names": names, "types": ["Linear"]},
+                          dump_stats_path=str(dump_dir or tmp) + "/measure")
+        prepared = q.prepare(model, cfg)
+        calibrate(prepared)
+        q.finalize_calibration(prepared)
+        converted = q.convert(prepared)
+    if converted is not model:  # INC converts in place; keep the caller's object if it ever does not
+        for name in names:
+            set_module(model, name, converted.get_submodule(name))
+    for name in names:
+        model.get_submodule(name).compute_path = "inc_fp8"
 
-    holder = nn.Module()
-    for i, name in enumerate(holder_names):
-        holder.add_module(f"m{i}", model.get_submodule(name))
-    converted = q.convert(q.prepare(holder, cfg))
-    for i, name in enumerate(holder_names):
-        set_module(model, name, converted.get_submodule(f"m{i}"))
+
+def fp8_w8a8(model, names) -> None:
+    """FP8 compute (W8A8) through ``torch._scaled_mm`` on the linears ``names`` (:class:`~.fp8.Fp8Linear`)."""
+    from .fp8 import Fp8Linear
+
+    for name in names:
+        set_module(model, name, Fp8Linear.from_linear(model.get_submodule(name), where=f"module {name!r}"))
 
 
-def apply_backend(model, plan, backend: str, modules: dict) -> dict[str, str]:
-    """Quantize the plan's modules that ``backend`` handles; returns ``{module: backend}`` for them."""
+def apply_backend(model, plan, backend: str, modules: dict, *, calibrate=None, device_kind=None) -> dict[str, str]:
+    """Quantize the plan's modules that ``backend`` handles; returns ``{module: backend}`` for them.
+
+    ``device_kind``: where the weights live (default: the first module's weight device type).
+    """
     import torch.nn as nn
 
     linear = {n: m for n, m in modules.items() if isinstance(m, nn.Linear)}
     by_fmt: dict[str, list[str]] = {}
     for name in linear:
         by_fmt.setdefault(plan.formats[name], []).append(name)
+    if device_kind is None:
+        device_kind = next(iter(modules.values())).weight.device.type
+    fp8_names = by_fmt.get("fp8_e4m3", [])
     done: dict[str, str] = {}
     if backend == "torchao":
         if by_fmt.get("int8"):
@@ -117,12 +145,29 @@ def apply_backend(model, plan, backend: str, modules: dict) -> dict[str, str]:
             if by_fmt.get(fmt):
                 inc_rtn(model, by_fmt[fmt], bits=bits, group_size=plan.group_size or (32 if bits == 4 else None))
                 done.update({n: "inc" for n in by_fmt[fmt]})
-        if by_fmt.get("fp8_e4m3"):
-            if any(linear[n].weight.device.type != "hpu" for n in by_fmt["fp8_e4m3"]):
+        if fp8_names:
+            if device_kind != "hpu":
                 raise BackendUnavailable("INC FP8 quantization runs on Gaudi (HPU) only; use backend='native' "
                                          "for fp8 on this device")
-            inc_fp8_hpu(model, by_fmt["fp8_e4m3"])
-            done.update({n: "inc" for n in by_fmt["fp8_e4m3"]})
+            inc_fp8(model, fp8_names, calibrate)
+            done.update({n: "inc" for n in fp8_names})
+    elif backend == "fp8_w8a8":
+        if not fp8_names:
+            raise ValueError("backend='fp8_w8a8' computes the plan's fp8_e4m3 linears in FP8, and this plan has none; "
+                             "use tiers with fp8_e4m3 (e.g. ('bf16', 'fp8_e4m3'))")
+        if device_kind == "hpu":
+            inc_fp8(model, fp8_names, calibrate)
+        else:
+            if plan.group_size is not None:
+                raise ValueError(f"backend='fp8_w8a8' scales each weight row once; plan.group_size="
+                                 f"{plan.group_size} is per group: make the plan without group_size")
+            from .fp8 import fp8_compute_support
+
+            reason = fp8_compute_support(next(iter(modules.values())).weight.device)
+            if reason is not None:
+                raise BackendUnavailable(reason)
+            fp8_w8a8(model, fp8_names)
+        done.update({n: "fp8_w8a8" for n in fp8_names})
     else:
-        raise ValueError(f"backend={backend!r}: use 'torchao' or 'inc' here ('native' is built in)")
+        raise ValueError(f"backend={backend!r}: use 'torchao', 'inc' or 'fp8_w8a8' here ('native' is built in)")
     return done

@@ -10,8 +10,9 @@ scaled formats, an fp32 ``scale``; the bias stays as it was. Forward computes fr
 - per-group scales (int4, or a plan with ``group_size``): dequantize, then ``F.linear``.
 - fp16 / bf16: widen, then ``F.linear``.
 
-fp8 on CUDA: ``torch._scaled_mm`` would also quantize the activations (W8A8), a different method
-from the paper's weight-only formats, so it is not used.
+fp8 here is weight-only storage. FP8 *compute* (W8A8: activations quantized too, ``torch._scaled_mm``) is a
+different method with its own backend, ``fp8_w8a8`` (:mod:`pytest_genai.quant.fp8`).
+``SparseQuantLinear`` stores the codes as a bitmask + nonzero codes (prune-then-quantize, ``sparse="bitmask"``).
 
 This module imports torch: import it only from code that already needs torch.
 """
@@ -23,6 +24,7 @@ import torch.nn.functional as F
 
 from .codecs import QuantizedWeight, codes_as, dequantize, quantize, storage_dtype
 from .formats import get_format
+from .sparse import SparseWeight, densify, mask_bytes, sparse_stored_bytes, sparsify
 
 
 def _empty_qweight(fmt: str, shape, group_size, device):
@@ -67,10 +69,13 @@ class QuantLinear(_QuantStore):
         if qweight is None:
             qweight, scale = _empty_qweight(fmt, (out_features, in_features), group_size, device)
         self._init_store(fmt, (out_features, in_features), group_size, qweight, scale)
+        self._init_bias(bias, bias_tensor, device)
+
+    def _init_bias(self, bias: bool, bias_tensor, device) -> None:
         if bias_tensor is not None:
             self.bias = bias_tensor if isinstance(bias_tensor, nn.Parameter) else nn.Parameter(bias_tensor, False)
         elif bias:
-            self.bias = nn.Parameter(torch.empty(out_features, device=device), requires_grad=False)
+            self.bias = nn.Parameter(torch.empty(self.out_features, device=device), requires_grad=False)
         else:
             self.register_parameter("bias", None)
 
@@ -87,9 +92,62 @@ class QuantLinear(_QuantStore):
             return y if bias is None else y + bias
         return F.linear(x, self.dequantized_weight(x.dtype), bias)
 
+    @property
+    def compute_path(self) -> str:
+        """What forward runs: ``weight_only_<fmt>_scaled_output`` (codes widened, outputs scaled per row) or
+        ``weight_only_<fmt>_dequant`` (dequantize, then ``F.linear``); recorded per layer in ``QuantInfo``."""
+        per_row = self.scale is not None and self.scale.shape[1] == 1
+        return f"weight_only_{self.fmt}_{'scaled_output' if per_row else 'dequant'}"
+
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, fmt={self.fmt}, "
                 f"group_size={self.group_size}, bias={self.bias is not None}")
+
+
+class SparseQuantLinear(QuantLinear):
+    """A ``QuantLinear`` whose codes are stored as a bitmask + the nonzero codes (:mod:`pytest_genai.quant.sparse`):
+    buffers ``qvalues`` (1-D), ``mask`` (packed bits) and ``scale``. Forward rebuilds the dense codes (bit for bit)
+    and computes as ``QuantLinear`` does, so the output equals the dense quantized layer's."""
+
+    def __init__(self, in_features: int, out_features: int, fmt: str, group_size=None, bias: bool = True,
+                 device=None, *, nonzeros: int = 0, sparse=None, bias_tensor=None):
+        nn.Module.__init__(self)
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        spec = get_format(fmt)
+        if sparse is None:
+            values = torch.empty(int(nonzeros), dtype=storage_dtype(fmt), device=device)
+            _, scale = _empty_qweight(fmt, (out_features, in_features), group_size, device)
+            mask = torch.empty(mask_bytes((out_features, in_features)), dtype=torch.uint8, device=device)
+            mask = mask.view(out_features, -1)
+        else:
+            values, mask, scale = sparse.values, sparse.mask, sparse.scale
+        self.fmt = spec.name
+        self.group_size = spec.effective_group_size(group_size)
+        self.weight_shape = (self.out_features, self.in_features)
+        self.register_buffer("qvalues", values)
+        self.register_buffer("mask", mask)
+        if scale is not None:
+            self.register_buffer("scale", scale)
+        else:
+            self.scale = None
+        self._init_bias(bias, bias_tensor, device)
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear, fmt: str, group_size=None, *, where: str = "linear"):
+        sparse_stored_bytes(fmt, tuple(linear.weight.shape), 0)  # rejects int4 / fp32 with the fix named
+        sw = sparsify(quantize(linear.weight, fmt, group_size, where=where))
+        return cls(linear.in_features, linear.out_features, fmt, group_size, bias=linear.bias is not None,
+                   sparse=sw, bias_tensor=linear.bias)
+
+    def sparse_weight(self):
+        return SparseWeight(self.fmt, self.qvalues, self.mask, self.scale, self.weight_shape, self.group_size)
+
+    def quantized_weight(self) -> QuantizedWeight:
+        return densify(self.sparse_weight())
+
+    @property
+    def compute_path(self) -> str:
+        return "bitmask_densify_" + super().compute_path
 
 
 class QuantEmbedding(_QuantStore):

@@ -127,7 +127,8 @@ def prune_(model, result: SensitivityResult) -> dict:
     """Zero every eligible weight with ``|w| <= tau`` in place (optional, explicit step).
 
     Storage stays dense: the zeros take as many bytes as before, so no compression is claimed
-    for them (``sparse_storage: False`` in the returned summary).
+    for them (``sparse_storage: False`` in the returned summary) until the model is quantized with
+    ``quantize_model(..., mode="real", sparse="bitmask")`` (prune-then-quantize).
     """
     import torch
 

@@ -16,6 +16,8 @@ from .metrics import compression_ratio, relative_error
 
 META_KEY = "pytest_genai.quant_plan"
 META_MODE = "pytest_genai.quant_mode"
+META_SPARSE = "pytest_genai.quant_sparse"  # "bitmask" when linears store bitmask + nonzero codes
+META_FP8_COMPUTE = "pytest_genai.quant_fp8_compute"  # plan modules computing in FP8 (W8A8), JSON list
 
 
 def _leaf_tensors(t):
@@ -72,8 +74,10 @@ def compression_report(original, qmodel, plan=None, *, with_file: bool = True) -
     Keys: ``compression_ratio`` (eligible weights: fp32 bytes / stored bytes),
     ``compression_ratio_model`` (whole state dict), ``compression_ratio_safetensors`` (fp32 bytes of
     the model / size of its safetensors file; only ``with_file``), the byte counts, the plan's
-    predictions and their relative error, ``sparse_storage`` (always False: zeros are stored densely,
-    never counted as saved).
+    predictions and their relative error (the plan predicts dense storage), ``sparse_storage`` (False: zeros are
+    stored densely; ``"bitmask"``: the model was quantized with ``sparse="bitmask"``). Sparse models add
+    ``mask_bytes`` (in ``stored_bytes``), ``stored_bytes_without_mask``, ``compression_ratio_without_mask`` (the
+    mask counted as free: an upper bound no real format reaches) and ``nonzero_fraction`` of the eligible codes.
     """
     info = getattr(qmodel, "genai_quant", None)
     plan = plan or (info.plan if info else None)
@@ -104,8 +108,10 @@ def compression_report(original, qmodel, plan=None, *, with_file: bool = True) -
         "predicted_compression_ratio_model": summary["predicted_compression_ratio_model"],
         "compression_ratio_prediction_error": relative_error(measured, summary["predicted_compression_ratio"]),
         "mean_bits_per_weight": 8.0 * stored_eligible / (eligible_fp32 / 4),
-        "sparse_storage": False,
+        "sparse_storage": (info.sparse if info is not None else None) or False,
     }
+    if out["sparse_storage"]:
+        out.update(sparse_accounting(qmodel, plan, eligible_fp32, stored_eligible))
     if with_file:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "model.safetensors"
@@ -113,6 +119,30 @@ def compression_report(original, qmodel, plan=None, *, with_file: bool = True) -
             out["safetensors_bytes"] = path.stat().st_size
         out["compression_ratio_safetensors"] = compression_ratio(model_fp32, out["safetensors_bytes"])
     return out
+
+
+def sparse_accounting(qmodel, plan, eligible_fp32: int, stored_eligible: int) -> dict:
+    """Mask bytes, the ratio with the mask counted as free, and the nonzero fraction of the plan's codes."""
+    from .sparse import semi_structured_support
+
+    masks, nonzeros, device = 0, 0, "cpu"
+    for name in plan.formats:
+        module = qmodel.get_submodule(name)
+        if hasattr(module, "sparse_weight"):
+            sw = module.sparse_weight()
+            masks += sw.mask_nbytes()
+            nonzeros += sw.nonzeros
+            device = sw.values.device
+        else:  # a dense module in a sparse model (an embedding): every code is stored
+            r, c = plan.shapes[name]
+            nonzeros += r * c
+    params = eligible_fp32 // 4
+    return {"mask_bytes": masks, "stored_bytes_without_mask": stored_eligible - masks,
+            "compression_ratio_without_mask": compression_ratio(eligible_fp32, stored_eligible - masks),
+            "nonzero_fraction": nonzeros / params,
+            # 2:4 needs its own pruning (2 of every 4) and CUDA kernels; the global threshold's zeros are unstructured
+            "semi_structured_2_4": "not used: " + (semi_structured_support(device) or
+                                                    "kernels present, but the global-threshold mask is not 2:4")}
 
 
 def _flatten_subclass(key: str, t):
@@ -153,8 +183,14 @@ def save_quantized(qmodel, path, plan=None) -> Path:
     mode = info.mode if info else "real"
     path = Path(path)
     tensors = _state_for_saving(qmodel)
+    meta = {META_KEY: plan.to_json(), META_MODE: mode}
+    if info is not None and info.sparse:
+        meta[META_SPARSE] = info.sparse
+    fp8 = sorted(n for n, b in (info.backend_formats if info else {}).items() if b == "fp8_w8a8")
+    if fp8:
+        meta[META_FP8_COMPUTE] = json.dumps(fp8)
     with atomic_path(path) as tmp:
-        save_file(tensors, str(tmp), metadata={META_KEY: plan.to_json(), META_MODE: mode})
+        save_file(tensors, str(tmp), metadata=meta)
     return path
 
 
@@ -181,20 +217,35 @@ def load_quantized(model_skeleton, path):
     from .apply import QuantInfo, _model_fp32_bytes, resolve_modules, set_module
     from .modules import QuantEmbedding, QuantLinear
 
+    from safetensors import safe_open
+
+    from .fp8 import Fp8Linear
+    from .modules import SparseQuantLinear
+
     plan, mode = read_plan(path)
+    with safe_open(str(path), framework="pt") as f:
+        meta = f.metadata() or {}
+    sparse = meta.get(META_SPARSE)
+    fp8 = set(json.loads(meta.get(META_FP8_COMPUTE, "[]")))
     modules = resolve_modules(model_skeleton, plan)
     model_fp32 = _model_fp32_bytes(model_skeleton)
+    state = load_file(str(path))
     if mode == "real":
         for name, module in modules.items():
             fmt = plan.formats[name]
             if isinstance(module, nn.Embedding):
                 new = QuantEmbedding(module.num_embeddings, module.embedding_dim, fmt, plan.group_size,
                                      module.padding_idx, device=module.weight.device)
+            elif sparse == "bitmask":  # the number of nonzero codes is the file's
+                new = SparseQuantLinear(module.in_features, module.out_features, fmt, plan.group_size,
+                                        bias=module.bias is not None, device=module.weight.device,
+                                        nonzeros=int(state[f"{name}.qvalues"].shape[0]))
             else:
                 new = QuantLinear(module.in_features, module.out_features, fmt, plan.group_size,
                                   bias=module.bias is not None, device=module.weight.device)
+                if name in fp8:  # same buffers; the FP8-compute forward
+                    new = Fp8Linear(new.quantized_weight(), new.bias)
             set_module(model_skeleton, name, new)
-    state = load_file(str(path))
     expected = set(model_skeleton.state_dict())
     missing = expected - set(state)
     # tied tensors were saved once: fill the aliases from the tensor they share storage with
@@ -213,6 +264,11 @@ def load_quantized(model_skeleton, path):
         raise ValueError(f"{path}: tensors missing for {sorted(missing)[:5]}; the file is for another model")
     model_skeleton.load_state_dict(state, strict=True)
     eligible_fp32 = 4 * sum(r * c for r, c in plan.shapes.values())
-    model_skeleton.genai_quant = QuantInfo(plan, mode, "native", model_fp32, eligible_fp32,
-                                           {n: "native" for n in plan.formats})
+    from .apply import compute_path_of
+
+    done = {n: "fp8_w8a8" if n in fp8 else "native" for n in plan.formats}
+    paths = {n: "fake_quant_fp32" if mode == "fake" else compute_path_of(model_skeleton.get_submodule(n), done[n])
+             for n in plan.formats}
+    model_skeleton.genai_quant = QuantInfo(plan, mode, "fp8_w8a8" if fp8 else "native", model_fp32, eligible_fp32,
+                                           done, paths, sparse)
     return model_skeleton

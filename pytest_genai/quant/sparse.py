@@ -1,0 +1,150 @@
+"""Sparse storage of quantized weights: a bitmask of the nonzero codes plus the nonzero codes themselves.
+
+Layout of a :class:`SparseWeight` (the "sparse-bitmask" layout of compressed-tensors, applied to the codes):
+
+- ``mask`` uint8 ``(rows, ceil(cols / 8))``: bit ``j % 8`` (least significant first) of byte ``j // 8`` is set
+  iff the code of column ``j`` is nonzero (bit pattern, so ``-0.0`` counts as a value and round-trips exactly);
+- ``values``: the nonzero codes in row-major order, 1-D, in the format's storage dtype;
+- ``scale``: the format's fp32 scales, unchanged.
+
+Dense codes -> ``sparsify`` -> ``densify`` gives the same codes bit for bit, so the sparse model computes exactly
+what the dense quantized model computes. Formats with 8- or 16-bit codes only (int4 packs two codes per byte).
+Bytes are counted with and without the mask (``nbytes`` / ``nbytes_without_mask``); torch-free accounting in
+:func:`sparse_stored_bytes`.
+
+Semi-structured 2:4 sparsity (two nonzeros in every four, with hardware kernels) is a different pruning than the
+paper's one global magnitude threshold; :func:`semi_structured_support` says whether this device has the kernels.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .formats import SCALE_BYTES, get_format
+
+SPARSE_LAYOUTS = ("bitmask",)
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def mask_bytes(shape: tuple[int, int]) -> int:
+    """Bytes of the bitmask of a ``(rows, cols)`` weight: one bit per weight, rows padded to whole bytes."""
+    rows, cols = int(shape[0]), int(shape[1])
+    return rows * ((cols + 7) // 8)
+
+
+def sparse_stored_bytes(fmt: str, shape: tuple[int, int], nonzeros: int, group_size: int | None = None, *,
+                        count_mask: bool = True) -> int:
+    """Bytes a ``shape`` weight with ``nonzeros`` nonzero codes takes in bitmask storage of ``fmt``:
+    values (``bits / 8`` each) + fp32 scales (+ the mask when ``count_mask``)."""
+    spec = get_format(fmt)
+    if spec.bits not in (8, 16):
+        raise ValueError(f"bitmask sparsity stores whole codes: format {fmt!r} has {spec.bits}-bit codes; use an "
+                         "8- or 16-bit format (int8, fp8_e4m3, fp8_e5m2, bf16, fp16)")
+    rows, cols = int(shape[0]), int(shape[1])
+    if not 0 <= nonzeros <= rows * cols:
+        raise ValueError(f"nonzeros={nonzeros} is outside [0, {rows * cols}] for shape {(rows, cols)}")
+    scale_bytes = 0
+    if spec.scaled:
+        g = spec.effective_group_size(group_size)
+        scale_bytes = rows * (1 if g is None else cols // g) * SCALE_BYTES
+    return nonzeros * spec.bits // 8 + scale_bytes + (mask_bytes(shape) if count_mask else 0)
+
+
+def _int_view(data):
+    """The codes' bit patterns as a same-width integer tensor (float8 -> uint8, 16-bit floats -> int16)."""
+    torch = _torch()
+    size = data.element_size()
+    if size == 1:
+        return data.view(torch.uint8) if data.dtype != torch.int8 else data
+    if size == 2:
+        return data.view(torch.int16)
+    raise ValueError(f"bitmask sparsity stores 8- or 16-bit codes, got dtype {data.dtype}")
+
+
+def pack_bitmask(mask):
+    """Bool ``(rows, cols)`` -> uint8 ``(rows, ceil(cols / 8))``, column ``j`` in bit ``j % 8`` of byte ``j // 8``."""
+    torch = _torch()
+    rows, cols = mask.shape
+    padded = torch.zeros((rows, (cols + 7) // 8 * 8), dtype=torch.uint8, device=mask.device)
+    padded[:, :cols] = mask
+    weights = (1 << torch.arange(8, dtype=torch.uint8, device=mask.device))
+    return (padded.view(rows, -1, 8) * weights).sum(-1, dtype=torch.uint8)
+
+
+def unpack_bitmask(packed, cols: int):
+    """Inverse of :func:`pack_bitmask`: bool ``(rows, cols)``."""
+    torch = _torch()
+    shifts = torch.arange(8, dtype=torch.uint8, device=packed.device)
+    bits = (packed.unsqueeze(-1) >> shifts) & 1
+    return bits.reshape(packed.shape[0], -1)[:, :cols].bool()
+
+
+@dataclass
+class SparseWeight:
+    """A quantized weight in bitmask storage: ``values`` (nonzero codes), packed ``mask``, ``scale``."""
+
+    fmt: str
+    values: Any
+    mask: Any
+    scale: Any | None
+    shape: tuple[int, int]
+    group_size: int | None
+
+    @property
+    def nonzeros(self) -> int:
+        return int(self.values.numel())
+
+    def mask_nbytes(self) -> int:
+        return self.mask.numel() * self.mask.element_size()
+
+    def nbytes_without_mask(self) -> int:
+        n = self.values.numel() * self.values.element_size()
+        if self.scale is not None:
+            n += self.scale.numel() * self.scale.element_size()
+        return n
+
+    def nbytes(self) -> int:
+        """Bytes held by ``values``, ``scale`` and ``mask``."""
+        return self.nbytes_without_mask() + self.mask_nbytes()
+
+
+def sparsify(qw) -> SparseWeight:
+    """Bitmask storage of a :class:`~pytest_genai.quant.codecs.QuantizedWeight` (8- or 16-bit codes)."""
+    spec = get_format(qw.fmt)
+    if spec.bits not in (8, 16):
+        sparse_stored_bytes(qw.fmt, qw.shape, 0)  # raises the one-line error naming the fix
+    bits = _int_view(qw.data)
+    nonzero = bits != 0
+    values = bits.reshape(-1)[nonzero.reshape(-1)].view(qw.data.dtype)
+    return SparseWeight(qw.fmt, values, pack_bitmask(nonzero), qw.scale, tuple(qw.shape), qw.group_size)
+
+
+def densify(sw: SparseWeight):
+    """The dense :class:`~pytest_genai.quant.codecs.QuantizedWeight` of ``sw`` (same codes, bit for bit)."""
+    from .codecs import QuantizedWeight
+
+    torch = _torch()
+    rows, cols = sw.shape
+    values_bits = _int_view(sw.values)
+    dense_bits = torch.zeros(rows * cols, dtype=values_bits.dtype, device=sw.values.device)
+    dense_bits[unpack_bitmask(sw.mask, cols).reshape(-1)] = values_bits
+    data = dense_bits.view(sw.values.dtype).reshape(rows, cols)
+    return QuantizedWeight(sw.fmt, data, sw.scale, (rows, cols), sw.group_size)
+
+
+def semi_structured_support(device) -> str | None:
+    """None if torch has 2:4 semi-structured sparse kernels on ``device``, else the reason (recorded in reports)."""
+    torch = _torch()
+    dev = torch.device(device)
+    if dev.type != "cuda":
+        return (f"2:4 semi-structured sparse matmul (torch.sparse.to_sparse_semi_structured: CUTLASS / cuSPARSELt "
+                f"kernels) runs on CUDA compute capability 8.0+ only; this device is {dev.type}")
+    major, minor = torch.cuda.get_device_capability(dev)
+    if major < 8:
+        return f"2:4 semi-structured sparse kernels need CUDA compute capability 8.0+, this GPU is {major}.{minor}"
+    return None
