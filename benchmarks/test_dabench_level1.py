@@ -241,11 +241,26 @@ def _read_profile(request, benchmark, genai, device, cfg):
     return profile
 
 
-@pytest.mark.claims("B1.wse2_allocation", "B1.wse2_load_imbalance", kinds=("wse",))
+@pytest.mark.claims("B1.wse2_allocation", "B1.wse2_load_imbalance", "B1.wse2_compute_bound", kinds=("wse",))
 def test_level1_wse(request, benchmark, genai, wse, level1_cfg):
-    """WSE-2: allocation (Active PEs) and LI over kernels from the Cerebras compile report of the config."""
-    _read_profile(request, benchmark, genai, wse, level1_cfg)
-    genai.check("B1.wse2_allocation", "B1.wse2_load_imbalance")
+    """WSE-2: allocation (Active PEs), LI over top-level layer kernels and the bound, from the config's compile report.
+
+    The bound is the compiler's own estimate: the step is compute-bound when its estimated Compute Samples/s is at
+    most its Transmission Samples/s (the slower of the two sets the estimated Samples/s). A ``--`` in either leaves
+    the bound unjudged, as a ``--`` Active PEs leaves the allocation unjudged.
+    """
+    profile = _read_profile(request, benchmark, genai, wse, level1_cfg)
+    claims = ["B1.wse2_allocation"] if profile.allocation_ratio is not None else []
+    if profile.load_imbalance is not None:
+        claims.append("B1.wse2_load_imbalance")
+    compute, transmission = (profile.extra.get(k) for k in ("compute_samples_per_s", "transmission_samples_per_s"))
+    if compute and transmission:
+        genai.metric("compute_bound_modeled", 1.0 if compute <= transmission else 0.0, source="modeled")
+        genai.label("bound_source", f"Cerebras compiler estimate: Compute Samples/s {compute:g} vs Transmission "
+                                    f"Samples/s {transmission:g} (compute-bound when compute is the slower)")
+        claims.append("B1.wse2_compute_bound")
+    if claims:
+        genai.check(*claims)
 
 
 @pytest.mark.claims("B1.wse2_max_layers", kinds=("wse",))
