@@ -31,6 +31,16 @@ from pytest_genai.dabench.config import DecoderConfig
 PROFILE_FILES = {"wse": "compile_report.txt", "rdu": "section_report.csv", "ipu": "profile.pop"}
 
 
+#: How each profile is produced (for skip messages; docs/dabench.md has the details).
+PROFILE_HOWTO = {
+    "wse": "compile the config with the Cerebras Model Zoo (`python run.py CSX --mode train --compile_only "
+           "--params params.yaml`) and copy compile_report.txt from its cs_<hash>/ folder",
+    "rdu": "profile the config under SambaTune (`sambatune app.yaml --modes benchmark instrument run`) and copy "
+           "reports/section_report.csv",
+    "ipu": "run the config once with POPLAR_ENGINE_OPTIONS autoReport.outputGraphProfile=true and copy profile.pop "
+           "(reading it needs pva from the Poplar SDK)",
+}
+
 #: Generation assumed for an artifact device of each kind (override with GENAI_<KIND>_GENERATION, as for live probes).
 ARTIFACT_GENERATIONS = {"wse": "wse-2", "rdu": "sn30", "ipu": "bow-ipu"}
 CAPACITY_DIR = "capacity"
@@ -118,7 +128,7 @@ def read_profile(root: str | Path, kind: str, cfg: DecoderConfig) -> Any:
     """The :class:`~pytest_genai.dabench.readers.DataflowProfile` of ``cfg`` on ``kind`` from ``root``."""
     path = profile_path(root, kind, cfg)
     if not path.exists():
-        raise VendorUnavailable(f"no {kind} profile for {cfg.id} at {path}")
+        raise VendorUnavailable(f"no {kind} profile for {cfg.id} at {path}: {PROFILE_HOWTO[kind]} (docs/dabench.md)")
     if kind == "wse":
         from pytest_genai.dabench.readers.cerebras import read_compile_report
 
