@@ -1,5 +1,10 @@
 """Paper A, A1 quantization of an evaluation model through ``pytest_genai.quant``: sensitivity with one global
-threshold, a two-tier precision plan, then fake (quantize-dequantize in fp32) or real (stored low precision)."""
+threshold, a two-tier precision plan, then fake (quantize-dequantize in fp32) or real (stored low precision).
+
+Real mode options (each its own case id): backend ``fp8_w8a8`` computes the fp8 layers in FP8 (activations quantized
+too: ``torch._scaled_mm``, INC FP8 with calibration on Gaudi) instead of storing fp8 weights only; ``sparsity
+="bitmask"`` prunes with the sensitivity pass's global threshold first (the paper's unified pruning threshold) and
+stores the pruned codes as a bitmask + nonzero codes."""
 from __future__ import annotations
 
 import dataclasses
@@ -21,6 +26,7 @@ class QuantCase:
     task: str
     tiers: tuple[str, ...] | None = None
     backend: str | None = None  # real mode only; None: REAL_BACKENDS for the device, else native
+    sparsity: str | None = None  # real mode only: "bitmask" = prune |w| <= tau, then store the codes sparsely
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -29,6 +35,8 @@ class QuantCase:
             raise ValueError("QuantCase: an fp32 baseline has no tiers or backend; leave them None")
         if self.backend is not None and self.mode != "real":
             raise ValueError(f"QuantCase.backend={self.backend!r} applies to mode='real' only")
+        if self.sparsity is not None and (self.mode != "real" or self.sparsity != "bitmask"):
+            raise ValueError(f"QuantCase.sparsity={self.sparsity!r}: use 'bitmask' with mode='real' (or None)")
 
     @property
     def id(self) -> str:
@@ -37,6 +45,8 @@ class QuantCase:
             parts.append("-".join(self.tiers))
         if self.backend:
             parts.append(self.backend)
+        if self.sparsity:
+            parts.append(f"pruned-{self.sparsity}")
         parts.append(self.task)
         return "-".join(parts)
 
@@ -49,6 +59,8 @@ class QuantizedModel:
     plan_summary: dict[str, Any]
     report: dict[str, Any] | None  # quant.compression_report for real mode (measured), None for fake
     seconds: float
+    compute_paths: dict[str, str] = dataclasses.field(default_factory=dict)  # {module: what its forward runs}
+    pruning: dict[str, Any] | None = None  # quant.prune_'s summary when the case prunes
 
 
 def resolve_tiers(case: QuantCase, device_kind: str) -> tuple[str, ...]:
@@ -63,8 +75,19 @@ def resolve_backend(case: QuantCase, device_kind: str) -> str:
     return case.backend or REAL_BACKENDS.get(device_kind, "native")
 
 
-def quantize(model: Any, case: QuantCase, device_kind: str, sync: Any = lambda: None) -> QuantizedModel:
-    """Quantize ``model`` in place for ``case`` (fake or real) and measure what it stores."""
+def compute_path_counts(paths: dict[str, str]) -> dict[str, int]:
+    """``{compute path: number of layers}``, sorted by path (the per-layer map is attached beside it)."""
+    counts: dict[str, int] = {}
+    for path in paths.values():
+        counts[path] = counts.get(path, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def quantize(model: Any, case: QuantCase, device_kind: str, sync: Any = lambda: None,
+             calibrate: Any = None) -> QuantizedModel:
+    """Quantize ``model`` in place for ``case`` (fake or real) and measure what it stores.
+
+    ``calibrate(model)``: a few batches through the model, for backends that measure activations (INC FP8)."""
     from pytest_genai import quant
 
     if case.mode == "fp32":
@@ -73,9 +96,55 @@ def quantize(model: Any, case: QuantCase, device_kind: str, sync: Any = lambda: 
     backend = resolve_backend(case, device_kind)
     start = time.perf_counter()
     sensitivity = quant.analyze_sensitivity(model, quant.SensitivityConfig())
+    pruning = quant.prune_(model, sensitivity) if case.sparsity else None
     plan = quant.make_plan(sensitivity, quant.PlanConfig(tiers=tiers))
-    quant.quantize_model(model, plan, mode=case.mode, backend=backend)
+    quant.quantize_model(model, plan, mode=case.mode, backend=backend, sparse=case.sparsity, calibrate=calibrate)
     sync()
     seconds = time.perf_counter() - start
     report = quant.compression_report(None, model) if case.mode == "real" else None
-    return QuantizedModel(model, tiers, backend, plan.summary(), report, seconds)
+    return QuantizedModel(model, tiers, backend, plan.summary(), report, seconds,
+                          dict(model.genai_quant.compute_paths), pruning)
+
+
+def wikitext_calibration(ids: Any, torch_device: Any, sync: Any = lambda: None, batches: int = 4) -> Any:
+    """``calibrate(model)`` running up to ``batches`` WikiText rows of ``ids`` ([batch, seq] tokens), one forward each:
+    the measurement pass INC FP8 runs between ``prepare`` and ``convert`` (Gaudi)."""
+    from pytest_genai.evals import throughput
+
+    def calibrate(model: Any) -> None:
+        for row in ids[:batches]:
+            throughput.forward_fn(model, row.unsqueeze(0), torch_device, sync)()
+
+    return calibrate
+
+
+def mechanics_problems(case: QuantCase, quantized: QuantizedModel, device_kind: str,
+                       sparsity_target: float = 0.3) -> list[str]:
+    """What a row's quantized model did against what its case asked for (empty: as asked).
+
+    fp8_w8a8: every fp8_e4m3 layer of the plan computed in FP8 (``fp8_w8a8_scaled_mm``; ``inc_fp8`` on Gaudi), none
+    fell back. bitmask: the sensitivity threshold pruned at least ``sparsity_target`` of the eligible weights, the
+    report says bitmask storage, and the zeros paid for the mask (measured ratio above the plan's dense prediction,
+    and below the ratio that counts the mask as free).
+    """
+    problems: list[str] = []
+    if case.backend == "fp8_w8a8":
+        want = "inc_fp8" if device_kind == "hpu" else "fp8_w8a8_scaled_mm"
+        n_fp8 = quantized.plan_summary["modules_per_format"].get("fp8_e4m3", 0)
+        got = sum(1 for p in quantized.compute_paths.values() if p == want)
+        if n_fp8 == 0 or got != n_fp8:
+            problems.append(f"fp8_w8a8: {got} of the plan's {n_fp8} fp8_e4m3 layers computed with {want}; paths "
+                            f"{compute_path_counts(quantized.compute_paths)}")
+    if case.sparsity:
+        report, pruning = quantized.report or {}, quantized.pruning or {}
+        if pruning.get("pruned_fraction", 0.0) < sparsity_target:
+            problems.append(f"pruned {pruning.get('pruned_fraction')} of the eligible weights, "
+                            f"below the {sparsity_target} target")
+        if report.get("sparse_storage") != case.sparsity:
+            problems.append(f"report sparse_storage={report.get('sparse_storage')!r}, case asked {case.sparsity!r}")
+        elif not (quantized.plan_summary["predicted_compression_ratio"] < report["compression_ratio"]
+                  < report["compression_ratio_without_mask"]):
+            problems.append(f"bitmask storage did not pay: dense prediction "
+                            f"{quantized.plan_summary['predicted_compression_ratio']:.3f}, measured "
+                            f"{report['compression_ratio']:.3f}, without mask {report['compression_ratio_without_mask']:.3f}")
+    return problems

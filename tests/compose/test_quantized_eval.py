@@ -47,3 +47,45 @@ def test_fake_keeps_fp32_storage_and_real_measures_compression():
 def test_the_fp32_case_is_not_quantized():
     with pytest.raises(ValueError, match="baseline"):
         quantize(tiny_llama(), QuantCase("fp32", "wikitext"), "cpu")
+
+
+def test_fp8_compute_and_pruned_cases_have_their_own_ids():
+    from pytest_genai.compose.quantized_eval import QuantCase
+
+    fp8 = ("bf16", "fp8_e4m3")
+    assert QuantCase("real", "wikitext", fp8).id == "real-bf16-fp8_e4m3-wikitext"  # weight-only fp8 storage
+    assert QuantCase("real", "wikitext", fp8, "fp8_w8a8").id == "real-bf16-fp8_e4m3-fp8_w8a8-wikitext"
+    assert QuantCase("real", "boolq", sparsity="bitmask").id == "real-pruned-bitmask-boolq"
+    with pytest.raises(ValueError, match="sparsity"):
+        QuantCase("fake", "boolq", sparsity="bitmask")
+    with pytest.raises(ValueError, match="sparsity"):
+        QuantCase("real", "boolq", sparsity="2:4")
+
+
+def test_fp8_compute_case_records_every_layer_in_fp8():
+    from pytest_genai.compose.quantized_eval import compute_path_counts, mechanics_problems
+
+    case = QuantCase("real", "wikitext", ("bf16", "fp8_e4m3"), "fp8_w8a8")
+    q = quantize(tiny_llama(), case, "cpu")
+    counts = compute_path_counts(q.compute_paths)
+    assert counts["fp8_w8a8_scaled_mm"] == q.plan_summary["modules_per_format"]["fp8_e4m3"]
+    assert mechanics_problems(case, q, "cpu") == []
+    # a layer that fell back is a problem the benchmark row fails on
+    name = next(n for n, p in q.compute_paths.items() if p == "fp8_w8a8_scaled_mm")
+    q.compute_paths[name] = "fp8_weight_only_dequant"
+    assert "fp8_w8a8" in mechanics_problems(case, q, "cpu")[0]
+
+
+def test_pruned_case_prunes_with_the_global_threshold_and_stores_a_bitmask():
+    from pytest_genai.compose.quantized_eval import mechanics_problems
+
+    case = QuantCase("real", "wikitext", sparsity="bitmask")
+    q = quantize(tiny_llama(), case, "cpu")
+    assert q.pruning["pruned_fraction"] >= 0.3
+    assert q.report["sparse_storage"] == "bitmask"
+    assert q.report["compression_ratio"] > q.plan_summary["predicted_compression_ratio"]
+    assert mechanics_problems(case, q, "cpu") == []
+    assert mechanics_problems(case, q, "cpu", sparsity_target=0.9)  # under-pruning is caught
+    dense = quantize(tiny_llama(), QuantCase("real", "wikitext"), "cpu")
+    assert dense.pruning is None and dense.report["sparse_storage"] is False
+    assert mechanics_problems(case, dense, "cpu")  # a dense model in a pruned row is caught
