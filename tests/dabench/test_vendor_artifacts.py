@@ -133,3 +133,30 @@ def test_repeated_runs_give_rounds(tmp_path):
     mp = mixed_precision_speedup(read_runs(tmp_path, "ipu"), "ipu")
     assert mp.rounds == pytest.approx((1.2, 1.25))  # a-mixed/a-fp32, b-mixed/b-fp32 (by folder name)
     assert mp.value == pytest.approx(128.75 / 100.0)  # medians: (120, 137.5) over (90, 100, 110)
+
+
+def test_benchmark_checks_rdu_tp_from_run_logs_without_the_sdk(tmp_path):
+    """End to end: the rdu kind is an artifact device (benchmarks/conftest.py), test_vendor_tp_scaling reads the run
+    logs and judges B2.rdu_tp_2_to_4_chips on the repeated runs' interval."""
+    import json
+    import subprocess
+    import sys
+
+    for r in range(3):
+        _run(tmp_path, "rdu", f"r{r}-tp2", vendor_fixtures.sambaflow_log(1000.0 + r), precision="fp32", chips=2,
+             layers=24)
+        _run(tmp_path, "rdu", f"r{r}-tp4", vendor_fixtures.sambaflow_log(600.0 + 2 * r), precision="fp32", chips=4,
+             layers=24)
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "out.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "benchmarks/test_dabench_level2.py", "-k", "vendor_tp_scaling", "-q",
+         "-p", "no:cacheprovider", f"--genai-dabench-profiles={tmp_path}", f"--benchmark-json={out}"],
+        cwd=repo, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (bench,) = json.loads(out.read_text())["benchmarks"]
+    genai = bench["extra_info"]["genai"]
+    assert genai["device"]["generation"] == "sn30" and "artifacts in" in genai["device"]["name"]
+    assert genai["metrics"]["scaling_throughput_ratio"] == pytest.approx(602.0 / 1001.0)
+    (verdict,) = genai["claims"]
+    assert verdict["id"] == "B2.rdu_tp_2_to_4_chips" and verdict["verdict"] == "pass"
