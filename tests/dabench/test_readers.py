@@ -185,6 +185,15 @@ def test_graphcore_tile_with_only_code_is_not_in_use():
     assert "vertexInstanceState" in profile.allocation_units
 
 
+def test_graphcore_report_in_an_unknown_layout_names_the_file(tmp_path, monkeypatch):
+    import sys
+
+    fake_pva = SimpleNamespace(openReport=lambda path: SimpleNamespace(compilation=SimpleNamespace()))
+    monkeypatch.setitem(sys.modules, "pva", fake_pva)
+    with pytest.raises(LayoutError, match=rf"{tmp_path / 'profile.pop'}: expected a PopVision report"):
+        read_popvision(tmp_path / "profile.pop")
+
+
 def test_graphcore_needs_pva_for_files(tmp_path, monkeypatch):
     import sys
 

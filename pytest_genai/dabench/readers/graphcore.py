@@ -91,4 +91,9 @@ def read_popvision(path: str | Path, **kwargs: str) -> DataflowProfile:
         raise ImportError(
             "reading profile.pop needs the PopVision Analysis Library (`pva`, shipped with the Poplar SDK)"
         ) from exc
-    return profile_from_report(pva.openReport(str(path)), **kwargs)
+    try:
+        return profile_from_report(pva.openReport(str(path)), **kwargs)
+    except ValueError as exc:
+        from pytest_genai.dabench.readers import LayoutError
+
+        raise LayoutError(str(path), None, "a PopVision report with compilation.target and tiles", str(exc)) from None
