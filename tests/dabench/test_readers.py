@@ -206,6 +206,7 @@ def test_graphcore_needs_pva_for_files(tmp_path, monkeypatch):
 
 def test_numbers_and_profile_validation():
     assert parse_cell(" -- ", field="x") is None and parse_cell("n/a", field="x") is None
+    assert parse_cell("pending", field="x") is None and parse_cell("1.2.3", field="x") is None  # non-numeric: missing
     assert parse_cell("0", field="x") == 0.0
     assert parse_number("1,248,679.50", field="x") == 1248679.5
     assert parse_number(" 93% ", field="x") == 93.0

@@ -58,13 +58,16 @@ class LayoutError(ValueError):
 
 
 def parse_cell(text: str | None, *, field: str) -> float | None:
-    """A table cell: a number (as :func:`parse_number` reads it), or None for a no-figure cell (``--``, ``n/a``...).
-
-    Missing is never 0: a kernel with no estimate is left out of sums and balance, and counted as missing.
+    """A table cell: a number (as :func:`parse_number` reads it), or None for ``--`` and any other non-numeric cell
+    (``n/a``, ``pending``...). Missing is never 0 and never an error: a kernel with no estimate is left out of sums
+    and balance, and counted as missing. (A file in another layout is caught by its header, not by its cells.)
     """
     if text is None or text.strip().rstrip("%").strip().lower() in MISSING_CELLS:
         return None
-    return parse_number(text, field=field)
+    try:
+        return parse_number(text, field=field)
+    except ValueError:
+        return None
 
 
 def parse_number(text: str, *, field: str) -> float:
