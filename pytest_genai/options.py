@@ -129,6 +129,13 @@ def parse_timeout(text: str) -> float:
     return value
 
 
+def parse_store(text: str) -> str:
+    """``--genai-store``: a SQLAlchemy URL, or a file path for a SQLite store (made absolute)."""
+    from pytest_genai.store.location import normalize_url
+
+    return normalize_url(text)
+
+
 #: name -> (cli option, env var, ini key, parser, default)
 SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | None, Any]] = {
     "devices": ("--genai-devices", "GENAI_DEVICES", "genai_devices", parse_devices, KINDS),
@@ -148,6 +155,7 @@ SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | No
     "baseline": ("--genai-baseline", None, None, parse_path, None),
     "max_regression": ("--genai-max-regression", None, None, None, None),
     "report": ("--genai-report", "GENAI_REPORT", None, parse_path, None),
+    "store": ("--genai-store", "GENAI_STORE", "genai_store", parse_store, None),
 }
 
 

@@ -31,6 +31,7 @@ _HELP = {
     "dabench_profiles": "folder of vendor outputs for WSE/RDU/IPU: <kind>/<config id>/<profile>, <kind>/capacity/, <kind>/level2/<run>/ (docs/dabench.md); makes those kinds artifact devices where their SDK is absent",
     "baseline": "a previous --benchmark-json file, or a run in pytest-benchmark's --benchmark-storage: its number (0003) or latest (the newest); each benchmark's metrics are compared with it as the run goes",
     "max_regression": "per-metric regression thresholds for --genai-baseline, e.g. tokens_per_s=5%,perplexity=0.5%; or pytest-benchmark's field:N% for its round-time statistics (min, max, mean, median, stddev, iqr: median:10%) and for genai metrics (tokens_per_s:5%)",
+    "store": "also write this run into the results store at the end of the session (after --benchmark-json): a SQLAlchemy URL (sqlite:///PATH, postgresql+psycopg://USER@HOST/DB) or a SQLite file path; see pytest-genai history/compare",
     "report": "write this run's report (what `pytest-genai report` renders: claims, one table per experiment, the --genai-plots plots) to this file at the end of the session, also when tests failed; Markdown, or HTML for a .html path",
 }
 
@@ -280,7 +281,7 @@ def pytest_benchmark_update_json(config: pytest.Config, benchmarks: Any, output_
         "schema": SCHEMA,
         "claims_mode": state.claims_mode,
         "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in resolve_all(config).items()
-                     if k not in ("baseline",)},
+                     if k not in ("baseline", "store")},
         "claims": state.verdicts,
     }
 
@@ -362,3 +363,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         else:
             if reporter is not None:
                 reporter.write_line(f"genai report: {path}")
+    store = resolve(config, "store")
+    if store and not hasattr(config, "workerinput"):
+        from pytest_genai.store.errors import StoreError
+        from pytest_genai.store.session import store_session
+
+        try:
+            added = store_session(config, state, store, config.stash.get(BENCHMARK_JSON, None))
+        except (StoreError, OSError) as exc:  # say so; the run's JSON, results and exit status stand
+            if reporter is not None:
+                reporter.write_line(f"genai: --genai-store: run not stored: {exc}", red=True)
+        else:
+            if reporter is not None and added is not None:
+                reporter.write_line(f"genai store: run {added.run_id} " + ("added" if added.new else "already stored"))

@@ -33,6 +33,8 @@ def _run_main(build: Callable[[], argparse.ArgumentParser], body: Callable[[argp
     parser = build()
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)
+        if getattr(args, "two_runs", False) and len(_refs(args)) != 2:  # gate: usage and the error, as argparse does
+            parser.error(f"give two runs, the baseline (or --baseline RUN) and the current one; got {len(_refs(args))}")
     except SystemExit as exc:  # argparse already printed usage and the error
         return int(exc.code) if isinstance(exc.code, int) else EXIT_BAD_INPUT
     try:
@@ -85,14 +87,41 @@ def _emit(text: str, outputs: Sequence[str]) -> None:
         write_output(out, text if text.endswith("\n") else text + "\n")
 
 
-def _load_pair(args: argparse.Namespace) -> tuple[Run, Run]:
-    """The two runs of compare/gate, refused when -o names one of them or a run has indistinguishable benchmarks."""
-    check_outputs(args.output, [args.baseline, args.current])
-    baseline = _load_nonempty(args.baseline, "baseline")
-    current = _load_nonempty(args.current, "current")
-    check_unique(baseline)
-    check_unique(current)
-    _warn(baseline.warnings + current.warnings)
+def _load_ref(text: str, role: str, store: str | None, info: Mapping[str, MetricInfo] | None = None) -> Run:
+    """A run argument: a file, a pytest-benchmark storage id or a store query (:mod:`pytest_genai.store.refs`)."""
+    if Path(text).exists():
+        return _load_nonempty(text, role)
+    from pytest_genai.store.refs import load_ref
+
+    run = load_ref(text, store, info)
+    if not run.records:
+        raise ReportInputError(f"{text}: the {role} run contains no benchmarks")
+    return run
+
+
+def _refs(args: argparse.Namespace) -> list[str]:
+    return ([args.baseline] if getattr(args, "baseline", None) else []) + list(args.runs)
+
+
+def _load_runs(args: argparse.Namespace, info: Mapping[str, MetricInfo] | None = None) -> list[Run]:
+    """The runs of compare/gate (files, storage ids, store queries), refused when -o names one of them or a run has
+    indistinguishable benchmarks."""
+    refs = _refs(args)
+    check_outputs(args.output, [r for r in refs if Path(r).exists()])
+    roles = ["baseline"] + ["current" if len(refs) == 2 else f"#{i + 2}" for i in range(len(refs) - 1)]
+    runs = [_load_ref(ref, role, args.store, info) for ref, role in zip(refs, roles)]
+    for run in runs:
+        check_unique(run)
+    _warn([w for run in runs for w in run.warnings])
+    return runs
+
+
+def _load_pair(args: argparse.Namespace, info: Mapping[str, MetricInfo] | None = None) -> tuple[Run, Run]:
+    """The two runs of gate (and of a two-run compare)."""
+    if len(_refs(args)) != 2:
+        raise ReportInputError(f"give two runs (baseline and current), got {len(_refs(args))}: "
+                               + " ".join(_refs(args)) + (" — --baseline is the first" if getattr(args, "baseline", None) else ""))
+    baseline, current = _load_runs(args, info)
     return baseline, current
 
 
@@ -191,8 +220,15 @@ def report_main(argv: Sequence[str] | None = None) -> int:
 
 def _pair_parser(prog: str, description: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=description)
-    p.add_argument("baseline", help="the reference run (pytest-benchmark JSON)")
-    p.add_argument("current", help="the run to judge (pytest-benchmark JSON)")
+    p.add_argument("runs", nargs="+", metavar="RUN",
+                   help="the runs, baseline first: a --benchmark-json file, a run in pytest-benchmark's storage "
+                        "(0003, storage:latest) or a query of the results store ('generation=a100 latest', best, "
+                        "run=12)")
+    p.add_argument("--store", metavar="URL", default=None,
+                   help="the results store the queries read (SQLAlchemy URL or file; default: $GENAI_STORE, else "
+                        "the SQLite file in the user data folder)")
+    p.add_argument("--format", choices=("md", "csv", "json"), default="md",
+                   help="md (default), csv or json: for stdout and every -o file")
     p.add_argument("--max-regression", default=None, metavar="SPEC",
                    help="per-metric thresholds, e.g. 'tokens_per_s=5%%,perplexity=0.5%%,quant:acc=1%%,*=10%%'; "
                         "pytest-benchmark's field:N%% form also works: round-time statistics min, max, mean, median, "
@@ -201,13 +237,17 @@ def _pair_parser(prog: str, description: str) -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true",
                    help="print the row of every compared metric, not only the summary")
     p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
-                   help="also write the printed Markdown to FILE (atomically; repeatable; never one of the inputs)")
+                   help="also write the printed output to FILE (atomically; repeatable; never one of the inputs)")
     return p
 
 
 def _compare_parser() -> argparse.ArgumentParser:
-    return _pair_parser("pytest-genai compare",
-                        "Per-metric ratios between two runs, matched by experiment, config and model.")
+    p = _pair_parser("pytest-genai compare",
+                     "Per-metric ratios between two runs, matched by experiment, config and model; with three or "
+                     "more runs (or --metric), one side-by-side table with every run's ratio to the first.")
+    p.add_argument("--metric", action="append", default=[], metavar="NAME",
+                   help="only this metric (repeatable); gives the side-by-side table also for two runs")
+    return p
 
 
 def _header(baseline: Run, current: Run, thresholds: Thresholds) -> str:
@@ -283,15 +323,69 @@ def _environment_section(comparison: Any) -> list[str]:
 _ALL_HINT = "(--all prints every compared metric)"
 
 
+def _summary_row(mc: Any) -> bool:
+    """The rows a two-run summary shows: regressed or not finite, or improved past the threshold."""
+    from .compare import FAILING
+
+    return mc.status in FAILING or mc.improved_past_limit
+
+
+def _export(args: argparse.Namespace, comparison: Any, thresholds: Thresholds, extra: Mapping[str, Any]) -> None:
+    """--format csv|json of a two-run compare or gate: the summary's rows (every row with --all), raw numbers."""
+    from .export import comparison_rows, json_text, rows_csv
+
+    rows = comparison_rows(comparison, None if args.all else _summary_row)
+    if args.format == "csv":
+        _emit(rows_csv(rows), args.output)
+        return
+    doc = {"baseline": comparison.baseline.source, "current": comparison.current.source,
+           "thresholds": thresholds.id, "counts": _counts(comparison), **extra, "rows": rows,
+           "only_baseline": [r.label for r in comparison.only_baseline],
+           "only_current": [r.label for r in comparison.only_current],
+           "stack_differences": comparison.stack_differences}
+    _emit(json_text(doc), args.output)
+
+
+def _compare_many(args: argparse.Namespace, runs: Sequence[Run]) -> int:
+    """Three or more runs: one side-by-side table, ratios to the first (:mod:`.multi`)."""
+    from .export import csv_text, json_text
+    from .multi import as_json, compare_many, flat_rows, headers, markdown_table
+
+    mc = compare_many(runs, args.metric)
+    if args.format == "csv":
+        _emit(csv_text(headers(mc), flat_rows(mc)), args.output)
+    elif args.format == "json":
+        _emit(json_text(as_json(mc)), args.output)
+    else:
+        runs_text = " · ".join(f"{label}: {run.source} ({len(run.records)} benchmark(s))"
+                               for label, run in zip(mc.labels, runs))
+        later = sum(mc.unmatched[1:])
+        parts = ["## pytest-genai compare", runs_text,
+                 markdown_table(mc).to_markdown() if mc.rows else "No metric to show.",
+                 f"{len(mc.rows)} row(s); ratios are to the first run ({mc.labels[0]}); "
+                 f"{mc.unmatched[0]} benchmark(s) of the first run in no other run, {later} benchmark(s) of later runs "
+                 "with no counterpart in the first (not shown)"]
+        _emit("\n\n".join(parts), args.output)
+    return EXIT_OK
+
+
 def _compare(args: argparse.Namespace) -> int:
     from .compare import compare_runs
     from .views import comparison_table
 
     thresholds = _thresholds(args.max_regression)
-    baseline, current = _load_pair(args)
     info = _metric_info()
-    _check_threshold_names(thresholds, info, (baseline, current))
+    if len(args.runs) < 2:
+        raise ReportInputError("give at least two runs to compare (baseline first)")
+    runs = _load_runs(args, info)
+    _check_threshold_names(thresholds, info, runs)
+    if len(runs) > 2 or args.metric:
+        return _compare_many(args, runs)
+    baseline, current = runs
     comparison = compare_runs(baseline, current, info, thresholds)
+    if args.format != "md":
+        _export(args, comparison, thresholds, {})
+        return EXIT_OK
     parts = ["## pytest-genai compare", _header(baseline, current, thresholds)]
     if not comparison.pairs:
         parts.append("No benchmark of the current run matches one of the baseline by (experiment, config identity, "
@@ -305,7 +399,8 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def compare_main(argv: Sequence[str] | None = None) -> int:
-    """``pytest-genai compare BASELINE.json CURRENT.json [--max-regression SPEC] [--all] [-o FILE]``."""
+    """``pytest-genai compare RUN RUN [RUN...] [--store URL] [--format md|csv|json] [--metric NAME] [--max-regression
+    SPEC] [--all] [-o FILE]``."""
     return _run_main(_compare_parser, _compare, argv)
 
 
@@ -323,6 +418,10 @@ def _gate_parser() -> argparse.ArgumentParser:
                    help="also fail when a metric of a matched baseline benchmark is missing from the current run")
     p.add_argument("--no-claims", action="store_true",
                    help="do not check generation claims when the runs are on different device generations")
+    p.add_argument("--baseline", metavar="RUN", default=None,
+                   help="the baseline, e.g. from the results store: 'generation=h100 best', latest, run=12 (then give "
+                        "only the current run)")
+    p.set_defaults(two_runs=True)
     return p
 
 
@@ -341,8 +440,8 @@ def _gate(args: argparse.Namespace) -> int:
     from .views import comparison_table, failures_table, generation_table
 
     thresholds = _thresholds(args.max_regression)
-    baseline, current = _load_pair(args)
     info = _metric_info()
+    baseline, current = _load_pair(args, info)
     _check_threshold_names(thresholds, info, (baseline, current))
     try:
         claims, warning = _generation_claims(args.no_claims)
@@ -358,6 +457,13 @@ def _gate(args: argparse.Namespace) -> int:
             f"no benchmark of {current.source} matches one of {baseline.source} by (experiment, config, model): "
             "nothing to gate — were both runs made with the same selection and configs?"
         )
+    if args.format != "md":
+        failures = result.failures
+        _export(args, comparison, thresholds, {
+            "verdict": "fail" if failures else "pass", "exit_code": EXIT_REGRESSION if failures else EXIT_OK,
+            "failures": [{"benchmark": f.benchmark, "metric": f.metric, "why": f.reason} for f in failures],
+            "generation_checks": [dict(vars(c)) for c in result.generation_checks], "notes": list(result.notes)})
+        return EXIT_REGRESSION if failures else EXIT_OK
     parts = ["## pytest-genai gate", _header(baseline, current, thresholds)]
     if args.all:
         parts.append(comparison_table(comparison, strict=args.strict).to_markdown())
@@ -381,8 +487,8 @@ def _gate(args: argparse.Namespace) -> int:
 
 
 def gate_main(argv: Sequence[str] | None = None) -> int:
-    """``pytest-genai gate BASELINE.json CURRENT.json [--max-regression SPEC] [--allow-missing] [--strict] [--all]
-    [-o FILE]``."""
+    """``pytest-genai gate BASELINE CURRENT | --baseline QUERY CURRENT [--store URL] [--format md|csv|json]
+    [--max-regression SPEC] [--allow-missing] [--strict] [--all] [-o FILE]``."""
     return _run_main(_gate_parser, _gate, argv)
 
 

@@ -572,3 +572,37 @@ def pareto_plots(recs: Sequence[Record], outdir: Path, info: Mapping[str, Metric
                                 _legend_title(series_keys), _legend_title(point_keys), predicted)
             paths.append(_save(fig, _path(outdir, taken, exp, title, metric, "vs", "compression")))
     return paths
+
+
+def trend_plot(lines: Mapping[str, Sequence[tuple[Any, float]]], bands: Sequence[tuple[str, float | None, float | None]],
+               metric: str, unit: str, path: str | Path) -> Path:
+    """``pytest-genai history``'s trend: one line per label (a device generation) of (time, value) points, each
+    claim's bounds shaded (``(claim id, min, max)``; a one-sided bound is shaded to the edge of the plot)."""
+    fig = _new_figure((8.0, 4.8))
+    ax = fig.add_subplot()
+    values = [v for pts in lines.values() for _, v in pts if _finite(v)]
+    values += [x for _, low, high in bands for x in (low, high) if x is not None and _finite(x)] if values else []
+    for label, pts in lines.items():
+        shown = [(t, v) for t, v in pts if _finite(v)]
+        if shown:
+            ax.plot([t for t, _ in shown], [v for _, v in shown], marker="o", label=label)
+    if values:
+        lo, hi = min(values), max(values)
+        pad = (hi - lo) * 0.1 or abs(hi) * 0.1 or 1.0
+        ax.set_ylim(lo - pad, hi + pad)
+    bottom, top = ax.get_ylim()
+    for i, (claim, low, high) in enumerate(bands):
+        a = bottom if low is None else low
+        b = top if high is None else high
+        ax.axhspan(a, b, alpha=0.12, color=f"C{(i + len(lines)) % 10}",
+                   label=f"{claim} [{'' if low is None else f'{low:g}'}, {'' if high is None else f'{high:g}'}]")
+    ax.set_ylim(bottom, top)
+    ax.set_ylabel(f"{metric} [{unit}]" if unit and unit != "1" else metric)
+    ax.set_xlabel("run time (UTC)")
+    title = f"{metric}: history by device generation"
+    ax.set_title(title, fontsize=_title_size(title))
+    ax.grid(True, alpha=0.3)
+    fig.autofmt_xdate()
+    if lines or bands:
+        ax.legend(fontsize="small")
+    return _save(fig, Path(path))

@@ -1,0 +1,67 @@
+"""``--format csv|json`` text for ``compare`` and ``gate``: raw numbers (not the Markdown's rounded ones), one row per
+compared metric value, the same rows the Markdown shows."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from typing import Any, Callable, Mapping, Sequence
+
+from .compare import Comparison, MetricComparison
+
+FORMATS = ("md", "csv", "json")
+
+
+def csv_text(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """RFC 4180 CSV (``\\n`` line ends); None is an empty cell, floats in their shortest exact form."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(headers)
+    for row in rows:
+        writer.writerow(["" if v is None else (repr(v) if isinstance(v, float) else v) for v in row])
+    return out.getvalue()
+
+
+def _finite(x: Any) -> Any:
+    """JSON has no nan/inf: those are written as the strings "nan", "inf", "-inf"."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    return x
+
+
+def json_text(obj: Any) -> str:
+    def clean(o: Any) -> Any:
+        if isinstance(o, dict):
+            return {k: clean(v) for k, v in o.items()}
+        if isinstance(o, (list, tuple)):
+            return [clean(v) for v in o]
+        return _finite(o)
+
+    return json.dumps(clean(obj), indent=2) + "\n"
+
+
+COMPARISON_COLUMNS = ("benchmark", "experiment", "baseline_device", "current_device", "metric", "unit", "source",
+                      "baseline", "current", "ratio", "change", "direction", "limit", "status")
+
+
+def comparison_rows(comparison: Comparison, where: Callable[[MetricComparison], bool] | None = None
+                    ) -> list[dict[str, Any]]:
+    """One dict per (matched benchmark, metric) that ``where`` keeps, with the columns :data:`COMPARISON_COLUMNS`."""
+    out = []
+    for pc in comparison.pairs:
+        base, cur = pc.pair.baseline, pc.pair.current
+        for mc in pc.metrics:
+            if where is not None and not where(mc):
+                continue
+            out.append({"benchmark": cur.label, "experiment": cur.experiment,
+                        "baseline_device": base.device.generation if base.device else None,
+                        "current_device": cur.device.generation if cur.device else None,
+                        "metric": mc.metric, "unit": mc.unit, "source": mc.source, "baseline": mc.baseline,
+                        "current": mc.current, "ratio": mc.ratio, "change": mc.change, "direction": mc.direction,
+                        "limit": mc.max_regression, "status": mc.status})
+    return out
+
+
+def rows_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] = COMPARISON_COLUMNS) -> str:
+    return csv_text(columns, [[r.get(c) for c in columns] for r in rows])

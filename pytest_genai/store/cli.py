@@ -1,0 +1,90 @@
+"""``pytest-genai store add|list|info``: put runs into the results store and see what it holds."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Sequence
+
+from .location import default_url, normalize_url
+
+_STORE_HELP = ("the store: a SQLAlchemy URL (sqlite:///PATH, postgresql+psycopg://USER@HOST/DB) or a file path "
+               "(default: $GENAI_STORE, else the SQLite file in the user data folder)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pytest-genai store", description="The results store: add runs, list them.")
+    sub = p.add_subparsers(dest="action", required=True)
+    add = sub.add_parser("add", help="add --benchmark-json files or pytest-benchmark storage folders (.benchmarks); "
+                                     "a run already stored is skipped")
+    add.add_argument("runs", nargs="+", metavar="RUN.json|FOLDER")
+    add.add_argument("--store", metavar="URL", help=_STORE_HELP)
+    lst = sub.add_parser("list", help="the stored runs, newest first")
+    lst.add_argument("--store", metavar="URL", help=_STORE_HELP)
+    lst.add_argument("--format", choices=("md", "csv", "json"), default="md")
+    info = sub.add_parser("info", help="where the store is, its schema version and its rows per table")
+    info.add_argument("--store", metavar="URL", help=_STORE_HELP)
+    return p
+
+
+def _url(args: argparse.Namespace) -> str:
+    return normalize_url(args.store) if args.store else default_url()
+
+
+def _add(args: argparse.Namespace) -> int:
+    from .engine import open_store
+    from .write import add_file, run_files
+
+    files = list(run_files(args.runs))  # every path checked before anything is written
+    added = 0
+    with open_store(_url(args)) as store:
+        for path in files:
+            result = add_file(store, path)
+            added += result.new
+            what = "added as" if result.new else "already stored as"
+            print(f"{path}: {what} run {result.run_id} ({result.rows} rows)")
+        print(f"{added} run(s) added, {len(files) - added} already stored; store {store.shown}", file=sys.stderr)
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from pytest_genai.report.export import csv_text, json_text
+    from pytest_genai.report.tables import make_table
+
+    from .engine import open_store
+    from .read import run_summaries
+
+    with open_store(_url(args), create=False) as store:
+        runs = run_summaries(store)
+    columns = ["id", "time", "commit", "scale", "generations", "benchmarks", "source"]
+    rows = [[r[c] for c in columns] for r in runs]
+    if args.format == "csv":
+        sys.stdout.write(csv_text(columns, rows))
+    elif args.format == "json":
+        sys.stdout.write(json_text(runs))
+    else:
+        print(make_table(columns, [[("—" if c is None else c) for c in row] for row in rows]).to_markdown())
+    return 0
+
+
+def table_counts(store: Any) -> dict[str, int]:
+    from sqlalchemy import func, select
+
+    return store.transaction(lambda conn: {name: int(conn.execute(select(func.count()).select_from(t)).scalar())
+                                           for name, t in store.md.tables.items()})
+
+
+def _info(args: argparse.Namespace) -> int:
+    from .engine import open_store, stored_version
+
+    with open_store(_url(args), create=False) as store:
+        version = store.transaction(lambda conn: stored_version(conn, store.md))
+        print(f"store: {store.shown}\nschema version: {version}")
+        for name, n in table_counts(store).items():
+            print(f"{name}: {n} row(s)")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from pytest_genai.report.cli import _run_main
+
+    return _run_main(_parser, lambda args: {"add": _add, "list": _list, "info": _info}[args.action](args), argv)

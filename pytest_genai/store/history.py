@@ -1,0 +1,121 @@
+"""``pytest-genai history METRIC``: one metric's values across the stored runs, as a table (md, csv or json) and a
+trend plot (one line per device generation, the bounds of the claims judged on the metric shaded)."""
+from __future__ import annotations
+
+import argparse
+import datetime
+from typing import Any, Sequence
+
+from .read import Bound, Point, StoreQuery, series
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pytest-genai history",
+                                description="A metric's values across the runs in the results store, oldest first, "
+                                            "and a trend plot (one line per device generation, claims' bounds shaded).")
+    p.add_argument("metric", help="the metric, e.g. tokens_per_s")
+    p.add_argument("--experiment", help="only this experiment (quant, finetune, diffusion, dabench, ...)")
+    p.add_argument("--config", help="only this config id (the benchmark's parameter id)")
+    p.add_argument("--model", help="only this model")
+    p.add_argument("--device-generation", help="only this device generation (a100, h100, gaudi2, cpu, ...)")
+    p.add_argument("--store", metavar="URL", help="the store (default: $GENAI_STORE, else the SQLite file in the "
+                                                 "user data folder)")
+    p.add_argument("--format", choices=("md", "csv", "json"), default="md", help="the printed series' format")
+    p.add_argument("--plot", metavar="PNG", help="write the trend plot here (default: history-METRIC.png)")
+    p.add_argument("--no-plot", action="store_true", help="print the series only")
+    p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
+                   help="also write the printed series to FILE (atomically; repeatable)")
+    return p
+
+
+def _when(text: str | None) -> Any:
+    try:
+        return datetime.datetime.fromisoformat(text) if text else None
+    except ValueError:
+        return None
+
+
+def line_label(p: Point, several: bool) -> str:
+    gen = p.generation or "no device"
+    return f"{gen} · {p.config_id or p.benchmark}" if several else gen
+
+
+def lines(points: Sequence[Point]) -> dict[str, list[tuple[Any, float]]]:
+    """Points per line: one per generation, or per (generation, config) when several benchmarks match."""
+    several = len({(p.benchmark, p.model) for p in points}) > 1
+    out: dict[str, list[tuple[Any, float]]] = {}
+    for p in points:
+        when = _when(p.run_time)
+        if when is not None:
+            out.setdefault(line_label(p, several), []).append((when, p.value))
+    return out
+
+
+def bands(bounds: Sequence[Bound], generations: set[str | None]) -> list[tuple[str, float | None, float | None]]:
+    """Distinct claim bounds on the plotted generations (a claim's bounds once however many runs judged it)."""
+    seen: dict[tuple[str, float | None, float | None], None] = {}
+    for b in bounds:
+        if (b.low is not None or b.high is not None) and (b.generation is None or b.generation in generations):
+            seen.setdefault((b.claim_id, b.low, b.high), None)
+    return list(seen)
+
+
+COLUMNS = ("run", "time", "commit", "generation", "benchmark", "model", "value", "unit", "source", "rounds")
+
+
+def _rows(points: Sequence[Point]) -> list[list[Any]]:
+    return [[p.run_id, p.run_time, (p.commit or "")[:12], p.generation, p.benchmark, p.model, p.value, p.unit,
+             p.source, p.rounds] for p in points]
+
+
+def history_main(argv: Sequence[str] | None = None) -> int:
+    from pytest_genai.report.cli import _run_main
+
+    return _run_main(_parser, _history, argv)
+
+
+def _history(args: argparse.Namespace) -> int:
+    from pytest_genai.report.cli import _emit, _warn
+    from pytest_genai.report.export import csv_text, json_text
+    from pytest_genai.report.tables import make_table
+
+    from .engine import open_store
+    from .errors import StoreError
+    from .location import default_url, normalize_url
+
+    filters = [(k, v) for k, v in (("experiment", args.experiment), ("config", args.config), ("model", args.model),
+                                   ("generation", args.device_generation)) if v]
+    url = normalize_url(args.store) if args.store else default_url()
+    with open_store(url, create=False) as store:
+        points, bounds = series(store, args.metric, StoreQuery(tuple(filters)))
+        shown = store.shown
+    if not points:
+        raise StoreError(f"store {shown}: no value of {args.metric!r}"
+                         + (" matching " + " ".join(f"{k}={v}" for k, v in filters) if filters else "")
+                         + "; `pytest-genai store list` shows the runs it holds")
+    if args.format == "csv":
+        text = csv_text(COLUMNS, _rows(points))
+    elif args.format == "json":
+        text = json_text({"metric": args.metric, "filters": dict(filters), "points": [dict(zip(COLUMNS, r))
+                                                                                     for r in _rows(points)],
+                          "claims": [vars(b) for b in bounds]})
+    else:
+        table = make_table(COLUMNS, [[c if c is not None else "—" for c in r] for r in _rows(points)],
+                           [False] * 6 + [True, False, False, True])
+        text = (f"## pytest-genai history: {args.metric}\n\nstore: {shown} · {len(points)} value(s) in "
+                f"{len({p.run_id for p in points})} run(s)\n\n" + table.to_markdown() + "\n")
+    _emit(text, args.output)
+    if not args.no_plot:
+        from pytest_genai.report.plots import PlotsUnavailable, trend_plot
+
+        path = args.plot or f"history-{args.metric}.png"
+        unit = next((p.unit for p in points if p.unit), "")
+        try:
+            written = trend_plot(lines(points), bands(bounds, {p.generation for p in points}), args.metric, unit, path)
+        except PlotsUnavailable as exc:
+            _warn([str(exc)])
+        else:
+            import sys
+
+            print(f"wrote {written}", file=sys.stderr)
+    return 0

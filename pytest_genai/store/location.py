@@ -1,0 +1,52 @@
+"""Which database a store is: ``--store URL`` / ``--genai-store URL`` / ``GENAI_STORE``, else a SQLite file in the
+user's data folder (``platformdirs.user_data_dir("pytest-genai")`` when platformdirs is installed, else
+``$XDG_DATA_HOME/pytest-genai`` or ``~/.local/share/pytest-genai``)."""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Mapping
+
+ENV = "GENAI_STORE"
+FILE_NAME = "results.sqlite"
+APP = "pytest-genai"
+
+
+def data_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The user data folder the default store lives in."""
+    env = os.environ if env is None else env
+    try:
+        import platformdirs
+    except ImportError:
+        base = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+        return Path(base) / APP
+    return Path(platformdirs.user_data_dir(APP))
+
+
+def default_url(env: Mapping[str, str] | None = None) -> str:
+    """``GENAI_STORE`` when set, else the SQLite file in :func:`data_dir`."""
+    env = os.environ if env is None else env
+    given = env.get(ENV, "").strip()
+    return normalize_url(given) if given else "sqlite:///" + str(data_dir(env) / FILE_NAME)
+
+
+def normalize_url(text: str) -> str:
+    """A SQLAlchemy URL as given (``postgresql+psycopg://...``, ``sqlite:///x.sqlite``); a plain path is a SQLite
+    file (``results.sqlite`` -> ``sqlite:////abs/results.sqlite``)."""
+    text = str(text).strip()
+    if not text:
+        raise ValueError("an empty store URL; give a SQLAlchemy URL (sqlite:///PATH, postgresql+psycopg://...) or a "
+                         "file path")
+    if "://" in text:
+        return text
+    return "sqlite:///" + os.path.abspath(os.path.expanduser(text))
+
+
+def shown_url(url: str) -> str:
+    """``url`` without its password, for messages and reports."""
+    return re.sub(r"(://[^/:@]*):[^/@]*@", r"\1:***@", url)
+
+
+def is_sqlite(url: str) -> bool:
+    return url.startswith("sqlite")

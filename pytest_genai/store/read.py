@@ -1,0 +1,283 @@
+"""Queries: which stored runs a query names, a stored run back as a :class:`~pytest_genai.report.runs.Run` (so
+``compare`` and ``gate`` treat it as they treat a file), and one metric's series for ``history``.
+
+A query is words: filters ``key=value`` (:data:`RUN_FILTERS` on the run, :data:`BENCHMARK_FILTERS` on its
+benchmarks: only the matching benchmarks are kept) and at most one selector, ``latest`` (the newest matching run, by
+the run's time; the default) or ``best`` (every metric at the best value any matching run recorded, by the metric's
+direction). ``generation=a100 latest``, ``experiment=quant model=smollm2-135m best``, ``run=12``.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from pytest_genai.report.runs import DeviceRef, Record, Run
+
+from .engine import Store
+from .errors import StoreError
+from .ingest import number_from
+
+BENCHMARK_FILTERS = ("generation", "kind", "device", "experiment", "model", "config")
+RUN_FILTERS = ("run", "commit", "branch", "scale", "node")
+SELECTORS = ("latest", "best")
+PREFIX = "store:"
+
+
+@dataclass(frozen=True)
+class StoreQuery:
+    filters: tuple[tuple[str, str], ...]
+    selector: str = "latest"
+
+    @property
+    def text(self) -> str:
+        return " ".join([f"{k}={v}" for k, v in self.filters] + [self.selector])
+
+    def value(self, key: str) -> str | None:
+        return next((v for k, v in self.filters if k == key), None)
+
+
+def parse_query(text: str) -> StoreQuery:
+    """``"generation=a100 latest"`` -> :class:`StoreQuery`; an unknown key or word is an error naming the choices."""
+    body = text.strip()
+    if body.startswith(PREFIX):
+        body = body[len(PREFIX):]
+    filters: list[tuple[str, str]] = []
+    selectors: list[str] = []
+    for word in body.split():
+        key, eq, value = word.partition("=")
+        if eq:
+            key = key.strip().lower()
+            if key not in BENCHMARK_FILTERS + RUN_FILTERS or not value:
+                raise StoreError(f"store query {text!r}: {word!r} is not a filter; use key=value with a key among "
+                                 f"{', '.join(BENCHMARK_FILTERS + RUN_FILTERS)}")
+            filters.append((key, value))
+        elif word.lower() in SELECTORS:
+            selectors.append(word.lower())
+        else:
+            raise StoreError(f"store query {text!r}: {word!r} is neither key=value nor one of {', '.join(SELECTORS)}")
+    if len(selectors) > 1:
+        raise StoreError(f"store query {text!r}: give one of {' or '.join(SELECTORS)}, not both")
+    return StoreQuery(tuple(filters), selectors[0] if selectors else "latest")
+
+
+def looks_like_query(text: str) -> bool:
+    """Does ``text`` read as a store query (``store:...``, a ``key=value`` word, or only ``latest``/``best``)?"""
+    words = text.strip().split()
+    if not words:
+        return False
+    if text.strip().startswith(PREFIX):
+        return True
+    return all("=" in w or w.lower() in SELECTORS for w in words)
+
+
+def _benchmark_where(store: Store, query: StoreQuery) -> list[Any]:
+    b, d = store.table("benchmarks"), store.table("devices")
+    columns = {"generation": d.c.generation, "kind": d.c.kind, "device": d.c.name, "experiment": b.c.experiment,
+               "model": b.c.model, "config": b.c.config_id}
+    return [columns[k] == v for k, v in query.filters if k in BENCHMARK_FILTERS]
+
+
+def _run_where(store: Store, query: StoreQuery) -> list[Any]:
+    r = store.table("runs")
+    out = []
+    for key, value in query.filters:
+        if key == "run":
+            if not value.isdigit():
+                raise StoreError(f"store query {query.text!r}: run={value} is not a run id (an integer; "
+                                 "`pytest-genai store list` shows them)")
+            out.append(r.c.id == int(value))
+        elif key == "commit":
+            out.append(r.c.commit_id.like(value + "%"))
+        elif key in ("branch", "scale", "node"):
+            out.append(getattr(r.c, key) == value)
+    return out
+
+
+def matching_runs(store: Store, query: StoreQuery) -> list[int]:
+    """Ids of the runs with a benchmark matching ``query``, newest first (run time, then id)."""
+    from sqlalchemy import select
+
+    r, b, d = store.table("runs"), store.table("benchmarks"), store.table("devices")
+    stmt = (select(r.c.id).distinct().select_from(r.join(b, b.c.run_id == r.c.id).outerjoin(d, d.c.id == b.c.device_id))
+            .where(*_run_where(store, query), *_benchmark_where(store, query)))
+    rows = store.transaction(lambda conn: conn.execute(stmt.add_columns(r.c.run_time)).all())
+    rows.sort(key=lambda row: (row.run_time or "", row.id), reverse=True)
+    return [row.id for row in rows]
+
+
+def _loads(text: str | None) -> Any:
+    return json.loads(text) if text else {}
+
+
+def stored_run(store: Store, run_id: int, query: StoreQuery | None = None) -> Run:
+    """Run ``run_id`` as a :class:`Run` (only the benchmarks ``query``'s benchmark filters keep)."""
+    from sqlalchemy import select
+
+    r, b, d = store.table("runs"), store.table("benchmarks"), store.table("devices")
+    m, c, rd = store.table("metrics"), store.table("claims"), store.table("run_devices")
+    where = _benchmark_where(store, query) if query else []
+
+    def read(conn: Any) -> Run:
+        run = conn.execute(select(r).where(r.c.id == run_id)).first()
+        if run is None:
+            raise StoreError(f"store {store.shown}: no run {run_id}")
+        benches = conn.execute(select(b, d.c.kind, d.c.generation, d.c.name.label("device_name"))
+                               .select_from(b.outerjoin(d, d.c.id == b.c.device_id))
+                               .where(b.c.run_id == run_id, *where).order_by(b.c.position)).all()
+        ids = [row.id for row in benches]
+        metrics: dict[int, list[Any]] = {}
+        claims: dict[int, list[dict[str, Any]]] = {}
+        if ids:
+            for row in conn.execute(select(m).where(m.c.benchmark_id.in_(ids)).order_by(m.c.id)):
+                metrics.setdefault(row.benchmark_id, []).append(row)
+            for row in conn.execute(select(c).where(c.c.benchmark_id.in_(ids)).order_by(c.c.id)):
+                claims.setdefault(row.benchmark_id, []).append(_claim(row))
+        devices = conn.execute(select(rd.c.spec_json, d.c.kind, d.c.generation, d.c.name)
+                               .select_from(rd.join(d, d.c.id == rd.c.device_id))
+                               .where(rd.c.run_id == run_id).order_by(rd.c.position)).all()
+        records = tuple(_record(row, metrics.get(row.id, []), claims.get(row.id, [])) for row in benches)
+        device_json = tuple({"kind": x.kind, "generation": x.generation, "name": x.name,
+                             **({"spec": _loads(x.spec_json)} if x.spec_json else {})} for x in devices)
+        label = f"store run {run_id}" + (f" ({query.text})" if query and query.filters else "")
+        return Run(label, records, device_json, (), run.run_time, _loads(run.absent_json), _loads(run.stack_json))
+
+    return store.transaction(read)
+
+
+def _claim(row: Any) -> dict[str, Any]:
+    return {"id": row.claim_id, "metric": row.metric, "measured": row.measured, "min": row.bound_min,
+            "max": row.bound_max, "paper": row.paper, "verdict": row.verdict, "message": row.message,
+            "basis": row.basis, "interval": _loads(row.interval_json) or None}
+
+
+def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Mapping[str, Any]]) -> Record:
+    device = None if row.kind is None else DeviceRef(row.kind, row.generation, row.device_name or "")
+    return Record(
+        name=row.name, fullname=row.fullname or row.name, experiment=row.experiment, device=device, model=row.model,
+        config=_loads(row.config_json), metrics={x.name: number_from(x.value, x.nonfinite) for x in metrics},
+        sources={x.name: x.source for x in metrics if x.source}, units={x.name: x.unit for x in metrics if x.unit},
+        claims=tuple(claims), labels=_loads(row.labels_json), attachments=_loads(row.attachments_json),
+        param=row.param, environment=_loads(row.environment_json), timing=_loads(row.timing_json))
+
+
+def best_run(runs: Sequence[Run], info: Mapping[str, Any], label: str) -> Run:
+    """One run holding every benchmark of ``runs`` with each metric at its best value among them (``higher`` or
+    ``lower`` by the metric's direction in ``info``; a metric without one keeps the newest value). ``runs`` newest
+    first."""
+    import dataclasses
+
+    chosen: dict[tuple[Any, ...], Record] = {}
+    order: list[tuple[Any, ...]] = []
+    for run in runs:
+        for rec in run.records:
+            key = (rec.key, None if rec.device is None else (rec.device.kind, rec.device.generation))
+            if key not in chosen:
+                chosen[key] = rec
+                order.append(key)
+                continue
+            have = chosen[key]
+            metrics = dict(have.metrics)
+            for name, value in rec.metrics.items():
+                direction = getattr(info.get(name), "direction", None)
+                old = metrics.get(name)
+                if old is None or (isinstance(old, float) and not math.isfinite(old)):
+                    metrics[name] = value
+                elif math.isfinite(value) and ((direction == "higher" and value > old)
+                                               or (direction == "lower" and value < old)):
+                    metrics[name] = value
+            chosen[key] = dataclasses.replace(have, metrics=metrics,
+                                              sources={**rec.sources, **have.sources}, units={**rec.units, **have.units})
+    newest = runs[0]
+    return Run(label, tuple(chosen[k] for k in order), newest.devices, (), newest.datetime, newest.absent, newest.stack)
+
+
+def query_run(store: Store, text: str, info: Mapping[str, Any] | None = None) -> Run:
+    """The run a query names (``latest``: the newest matching one; ``best``: :func:`best_run` over every match)."""
+    query = parse_query(text)
+    ids = matching_runs(store, query)
+    if not ids:
+        raise StoreError(f"store query {query.text!r}: no run in {store.shown} matches; `pytest-genai store list` "
+                         "shows what it holds")
+    if query.selector == "latest":
+        return stored_run(store, ids[0], query)
+    runs = [stored_run(store, i, query) for i in ids]
+    return best_run(runs, info or {}, f"store: {query.text} (best of {len(ids)} run(s): {', '.join(map(str, ids))})")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One value of a metric's series."""
+
+    run_id: int
+    run_time: str | None
+    commit: str | None
+    kind: str | None
+    generation: str | None
+    benchmark: str
+    config_id: str | None
+    model: str | None
+    value: float
+    unit: str | None
+    source: str | None
+    rounds: int
+
+
+@dataclass(frozen=True)
+class Bound:
+    claim_id: str
+    basis: str | None
+    low: float | None
+    high: float | None
+    generation: str | None
+
+
+def series(store: Store, metric: str, query: StoreQuery) -> tuple[list[Point], list[Bound]]:
+    """Every stored value of ``metric`` on benchmarks matching ``query``'s filters (oldest first), and the bounds
+    of the claims judged on it."""
+    from sqlalchemy import select
+
+    r, b, d, m, c = (store.table(n) for n in ("runs", "benchmarks", "devices", "metrics", "claims"))
+    stmt = (select(r.c.id.label("run_id"), r.c.run_time, r.c.commit_id, d.c.kind, d.c.generation, b.c.name,
+                   b.c.config_id, b.c.model, m.c.value, m.c.nonfinite, m.c.unit, m.c.source, m.c.rounds_json)
+            .select_from(m.join(b, b.c.id == m.c.benchmark_id).join(r, r.c.id == b.c.run_id)
+                         .outerjoin(d, d.c.id == b.c.device_id))
+            .where(m.c.name == metric, *_run_where(store, query), *_benchmark_where(store, query)))
+    bounds = (select(c.c.claim_id, c.c.basis, c.c.bound_min, c.c.bound_max, d.c.generation).distinct()
+              .select_from(c.outerjoin(b, b.c.id == c.c.benchmark_id).outerjoin(d, d.c.id == b.c.device_id))
+              .where(c.c.metric == metric))
+
+    def read(conn: Any) -> tuple[list[Any], list[Any]]:
+        return conn.execute(stmt).all(), conn.execute(bounds).all()
+
+    rows, claim_rows = store.transaction(read)
+    points = [Point(x.run_id, x.run_time, x.commit_id, x.kind, x.generation, x.name, x.config_id, x.model,
+                    number_from(x.value, x.nonfinite), x.unit, x.source, len(json.loads(x.rounds_json or "[]")))
+              for x in rows]
+    points.sort(key=lambda p: (p.run_time or "", p.run_id, p.benchmark))
+    return points, [Bound(x.claim_id, x.basis, x.bound_min, x.bound_max, x.generation) for x in claim_rows]
+
+
+def run_summaries(store: Store) -> list[dict[str, Any]]:
+    """One line per stored run (newest first): id, time, commit, generations, benchmarks, source."""
+    from sqlalchemy import func, select
+
+    r, b, d = store.table("runs"), store.table("benchmarks"), store.table("devices")
+    stmt = (select(r.c.id, r.c.run_time, r.c.commit_id, r.c.scale, r.c.source, func.count(b.c.id).label("n"))
+            .select_from(r.outerjoin(b, b.c.run_id == r.c.id)).group_by(r.c.id, r.c.run_time, r.c.commit_id,
+                                                                         r.c.scale, r.c.source))
+    gens = select(b.c.run_id, d.c.generation).distinct().select_from(b.join(d, d.c.id == b.c.device_id))
+
+    def read(conn: Any) -> tuple[list[Any], list[Any]]:
+        return conn.execute(stmt).all(), conn.execute(gens).all()
+
+    rows, gen_rows = store.transaction(read)
+    by_run: dict[int, list[str]] = {}
+    for x in gen_rows:
+        by_run.setdefault(x.run_id, []).append(x.generation)
+    out = [{"id": x.id, "time": x.run_time, "commit": (x.commit_id or "")[:12], "scale": x.scale,
+            "generations": ",".join(sorted(by_run.get(x.id, []))), "benchmarks": x.n, "source": x.source}
+           for x in rows]
+    out.sort(key=lambda o: (o["time"] or "", o["id"]), reverse=True)
+    return out

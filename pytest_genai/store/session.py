@@ -1,0 +1,30 @@
+"""``--genai-store URL``: this pytest session's run written into the results store at the session's end, after
+pytest-benchmark wrote its JSON (so a store that cannot be reached never costs the JSON).
+
+With a ``--benchmark-json`` file the store gets that file's document, so ``pytest-genai store add`` of the same file
+later is a no-op; without one it gets the document the file would have held (:mod:`pytest_genai.session_report`).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .write import Added
+
+
+def store_session(config: Any, state: Any, url: str, benchmark_json: str | None) -> Added | None:
+    """Add this session's run to the store at ``url``; None when no benchmark ran (nothing to store)."""
+    from pytest_genai.outputs import STDOUT
+    from pytest_genai.session_report import SESSION_SOURCE, session_json
+
+    from .engine import open_store
+    from .write import add_document, add_file
+
+    command = " ".join(["pytest", *map(str, config.invocation_params.args)])
+    with open_store(url) as store:
+        if benchmark_json and benchmark_json != STDOUT and os.path.isfile(benchmark_json):
+            return add_file(store, benchmark_json, command)
+        doc = session_json(config, state)
+        if not doc.get("benchmarks"):
+            return None
+        return add_document(store, doc, SESSION_SOURCE, command)

@@ -1,0 +1,126 @@
+"""Adding runs: one transaction per run (a killed import leaves the store as it was), keyed by the document's
+content hash (adding a run again is a no-op, also when two processes add it at once)."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from pytest_genai.report.errors import ReportInputError
+
+from .engine import Store, utc_now
+from .errors import StoreError
+from .ingest import RunRows, canonical, claim_numbers, number_columns, run_rows
+
+
+@dataclass(frozen=True)
+class Added:
+    source: str
+    run_id: int
+    new: bool
+    """False: the store already held this run (same content hash); nothing was written."""
+    rows: int
+    """Rows the run holds in the store (whether added now or before)."""
+
+
+def _device_id(conn: Any, store: Store, kind: str, generation: str, name: str) -> int:
+    from sqlalchemy import select
+
+    t = store.table("devices")
+    where = (t.c.kind == kind) & (t.c.generation == generation) & (t.c.name == name)
+    found = conn.execute(select(t.c.id).where(where)).scalar()
+    if found is None:
+        found = conn.execute(t.insert().values(kind=kind, generation=generation, name=name)).inserted_primary_key[0]
+    return int(found)
+
+
+def _insert(conn: Any, store: Store, rows: RunRows) -> tuple[int, bool]:
+    from sqlalchemy import select
+
+    runs = store.table("runs")
+    existing = conn.execute(select(runs.c.id).where(runs.c.content_hash == rows.content_hash)).scalar()
+    if existing is not None:
+        return int(existing), False
+    run_id = int(conn.execute(runs.insert().values(content_hash=rows.content_hash, added_time=utc_now(),
+                                                   **rows.run)).inserted_primary_key[0])
+    if rows.devices:
+        conn.execute(store.table("run_devices").insert(), [
+            {"run_id": run_id, "position": i, "spec_source": d["spec_source"], "spec_json": d["spec_json"],
+             "device_id": _device_id(conn, store, d["kind"], d["generation"], d["name"])}
+            for i, d in enumerate(rows.devices)])
+    bench_ids: dict[str, int] = {}
+    metric_rows = []
+    for position, b in enumerate(rows.benchmarks):
+        rec = b.record
+        device = None if rec.device is None else _device_id(conn, store, rec.device.kind, rec.device.generation,
+                                                              rec.device.name)
+        config_id = rec.config.get("id") if isinstance(rec.config.get("id"), str) else rec.param
+        bid = int(conn.execute(store.table("benchmarks").insert().values(
+            run_id=run_id, position=position, name=rec.name, fullname=rec.fullname, param=rec.param,
+            experiment=rec.experiment, model=rec.model, config_id=config_id, config_json=canonical(rec.config),
+            environment_json=canonical(rec.environment) if rec.environment else None,
+            labels_json=canonical(rec.labels) if rec.labels else None,
+            attachments_json=canonical(rec.attachments) if rec.attachments else None,
+            timing_json=canonical(rec.timing) if rec.timing else None, device_id=device)).inserted_primary_key[0])
+        bench_ids.setdefault(rec.fullname, bid)
+        for m in b.metrics:
+            value, nonfinite = number_columns(m.value)
+            metric_rows.append({"benchmark_id": bid, "name": m.name, "value": value, "nonfinite": nonfinite,
+                                "unit": m.unit, "source": m.source,
+                                "rounds_json": json.dumps(list(m.rounds)) if m.rounds else None,
+                                "interval_json": canonical(m.interval) if m.interval else None})
+    if metric_rows:
+        conn.execute(store.table("metrics").insert(), metric_rows)
+    if rows.claims:
+        claim_rows = []
+        for c in rows.claims:
+            measured, lo, hi, paper = claim_numbers(c.claim, ("measured", "min", "max", "paper"))
+            interval = c.claim.get("interval")
+            claim_rows.append({"run_id": run_id, "benchmark_id": bench_ids.get(c.fullname or ""),
+                               "claim_id": str(c.claim.get("id", "")), "metric": c.claim.get("metric"),
+                               "measured": measured, "bound_min": lo, "bound_max": hi, "paper": paper,
+                               "verdict": c.claim.get("verdict"), "basis": c.claim.get("basis"),
+                               "message": c.claim.get("message"),
+                               "interval_json": canonical(interval) if isinstance(interval, dict) else None})
+        conn.execute(store.table("claims").insert(), claim_rows)
+    return run_id, True
+
+
+def add_document(store: Store, doc: Any, source: str, command: str | None = None) -> Added:
+    """Add one parsed pytest-benchmark JSON document (a no-op when the store holds it already)."""
+    rows = run_rows(doc, source, command)
+    from sqlalchemy.exc import IntegrityError
+
+    try:
+        run_id, new = store.transaction(lambda conn: _insert(conn, store, rows))
+    except IntegrityError:  # another process added the same run between our check and insert (PostgreSQL)
+        run_id, new = store.transaction(lambda conn: _insert(conn, store, rows))
+    return Added(source, run_id, new, rows.row_count)
+
+
+def add_file(store: Store, path: str | os.PathLike[str], command: str | None = None) -> Added:
+    """Add the run file ``path`` (read as ``pytest-genai report`` reads it)."""
+    from pytest_genai.report.runs import load_run  # validates and names the file on any problem
+
+    load_run(path)
+    doc = json.loads(Path(path).read_bytes().decode("utf-8-sig"))
+    return add_document(store, doc, os.path.basename(path), command)
+
+
+def run_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
+    """Each path, a folder expanded to the JSON runs under it (pytest-benchmark storage: ``.benchmarks/<machine>/
+    NNNN_name.json``), in name order; a missing path is an error naming it."""
+    for given in paths:
+        p = Path(given)
+        if p.is_dir():
+            found = sorted(q for q in p.rglob("*.json") if q.is_file())
+            if not found:
+                raise StoreError(f"{p}: a folder with no .json run files under it; give --benchmark-json files or "
+                                 "pytest-benchmark's storage folder (.benchmarks)")
+            yield from found
+        elif p.exists():
+            yield p
+        else:
+            raise ReportInputError(f"{p}: no such file or folder (give --benchmark-json files or a .benchmarks folder)")
