@@ -4,7 +4,12 @@ Each reader names the documented format it was written against (module docstring
 
 * :mod:`.cerebras`  — ``compile_report.txt`` of the Cerebras compiler (WSE): Active PEs, Compute Utilization, kernels.
 * :mod:`.sambanova` — SambaTune ``reports/section_report.csv`` (RDU): per-section PCU/PMU utilization and latency.
-* :mod:`.graphcore` — PopVision ``profile.pop`` through the PopVision Analysis Library ``pva`` (IPU): tile memory.
+* :mod:`.graphcore` — PopVision ``profile.pop`` through the PopVision Analysis Library ``pva`` (IPU): tiles used,
+  memory per IPU.
+* :mod:`.runlog`    — Level-2 run logs of the three vendors' model zoos: throughput, precision, chips, layers.
+
+No-figure cells (``--``) are missing values; a file in an unknown layout raises :class:`LayoutError` (file, line,
+what was expected).
 """
 from __future__ import annotations
 

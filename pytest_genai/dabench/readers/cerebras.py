@@ -20,8 +20,7 @@ since the parts run as a pipeline); where the parent has a figure, the parts are
 are sorted into layer kernels and non-layer kernels (embedding, layer norm, loss, optimizer, head) by name; LI is over
 the layer kernels only (DABench-LLM compares top-level layer kernels), each kernel's load = its time per sample
 (1 / Samples/s): the wafer pipelines kernels, so the slowest kernel bounds the throughput. ``--`` and other
-non-numeric cells are missing
-values (left out, counted in ``missing_cells``), never zeros.
+non-numeric cells are missing values (left out, counted in ``missing_cells``), never zeros.
 """
 from __future__ import annotations
 
