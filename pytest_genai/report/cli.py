@@ -28,8 +28,11 @@ from .thresholds import ThresholdError, Thresholds, parse_thresholds
 _SUFFIX_FORMATS = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html"}
 
 
-def _run_main(build: Callable[[], argparse.ArgumentParser], body: Callable[[argparse.Namespace], int],
-              argv: Sequence[str] | None) -> int:
+def run_command(build: Callable[[], argparse.ArgumentParser], body: Callable[[argparse.Namespace], int],
+                argv: Sequence[str] | None) -> int:
+    """Parse ``argv`` with ``build()``'s parser and run ``body``: every expected failure (bad input, an unwritable
+    output, a store that cannot be used) is one line on stderr and exit code 2. Shared by the report, compare, gate,
+    store and history commands."""
     parser = build()
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)
@@ -65,7 +68,7 @@ def _load_nonempty(path: str, role: str) -> Run:
     return run
 
 
-def _warn(lines: Sequence[str], stream: TextIO | None = None) -> None:
+def warn(lines: Sequence[str], stream: TextIO | None = None) -> None:
     for line in lines:
         print(f"warning: {line}", file=stream or sys.stderr)
 
@@ -73,7 +76,7 @@ def _warn(lines: Sequence[str], stream: TextIO | None = None) -> None:
 def _metric_info() -> dict[str, MetricInfo]:
     info, warning = default_metric_info()
     if warning:
-        _warn([warning])
+        warn([warning])
     return info
 
 
@@ -81,7 +84,7 @@ def _thresholds(text: str | None) -> Thresholds:
     return parse_thresholds(text, option="--max-regression")
 
 
-def _emit(text: str, outputs: Sequence[str]) -> None:
+def emit(text: str, outputs: Sequence[str]) -> None:
     print(text, end="" if text.endswith("\n") else "\n")
     for out in outputs:
         write_output(out, text if text.endswith("\n") else text + "\n")
@@ -112,7 +115,7 @@ def _load_runs(args: argparse.Namespace, info: Mapping[str, MetricInfo] | None =
     runs = [_load_ref(ref, role, args.store, info) for ref, role in zip(refs, roles)]
     for run in runs:
         check_unique(run)
-    _warn([w for run in runs for w in run.warnings])
+    warn([w for run in runs for w in run.warnings])
     return runs
 
 
@@ -175,7 +178,7 @@ def _report(args: argparse.Namespace) -> int:
 
     check_outputs(args.output, [args.run])
     run = _load_nonempty(args.run, "report's")
-    _warn(run.warnings)
+    warn(run.warnings)
     info = _metric_info()
     claims, warning = _claims_by_id()
     notes = [warning] if warning else []
@@ -194,7 +197,7 @@ def _report(args: argparse.Namespace) -> int:
             except PlotsUnavailable as exc:
                 if args.plots is not None:  # asked for explicitly: fail clearly
                     raise ReportInputError(f"--plots {args.plots}: {exc}") from None
-                _warn([str(exc)])
+                warn([str(exc)])
                 notes.append(str(exc))
         for path, fmt in targets:
             # Markdown links only to plots that outlive this command (--plots DIR).
@@ -213,7 +216,7 @@ def _report(args: argparse.Namespace) -> int:
 
 def report_main(argv: Sequence[str] | None = None) -> int:
     """``pytest-genai report RUN.json [--format md|html] [-o FILE]... [--plots DIR]``."""
-    return _run_main(_report_parser, _report, argv)
+    return run_command(_report_parser, _report, argv)
 
 
 # --- compare --------------------------------------------------------------------------------------
@@ -336,14 +339,14 @@ def _export(args: argparse.Namespace, comparison: Any, thresholds: Thresholds, e
 
     rows = comparison_rows(comparison, None if args.all else _summary_row)
     if args.format == "csv":
-        _emit(rows_csv(rows), args.output)
+        emit(rows_csv(rows), args.output)
         return
     doc = {"baseline": comparison.baseline.source, "current": comparison.current.source,
            "thresholds": thresholds.id, "counts": _counts(comparison), **extra, "rows": rows,
            "only_baseline": [r.label for r in comparison.only_baseline],
            "only_current": [r.label for r in comparison.only_current],
            "stack_differences": comparison.stack_differences}
-    _emit(json_text(doc), args.output)
+    emit(json_text(doc), args.output)
 
 
 def _compare_many(args: argparse.Namespace, runs: Sequence[Run]) -> int:
@@ -353,9 +356,9 @@ def _compare_many(args: argparse.Namespace, runs: Sequence[Run]) -> int:
 
     mc = compare_many(runs, args.metric)
     if args.format == "csv":
-        _emit(csv_text(headers(mc), flat_rows(mc)), args.output)
+        emit(csv_text(headers(mc), flat_rows(mc)), args.output)
     elif args.format == "json":
-        _emit(json_text(as_json(mc)), args.output)
+        emit(json_text(as_json(mc)), args.output)
     else:
         runs_text = " · ".join(f"{label}: {run.source} ({len(run.records)} benchmark(s))"
                                for label, run in zip(mc.labels, runs))
@@ -365,7 +368,7 @@ def _compare_many(args: argparse.Namespace, runs: Sequence[Run]) -> int:
                  f"{len(mc.rows)} row(s); ratios are to the first run ({mc.labels[0]}); "
                  f"{mc.unmatched[0]} benchmark(s) of the first run in no other run, {later} benchmark(s) of later runs "
                  "with no counterpart in the first (not shown)"]
-        _emit("\n\n".join(parts), args.output)
+        emit("\n\n".join(parts), args.output)
     return EXIT_OK
 
 
@@ -394,14 +397,14 @@ def _compare(args: argparse.Namespace) -> int:
         parts.append(comparison_table(comparison).to_markdown())
     parts += _summary_sections(comparison, rows=not args.all, regressions=True)
     parts.append(_counts(comparison) + ("" if args.all else " " + _ALL_HINT))
-    _emit("\n\n".join(parts), args.output)
+    emit("\n\n".join(parts), args.output)
     return EXIT_OK
 
 
 def compare_main(argv: Sequence[str] | None = None) -> int:
     """``pytest-genai compare RUN RUN [RUN...] [--store URL] [--format md|csv|json] [--metric NAME] [--max-regression
     SPEC] [--all] [-o FILE]``."""
-    return _run_main(_compare_parser, _compare, argv)
+    return run_command(_compare_parser, _compare, argv)
 
 
 # --- gate -----------------------------------------------------------------------------------------
@@ -448,7 +451,7 @@ def _gate(args: argparse.Namespace) -> int:
     except Exception as exc:  # malformed claims data must not let a gate pass silently
         raise ReportInputError(f"claims data could not be loaded: {exc} (or pass --no-claims)") from None
     if warning:
-        _warn([warning])
+        warn([warning])
     result = gate_runs(baseline, current, info, thresholds, claims, strict=args.strict,
                        allow_missing=args.allow_missing)
     comparison = result.comparison
@@ -482,14 +485,14 @@ def _gate(args: argparse.Namespace) -> int:
         parts.append(f"**PASS**: {counts}; no regression")
     if not args.all:
         parts.append(_ALL_HINT)
-    _emit("\n\n".join(parts), args.output)
+    emit("\n\n".join(parts), args.output)
     return EXIT_REGRESSION if failures else EXIT_OK
 
 
 def gate_main(argv: Sequence[str] | None = None) -> int:
     """``pytest-genai gate BASELINE CURRENT | --baseline QUERY CURRENT [--store URL] [--format md|csv|json]
     [--max-regression SPEC] [--allow-missing] [--strict] [--all] [-o FILE]``."""
-    return _run_main(_gate_parser, _gate, argv)
+    return run_command(_gate_parser, _gate, argv)
 
 
 if __name__ == "__main__":  # pragma: no cover - convenience for `python -m pytest_genai.report.cli gate ...`

@@ -85,6 +85,6 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pytest_genai.report.cli import _run_main
+    from pytest_genai.report.cli import run_command
 
-    return _run_main(_parser, lambda args: {"add": _add, "list": _list, "info": _info}[args.action](args), argv)
+    return run_command(_parser, lambda args: {"add": _add, "list": _list, "info": _info}[args.action](args), argv)

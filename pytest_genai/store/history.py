@@ -69,13 +69,13 @@ def _rows(points: Sequence[Point]) -> list[list[Any]]:
 
 
 def history_main(argv: Sequence[str] | None = None) -> int:
-    from pytest_genai.report.cli import _run_main
+    from pytest_genai.report.cli import run_command
 
-    return _run_main(_parser, _history, argv)
+    return run_command(_parser, _history, argv)
 
 
 def _history(args: argparse.Namespace) -> int:
-    from pytest_genai.report.cli import _emit, _warn
+    from pytest_genai.report.cli import emit, warn
     from pytest_genai.report.export import csv_text, json_text
     from pytest_genai.report.tables import make_table
 
@@ -104,7 +104,7 @@ def _history(args: argparse.Namespace) -> int:
                            [False] * 6 + [True, False, False, True])
         text = (f"## pytest-genai history: {args.metric}\n\nstore: {shown} · {len(points)} value(s) in "
                 f"{len({p.run_id for p in points})} run(s)\n\n" + table.to_markdown() + "\n")
-    _emit(text, args.output)
+    emit(text, args.output)
     if not args.no_plot:
         from pytest_genai.report.plots import PlotsUnavailable, trend_plot
 
@@ -113,7 +113,7 @@ def _history(args: argparse.Namespace) -> int:
         try:
             written = trend_plot(lines(points), bands(bounds, {p.generation for p in points}), args.metric, unit, path)
         except PlotsUnavailable as exc:
-            _warn([str(exc)])
+            warn([str(exc)])
         else:
             import sys
 
