@@ -285,3 +285,31 @@ def test_schema_v1_json_imports() -> None:
     rows = run_rows(json.loads(REFERENCE.read_text()), "out.json")
     assert rows.run["json_schema"] == "pytest-genai/1" and rows.row_count == 835
     assert run_from_json(run_doc([bench("t")]), "x").records
+
+
+def test_an_older_schema_is_migrated_on_open(store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store of version 1 opened by a pytest-genai that knows version 2 runs the 1 -> 2 step once, in the opening
+    transaction, and records version 2; the runs it held are still there."""
+    import pytest_genai.store.engine as engine
+    from pytest_genai.store.engine import stored_version
+
+    with open_store(store_url) as store:
+        add_document(store, generation_doc("a100", "2026-02-01T00:00:00", 250.0), "a.json")
+    steps: list[int] = []
+
+    def step(conn: Any) -> None:
+        steps.append(1)
+        conn.exec_driver_sql("CREATE TABLE added_in_v2 (id INTEGER PRIMARY KEY)")
+
+    monkeypatch.setattr(engine, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(engine, "MIGRATIONS", {1: step})
+    with open_store(store_url) as store:
+        assert store.transaction(lambda c: stored_version(c, store.md)) == 2
+        assert query_run(store, "latest").records[0].metrics["tokens_per_s"] == 250.0
+    with open_store(store_url):
+        pass
+    assert steps == [1]
+    monkeypatch.setattr(engine, "MIGRATIONS", {})
+    monkeypatch.setattr(engine, "SCHEMA_VERSION", 3)
+    with pytest.raises(StoreError, match="schema version 2 has no migration to 3"):
+        open_store(store_url)

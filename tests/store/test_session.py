@@ -1,0 +1,45 @@
+"""--genai-store in a pytest session: a bad value is a usage error naming the option; a store that cannot be used
+is one line at the end, and the run's JSON and exit status stand."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+TEST = """
+def test_t(benchmark, genai, cpu):
+    genai.start(experiment="quant", device=cpu, config={"id": "t"}, model="tiny")
+    benchmark.pedantic(lambda: None, rounds=2)
+    genai.metric("tokens_per_s", 10.0)
+"""
+
+
+def test_a_store_that_cannot_be_used_costs_neither_the_json_nor_the_exit_status(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(TEST)
+    result = pytester.runpytest("--benchmark-json", "out.json", "--genai-store", "nosuchdb+driver://x/y",
+                                "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["genai: --genai-store: run not stored: store nosuchdb+driver://x/y: not a usable "
+                                 "database URL*"])
+    assert json.loads((pytester.path / "out.json").read_text())["benchmarks"][0]["name"] == "test_t"
+
+
+def test_an_empty_store_option_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(TEST)
+    result = pytester.runpytest("--genai-store", " ", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*command-line option --genai-store: an empty store URL*"])
+
+
+def test_without_benchmark_json_the_session_document_is_stored(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("sqlalchemy")
+    pytester.makepyfile(TEST)
+    result = pytester.runpytest("--genai-store", "s.sqlite", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["genai store: run 1 added"])
+    from pytest_genai.store.engine import open_store
+    from pytest_genai.store.read import query_run
+
+    with open_store(f"sqlite:///{pytester.path / 's.sqlite'}") as store:
+        run = query_run(store, "latest")
+    assert run.records[0].metrics["tokens_per_s"] == 10.0
