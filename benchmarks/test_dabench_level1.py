@@ -82,13 +82,6 @@ def _spec_ceilings(device, dtype: str):
     return Ceilings(peak, spec.mem_bandwidth_gbs, "spec")
 
 
-def _record(genai, result) -> None:
-    for name, value in result.metrics.items():
-        genai.metric(name, value, source=result.sources.get(name))
-    for name, text in result.labels.items():
-        genai.label(name, text)
-
-
 def _level1(benchmark, genai, device, cfg, ceilings_for) -> None:
     from pytest_genai.dabench import level1
     from pytest_genai.dabench.ceilings import ceiling_clock
@@ -111,7 +104,7 @@ def _level1(benchmark, genai, device, cfg, ceilings_for) -> None:
 
     meas = level1.measure(cfg, device, time_step=time_step, repeats=ROUNDS)
     result = level1.compose(cfg, meas, measured, _spec_ceilings(device, cfg.dtype))
-    _record(genai, result)
+    genai.record(result)  # Level 1's metrics (with their sources) and labels
     genai.metric("tokens_per_s", cfg.tokens / meas.step_s)
     genai.label("work_counts", "analytic (pytest_genai.dabench.counts): matrix-product FLOPs, minimal bytes per op")
     genai.label("ceiling_clock", ceiling_clock(device)[0])
