@@ -12,6 +12,13 @@ from typing import Any
 from .write import Added
 
 
+def session_command(args: Any) -> str:
+    """The pytest command line as stored in ``runs.command``, any password in a URL argument masked."""
+    from .location import shown_url
+
+    return " ".join(["pytest", *(shown_url(str(a)) for a in args)])
+
+
 def store_session(config: Any, state: Any, url: str, benchmark_json: str | None) -> Added | None:
     """Add this session's run to the store at ``url``; None when no benchmark ran (nothing to store)."""
     from pytest_genai.outputs import STDOUT
@@ -20,7 +27,7 @@ def store_session(config: Any, state: Any, url: str, benchmark_json: str | None)
     from .engine import open_store
     from .write import add_document, add_file
 
-    command = " ".join(["pytest", *map(str, config.invocation_params.args)])
+    command = session_command(config.invocation_params.args)
     with open_store(url) as store:
         if benchmark_json and benchmark_json != STDOUT and os.path.isfile(benchmark_json):
             return add_file(store, benchmark_json, command)

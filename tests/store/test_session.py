@@ -34,12 +34,25 @@ def test_an_empty_store_option_is_a_usage_error(pytester: pytest.Pytester) -> No
 def test_without_benchmark_json_the_session_document_is_stored(pytester: pytest.Pytester) -> None:
     pytest.importorskip("sqlalchemy")
     pytester.makepyfile(TEST)
-    result = pytester.runpytest("--genai-store", "s.sqlite", "-p", "no:cacheprovider")
+    url = f"sqlite:///{pytester.path / 's.sqlite'}"
+    result = pytester.runpytest("--genai-store", url, "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["genai store: run 1 added"])
+    from sqlalchemy import select
+
     from pytest_genai.store.engine import open_store
     from pytest_genai.store.read import query_run
 
-    with open_store(f"sqlite:///{pytester.path / 's.sqlite'}") as store:
+    with open_store(url) as store:
         run = query_run(store, "latest")
+        runs = store.table("runs")
+        command = store.transaction(lambda c: c.execute(select(runs.c.command)).scalar())
     assert run.records[0].metrics["tokens_per_s"] == 10.0
+    assert command.startswith(f"pytest --genai-store {url} -p no:cacheprovider")  # pytester adds --basetemp
+
+
+def test_the_stored_command_masks_passwords() -> None:
+    from pytest_genai.store.session import session_command
+
+    assert session_command(["--genai-store", "postgresql+psycopg://ci:s3cret@db/r", "-m", "cpu"]) == \
+        "pytest --genai-store postgresql+psycopg://ci:***@db/r -m cpu"

@@ -1,0 +1,34 @@
+"""Which database a store is (pure: no SQLAlchemy)."""
+from __future__ import annotations
+
+import builtins
+import os
+
+import pytest
+
+from pytest_genai.store.location import default_url, normalize_url, shown_url
+
+
+def test_default_is_a_sqlite_file_in_the_xdg_data_folder_without_platformdirs(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_import = builtins.__import__
+
+    def no_platformdirs(name: str, *args, **kwargs):
+        if name == "platformdirs":
+            raise ImportError("no platformdirs")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_platformdirs)
+    assert default_url({"XDG_DATA_HOME": "/data"}) == "sqlite:////data/pytest-genai/results.sqlite"
+    home = os.path.expanduser("~")
+    assert default_url({}) == f"sqlite:///{home}/.local/share/pytest-genai/results.sqlite"
+
+
+def test_genai_store_and_plain_paths(tmp_path) -> None:
+    assert default_url({"GENAI_STORE": "postgresql+psycopg://ci@db/results"}) == "postgresql+psycopg://ci@db/results"
+    assert normalize_url(str(tmp_path / "r.sqlite")) == f"sqlite:///{tmp_path}/r.sqlite"
+    with pytest.raises(ValueError, match="an empty store URL"):
+        normalize_url("  ")
+
+
+def test_messages_never_show_the_password() -> None:
+    assert shown_url("postgresql+psycopg://ci:s3cret@db:5432/results") == "postgresql+psycopg://ci:***@db:5432/results"
