@@ -34,9 +34,14 @@ MIN_EVAL_LOSS_DROP = 0.05
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "finetune_cfg" in metafunc.fixturenames:
-        from pytest_genai.options import resolve
+        import os
 
-        configs = benchmark_matrix(resolve(metafunc.config, "scale"))
+        from pytest_genai.options import resolve
+        from pytest_genai.train.config import parse_methods
+
+        # LoRA at paper scale, both methods at tiny/small; GENAI_FINETUNE_METHODS=full,lora chooses
+        methods = os.environ.get("GENAI_FINETUNE_METHODS")
+        configs = benchmark_matrix(resolve(metafunc.config, "scale"), parse_methods(methods) if methods else None)
         metafunc.parametrize("finetune_cfg", configs, ids=[c.id for c in configs])
 
 
@@ -66,6 +71,13 @@ def _require_training_path(device, cfg: ThroughputConfig | None = None) -> None:
 
         if not supports_sdpa(get_arch(cfg.model, cfg.scale)):
             pytest.skip(f"{cfg.model}: transformers has no SDPA attention for it; fused attention runs only on Gaudi")
+    if cfg is not None and cfg.attention == "fused" and device.kind == "hpu":
+        from pytest_genai.train.archs import get_arch
+        from pytest_genai.train.gaudi import flash_attention_route
+
+        route = flash_attention_route(get_arch(cfg.model, cfg.scale).family)  # family == transformers model_type
+        if route.how == "not_applicable":  # fused would run the same kernels as unfused: nothing to compare
+            pytest.skip(f"not_applicable: {route.reason}")
 
 
 def _bracketing_baseline(runs, baseline: ThroughputConfig, kind: str, launch_spec):
@@ -107,8 +119,9 @@ def _planner(cfg: ThroughputConfig, world: int, capacity: int | None):
     from pytest_genai.train.archs import get_arch
     from pytest_genai.train.planner import Workload, estimate, plan
 
+    lora = {} if cfg.lora is None else cfg.lora.planner_kwargs()
     workload = Workload(get_arch(cfg.model, cfg.scale), world=world, micro_batch=cfg.micro_batch,
-                        seq_len=cfg.seq_len, precision=cfg.precision,
+                        seq_len=cfg.seq_len, precision=cfg.precision, **lora,
                         # unfused: eager attention, or SDPA's math backend, which materializes the scores too
                         attention="eager" if cfg.attention == "unfused" else "sdpa")
     return estimate(workload, cfg.strategy), (plan(workload, capacity) if capacity else None)
@@ -141,6 +154,14 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
     genai.start(experiment=EXPERIMENT, device=genai_device, config=config, model=cfg.model)
     genai.label("attention", summary.attention_impl or "")
     genai.label("memory_measure", summary.memory_measure)
+    genai.label("method", cfg.method)
+    for key in ("flash_attention_route", "flash_attention_caveat"):  # Gaudi: how FA on/off reached the model
+        if summary.extra.get(key):
+            genai.label(key, summary.extra[key])
+    genai.label("base_dtype", summary.extra.get("base_dtype", "float32"))
+    if cfg.lora is not None:
+        genai.label("adapter_dtype", summary.extra.get("adapter_dtype") or "")
+        genai.metric("trainable_params", summary.extra["trainable_params"])
     genai.metric("tokens_per_s", summary.tokens_per_s)
     genai.metric("samples_per_s", summary.samples_per_s)
     genai.metric("step_time_s", summary.median_step_s)
@@ -149,9 +170,9 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
     genai.metric("loss_end", summary.losses[-1])
 
     arch = get_arch(cfg.model, cfg.scale)
-    flops = training_flops_per_step(arch, cfg.seq_len, summary.global_batch)
+    flops = training_flops_per_step(arch, cfg.seq_len, summary.global_batch, lora=cfg.lora)  # what LoRA runs
     genai.metric("flops_per_step_modeled", flops, source="modeled")
-    counted = counted_training_flops(arch, cfg.seq_len, summary.global_batch, attention="eager")
+    counted = counted_training_flops(arch, cfg.seq_len, summary.global_batch, attention="eager", lora=cfg.lora)
     genai.metric("flop_counter_ratio", counted / flops)
     achieved = metrics.achieved_tflops(flops, summary.median_step_s)
     genai.metric("achieved_tflops", achieved)

@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--precision", default="mixed", choices=sorted(PRECISIONS),
                    help="mixed: bf16 weights/grads + fp32 master and Adam (16 B/param); amp; fp32")
     p.add_argument("--method", default="full", choices=METHODS, help="full fine-tune or LoRA adapters on q,k,v,o")
-    p.add_argument("--lora-rank", type=int, default=16)
+    p.add_argument("--lora-rank", type=int, default=8, help="LoRA rank (default: 8, optimum-habana's recipe)")
     p.add_argument("--attention", default="flash", choices=ATTENTIONS,
                    help="flash/sdpa keep no S×S scores; eager keeps them (default: flash)")
     p.add_argument("--usable", type=float, default=0.9, help="fraction of device memory usable (default: 0.9)")

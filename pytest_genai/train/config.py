@@ -2,6 +2,8 @@
 
 ``ThroughputConfig`` trains one of the paper's architectures, built from config with random weights (throughput
 does not depend on weight values; the id says ``random``), for a few steps under one strategy.
+``lora`` (a :class:`~pytest_genai.train.lora.LoraSpec`) trains LoRA adapters on a frozen base instead of every
+weight (``None``: full fine-tuning); the paper-scale runs default to LoRA, as optimum-habana's recipes.
 ``WikitextConfig`` fine-tunes a real pretrained model on WikiText text to show that the training path learns.
 Both travel to the workers as JSON (``to_json`` / ``from_json``).
 """
@@ -13,10 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_genai.train.archs import PAPER_ARCHS, SCALES
+from pytest_genai.train.lora import LoraSpec
 
 STRATEGIES = ("ddp", "fsdp", "zero2", "zero3")
 ATTENTION_MODES = ("unfused", "fused")  # the baseline first: comparisons reuse its run
 PRECISIONS = ("fp32", "amp")
+METHODS = ("full", "lora")
 
 
 def _positive_int(obj: Any, field: str) -> None:
@@ -51,8 +55,13 @@ class ThroughputConfig:
     precision: str = "fp32"
     lr: float = 1e-3
     seed: int = 0
+    lora: LoraSpec | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.lora, dict):  # from JSON
+            object.__setattr__(self, "lora", LoraSpec(**self.lora))
+        if self.lora is not None and not isinstance(self.lora, LoraSpec):
+            raise ValueError(f"ThroughputConfig.lora={self.lora!r} must be a LoraSpec or None (full fine-tuning)")
         if self.model not in PAPER_ARCHS:
             raise ValueError(f"ThroughputConfig.model={self.model!r} is unknown; use one of {sorted(PAPER_ARCHS)}")
         _choice(self, "scale", tuple(SCALES))
@@ -72,8 +81,14 @@ class ThroughputConfig:
     @property
     def id(self) -> str:
         size = self.model if self.scale == "full" else f"{self.model}@{self.scale}"
+        method = "" if self.lora is None else f"-{self.lora.id}"
         return (f"{size}-random-{self.strategy}-attn_{self.attention}-{self.precision}"
-                f"-mb{self.micro_batch}-s{self.seq_len}")
+                f"-mb{self.micro_batch}-s{self.seq_len}{method}")
+
+    @property
+    def method(self) -> str:
+        """'lora' (adapters on a frozen base) or 'full' (every weight trains)."""
+        return "full" if self.lora is None else "lora"
 
     @property
     def sharded(self) -> str | None:
@@ -81,7 +96,8 @@ class ThroughputConfig:
         return None if self.strategy == "ddp" else self.strategy
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "throughput", **dataclasses.asdict(self)}
+        return {"kind": "throughput", **dataclasses.asdict(self),
+                "lora": None if self.lora is None else self.lora.to_json()}
 
 
 @dataclass(frozen=True)
@@ -138,27 +154,47 @@ SCALE_SETTINGS = {
     "small": (2, 256, 6, 2, "fp32"),
     "full": (1, 2048, 10, 3, "amp"),
 }
+#: Fine-tuning methods each scale runs by default: LoRA at paper scale (optimum-habana's recipe; full fine-tuning of
+#: Gemma-2-27B under DDP needs ~450 GiB per device), both where the models are small.
+DEFAULT_METHODS = {"tiny": ("full", "lora"), "small": ("full", "lora"), "full": ("lora",)}
+#: The LoRA adapters of the matrix: optimum-habana's recipe (rank 8, alpha 16, dropout 0.05, q/k/v/o).
+MATRIX_LORA = LoraSpec()
 
 
-def benchmark_matrix(scale: str) -> list[ThroughputConfig]:
+def parse_methods(text: str, source: str = "GENAI_FINETUNE_METHODS") -> tuple[str, ...]:
+    """Comma-separated fine-tuning methods ('full', 'lora'); the error names ``source``."""
+    methods = tuple(m.strip().lower() for m in str(text).split(",") if m.strip())
+    bad = [m for m in methods if m not in METHODS]
+    if not methods or bad:
+        raise ValueError(f"{source}={text!r}: use a comma-separated subset of {', '.join(METHODS)} (e.g. full,lora)")
+    return tuple(dict.fromkeys(methods))
+
+
+def benchmark_matrix(scale: str, methods: tuple[str, ...] | None = None) -> list[ThroughputConfig]:
     """The throughput runs of ``benchmarks/test_finetune.py`` at ``scale`` (``--genai-scale``).
 
+    ``methods`` ('full', 'lora'; default :data:`DEFAULT_METHODS` of the scale) says which fine-tuning methods run;
+    LoRA runs use :data:`MATRIX_LORA`.
     ``tiny`` (CI) keeps the comparisons the claims need and no more: Gemma-2-27B (the paper's DDP-vs-sharding
-    model) under DDP, FSDP and ZeRO-3, and Llama-3.1-8B under DDP with attention fused and unfused.
+    model) under DDP, FSDP and ZeRO-3 (per method), and Llama-3.1-8B under DDP with attention fused and unfused
+    (full fine-tuning; LoRA when only LoRA runs).
     ``small`` and ``full`` run every paper model under DDP, ZeRO-2, FSDP and ZeRO-3 with attention fused and
-    unfused (Gemma-2 has no SDPA path in transformers, so its fused runs exist only on Gaudi).
+    unfused (Gemma-2 has no SDPA path in transformers, so its fused runs exist only on Gaudi), per method.
     """
     if scale not in SCALE_SETTINGS:
         raise ValueError(f"scale={scale!r} is unknown; use one of {sorted(SCALE_SETTINGS)} (--genai-scale)")
+    methods = DEFAULT_METHODS[scale] if methods is None else parse_methods(",".join(methods), "methods")
     mb, seq, steps, warmup, precision = SCALE_SETTINGS[scale]
 
-    def cfg(model: str, strategy: str, attention: str) -> ThroughputConfig:
+    def cfg(model: str, strategy: str, attention: str, method: str) -> ThroughputConfig:
         return ThroughputConfig(model=model, scale=scale, strategy=strategy, attention=attention, micro_batch=mb,
-                                seq_len=seq, steps=steps, warmup=warmup, precision=precision)
+                                seq_len=seq, steps=steps, warmup=warmup, precision=precision,
+                                lora=MATRIX_LORA if method == "lora" else None)
 
     if scale == "tiny":
-        return [cfg("gemma-2-27b", s, "unfused") for s in ("ddp", "fsdp", "zero3")] + [
-            cfg("llama-3.1-8b", "ddp", a) for a in ATTENTION_MODES]
+        sharding = [cfg("gemma-2-27b", s, "unfused", m) for m in methods for s in ("ddp", "fsdp", "zero3")]
+        return sharding + [cfg("llama-3.1-8b", "ddp", a, methods[0]) for a in ATTENTION_MODES]
     # Baselines come first (DDP before the sharded strategies, unfused before fused), so each comparison
     # reuses a run its own benchmark already timed.
-    return [cfg(m, s, a) for m in PAPER_ARCHS for a in ATTENTION_MODES for s in ("ddp", "zero2", "fsdp", "zero3")]
+    return [cfg(m, s, a, meth) for meth in methods for m in PAPER_ARCHS for a in ATTENTION_MODES
+            for s in ("ddp", "zero2", "fsdp", "zero3")]

@@ -7,11 +7,22 @@ a training step costs ``6·N`` FLOPs per token for the matmul parameters ``N`` (
 ``torch.utils.flop_counter`` both do (a causal kernel does about half of that work). Elementwise work (norms,
 activations, RoPE, softmax) and the embedding gather are not counted. Gemma-2's 4096-token sliding window
 changes nothing for sequences up to 4096.
+
+
+LoRA (:func:`lora_training_flops_per_token`) counts what runs when only adapters train: the base matmuls'
+forward (``2·N``) and their activation gradients (``2·N``) but no weight gradients, the adapters' ``6·N_lora``,
+the attention core as above; and nothing below the first trainable module (layer 0's q, k, v and their
+``lora_A`` produce no input gradient: the embedding and first norm are frozen; layer 0's attention backward
+computes dQ, dK, dV only for targeted projections). Equal to ``FlopCounterMode`` on a
+peft model (tested).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from pytest_genai.train.archs import ArchSpec
+from pytest_genai.train.planner import LORA_TARGETS, linear_shapes, lora_params
 
 
 def training_flops_per_token(arch: ArchSpec, seq_len: int) -> int:
@@ -21,15 +32,38 @@ def training_flops_per_token(arch: ArchSpec, seq_len: int) -> int:
     return 6 * arch.matmul_params() + 12 * arch.num_layers * seq_len * arch.q_dim
 
 
-def training_flops_per_step(arch: ArchSpec, seq_len: int, global_batch: int) -> int:
-    """Analytic training FLOPs of one optimizer step over ``global_batch`` sequences of ``seq_len`` tokens."""
+def lora_training_flops_per_token(arch: ArchSpec, seq_len: int, rank: int,
+                                  targets: tuple[str, ...] = LORA_TARGETS) -> int:
+    """Analytic FLOPs per token of a LoRA step (see module docstring): ``4·N - 2·N_qkv(layer 0) + 6·N_lora
+    - 2·r·H·|targets ∩ {q,k,v}| + 12·L·S·d_attn`` less layer 0's skipped attention gradients."""
+    if seq_len <= 0:
+        raise ValueError(f"seq_len={seq_len} must be positive")
+    shapes = linear_shapes(arch)
+    qkv = ("q_proj", "k_proj", "v_proj")
+    first_layer_base = sum(shapes[t][0] * shapes[t][1] for t in qkv)
+    first_layer_lora_a = rank * sum(shapes[t][0] for t in qkv if t in targets)
+    # layer 0's attention backward: dQ, dK, dV only for the targeted projections, dP only if q or k is
+    q, k, v = ("q_proj" in targets), ("k_proj" in targets), ("v_proj" in targets)
+    skipped_first_attention = 2 * seq_len * arch.q_dim * (4 - (q or k) - q - k - v)
+    return (4 * arch.matmul_params() - 2 * first_layer_base + 6 * lora_params(arch, rank, targets)
+            - 2 * first_layer_lora_a + 12 * arch.num_layers * seq_len * arch.q_dim - skipped_first_attention)
+
+
+def training_flops_per_step(arch: ArchSpec, seq_len: int, global_batch: int, lora: Any = None) -> int:
+    """Analytic training FLOPs of one optimizer step over ``global_batch`` sequences of ``seq_len`` tokens;
+    ``lora`` (a :class:`~pytest_genai.train.lora.LoraSpec`, or None for full fine-tuning) counts LoRA's."""
     if global_batch <= 0:
         raise ValueError(f"global_batch={global_batch} must be positive")
-    return training_flops_per_token(arch, seq_len) * seq_len * global_batch
+    if lora is None:
+        per_token = training_flops_per_token(arch, seq_len)
+    else:
+        per_token = lora_training_flops_per_token(arch, seq_len, lora.rank, tuple(lora.targets))
+    return per_token * seq_len * global_batch
 
 
-def counted_training_flops(arch: ArchSpec, seq_len: int, batch: int, attention: str = "eager") -> int:
-    """FLOPs of one forward + backward as ``torch.utils.flop_counter.FlopCounterMode`` counts them.
+def counted_training_flops(arch: ArchSpec, seq_len: int, batch: int, attention: str = "eager", lora: Any = None) -> int:
+    """FLOPs of one forward + backward as ``torch.utils.flop_counter.FlopCounterMode`` counts them (``lora``: a
+    :class:`~pytest_genai.train.lora.LoraSpec` whose adapters are applied first, with peft).
 
     Runs on the meta device, so it costs no memory or compute even for the 70B model.
     """
@@ -39,6 +73,10 @@ def counted_training_flops(arch: ArchSpec, seq_len: int, batch: int, attention: 
     from pytest_genai.train.build import build_model
 
     model = build_model(arch, attention, device="meta")
+    if lora is not None:
+        from pytest_genai.train.lora import apply_lora
+
+        model = apply_lora(model, lora)
     ids = torch.zeros((batch, seq_len), dtype=torch.long, device="meta")
     counter = FlopCounterMode(display=False)
     with counter:

@@ -5,7 +5,9 @@ Used by the worker when the device is ``hpu``; it needs ``habana_frameworks`` (t
 on Gaudi this way. Strategy mapping: DDP is the trainer's default under torchrun (``ddp_backend='hccl'``),
 DeepSpeed ZeRO-2/3 through ``deepspeed=<config>``, FSDP through ``fsdp='full_shard'``. Flash Attention on/off
 is Habana's fused SDPA, switched by ``model.generation_config.use_flash_attention`` (with the causal mask),
-as optimum-habana's language-modeling examples do.
+as optimum-habana's language-modeling examples do -- but the trainer forwards those flags to the model only for
+some model types (:func:`flash_attention_route`); for Gemma-2 the batches carry them instead. LoRA runs build
+the adapters as ``run_lora_clm.py`` does (:mod:`pytest_genai.train.lora`): bf16 base, PEFT model cast to bf16.
 
 This module was written against optimum-habana's documented API and has not run on this project's machines
 (no Gaudi here). It writes the same result JSON as :mod:`pytest_genai.train.worker`.
@@ -15,9 +17,56 @@ from __future__ import annotations
 
 import tempfile
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_genai.train.config import ThroughputConfig, WikitextConfig
+
+#: Model types for which ``GaudiTrainer`` adds ``use_flash_attention`` / ``flash_attention_causal_mask`` (from
+#: ``model.generation_config``) to every batch: ``_get_input_update_settings`` in optimum-habana's
+#: ``optimum/habana/transformers/trainer.py`` (read at commit 1d8504c, January 2026).
+TRAINER_FORWARDS_FLASH = ("llama", "qwen2", "starcoder2", "gemma", "baichuan", "chatglm", "deepseek_v2")
+#: Model types the trainer leaves out whose Gaudi ``ForCausalLM.forward`` takes the same keyword arguments
+#: (``GaudiGemma2ForCausalLM.forward(..., use_flash_attention=False, flash_attention_causal_mask=False)`` in
+#: ``models/gemma2/modeling_gemma2.py``, same commit): the batches carry the flags.
+FORWARD_TAKES_FLASH = ("gemma2",)
+#: What differs numerically when Flash Attention is on, per model type (said in the run's labels).
+FLASH_CAVEATS = {"gemma2": "Habana FusedSDPA path skips Gemma-2's attention-logit soft-capping (the eager path "
+                           "applies it), so fused and unfused runs compute slightly different attention"}
+
+
+@dataclass(frozen=True)
+class FlashRoute:
+    """How a Gaudi run switches Flash Attention for a model type: ``trainer`` (generation_config flags the
+    trainer forwards), ``batch`` (the flags ride in every batch), or ``not_applicable`` (no verified switch;
+    ``reason`` says why)."""
+
+    model_type: str
+    how: str
+    reason: str
+
+
+def flash_attention_route(model_type: str) -> FlashRoute:
+    """Decide how Flash Attention on/off really reaches ``model_type``'s attention on Gaudi (pure)."""
+    if model_type in TRAINER_FORWARDS_FLASH:
+        return FlashRoute(model_type, "trainer", "GaudiTrainer forwards generation_config.use_flash_attention")
+    if model_type in FORWARD_TAKES_FLASH:
+        return FlashRoute(model_type, "batch", "GaudiTrainer does not forward the flag for this model type; its "
+                                               "Gaudi forward takes use_flash_attention, so every batch carries it")
+    return FlashRoute(model_type, "not_applicable",
+                      f"optimum-habana forwards use_flash_attention only for {', '.join(TRAINER_FORWARDS_FLASH)} "
+                      f"and {model_type!r} has no verified forward flag: fused and unfused runs would be the same")
+
+
+def flash_batch_flags(model_type: str, fused: bool) -> dict[str, bool]:
+    """Keyword arguments every batch must carry so that Flash Attention is on (``fused``) or off for real:
+    empty where the trainer forwards ``generation_config``'s flags itself."""
+    route = flash_attention_route(model_type)
+    if route.how == "not_applicable" and fused:
+        raise ValueError(f"attention='fused' on Gaudi for {model_type}: {route.reason}")
+    if route.how != "batch":
+        return {}
+    return {"use_flash_attention": fused, "flash_attention_causal_mask": fused}
 
 
 def _require_habana() -> None:
@@ -92,8 +141,18 @@ def run_gaudi(cfg: ThroughputConfig | WikitextConfig, env: dict[str, int]) -> in
     arch = get_arch(cfg.model, cfg.scale)
     model = build_model(arch, "eager", seed=cfg.seed)
     fused = cfg.attention == "fused"
+    model_type = model.config.model_type
+    route = flash_attention_route(model_type)
+    batch_flags = flash_batch_flags(model_type, fused)  # raises for fused on a model with no verified switch
     model.generation_config.use_flash_attention = fused
     model.generation_config.flash_attention_causal_mask = fused
+    dtypes = {"base_dtype": "float32", "adapter_dtype": None}
+    if cfg.lora is not None:  # as run_lora_clm.py: bf16 base, get_peft_model, the PEFT model cast to bf16
+        from pytest_genai.train.lora import adapter_dtype_for, apply_lora, base_dtype_for
+
+        dtypes = {"base_dtype": base_dtype_for("hpu"), "adapter_dtype": adapter_dtype_for("hpu")}
+        model = apply_lora(model, cfg.lora, **dtypes)
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
 
     class Synthetic(torch.utils.data.Dataset):
         def __len__(self) -> int:
@@ -102,6 +161,10 @@ def run_gaudi(cfg: ThroughputConfig | WikitextConfig, env: dict[str, int]) -> in
         def __getitem__(self, i: int) -> dict[str, Any]:
             ids = synthetic_batch(cfg.seed, i, 0, 1, cfg.seq_len, arch.vocab)[0]
             return {"input_ids": ids, "labels": ids}
+
+    def collate(items: list[dict[str, Any]]) -> dict[str, Any]:
+        batch = {k: torch.stack([item[k] for item in items]) for k in ("input_ids", "labels")}
+        return {**batch, **batch_flags}  # Gemma-2: the Flash Attention flags the trainer does not forward
 
     class StepClock(TrainerCallback):
         def __init__(self) -> None:
@@ -126,6 +189,7 @@ def run_gaudi(cfg: ThroughputConfig | WikitextConfig, env: dict[str, int]) -> in
     with tempfile.TemporaryDirectory() as out:
         args = GaudiTrainingArguments(**training_arguments(cfg, out))
         trainer = GaudiTrainer(model=model, args=args, train_dataset=Synthetic(), callbacks=[clock],
+                               data_collator=collate,
                                gaudi_config=GaudiConfig(use_fused_adam=True, use_fused_clip_norm=True,
                                                         use_torch_autocast=True))
         trainer.train()
@@ -134,7 +198,12 @@ def run_gaudi(cfg: ThroughputConfig | WikitextConfig, env: dict[str, int]) -> in
         "peak_memory_bytes": int(hthpu.max_memory_allocated()),
         "memory_measure": "allocator_peak",
         "attention_impl": "habana-fused-sdpa" if fused else "habana-eager",
+        "flash_attention_route": route.how,
+        "flash_attention_caveat": FLASH_CAVEATS.get(model_type, "") if fused else "",
         "params": arch.param_count(),
+        "trainable_params": int(trainable),
+        "method": cfg.method,
+        **dtypes,
     }
     gathered: list[Any] = [None] * env["world_size"]
     dist.all_gather_object(gathered, local)

@@ -14,8 +14,10 @@ Model states (ZeRO paper, Rajbhandari et al. 2020, sec. 3.1), per parameter:
 Sharding (``world`` = data-parallel size): DDP replicates everything; ZeRO-2 shards gradients and optimizer
 states; FSDP (full shard) and ZeRO-3 shard all three and, while a unit runs, hold its gathered full weights
 and gradients (``gathered``: the largest unit's parameters × (weight + gradient bytes), two units in flight
-for prefetch). ``method='lora'`` freezes the base weights (no gradients or optimizer states for them) and
-trains rank-``r`` adapters on q, k, v, o.
+for prefetch). ``method='lora'`` freezes the base weights (no gradients or optimizer states for them, stored in
+``frozen_weight`` bytes: bf16 under ``mixed``/``amp``) and trains rank-``r`` adapters on ``lora_targets``
+(default q, k, v, o, as optimum-habana's LoRA recipes), whose weights, gradients and AdamW states take the
+precision's full 16 B per parameter.
 
 Activations (saved for backward, per token and decoder layer) are an enumeration of the tensors that
 transformers' Llama / Gemma-2 layers save, checked exactly against ``torch.autograd.graph.saved_tensors_hooks``
@@ -37,6 +39,9 @@ STRATEGIES = ("ddp", "zero2", "fsdp", "zero3")
 SHARDED = ("zero2", "fsdp", "zero3")
 METHODS = ("full", "lora")
 ATTENTIONS = ("sdpa", "eager", "flash")
+#: The decoder's linear layers (as in :mod:`pytest_genai.train.lora`; kept here so the planner stays import-free).
+LINEAR_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
 
 
 @dataclass(frozen=True)
@@ -75,10 +80,15 @@ class Workload:
     seq_len: int = 2048
     precision: str = "mixed"
     method: str = "full"
-    lora_rank: int = 16
+    lora_rank: int = 8
     attention: str = "sdpa"
+    lora_targets: tuple[str, ...] = LORA_TARGETS
+    lora_dropout: bool = False
 
     def __post_init__(self) -> None:
+        bad = [t for t in self.lora_targets if t not in LINEAR_MODULES]
+        if not self.lora_targets or bad:
+            raise ValueError(f"Workload.lora_targets={self.lora_targets!r} must name modules from {LINEAR_MODULES}")
         for field in ("world", "micro_batch", "seq_len", "lora_rank"):
             value = getattr(self, field)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
@@ -142,14 +152,66 @@ class MemoryEstimate:
         return {**dataclasses.asdict(self), "model_states": self.model_states, "total": self.total}
 
 
-def lora_params(arch: ArchSpec, rank: int) -> int:
-    """Trainable LoRA parameters: ``r·(in + out)`` for each of q, k, v, o in every layer."""
-    per_layer = (arch.hidden + arch.q_dim) + 2 * (arch.hidden + arch.kv_dim) + (arch.q_dim + arch.hidden)
-    return arch.num_layers * rank * per_layer
+def linear_shapes(arch: ArchSpec) -> dict[str, tuple[int, int]]:
+    """(in, out) features of each decoder linear layer."""
+    h, q, kv, f = arch.hidden, arch.q_dim, arch.kv_dim, arch.ffn
+    return {"q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h),
+            "gate_proj": (h, f), "up_proj": (h, f), "down_proj": (f, h)}
+
+
+def lora_params(arch: ArchSpec, rank: int, targets: tuple[str, ...] = LORA_TARGETS) -> int:
+    """Trainable LoRA parameters: ``r·(in + out)`` (A is r×in, B is out×r) for each target in every layer."""
+    shapes = linear_shapes(arch)
+    return arch.num_layers * rank * sum(sum(shapes[t]) for t in targets)
 
 
 def trainable_params(w: Workload) -> int:
-    return w.arch.param_count() if w.method == "full" else lora_params(w.arch, w.lora_rank)
+    return w.arch.param_count() if w.method == "full" else lora_params(w.arch, w.lora_rank, w.lora_targets)
+
+
+def lora_saved_activation_bytes_per_token(arch: ArchSpec, seq_len: int, attention: str, act_bytes: int,
+                                          rank: int, targets: tuple[str, ...] = LORA_TARGETS,
+                                          dropout: bool = False, linear_saves_input: bool = False) -> int:
+    """Bytes saved for backward per token when only LoRA adapters train (base weights frozen).
+
+    Against full fine-tuning (:func:`saved_activation_bytes_per_token`): a frozen weight needs no input for its
+    gradient, so a base linear saves nothing and an RMSNorm keeps only its input and rstd (``H + 1``, not its
+    normalized output); the first layer's input norm saves nothing (the embedding output needs no gradient), nor
+    does the LM head save its input. A targeted linear's ``lora_A`` saves its input (q, k, v share one: the
+    norm's output) and ``lora_B`` its ``r``-wide input. The MLP keeps gate, up and the activation (``3F``; the
+    down projection's input only when ``down_proj`` is targeted). With adapter dropout each targeted module
+    keeps its own dropped input and mask (modeled at ``act_bytes``: torch's CPU dropout keeps a mask of the
+    input's dtype; CUDA's fused kernel a 1-byte one, so this over-predicts there). The attention core saves what
+    it saves under full fine-tuning. Checked against ``saved_tensors_hooks`` with peft in the tests.
+    ``linear_saves_input``: DeepSpeed ZeRO-3 replaces torch's linear by its ``LinearFunctionForZeroStage3``,
+    which saves every linear's input whether its weight trains or not (seen with ``saved_tensors_hooks``: 3 more
+    hidden-sized tensors per layer and the down projection's input), so each linear group's input counts.
+    """
+    if attention not in ATTENTIONS:
+        raise ValueError(f"attention={attention!r} is unknown; use one of {ATTENTIONS}")
+    shapes = linear_shapes(arch)
+    h, f, q, kv, heads = arch.hidden, arch.ffn, arch.q_dim, arch.kv_dim, arch.num_heads
+    elems = arch.norms_per_layer * (h + 1) + 3 * f + rank * len(targets)
+    fused = attention in ("sdpa", "flash")
+    for group in (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"), ("o_proj",), ("down_proj",)):
+        hit = [t for t in group if t in targets]
+        width = shapes[group[0]][0]
+        if dropout:  # each module's dropped copy and its mask
+            elems += 2 * width * len(hit)
+        shared_saved = (bool(hit) and not dropout) or linear_saves_input
+        if shared_saved and not (fused and group == ("o_proj",)):  # the group's input, once (SDPA saves o's input)
+            elems += width
+    fp32_elems = 0
+    if fused:
+        elems += 2 * q + 2 * kv  # q, k, v after RoPE and SDPA's output (the o-projection's input)
+        fp32_elems += heads
+    else:
+        elems += 3 * q
+        fp32_elems += heads * seq_len * (2 if arch.family == "gemma2" else 1)
+    layer_bytes = elems * act_bytes + fp32_elems * 4
+    first_norm = (h + 1) * act_bytes  # layer 0's input norm: its input needs no gradient
+    head_bytes = (h + 1) * act_bytes + arch.vocab * 4 * (2 if arch.family == "gemma2" else 1)
+    return arch.num_layers * layer_bytes - first_norm + head_bytes
 
 
 def saved_activation_bytes_per_token(arch: ArchSpec, seq_len: int, attention: str, act_bytes: int) -> int:
@@ -207,10 +269,19 @@ def estimate(w: Workload, strategy: str) -> MemoryEstimate:
         per_param = b.weight + (b.grad if w.method == "full" else 0)
         gathered = 2 * unit * per_param
     attention = "eager" if w.attention == "eager" else "sdpa"
-    activations = w.tokens * saved_activation_bytes_per_token(w.arch, w.seq_len, attention, b.activation)
+    if w.method == "lora":
+        per_token = lora_saved_activation_bytes_per_token(w.arch, w.seq_len, attention, b.activation, w.lora_rank,
+                                                          w.lora_targets, w.lora_dropout,
+                                                          linear_saves_input=strategy == "zero3")
+    else:
+        per_token = saved_activation_bytes_per_token(w.arch, w.seq_len, attention, b.activation)
+    activations = w.tokens * per_token
     transient = 2 * w.tokens * w.arch.vocab * 4  # logits' fp32 gradient buffers at the start of backward
-    if w.precision == "amp":  # autocast keeps a bf16 copy of each weight it used until the forward ends
-        transient += 2 * (2 * _largest_unit_params(w.arch) if shard_weights else total)
+    if w.precision == "amp":  # autocast keeps a bf16 copy of each fp32 weight it used until the forward ends
+        if w.method == "lora":  # the frozen base is already bf16: only the fp32 adapters are copied
+            transient += 2 * train
+        else:
+            transient += 2 * (2 * _largest_unit_params(w.arch) if shard_weights else total)
     grads_persist = strategy != "fsdp"  # FSDP frees sharded gradients at zero_grad(set_to_none=True)
     return MemoryEstimate(strategy, weights, grads, optim, activations, transient, gathered, grads_persist)
 

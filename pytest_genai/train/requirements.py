@@ -11,6 +11,7 @@ import importlib.util
 from typing import Any
 
 DEEPSPEED = ("deepspeed", "pip install 'pytest-genai[deepspeed]'")
+PEFT = ("peft", "pip install 'pytest-genai[lora]'")
 HABANA = (("habana_frameworks", "run on a Gaudi node with the Intel Gaudi software stack"),
           ("optimum.habana", "pip install 'pytest-genai[hpu]'"))
 _STRATEGY_NAMES = {"zero2": "DeepSpeed ZeRO-2", "zero3": "DeepSpeed ZeRO-3"}
@@ -28,10 +29,12 @@ def installed(module: str) -> bool:
         return False
 
 
-def missing_requirement(strategy: str | None, device_kind: str) -> str | None:
-    """None when a run of ``strategy`` ('ddp', 'fsdp', 'zero2', 'zero3'; None for plain DDP) on ``device_kind`` has
-    its optional packages, else the reason, naming the install command."""
+def missing_requirement(strategy: str | None, device_kind: str, method: str = "full") -> str | None:
+    """None when a run of ``strategy`` ('ddp', 'fsdp', 'zero2', 'zero3'; None for plain DDP) and ``method``
+    ('full', 'lora') on ``device_kind`` has its optional packages, else the reason, naming the install command."""
     needs: list[tuple[str, str, str]] = []
+    if method == "lora":
+        needs.append((*PEFT, "LoRA fine-tuning"))
     if device_kind == "hpu":
         needs += [(module, fix, "the hpu training path (optimum-habana's GaudiTrainer)") for module, fix in HABANA]
     if strategy in _STRATEGY_NAMES:
@@ -44,7 +47,7 @@ def missing_requirement(strategy: str | None, device_kind: str) -> str | None:
 
 def check_requirements(cfg: Any, device_kind: str) -> None:
     """Raise :class:`MissingRequirement` when ``cfg`` (a ThroughputConfig or WikitextConfig) cannot run here."""
-    reason = missing_requirement(getattr(cfg, "strategy", None), device_kind)
+    reason = missing_requirement(getattr(cfg, "strategy", None), device_kind, getattr(cfg, "method", "full"))
     if reason:
         raise MissingRequirement(reason)
 
@@ -52,7 +55,7 @@ def check_requirements(cfg: Any, device_kind: str) -> None:
 def skip_unless_installed(cfg: Any, device_kind: str) -> None:
     """``pytest.skip`` with the install command when ``cfg`` needs a package that is not installed. Call it before
     ``benchmark.pedantic``: a skip raised inside a timed call leaves pytest-benchmark an empty measurement."""
-    reason = missing_requirement(getattr(cfg, "strategy", None), device_kind)
+    reason = missing_requirement(getattr(cfg, "strategy", None), device_kind, getattr(cfg, "method", "full"))
     if reason:
         import pytest
 

@@ -71,7 +71,7 @@ def summarize(result: Mapping[str, Any], cfg: ThroughputConfig | WikitextConfig,
         from pytest_genai.train.archs import get_arch
         from pytest_genai.train.flops import training_flops_per_step
 
-        flops = training_flops_per_step(get_arch(cfg.model, cfg.scale), cfg.seq_len, global_batch)
+        flops = training_flops_per_step(get_arch(cfg.model, cfg.scale), cfg.seq_len, global_batch, lora=cfg.lora)
     extra = {k: v for k, v in ranks[0].items() if k not in ("step_s", "peak_memory_bytes", "memory_measure",
                                                              "attention_impl")}
     return RunSummary(

@@ -46,7 +46,9 @@ class Context:
 
 
 def decoder_layers(model: Any) -> list[Any]:
-    """The decoder layers of a transformers causal LM (``model.model.layers``)."""
+    """The decoder layers of a transformers causal LM (``model.model.layers``; under peft, of its base model)."""
+    if hasattr(model, "get_base_model"):
+        model = model.get_base_model()
     inner = getattr(model, "model", None)
     layers = getattr(inner, "layers", None)
     if layers is None:
@@ -57,8 +59,10 @@ def decoder_layers(model: Any) -> list[Any]:
 def _optimizer(params, lr: float):
     import torch
 
+    # Only what trains (LoRA: the adapters; the frozen base gets no optimizer state).
     # fused: one kernel per step and no temporaries, so the planner's optimizer-step memory is exact.
-    return torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.95), weight_decay=0.0, fused=True)
+    return torch.optim.AdamW([p for p in params if p.requires_grad], lr=lr, betas=(0.9, 0.95), weight_decay=0.0,
+                             fused=True)
 
 
 class Trainer(ABC):

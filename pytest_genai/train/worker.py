@@ -122,6 +122,13 @@ def run_throughput(cfg: ThroughputConfig, kind: str, env: dict[str, int]) -> dic
     tracker = make_tracker() if kind == "cpu" else contextlib.nullcontext()
     with tracker:
         model = build_model(arch, impl, seed=cfg.seed)
+        dtypes = {"base_dtype": "float32", "adapter_dtype": None}
+        if cfg.lora is not None:  # base frozen (bf16 on accelerators, fp32 on the CPU), adapters trainable
+            from pytest_genai.train.lora import adapter_dtype_for, apply_lora, base_dtype_for
+
+            dtypes = {"base_dtype": base_dtype_for(kind), "adapter_dtype": adapter_dtype_for(kind)}
+            model = apply_lora(model, cfg.lora, **dtypes)
+        trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
         t0 = time.perf_counter()
         trainer = wrap(cfg.strategy, model, ctx, cfg.micro_batch)
         setup_s = time.perf_counter() - t0
@@ -140,6 +147,9 @@ def run_throughput(cfg: ThroughputConfig, kind: str, env: dict[str, int]) -> dic
         "setup_s": setup_s,
         "attention_impl": label,
         "params": arch.param_count(),
+        "trainable_params": int(trainable),
+        "method": cfg.method,
+        **dtypes,
         "threads": torch.get_num_threads(),
     }
 

@@ -3,7 +3,8 @@ import dataclasses
 
 import pytest
 
-from pytest_genai.train.config import ThroughputConfig, WikitextConfig, benchmark_matrix, from_json
+from pytest_genai.train.config import ThroughputConfig, WikitextConfig, benchmark_matrix, from_json, parse_methods
+from pytest_genai.train.lora import LoraSpec
 
 
 def test_id_names_model_scale_random_weights_and_strategy():
@@ -25,6 +26,7 @@ def test_invalid_config_names_the_field(change, message):
 
 def test_json_round_trip():
     cfgs = [ThroughputConfig(model="llama-3.1-8b", strategy="fsdp"),
+            ThroughputConfig(model="llama-3.1-8b", lora=LoraSpec(rank=4, targets=("q_proj", "down_proj"))),
             WikitextConfig(model_path="/m", text_path="/t", steps=3)]
     for cfg in cfgs:
         assert from_json(cfg.to_json()) == cfg
@@ -34,9 +36,9 @@ def test_json_round_trip():
 
 def test_tiny_matrix_has_what_the_claims_compare_baselines_first():
     ids = [c.id for c in benchmark_matrix("tiny")]
-    assert len(ids) == len(set(ids)) == 5
-    strategies = [c.strategy for c in benchmark_matrix("tiny") if c.model == "gemma-2-27b"]
-    assert strategies == ["ddp", "fsdp", "zero3"]
+    assert len(ids) == len(set(ids)) == 8
+    strategies = [(c.strategy, c.method) for c in benchmark_matrix("tiny") if c.model == "gemma-2-27b"]
+    assert strategies == [(s, m) for m in ("full", "lora") for s in ("ddp", "fsdp", "zero3")]
     attention = [c.attention for c in benchmark_matrix("tiny") if c.model == "llama-3.1-8b"]
     assert attention == ["unfused", "fused"]
 
@@ -49,3 +51,23 @@ def test_full_matrix_covers_every_model_strategy_and_attention():
     assert all(c.precision == "amp" for c in cfgs)
     with pytest.raises(ValueError, match="--genai-scale"):
         benchmark_matrix("medium")
+
+
+def test_paper_scale_defaults_to_lora_and_keeps_full_fine_tuning_as_an_option():
+    """Issue 13: full fine-tuning of Gemma-2-27B under DDP cannot fit a Gaudi; optimum-habana's recipe is LoRA."""
+    default = benchmark_matrix("full")
+    assert {c.method for c in default} == {"lora"}
+    assert all(c.lora == LoraSpec(rank=8, alpha=16, dropout=0.05, targets=("q_proj", "k_proj", "v_proj", "o_proj"))
+               for c in default)
+    both = benchmark_matrix("full", ("full", "lora"))
+    assert {c.method for c in both} == {"full", "lora"} and len(both) == 2 * len(default)
+    assert all(c.id.endswith("-lora_r8a16_qkvo_d0.05") for c in default)
+    assert {c.method for c in benchmark_matrix("tiny", ("full",))} == {"full"}
+
+
+def test_methods_setting_and_lora_field_errors():
+    assert parse_methods(" LoRA, full,lora") == ("lora", "full")
+    with pytest.raises(ValueError, match="GENAI_FINETUNE_METHODS='qlora'.*full, lora"):
+        parse_methods("qlora")
+    with pytest.raises(ValueError, match="ThroughputConfig.lora"):
+        ThroughputConfig(model="llama-3.1-8b", lora="r8")

@@ -4,7 +4,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_genai.train.archs import PAPER_ARCHS, get_arch
-from pytest_genai.train.flops import counted_training_flops, training_flops_per_step, training_flops_per_token
+from pytest_genai.train.flops import (
+    counted_training_flops, lora_training_flops_per_token, training_flops_per_step, training_flops_per_token,
+)
+from pytest_genai.train.lora import LoraSpec
+from pytest_genai.train.requirements import installed
 
 
 def test_hand_computed_tiny_llama():
@@ -44,3 +48,32 @@ def test_bad_sizes_are_rejected():
         training_flops_per_token(arch, 0)
     with pytest.raises(ValueError, match="global_batch"):
         training_flops_per_step(arch, 8, 0)
+
+
+QKVO = ("q_proj", "k_proj", "v_proj", "o_proj")
+
+
+def test_lora_flops_by_hand_tiny_llama():
+    """LoRA: base forward 2N + activation gradients 2N (no frozen-weight gradients), adapters 6 N_lora, attention
+    12 L S d; layer 0's q/k/v (and their lora_A) compute no input gradient (nothing below them trains)."""
+    arch = get_arch("llama-3.1-8b", "tiny")  # L=4, H=64, q=64, kv=16, r=8
+    n = arch.matmul_params()
+    n_lora = 4 * 8 * ((64 + 64) + 2 * (64 + 16) + (64 + 64))
+    first_qkv = 64 * (64 + 2 * 16)
+    expected = 4 * n - 2 * first_qkv + 6 * n_lora - 2 * 8 * 3 * 64 + 12 * 4 * 128 * 64
+    assert lora_training_flops_per_token(arch, 128, 8, QKVO) == expected
+    assert training_flops_per_step(arch, 128, 2, lora=LoraSpec(rank=8)) == 2 * 128 * expected
+    # about two thirds of full fine-tuning at paper scale (no weight gradients for 2N of the 6N)
+    full_8b = PAPER_ARCHS["llama-3.1-8b"]
+    ratio = lora_training_flops_per_token(full_8b, 2048, 8) / training_flops_per_token(full_8b, 2048)
+    assert 0.66 < ratio < 0.72
+
+
+@pytest.mark.skipif(not installed("peft"), reason="needs peft: pip install 'pytest-genai[lora]'")
+@pytest.mark.parametrize("name", sorted(PAPER_ARCHS))
+@pytest.mark.parametrize("scale", ["tiny", "full"])
+@pytest.mark.parametrize("targets", [QKVO, ("q_proj", "v_proj"), ("k_proj", "o_proj", "gate_proj", "up_proj", "down_proj")])
+def test_lora_flops_equal_the_flop_counter(name, scale, targets):
+    """FlopCounterMode on a peft model (meta device) counts exactly what the LoRA formula says runs."""
+    arch, spec = get_arch(name, scale), LoraSpec(rank=8, targets=targets, dropout=0.0)
+    assert counted_training_flops(arch, 64, 2, lora=spec) == training_flops_per_step(arch, 64, 2, lora=spec)

@@ -6,6 +6,7 @@ import pytest
 
 from pytest_genai.train import requirements, run
 from pytest_genai.train.config import ThroughputConfig
+from pytest_genai.train.lora import LoraSpec
 from pytest_genai.runtime.launcher import LaunchSpec
 from pytest_genai.train.requirements import MissingRequirement, missing_requirement, skip_unless_installed
 
@@ -39,6 +40,15 @@ def test_zero3_without_deepspeed_names_the_install_command(packages):
     assert "DeepSpeed ZeRO-2" in missing_requirement("zero2", "cuda")
     for strategy in ("ddp", "fsdp", None):
         assert missing_requirement(strategy, "cpu") is None
+
+
+def test_lora_without_peft_names_the_install_command(packages):
+    packages(missing=["peft"])
+    assert missing_requirement("ddp", "cpu", "lora") == (
+        "LoRA fine-tuning needs the peft package, which is not installed: pip install 'pytest-genai[lora]'")
+    assert missing_requirement("ddp", "cpu", "full") is None
+    with pytest.raises(MissingRequirement, match="peft"):
+        requirements.check_requirements(ThroughputConfig(model="llama-3.1-8b", lora=LoraSpec()), "cpu")
 
 
 def test_hpu_path_needs_the_gaudi_stack_optimum_habana_and_for_zero_deepspeed(packages):

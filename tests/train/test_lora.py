@@ -1,0 +1,50 @@
+"""LoRA as optimum-habana's run_lora_clm.py builds it: the spec, its peft arguments, dtypes, a frozen base."""
+import pytest
+
+from pytest_genai.train.lora import LoraSpec, adapter_dtype_for, apply_lora, base_dtype_for
+from pytest_genai.train.requirements import installed
+
+
+def test_defaults_are_the_optimum_habana_recipe_and_peft_gets_its_arguments():
+    spec = LoraSpec()
+    assert spec.peft_kwargs() == {"r": 8, "lora_alpha": 16, "lora_dropout": 0.05,
+                                  "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"], "bias": "none",
+                                  "task_type": "CAUSAL_LM"}
+    assert spec.id == "lora_r8a16_qkvo_d0.05"
+    assert LoraSpec(rank=4, targets=("q_proj", "gate_proj", "down_proj"), dropout=0).id == "lora_r4a16_qgado_d0"
+    assert LoraSpec(targets=["q_proj"]).targets == ("q_proj",)  # JSON lists come back as tuples
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"rank": 0}, "rank"), ({"alpha": 1.5}, "alpha"), ({"targets": ()}, "targets"), ({"targets": ("qkv",)}, "targets"),
+    ({"targets": ("q_proj", "q_proj")}, "targets"), ({"dropout": 1.0}, "dropout"), ({"dropout": -0.1}, "dropout"),
+])
+def test_bad_spec_names_the_field(change, field):
+    with pytest.raises(ValueError, match=f"LoraSpec.{field}"):
+        LoraSpec(**change)
+
+
+def test_dtypes_per_device():
+    """bf16 base on accelerators (the recipe), fp32 on the CPU; adapters bf16 only on Gaudi (the recipe casts the
+    PEFT model), fp32 elsewhere (peft's default)."""
+    assert [base_dtype_for(k) for k in ("cpu", "cuda", "hpu")] == ["float32", "bfloat16", "bfloat16"]
+    assert [adapter_dtype_for(k) for k in ("cpu", "cuda", "hpu")] == ["float32", "float32", "bfloat16"]
+
+
+@pytest.mark.skipif(not installed("peft"), reason="needs peft: pip install 'pytest-genai[lora]'")
+def test_apply_lora_freezes_the_base_and_trains_adapters_in_their_dtype():
+    import torch
+
+    from pytest_genai.train.archs import get_arch
+    from pytest_genai.train.build import build_model
+    from pytest_genai.train.planner import lora_params
+
+    arch = get_arch("llama-3.1-8b", "tiny")
+    model = apply_lora(build_model(arch, "eager"), LoraSpec(rank=4), base_dtype="bfloat16", adapter_dtype="float32")
+    trainable = {n: p for n, p in model.named_parameters() if p.requires_grad}
+    assert trainable and all("lora_" in n for n in trainable)
+    assert sum(p.numel() for p in trainable.values()) == lora_params(arch, 4)
+    assert {p.dtype for p in trainable.values()} == {torch.float32}
+    assert {p.dtype for p in model.parameters() if not p.requires_grad} == {torch.bfloat16}
+    with pytest.raises(ValueError, match="base_dtype='float16'"):
+        apply_lora(build_model(arch, "eager"), LoraSpec(), base_dtype="float16")
