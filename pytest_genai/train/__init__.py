@@ -6,6 +6,8 @@ Modules, one job each (none imports torch at import time):
 - ``build``      an architecture as a transformers model (random weights; meta device for counting)
 - ``flops``      analytic training FLOPs, cross-checked with torch's flop counter
 - ``planner``    per-device memory of each strategy and the DDP-when-it-fits recommendation
+- ``lora``       LoRA adapters as optimum-habana's ``run_lora_clm.py`` builds them (a frozen spec; peft)
+- ``fit_table``  which paper-scale runs fit which accelerator (the planner's table in docs/finetune.md)
 - ``metrics``    tokens/s, samples/s, MFU, step-time statistics (pure functions)
 - ``config``     the benchmark configurations (frozen dataclasses with an ``id``)
 - ``strategies`` DDP, FSDP2 and DeepSpeed ZeRO-2/3 wrappers behind one interface
