@@ -128,15 +128,18 @@ def open_store(url: str, *, create: bool = True) -> Store:
     if is_sqlite(url):
         _sqlite_setup(engine)
     store = Store(url, engine, tables())
-    try:
-        store.transaction(lambda conn: _check_schema(store, conn, create))
-    except sa.exc.DBAPIError as exc:
-        engine.dispose()
-        raise StoreError(f"store {shown}: cannot be opened: {str(getattr(exc, 'orig', exc)).strip()}") from None
-    except StoreError:
-        engine.dispose()
-        raise
-    return store
+    for attempt in (1, 2):  # a second process creating the same new store at once (PostgreSQL): check again
+        try:
+            store.transaction(lambda conn: _check_schema(store, conn, create))
+            return store
+        except sa.exc.DBAPIError as exc:
+            if attempt == 2 or isinstance(exc, sa.exc.OperationalError):
+                engine.dispose()
+                raise StoreError(f"store {shown}: cannot be opened: {str(getattr(exc, 'orig', exc)).strip()}") from None
+        except StoreError:
+            engine.dispose()
+            raise
+    raise AssertionError("unreachable")
 
 
 def stored_version(conn: Any, md: Any) -> int | None:
