@@ -34,14 +34,10 @@ MIN_EVAL_LOSS_DROP = 0.05
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "finetune_cfg" in metafunc.fixturenames:
-        import os
-
         from pytest_genai.options import resolve
-        from pytest_genai.train.config import parse_methods
 
-        # LoRA at paper scale, both methods at tiny/small; GENAI_FINETUNE_METHODS=full,lora chooses
-        methods = os.environ.get("GENAI_FINETUNE_METHODS")
-        configs = benchmark_matrix(resolve(metafunc.config, "scale"), parse_methods(methods) if methods else None)
+        # LoRA at paper scale, both methods at tiny/small; --genai-finetune-methods full,lora chooses
+        configs = benchmark_matrix(resolve(metafunc.config, "scale"), resolve(metafunc.config, "finetune_methods"))
         metafunc.parametrize("finetune_cfg", configs, ids=[c.id for c in configs])
 
 

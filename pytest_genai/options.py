@@ -117,6 +117,19 @@ def parse_model(text: str) -> str:
     return ",".join(parts)
 
 
+#: A2 fine-tuning methods (``pytest_genai.train.config.METHODS``; tests/train/test_config.py keeps them equal).
+FINETUNE_METHODS = ("full", "lora")
+
+
+def parse_finetune_methods(text: str) -> tuple[str, ...]:
+    """``--genai-finetune-methods``: a comma-separated subset of full, lora (order kept, repeats dropped)."""
+    methods = tuple(m.strip().lower() for m in str(text).split(",") if m.strip())
+    bad = [m for m in methods if m not in FINETUNE_METHODS]
+    if not methods or bad:
+        raise ValueError(f"{text!r}: use a comma-separated subset of {', '.join(FINETUNE_METHODS)} (e.g. full,lora)")
+    return tuple(dict.fromkeys(methods))
+
+
 def parse_timeout(text: str) -> float:
     """``--genai-timeout``: seconds, finite and positive (``inf`` would let a hung job hang the run forever)."""
     try:
@@ -155,6 +168,8 @@ SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | No
     "baseline": ("--genai-baseline", None, None, parse_path, None),
     "max_regression": ("--genai-max-regression", None, None, None, None),
     "report": ("--genai-report", "GENAI_REPORT", None, parse_path, None),
+    "finetune_methods": ("--genai-finetune-methods", "GENAI_FINETUNE_METHODS", "genai_finetune_methods",
+                         parse_finetune_methods, None),
     "store": ("--genai-store", "GENAI_STORE", "genai_store", parse_store, None),
 }
 

@@ -161,15 +161,6 @@ DEFAULT_METHODS = {"tiny": ("full", "lora"), "small": ("full", "lora"), "full": 
 MATRIX_LORA = LoraSpec()
 
 
-def parse_methods(text: str, source: str = "GENAI_FINETUNE_METHODS") -> tuple[str, ...]:
-    """Comma-separated fine-tuning methods ('full', 'lora'); the error names ``source``."""
-    methods = tuple(m.strip().lower() for m in str(text).split(",") if m.strip())
-    bad = [m for m in methods if m not in METHODS]
-    if not methods or bad:
-        raise ValueError(f"{source}={text!r}: use a comma-separated subset of {', '.join(METHODS)} (e.g. full,lora)")
-    return tuple(dict.fromkeys(methods))
-
-
 def benchmark_matrix(scale: str, methods: tuple[str, ...] | None = None) -> list[ThroughputConfig]:
     """The throughput runs of ``benchmarks/test_finetune.py`` at ``scale`` (``--genai-scale``).
 
@@ -183,7 +174,11 @@ def benchmark_matrix(scale: str, methods: tuple[str, ...] | None = None) -> list
     """
     if scale not in SCALE_SETTINGS:
         raise ValueError(f"scale={scale!r} is unknown; use one of {sorted(SCALE_SETTINGS)} (--genai-scale)")
-    methods = DEFAULT_METHODS[scale] if methods is None else parse_methods(",".join(methods), "methods")
+    if methods is None:
+        methods = DEFAULT_METHODS[scale]
+    elif not methods or any(m not in METHODS for m in methods):
+        raise ValueError(f"methods={methods!r}: use a subset of {', '.join(METHODS)} (--genai-finetune-methods)")
+    methods = tuple(dict.fromkeys(methods))
     mb, seq, steps, warmup, precision = SCALE_SETTINGS[scale]
 
     def cfg(model: str, strategy: str, attention: str, method: str) -> ThroughputConfig:

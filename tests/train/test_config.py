@@ -3,7 +3,7 @@ import dataclasses
 
 import pytest
 
-from pytest_genai.train.config import ThroughputConfig, WikitextConfig, benchmark_matrix, from_json, parse_methods
+from pytest_genai.train.config import ThroughputConfig, WikitextConfig, benchmark_matrix, from_json
 from pytest_genai.train.lora import LoraSpec
 
 
@@ -66,8 +66,12 @@ def test_paper_scale_defaults_to_lora_and_keeps_full_fine_tuning_as_an_option():
 
 
 def test_methods_setting_and_lora_field_errors():
-    assert parse_methods(" LoRA, full,lora") == ("lora", "full")
-    with pytest.raises(ValueError, match="GENAI_FINETUNE_METHODS='qlora'.*full, lora"):
-        parse_methods("qlora")
+    from pytest_genai.options import FINETUNE_METHODS, parse_finetune_methods
+    from pytest_genai.train.config import METHODS
+
+    assert FINETUNE_METHODS == METHODS  # --genai-finetune-methods offers exactly the methods the matrix knows
+    assert parse_finetune_methods(" LoRA, full,lora") == ("lora", "full")
+    with pytest.raises(ValueError, match="'qlora': use a comma-separated subset of full, lora"):
+        parse_finetune_methods("qlora")
     with pytest.raises(ValueError, match="ThroughputConfig.lora"):
         ThroughputConfig(model="llama-3.1-8b", lora="r8")
