@@ -244,9 +244,12 @@ def series(store: Store, metric: str, query: StoreQuery) -> tuple[list[Point], l
             .select_from(m.join(b, b.c.id == m.c.benchmark_id).join(r, r.c.id == b.c.run_id)
                          .outerjoin(d, d.c.id == b.c.device_id))
             .where(m.c.name == metric, *_run_where(store, query), *_benchmark_where(store, query)))
+    # the claims judged on this metric of these benchmarks (not those that did not apply to them)
     bounds = (select(c.c.claim_id, c.c.basis, c.c.bound_min, c.c.bound_max, d.c.generation).distinct()
-              .select_from(c.outerjoin(b, b.c.id == c.c.benchmark_id).outerjoin(d, d.c.id == b.c.device_id))
-              .where(c.c.metric == metric))
+              .select_from(c.join(b, b.c.id == c.c.benchmark_id).join(r, r.c.id == b.c.run_id)
+                           .outerjoin(d, d.c.id == b.c.device_id))
+              .where(c.c.metric == metric, c.c.verdict != "not_applicable", *_run_where(store, query),
+                     *_benchmark_where(store, query)))
 
     def read(conn: Any) -> tuple[list[Any], list[Any]]:
         return conn.execute(stmt).all(), conn.execute(bounds).all()

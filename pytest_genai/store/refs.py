@@ -22,10 +22,6 @@ from .read import looks_like_query, query_run
 STORAGE_PREFIX = "storage:"
 
 
-def is_file_ref(text: str) -> bool:
-    return Path(text).exists()
-
-
 def load_ref(text: str, store_url: str | None, info: Mapping[str, Any] | None = None) -> Run:
     """The run ``text`` names (see the module); one line naming it and the three forms when it names none."""
     if Path(text).exists():

@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -59,11 +58,14 @@ def generation_doc(generation: str, when: str, tokens_per_s: float, ppl: float =
     """A run of two benchmarks on one device generation (cuda), at time ``when``."""
     claim = {"id": "A1.ppl_ratio", "metric": "ppl_ratio", "measured": 1.0, "min": None, "max": 1.035,
              "paper": 1.0308, "verdict": "pass", "message": "m", "basis": "paper", "interval": None}
+    elsewhere = {"id": "A1.gaudi2_fake_tokens_per_s", "metric": "tokens_per_s", "measured": None, "min": 30000.0,
+                 "max": None, "paper": None, "verdict": "not_applicable", "message": "scoped to gaudi2",
+                 "basis": "paper", "interval": None}
     benches = [bench(f"test_decode[{generation}]", "quant", {"id": "decode", "batch": 8},
                      {"tokens_per_s": tokens_per_s, "perplexity": ppl, "ppl_ratio": 1.0},
                      device=("cuda", generation), median=1.0 / tokens_per_s, claims=[claim]),
                bench(f"test_prefill[{generation}]", "quant", {"id": "prefill", "batch": 1},
-                     {"tokens_per_s": tokens_per_s * 10}, device=("cuda", generation))]
+                     {"tokens_per_s": tokens_per_s * 10}, device=("cuda", generation), claims=[elsewhere])]
     doc = run_doc(benches)
     doc["datetime"] = when
     doc["commit_info"] = {"id": f"{generation}{when[-5:-3]}" + "0" * 30, "branch": "main", "dirty": False}
@@ -250,6 +252,8 @@ def test_history_prints_the_series_and_plots_it(store_url: str, tmp_path: Path) 
     doc = json.loads(ppl.stdout)
     assert len(doc["points"]) == 4 and doc["claims"][0]["claim_id"] == "A1.ppl_ratio"
     assert doc["claims"][0]["high"] == 1.035
+    tokens = json.loads(cli("history", "tokens_per_s", "--store", store_url, "--format", "json", "--no-plot").stdout)
+    assert len(tokens["points"]) == 8 and tokens["claims"] == []  # a claim that did not apply draws no band
     none = cli("history", "tokens_per_s", "--device-generation", "b200", "--store", store_url)
     assert none.returncode == 2 and "no value of 'tokens_per_s' matching generation=b200" in none.stderr
 
