@@ -25,6 +25,9 @@ class Experiment:
     benchmarks: tuple[str, ...]  # files under benchmarks/
     metrics_files: tuple[str, ...]  # under pytest_genai/claims/data/
     docs: tuple[str, ...]  # pages under docs/
+    #: Config keys its benchmarks record that claims may scope on (``where``); tests/test_experiments.py checks
+    #: a real run records each of them, and the claims loader refuses any other ``where`` key.
+    config_keys: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -36,17 +39,21 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     Experiment("quant", "A", "A1", "sensitivity-aware mixed-precision post-training quantization", "quant",
                ("pytest_genai/quant", "pytest_genai/evals", "pytest_genai/compose"),
                ("test_quantization.py", "test_eval_vs_lmeval.py", "test_quantizer.py"),
-               ("metrics_quant.toml", "metrics_evals.toml"), ("quant.md", "evals.md")),
+               ("metrics_quant.toml", "metrics_evals.toml"), ("quant.md", "evals.md"),
+               ("mode", "task", "precision", "backend", "comparison", "throughput_batch", "scale")),
     Experiment("finetune", "A", "A2", "fine-tuning throughput: DDP / FSDP / DeepSpeed ZeRO-3, Flash Attention",
                "finetune", ("pytest_genai/train",), ("test_finetune.py",), ("metrics_finetune.toml",),
-               ("finetune.md",)),
+               ("finetune.md",),
+               ("model", "strategy", "sharded", "attention", "precision", "fits", "scale", "world_size")),
     Experiment("diffusion", "A", "A3", "diffusion-model training scaling", "diffusion", ("pytest_genai/diffusion",),
-               ("test_diffusion.py",), ("metrics_diffusion.toml",), ("diffusion.md",)),
+               ("test_diffusion.py",), ("metrics_diffusion.toml",), ("diffusion.md",),
+               ("dtype", "strategy", "world_size", "image_size", "batch_size")),
     Experiment("dabench", "B", "B1", "DABench-LLM Level 1: intra-chip profiling", "dabench",
-               ("pytest_genai/dabench",), ("test_dabench_level1.py",), ("metrics_dabench.toml",), ("dabench.md",)),
+               ("pytest_genai/dabench",), ("test_dabench_level1.py",), ("metrics_dabench.toml",), ("dabench.md",),
+               ("mode", "dtype", "seq_len", "batch", "layers", "hidden", "attention", "region")),
     Experiment("dabench_level2", "B", "B2", "DABench-LLM Level 2: inter-chip scaling and deployment", "dabench",
                ("pytest_genai/dabench/level2",), ("test_dabench_level2.py",), ("metrics_scaling.toml",),
-               ("dabench_level2.md",)),
+               ("dabench_level2.md",), ("strategy", "precision", "world_size", "workload")),
 )
 
 #: Metrics files shared by every experiment (not owned by one row).

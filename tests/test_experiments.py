@@ -91,3 +91,21 @@ def test_a_registered_benchmark_file_gets_its_marker_without_marking_itself(pyte
     (bench / "test_other.py").write_text("def test_unregistered():\n    pass\n")
     result = pytester.runpytest("benchmarks", "-m", "quant", "-p", "no:cacheprovider", "-q")
     result.assert_outcomes(passed=1, deselected=1)
+
+
+def test_claims_scope_only_on_config_keys_a_real_run_records():
+    """Every registered config key is recorded by the experiment's benchmarks in the suite's CPU reference runs
+    (keys of device-only configs are listed here with the reason)."""
+    import gzip
+    import json
+
+    runs = [json.loads((ROOT / "docs/results/2026-11-30-cpu-amd-epyc-2vcpu/out.json").read_text()),
+            json.loads(gzip.decompress((ROOT / "tests/report/realistic_run.json.gz").read_bytes()))]
+    recorded: dict[str, set] = {}
+    for run in runs:
+        for bench in run["benchmarks"]:
+            genai = bench.get("extra_info", {}).get("genai", {})
+            recorded.setdefault(genai.get("experiment"), set()).update(genai.get("config") or {})
+    for experiment in experiments.EXPERIMENTS:
+        missing = set(experiment.config_keys) - recorded.get(experiment.name, set())
+        assert not missing, f"{experiment.name}: {sorted(missing)} are registered but no reference run records them"

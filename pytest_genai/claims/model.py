@@ -257,6 +257,7 @@ def parse_claims(data: Mapping[str, Any], file: str, metrics: Mapping[str, Metri
         if experiment is not None and experiment not in EXPERIMENTS:
             raise ClaimsError(f"{where}: field 'experiment' is {experiment!r}, not an experiment the benchmarks record; "
                               f"use one of {', '.join(EXPERIMENTS)} (or leave it out for any)")
+        _check_where_keys(where_cfg, experiment, where)
         _check_devices(_str_tuple(entry.get("devices"), where, "devices"), where)
         section = entry.get("section")
         if not isinstance(section, str) or not section:
@@ -295,6 +296,19 @@ def parse_claims(data: Mapping[str, Any], file: str, metrics: Mapping[str, Metri
             )
         )
     return claims
+
+
+def _check_where_keys(where_cfg: Mapping[str, Any], experiment: str | None, where: str) -> None:
+    """A ``where`` key must be a config key the experiment's benchmarks record (``config_keys`` in
+    pytest_genai/experiments.py), so a misspelled key fails loading instead of never applying."""
+    from pytest_genai import experiments
+
+    rows = [experiments.get(experiment)] if experiment else list(experiments.EXPERIMENTS)
+    known = sorted({key for row in rows for key in row.config_keys})
+    unknown = sorted(set(where_cfg) - set(known))
+    if unknown:
+        raise ClaimsError(f"{where}: 'where' key(s) {unknown} are not config keys of "
+                          f"{experiment or 'any experiment'}; known: {', '.join(known)} (pytest_genai/experiments.py)")
 
 
 def _check_devices(devices: tuple[str, ...], where: str) -> None:
