@@ -7,6 +7,12 @@ quantized rows add the comparison with the session's fp32 baseline (evaluated on
 plan summary and, in real mode, the measured compression ratio. Claims come from the claims data: out-of-scope ones
 (other devices or models) are recorded as not applicable.
 
+Issue 13 rows (real mode, each its own id): weight-only fp8 storage with Gaudi's bf16/fp8 tiers on any device, the
+same plan computed in FP8 (``fp8_w8a8``: activations quantized too, ``torch._scaled_mm``; INC FP8 with a WikiText
+calibration pass on Gaudi), and prune-then-quantize (``pruned-bitmask``: the global threshold's 30% zeroed, codes stored
+as bitmask + nonzeros) with the device's tiers and with bf16/fp8. Each records which compute path every layer ran and
+fails when the case's mechanics did not happen (a fallen-back FP8 layer, an unpaid mask).
+
 Default CPU run (``--genai-scale tiny``): WikiText as the opening ~682 tokens of each of 3 seeded articles (2,048
 tokens), 40 HellaSwag and 40 BoolQ examples.
 """
@@ -21,6 +27,11 @@ pytestmark = pytest.mark.quant
 TASKS = ("wikitext", "hellaswag", "boolq")
 # ordered so each quantized model is built once and serves its three tasks
 CASES = [QuantCase(mode, task) for mode in ("fp32", "fake", "real") for task in TASKS]
+FP8_TIERS = ("bf16", "fp8_e4m3")  # Gaudi's pair, run on every device: weight-only fp8 vs FP8 compute vs pruned
+CASES += [QuantCase("real", task, tiers, backend, sparsity)
+          for tiers, backend, sparsity in ((FP8_TIERS, None, None), (FP8_TIERS, "fp8_w8a8", None),
+                                           (None, None, "bitmask"), (FP8_TIERS, None, "bitmask"))
+          for task in TASKS]
 #: checked on the WikiText row of each model/mode (model-level claims: compression, perplexity, throughput)
 WIKITEXT_CLAIMS = ("A1.compression_ratio", "A1.ppl_ratio", "A1.gaudi2_tinyllama_compression",
                    "A1.gaudi2_tinyllama_ppl", "A1.a100_tinyllama_compression", "A1.a100_tinyllama_ppl_delta",
@@ -54,7 +65,8 @@ def test_quantized_model_quality(benchmark, genai, genai_device, eval_model, fp3
                                  case):
     from pytest_genai.evals import data, runner, throughput
     from pytest_genai.runtime.threads import pin_threads
-    from pytest_genai.compose.quantized_eval import quantize, resolve_backend, resolve_tiers
+    from pytest_genai.compose.quantized_eval import (compute_path_counts, mechanics_problems, quantize,
+                                                     resolve_backend, resolve_tiers, wikitext_calibration)
     from pytest_genai.quant import BackendUnavailable, model_stored_bytes
 
     session = fp32_eval_baseline
@@ -78,10 +90,13 @@ def test_quantized_model_quality(benchmark, genai, genai_device, eval_model, fp3
         tiers, backend = resolve_tiers(case, device.kind), resolve_backend(case, device.kind)
 
         def build():
-            return quantize(session.fresh_model(device, eval_model), case, device.kind, device.synchronize)
+            ids = session.throughput_ids(eval_model, tokenizer, settings.throughput_batch, settings.throughput_seq)
+            return quantize(session.fresh_model(device, eval_model), case, device.kind, device.synchronize,
+                            calibrate=wikitext_calibration(ids, device.torch_device, device.synchronize))
 
         try:
-            quantized = quantized_models.get((device.id, eval_model.name, case.mode, tiers, backend), build)
+            quantized = quantized_models.get((device.id, eval_model.name, case.mode, tiers, backend, case.sparsity),
+                                             build)
         except BackendUnavailable as exc:
             pytest.skip(str(exc))
         model = quantized.model
@@ -97,6 +112,7 @@ def test_quantized_model_quality(benchmark, genai, genai_device, eval_model, fp3
         "throughput_batch": f"{settings.throughput_batch}x{settings.throughput_seq}",
         # WikiText rows only: the HellaSwag / BoolQ rows keep pairing with runs made before the per-page cap
         **({"wikitext_page_tokens": session.budget.wikitext_page_tokens} if case.task == "wikitext" else {}),
+        **({"sparsity": case.sparsity} if case.sparsity else {}),  # only on pruned rows: older rows keep pairing
     })
 
     genai.label("data", data.source_note(case.task, source))
@@ -123,6 +139,11 @@ def test_quantized_model_quality(benchmark, genai, genai_device, eval_model, fp3
         genai.metric("quantize_seconds", quantized.seconds)
         genai.attach("plan", quantized.plan_summary)
         genai.label("sensitivity", quantized.plan_summary.get("sensitivity", ""))
+        genai.attach("compute_paths", {"counts": compute_path_counts(quantized.compute_paths),
+                                       "per_layer": quantized.compute_paths})
+        if quantized.pruning is not None:
+            genai.attach("pruning", quantized.pruning)
+            genai.metric("pruned_fraction", quantized.pruning["pruned_fraction"])
         genai.metric("predicted_compression_ratio", quantized.plan_summary["predicted_compression_ratio"],
                      source="modeled")
         if quantized.report is not None:
@@ -132,8 +153,13 @@ def test_quantized_model_quality(benchmark, genai, genai_device, eval_model, fp3
             genai.metric("compression_ratio_model", report["compression_ratio_model"])
             genai.metric("compression_ratio_safetensors", report["compression_ratio_safetensors"])
             genai.metric("mean_bits_per_weight", report["mean_bits_per_weight"])
+            if report["sparse_storage"]:
+                genai.metric("compression_ratio_without_mask", report["compression_ratio_without_mask"])
+                genai.metric("nonzero_fraction", report["nonzero_fraction"])
         _record_comparison(genai, case.task, result, baseline)
         genai.check(*TASK_CLAIMS[case.task])
+        problems = mechanics_problems(case, quantized, device.kind)
+        assert not problems, f"{case.id}: " + "; ".join(problems)
 
 
 def _record_comparison(genai, task, result, baseline):
