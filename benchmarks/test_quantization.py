@@ -37,6 +37,16 @@ WIKITEXT_CLAIMS = ("A1.compression_ratio", "A1.ppl_ratio", "A1.gaudi2_tinyllama_
                    "A1.gaudi2_tinyllama_ppl", "A1.a100_tinyllama_compression", "A1.a100_tinyllama_ppl_delta",
                    "A1.gaudi2_fake_tokens_per_s")
 TASK_CLAIMS = {"wikitext": WIKITEXT_CLAIMS, "hellaswag": ("A1.hellaswag_acc_drop",), "boolq": ("A1.boolq_acc_drop",)}
+#: The paper's quality claims judge its method: mixed-precision PTQ, where the 30% threshold only scores sensitivity.
+#: Prune-then-quantize rows test how a 5.93x ratio could be reached (A1.gaudi2_tinyllama_compression's note); they
+#: record perplexity and accuracy against fp32 but are not judged on the paper's quality bounds.
+PAPER_METHOD_QUALITY = frozenset({"A1.ppl_ratio", "A1.gaudi2_tinyllama_ppl", "A1.a100_tinyllama_ppl_delta",
+                                  "A1.hellaswag_acc_drop", "A1.boolq_acc_drop"})
+
+
+def _extra_method(case) -> bool:
+    """A row beyond the paper's fp32 / fake / real plan: an explicit tier pair, a compute backend or pruning."""
+    return case.mode == "real" and bool(case.tiers or case.backend or case.sparsity)
 
 
 class _QuantizedCache:
@@ -61,8 +71,8 @@ def quantized_models():
 
 @pytest.mark.claims(*WIKITEXT_CLAIMS, "A1.hellaswag_acc_drop", "A1.boolq_acc_drop", kinds=("cpu", "cuda", "hpu"))
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_quantized_model_quality(benchmark, genai, genai_device, eval_model, fp32_eval_baseline, quantized_models,
-                                 case):
+def test_quantized_model_quality(benchmark, genai, genai_device, genai_settings, eval_model, fp32_eval_baseline,
+                                 quantized_models, case):
     from pytest_genai.evals import data, runner, throughput
     from pytest_genai.runtime.threads import pin_threads
     from pytest_genai.compose.quantized_eval import (compute_path_counts, mechanics_problems, quantize,
@@ -71,6 +81,9 @@ def test_quantized_model_quality(benchmark, genai, genai_device, eval_model, fp3
 
     session = fp32_eval_baseline
     device = genai_device
+    if _extra_method(case) and case.task != "wikitext" and genai_settings["scale"] == "tiny":
+        pytest.skip("the extra methods' HellaSwag and BoolQ rows run at --genai-scale small and full; the tiny run "
+                    "keeps each one's WikiText row (compression and perplexity)")
     if device.torch_device is None:
         pytest.skip(f"the A1 evaluation runs through torch; {device.kind} has no torch device")
     try:
@@ -157,7 +170,9 @@ def test_quantized_model_quality(benchmark, genai, genai_device, eval_model, fp3
                 genai.metric("compression_ratio_without_mask", report["compression_ratio_without_mask"])
                 genai.metric("nonzero_fraction", report["nonzero_fraction"])
         _record_comparison(genai, case.task, result, baseline)
-        genai.check(*TASK_CLAIMS[case.task])
+        claims = [c for c in TASK_CLAIMS[case.task] if not (case.sparsity and c in PAPER_METHOD_QUALITY)]
+        if claims:
+            genai.check(*claims)
         problems = mechanics_problems(case, quantized, device.kind)
         assert not problems, f"{case.id}: " + "; ".join(problems)
 

@@ -37,7 +37,7 @@ ARGS = ("--genai-devices", "cpu", "-p", "no:cacheprovider")
 def two_runs(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     pytester.makepyfile(test_toy=WORKLOAD)
     pytester.runpytest(*ARGS, "--benchmark-json", "base.json").assert_outcomes(passed=1)
-    monkeypatch.setenv("GENAI_TEST_SLOWDOWN", "4")
+    monkeypatch.setenv("GENAI_TEST_SLOWDOWN", "10")
     pytester.runpytest(*ARGS, "--benchmark-json", "slow.json").assert_outcomes(passed=1)
     return pytester.path / "base.json", pytester.path / "slow.json"
 
@@ -49,7 +49,7 @@ def test_gate_fails_the_slowed_run_with_a_table_naming_the_metrics(two_runs, cap
 
     assert gate_main([str(base), str(base)]) == EXIT_OK
     capsys.readouterr()
-    # 4x the work: tokens/s drops ~75 %; a 50 % threshold leaves room for a busy machine's noise
+    # 10x the work: tokens/s drops ~90 %; a 50 % threshold leaves room for a busy machine's noise
     assert gate_main([str(base), str(slow), "--max-regression", "*=50%"]) == EXIT_REGRESSION
     out = capsys.readouterr().out
     failures = re.sub(r" +", " ", out.split("**FAIL**")[1])  # columns are padded for terminals
@@ -65,7 +65,7 @@ def test_inline_baseline_fails_the_regressed_benchmark_without_traceback(pyteste
     pytester.makepyfile(test_toy=WORKLOAD)
     pytester.runpytest(*ARGS, "--benchmark-json", "base.json").assert_outcomes(passed=1)
     base = pytester.path / "base.json"
-    monkeypatch.setenv("GENAI_TEST_SLOWDOWN", "4")
+    monkeypatch.setenv("GENAI_TEST_SLOWDOWN", "10")
     result = pytester.runpytest(*ARGS, "--genai-baseline", str(base), "--genai-max-regression", "*=50%")
     result.assert_outcomes(failed=1)
     text = result.stdout.str()
@@ -79,8 +79,10 @@ def test_inline_baseline_fails_the_regressed_benchmark_without_traceback(pyteste
     ])
     assert "Traceback" not in text and "def test_tokens" not in text  # no traceback, no source listing
 
+    # The same workload again passes. The limit leaves room for a loaded CI machine (a 5-round median of a no-op-sized
+    # loop moved by +60-100% there); tokens_per_s (higher is better) cannot fall by more than 100%.
     monkeypatch.setenv("GENAI_TEST_SLOWDOWN", "1")
-    ok = pytester.runpytest(*ARGS, "--genai-baseline", str(base), "--genai-max-regression", "*=60%")
+    ok = pytester.runpytest(*ARGS, "--genai-baseline", str(base), "--genai-max-regression", "*=400%")
     ok.assert_outcomes(passed=1)
     ok.stdout.fnmatch_lines(["*test_tokens?cpu?*| ok*", "*1 benchmark(s) compared, 0 regressed*"])
 
