@@ -156,7 +156,7 @@ def roofline_figure(recs: Sequence[Record], title: str) -> Any:
         rx, ry = ceiling_polyline(peak, bw, x_min, x_max)
         ridge = ridge_point(peak * 1e12, bw * 1e9)
         (line,) = ax.plot(rx, ry, styles[kind], color="black" if kind == "spec" else "tab:gray", linewidth=1.4,
-                          label=f"{kind} roof: {peak:.3g} TFLOP/s, {bw:.4g} GB/s (ridge {ridge:.3g} FLOP/B)")
+                          label=f"{kind} roof: {peak:.3g} TFLOP/s, {bw:.3g} GB/s (ridge {ridge:.3g} FLOP/B)")
         line.set_gid(f"roof-{kind}")
         ax.axvline(ridge, color=line.get_color(), linestyle=":", linewidth=0.8)
     colors = {"compute": "tab:red", "memory": "tab:blue"}
@@ -241,7 +241,7 @@ def _label(r: Record, keys: Sequence[str]) -> str:
 
 def _title_size(title: str) -> float:
     """Long titles (an experiment with several tests names the test) get a smaller font, so they fit the axes."""
-    return 11.0 if len(title) <= 48 else 9.0
+    return 11.0 if len(title) <= 48 else 9.0 if len(title) <= 64 else 8.0
 
 
 def _legend_title(keys: Sequence[str]) -> str:
@@ -477,7 +477,7 @@ def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: 
                            edgecolors=color, linewidths=1.2, zorder=3 + k)
             left = right - cx <= 0.02 * x_span and len(clusters) > 1  # rightmost labels: to the left, inside
             exact = len({(x, y) for x, y, _ in here}) == 1
-            ax.annotate(_same_points_text([plan for _, _, plan in here], exact), (cx, cy), fontsize=6.5,
+            ax.annotate(_point_label([plan for _, _, plan in here], exact), (cx, cy), fontsize=6.5,
                         xytext=(-7 if left else 7, 5), textcoords="offset points", ha="right" if left else "left",
                         color=color)
         xy = [(x, y) for x, y, _ in pts]
@@ -502,6 +502,18 @@ def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: 
         ax.set_ylim(y_mid - y_span / 2, y_mid + y_span / 2)
     ax.ticklabel_format(axis="y", useOffset=False)
     return fig
+
+
+#: A point's label longer than this names its first plan and how many more share the point (the markers in the
+#: legend tell them apart); longer labels squeeze the axes to nothing.
+POINT_LABEL_CHARS = 40
+
+
+def _point_label(plans: Sequence[str], exact: bool = True) -> str:
+    text = _same_points_text(plans, exact)
+    if len(text) <= POINT_LABEL_CHARS or len(plans) == 1:
+        return text
+    return f"{plans[0]} (+{len(plans) - 1} {'same' if exact else 'near'})"
 
 
 def _same_points_text(plans: Sequence[str], exact: bool = True) -> str:

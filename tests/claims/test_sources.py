@@ -20,7 +20,6 @@ from pytest_genai.results import run_source_problems
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE_RUN = ROOT / "docs/results/2026-11-30-cpu-amd-epyc-2vcpu/out.json"
 REALISTIC_RUN = ROOT / "tests/report/realistic_run.json.gz"
-STALE = "written before the *_modeled / *_spec renames and the registry's fixed sources; the lead re-makes it"
 
 
 def _load(path: Path) -> dict:
@@ -84,10 +83,10 @@ def test_level1_records_every_metric_with_its_registry_source() -> None:
 
 
 @pytest.mark.parametrize("path", [
-    pytest.param(REFERENCE_RUN, marks=pytest.mark.xfail(strict=True, reason=STALE), id="reference-out.json"),
-    pytest.param(REALISTIC_RUN, marks=pytest.mark.xfail(strict=True, reason=STALE), id="realistic_run.json.gz"),
+    pytest.param(REFERENCE_RUN, id="reference-out.json"),
+    pytest.param(REALISTIC_RUN, id="realistic_run.json.gz"),
 ])
 def test_the_suite_reference_runs_label_no_modeled_spec_or_config_number_measured(path: Path) -> None:
-    """Strict xfail while the committed runs predate the renames: a re-made run passes, and the mark must go."""
+    """The committed runs (re-made after the renames) label every modeled, spec and config number so."""
     problems = source_problems_of_run(_load(path))
     assert not problems, "\n".join(problems[:20])

@@ -226,4 +226,4 @@ def test_every_plot_of_a_realistic_run_reads_cleanly(monkeypatch, tmp_path: Path
         texts = _legend_texts(fig)
         assert not [t for t in texts if "/work" in t or "=" in t or "None" in t or len(t) > 60], (name, texts)
     (ax,) = figures["quant_acc_vs_compression.png"].axes
-    assert {t.get_text() for t in ax.texts} == {"fp32", "bf16/int8 fake = real"}  # both tasks: fp32 and the plan
+    assert {t.get_text() for t in ax.texts} == {"fp32", "bf16/int8 real = fake"}  # both tasks: fp32 and the plan
