@@ -1,20 +1,13 @@
 """Evaluation metrics as pure functions (floats in, floats out), with the definitions of lm-evaluation-harness.
 
-Log-likelihoods are natural-log sums (negative numbers); ``higher_is_better`` sits beside each metric as in lm-eval.
+Log-likelihoods are natural-log sums (negative numbers). Which way is better is the metric registry's ``direction``
+(``claims/data/metrics_evals.toml``), the one place it is said.
 """
 from __future__ import annotations
 
 import math
 from typing import Sequence
 
-HIGHER_IS_BETTER = {
-    "perplexity": False,
-    "word_perplexity": False,
-    "byte_perplexity": False,
-    "bits_per_byte": False,
-    "acc": True,
-    "acc_norm": True,
-}
 
 
 def _check_counts(loglikelihoods: Sequence[float], counts: Sequence[int], what: str) -> None:
