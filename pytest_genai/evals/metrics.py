@@ -9,7 +9,6 @@ import math
 from typing import Sequence
 
 
-
 def _check_counts(loglikelihoods: Sequence[float], counts: Sequence[int], what: str) -> None:
     if len(loglikelihoods) != len(counts):
         raise ValueError(f"{len(loglikelihoods)} log-likelihoods but {len(counts)} {what} counts; pass one per document")
