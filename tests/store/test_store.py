@@ -79,15 +79,15 @@ def test_reference_run_round_trips_and_adding_it_again_is_a_no_op(store_url: str
         assert first.new and not again.new and again.run_id == first.run_id
         stored = query_run(store, "latest")
     file_run = load_run(REFERENCE)
-    assert len(stored.records) == len(file_run.records) == 38
+    assert len(stored.records) == len(file_run.records) == 45
     for mine, theirs in zip(stored.records, file_run.records):
         for name in RECORD_FIELDS:
             assert getattr(mine, name) == getattr(theirs, name), (mine.name, name)
         assert {c["id"] for c in mine.claims} == {c["id"] for c in theirs.claims}
     assert stored.stack == file_run.stack and stored.absent == file_run.absent
     rows = counts(store_url)
-    assert rows["runs"] == 1 and rows["benchmarks"] == 38 and rows["metrics"] == 741  # 703 genai + 38 medians
-    assert rows["claims"] == 54
+    assert rows["runs"] == 1 and rows["benchmarks"] == 45 and rows["metrics"] == 895  # 850 genai + 45 medians
+    assert rows["claims"] == 80
     with open_store(store_url) as store:  # the same run indented differently is the same run
         reindented = json.loads(REFERENCE.read_text())
         assert not add_document(store, reindented, "copy.json").new
@@ -104,7 +104,7 @@ def test_every_round_and_interval_is_kept(store_url: str) -> None:
                                                       .where(m.c.rounds_json.isnot(None))).all())
     recorded = sum(len(v) for b in doc["benchmarks"] for v in b["extra_info"]["genai"]["metric_rounds"].values())
     timing = sum(len(b["stats"]["data"]) for b in doc["benchmarks"])
-    assert sum(len(json.loads(r.rounds_json)) for r in rows) == recorded + timing == 149 + 92
+    assert sum(len(json.loads(r.rounds_json)) for r in rows) == recorded + timing == 149 + 103
     assert any(r.interval_json for r in rows if r.name == "scaling_throughput_ratio")
 
 
@@ -287,7 +287,7 @@ def test_schema_v1_json_imports() -> None:
     from pytest_genai.store.ingest import run_rows
 
     rows = run_rows(json.loads(REFERENCE.read_text()), "out.json")
-    assert rows.run["json_schema"] == "pytest-genai/1" and rows.row_count == 835
+    assert rows.run["json_schema"] == "pytest-genai/1" and rows.row_count == 1022
     assert run_from_json(run_doc([bench("t")]), "x").records
 
 
