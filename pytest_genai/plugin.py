@@ -246,6 +246,15 @@ def genai_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 
 # -- reporting -----------------------------------------------------------------------------------------------
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
+    """Add up each test's setup, call and teardown wall time (shown beside its metrics, written into its JSON).
+    Returns None: pytest's own implementation still makes the report."""
+    if STATE in item.config.stash:
+        walls = _state(item.config).test_wall_s
+        walls[item.nodeid] = walls.get(item.nodeid, 0.0) + call.duration
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     state = _state(config)
     data_dir = resolve(config, "data_dir")
@@ -262,7 +271,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = _state(config)
     if state.records:
         terminalreporter.write_sep("=", "pytest-genai metrics (main metric per benchmark; pytest-genai report for all)")
-        for line in metrics_table(state.records, state.metrics()):
+        for line in metrics_table(state.records, state.metrics(), state.test_wall_s):
             terminalreporter.write_line(line)
     if state.verdicts or state.not_applicable:
         terminalreporter.write_sep("=", "pytest-genai claims")
@@ -285,6 +294,12 @@ def pytest_benchmark_update_json(config: pytest.Config, benchmarks: Any, output_
                      if k not in ("baseline", "store")},
         "claims": state.verdicts,
     }
+    for bench in output_json.get("benchmarks", []):
+        genai = (bench.get("extra_info") or {}).get("genai")
+        wall = state.test_wall_s.get(bench.get("fullname", ""))
+        if isinstance(genai, dict) and wall is not None:
+            genai["test_wall"] = {"seconds": round(wall, 3), "source": "measured",
+                                  "covers": "the pytest test's setup + call + teardown (fixtures such as model loads)"}
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True, specname="pytest_sessionfinish")

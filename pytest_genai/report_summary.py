@@ -1,14 +1,10 @@
-"""Plain-text tables for the terminal summary."""
+"""The terminal summary's closing tables: claim verdicts and each benchmark's main metric (rendered by
+:func:`pytest_genai.report.tables.text_table`)."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
-
-def text_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
-    rows = [[("" if c is None else str(c)) for c in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return [fmt.format(*headers), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in rows]
+from pytest_genai.report.tables import text_table
 
 
 def _bound(v: dict[str, Any]) -> str:
@@ -63,21 +59,29 @@ def main_metric(metrics: Mapping[str, Any]) -> str | None:
     return next(iter(metrics), None)
 
 
-def metrics_table(records: Iterable[Mapping[str, Any]], registry: Mapping[str, Any] | None = None) -> list[str]:
-    """One row per benchmark: its main metric with value, unit and source (the closing table beside the claims)."""
+def metrics_table(records: Iterable[Mapping[str, Any]], registry: Mapping[str, Any] | None = None,
+                  walls: Mapping[str, float] | None = None) -> list[str]:
+    """One row per benchmark: its main metric with value, unit and source, and the test's measured wall seconds
+    (setup + call + teardown, from ``walls`` by node id; the closing table beside the claims)."""
     rows = []
+    walls = walls or {}
     for record in records:
+        wall = walls.get(record.get("fullname", ""))
+        wall_text = "-" if wall is None else f"{wall:.1f}"
         genai = record.get("extra_info", {}).get("genai", {})
         metrics = genai.get("metrics", {})
         name = main_metric(metrics)
         device = (genai.get("device") or {}).get("generation", "-")
         if name is None:
-            rows.append([record.get("name", "?"), device, "-", "-", "", "no metric recorded"])
+            rows.append([record.get("name", "?"), device, "-", "-", "", "no metric recorded", wall_text])
             continue
         value = metrics[name]
         known = (registry or {}).get(name)
         unit = genai.get("metric_units", {}).get(name) or getattr(known, "unit", "") or ""
         shown = f"{value:.4g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
         rows.append([record.get("name", "?"), device, name, shown, "" if unit == "1" else unit,
-                     genai.get("metric_sources", {}).get(name, "measured")])
-    return text_table(["benchmark", "device", "main metric", "value", "unit", "source"], rows)
+                     genai.get("metric_sources", {}).get(name, "measured"), wall_text])
+    total = sum(walls.values())
+    return text_table(["benchmark", "device", "main metric", "value", "unit", "source", "wall [s] (measured)"], rows) + [
+        f"wall time: {total:.1f} s in all tests' setup, call and teardown (measured), of which {len(rows)} benchmarks "
+        f"{sum(walls.get(r.get('fullname', ''), 0.0) for r in records):.1f} s"]

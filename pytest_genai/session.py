@@ -20,6 +20,8 @@ class SessionState:
     verdicts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     not_applicable: int = 0  # out-of-scope claim checks (recorded in each benchmark's JSON, not in the table)
     records: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: nodeid -> wall seconds of its setup + call + teardown (fixtures such as model loads included)
+    test_wall_s: dict[str, float] = dataclasses.field(default_factory=dict)
     _stack: dict[str, Any] | None = None
 
     # -- devices ---------------------------------------------------------------------------------------------

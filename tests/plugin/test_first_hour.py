@@ -5,7 +5,11 @@ import json
 import pytest
 
 BENCH = """
+import time
+
+
 def test_ppl(benchmark, genai, cpu):
+    time.sleep(0.3)
     genai.start(experiment="quant", device=cpu, config={"mode": "real"}, model="tiny")
     benchmark.pedantic(lambda: None, rounds=2)
     genai.metric("tokens_per_s", 1234.5)
@@ -18,9 +22,14 @@ def test_metrics_table_stack_and_latest_baseline(pytester: pytest.Pytester) -> N
     first = pytester.runpytest("--benchmark-autosave", "--benchmark-json", "out.json", "-p", "no:cacheprovider")
     first.assert_outcomes(passed=1)
     # the main metric (quality before throughput) with its value, unit and source
-    first.stdout.fnmatch_lines(["*pytest-genai metrics*", "benchmark*device*main metric*value*unit*source*",
-                                "test_ppl*cpu*perplexity*12.25*measured*"])
-    stack = json.loads((pytester.path / "out.json").read_text())["machine_info"]["genai"]["stack"]
+    # ... and the test's wall time (setup + call + teardown), in the table and in the JSON, labelled measured
+    first.stdout.fnmatch_lines(["*pytest-genai metrics*", "benchmark*device*main metric*value*unit*source*wall*",
+                                "test_ppl*cpu*perplexity*12.25*measured*",
+                                "wall time: * s in all tests' setup, call and teardown (measured)*"])
+    out = json.loads((pytester.path / "out.json").read_text())
+    wall = out["benchmarks"][0]["extra_info"]["genai"]["test_wall"]
+    assert wall["source"] == "measured" and 0.3 <= wall["seconds"] < 60, wall
+    stack = out["machine_info"]["genai"]["stack"]
     assert stack["pytest-genai"] and stack["pytest-benchmark"] and "deepspeed" in stack and "nccl" in stack
     # a no-op's round time is noise: pytest-benchmark's field:N% form lifts its threshold
     again = pytester.runpytest("--genai-baseline", "latest", "--genai-max-regression", "median:100000%",
