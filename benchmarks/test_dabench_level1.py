@@ -13,10 +13,11 @@ conftest.py). The WSE capacity is the largest layer count that compiled in a swe
 from __future__ import annotations
 
 import dataclasses
+import statistics
 
 import pytest
 
-from pytest_genai.dabench.config import capacity_config, default_sweep
+from pytest_genai.dabench.config import DecoderConfig, capacity_config, default_heads, default_sweep
 
 pytestmark = pytest.mark.dabench
 
@@ -195,6 +196,29 @@ def test_timer_overhead_cpu(benchmark, genai, cpu):
     genai.metric("timer_overhead_s", overhead)
     assert 0 < overhead < 1e-4, f"an empty timed region costs {overhead:.3g} s; timings below 1 ms are meaningless"
 
+
+
+#: The decoder-block forward the harness-overhead test times (issue 17): L2-h256 of the CPU tiny sweep, 2 steps per
+#: side per round (~20 ms), 40 rounds (its 95% interval: the 14th to 27th of the sorted per-round ratios).
+OVERHEAD_CFG = DecoderConfig(layers=2, hidden=256, heads=default_heads(256))
+OVERHEAD_STEPS, OVERHEAD_ROUNDS = 2, 40
+
+
+@pytest.mark.claims("B1.target.timer_path_vs_bare", kinds=("cpu",))
+def test_timer_path_vs_bare_cpu(benchmark, genai, cpu, pinned_threads):
+    """The same decoder-block forward through the Level 1 timer and through a bare loop, in interleaved rounds
+    (order alternating): the timer path's throughput over the bare loop's, per round (issue 17: >= 0.95)."""
+    from pytest_genai.dabench.overhead import timer_path_vs_bare
+
+    genai.start(experiment=EXPERIMENT, device=cpu, config={**OVERHEAD_CFG.as_dict(), "region": "timer_vs_bare"},
+                model=MODEL)
+    result = benchmark.pedantic(timer_path_vs_bare, args=(OVERHEAD_CFG, cpu),
+                                kwargs={"rounds": OVERHEAD_ROUNDS, "steps": OVERHEAD_STEPS}, rounds=1, iterations=1)
+    genai.metric("throughput_ratio_timer_vs_bare", result.ratio, rounds=result.ratios)
+    genai.metric("step_time_s", statistics.median(result.reported_step_s))
+    genai.metric("bare_step_time_s", result.bare_step_s)
+    genai.label("cpu_threads", str(CPU_THREADS))
+    genai.check("B1.target.timer_path_vs_bare")
 
 # --- dataflow chips ------------------------------------------------------------------------------------------------
 

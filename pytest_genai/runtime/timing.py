@@ -122,6 +122,32 @@ def time_each(
     return [Timing(tuple(s)) for s in samples]
 
 
+def paired_rounds(
+    first: Callable[[], object],
+    second: Callable[[], object],
+    *,
+    rounds: int,
+    clock: Clock = time.perf_counter,
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Seconds of each of two callables in every round, ``(first's, second's)``, run back to back with the order
+    alternating (first-second, second-first, ...).
+
+    A slow spell of a shared machine then falls on both sides of a round alike, and going first or second favours
+    neither: the per-round ratio cancels both, and :func:`pytest_genai.claims.stats.median_interval` judges it.
+    Each callable is one whole timed block (e.g. N steps); warm both up before calling this.
+    """
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
+        raise ValueError(f"paired_rounds needs rounds >= 1, got {rounds!r}")
+    seconds: tuple[list[float], list[float]] = ([], [])
+    for r in range(rounds):
+        for side in ((0, 1) if r % 2 == 0 else (1, 0)):
+            fn = first if side == 0 else second
+            t0 = clock()
+            fn()
+            seconds[side].append(clock() - t0)
+    return tuple(seconds[0]), tuple(seconds[1])
+
+
 def timer_overhead_s(
     *, sync: Callable[[], None] | None = None, repeats: int = 1001, clock: Clock = time.perf_counter
 ) -> float:

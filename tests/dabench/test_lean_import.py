@@ -2,7 +2,7 @@ import subprocess
 import sys
 
 PURE = ["config", "counts", "roofline", "balance", "allocation", "capacity", "level1", "kernels", "vendor", "fit",
-        "ceilings", "model", "readers", "readers.cerebras", "readers.sambanova",
+        "ceilings", "model", "overhead", "readers", "readers.cerebras", "readers.sambanova",
         "readers.graphcore"]
 
 

@@ -4,7 +4,8 @@ import time
 
 import pytest
 
-from pytest_genai.runtime.timing import Timing, cpu_times, time_callable, time_each, timer_overhead_s
+from pytest_genai.runtime.timing import (Timing, cpu_times, paired_rounds, time_callable, time_each,
+                                         timer_overhead_s)
 
 
 class Recorder:
@@ -37,6 +38,27 @@ def test_time_each_interleaves_rounds():
     timings = time_each(fns, warmup=1, repeats=3)
     assert order == ["a", "b"] * 4
     assert len(timings) == 2 and all(len(t.samples) == 3 for t in timings)
+
+
+def test_paired_rounds_alternate_the_order_and_keep_each_side_its_own_seconds():
+    order: list[str] = []
+    now = [0.0]
+
+    def clock() -> float:
+        return now[0]
+
+    def side(name: str, seconds: float):
+        def run() -> None:
+            order.append(name)
+            now[0] += seconds
+        return run
+
+    a, b = paired_rounds(side("a", 1.0), side("b", 3.0), rounds=4, clock=clock)
+    assert order == ["a", "b", "b", "a", "a", "b", "b", "a"]
+    assert a == (1.0,) * 4 and b == (3.0,) * 4
+    for bad in (0, -1, True, 2.0):
+        with pytest.raises(ValueError, match="rounds"):
+            paired_rounds(lambda: None, lambda: None, rounds=bad)
 
 
 def test_median_and_validation():
