@@ -1,4 +1,7 @@
-"""Plain tables rendered as GitHub Markdown or HTML, and the number formats they use."""
+"""Plain tables rendered as GitHub Markdown, HTML or terminal text, and the number formats they use.
+
+The one table renderer of the package: reports and compare/gate output (Markdown, HTML), the closing tables of a
+pytest run and the ``pytest-genai`` subcommands' listings (:func:`text_table`)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 
 MAX_ROW_CHARS = 160
@@ -140,6 +143,13 @@ class Table:
                 lines.append("| " + " | ".join(rule) + " |")
         return "\n".join(lines)
 
+    def to_text(self) -> list[str]:
+        """Lines for a terminal: columns left-aligned and two spaces apart, a dashed rule under the headers, cells
+        as given (no escaping, no right alignment)."""
+        widths = [max([len(h)] + [len(r[i]) for r in self.rows]) for i, h in enumerate(self.headers)]
+        fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+        return [fmt.format(*self.headers), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in self.rows]
+
     def to_html(self) -> str:
         head = "".join(f"<th>{html.escape(h)}</th>" for h in self.headers)
         body = []
@@ -160,3 +170,8 @@ def make_table(headers: Sequence[str], rows: Sequence[Sequence[object]], numeric
     """Build a :class:`Table`, formatting numbers with :func:`format_number`."""
     formatted = tuple(tuple(c if isinstance(c, str) else format_number(c) for c in row) for row in rows)
     return Table(tuple(headers), formatted, tuple(numeric))
+
+
+def text_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
+    """Terminal lines of a table (:meth:`Table.to_text`) whose cells are shown with ``str`` (``None`` as empty)."""
+    return Table(tuple(headers), tuple(tuple("" if c is None else str(c) for c in row) for row in rows)).to_text()

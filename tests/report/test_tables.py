@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from pytest_genai.report.tables import Table, format_change, format_number, make_table
+from pytest_genai.report.tables import Table, format_change, format_number, make_table, text_table
 
 
 @pytest.mark.parametrize(
@@ -34,6 +34,17 @@ def test_markdown_escapes_pipes_and_aligns_numbers() -> None:
 def test_html_escapes_cells() -> None:
     html = make_table(["<x>"], [["a & <b>"]]).to_html()
     assert "<th>&lt;x&gt;</th>" in html and "<td>a &amp; &lt;b&gt;</td>" in html
+
+
+def test_text_table_pads_left_aligned_columns_two_spaces_apart() -> None:
+    """The terminal layout (closing tables, `pytest-genai claims` / `devices`): cells as given, None empty."""
+    assert text_table(["claim", "n"], [["A1.x|y", 3], [None, "12345"]]) == [
+        "claim   n    ",
+        "------  -----",
+        "A1.x|y  3    ",
+        "        12345",
+    ]
+    assert text_table(["a", "bb"], []) == ["a  bb", "-  --"]
 
 
 def test_ragged_rows_are_rejected() -> None:
