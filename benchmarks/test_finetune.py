@@ -226,6 +226,62 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
             f"planner terms: {estimate.as_dict()}")
 
 
+#: Harness overhead (issue 17): the tiny Llama-3.1-8B DDP row (SDPA on the CPU) with 30 steps, 3 of them warm-up,
+#: through the suite's launcher + worker, bracketed by a bare torchrun script before and after (three jobs, each
+#: ~8-10 s of start-up and ~1.5 s of steps on 2 idle cores).
+OVERHEAD_STEPS = 30
+#: The jobs train the same model on the same batches: their per-step losses agree to this relative tolerance.
+SAME_STEP_RTOL = 1e-4
+
+
+def _overhead_config() -> ThroughputConfig:
+    tiny = benchmark_matrix("tiny", ("full",))
+    cfg = next(c for c in tiny if c.model == "llama-3.1-8b" and c.strategy == "ddp" and c.attention == "fused")
+    return dataclasses.replace(cfg, steps=OVERHEAD_STEPS)
+
+
+@pytest.mark.claims("A2.target.launcher_vs_bare", kinds=("cpu",))
+def test_launcher_vs_bare_cpu(benchmark, genai, cpu, launch_spec, tmp_path):
+    """The same tiny DDP training step through the suite's launcher + worker and through a bare torchrun script
+    (pytest_genai/train/bare_ddp.py) run just before and just after it: steady-state step throughput after warm-up,
+    suite over bare (issue 17: >= 0.95; the 95% interval spans the bootstrap intervals against both bare runs, so a
+    load change between the jobs widens it instead of deciding the verdict). Launch wall times (start-up, build,
+    steps, exit) are recorded beside it, not judged."""
+    if why := ranks_problem("cpu", launch_spec.nproc):
+        pytest.skip(why)
+    if launch_spec.nnodes > 1:
+        pytest.skip("the bare torchrun script runs on one node; the overhead comparison needs --genai-nnodes 1")
+    from pytest_genai.train import bare_ddp
+    from pytest_genai.train.run import run
+
+    cfg = _overhead_config()
+
+    def bare():
+        return bare_ddp.run_bare(cfg, launch_spec.nproc, timeout_s=launch_spec.timeout_s)
+
+    def bracketed():
+        return bare(), run(cfg, "cpu", launch_spec, tmp_path / "suite"), bare()
+
+    before, suite, after = benchmark.pedantic(bracketed, rounds=1, iterations=1)
+    genai.start(experiment=EXPERIMENT, device=cpu, model=cfg.model,
+                config={**dataclasses.asdict(cfg), "id": cfg.id, "weights": "random", "nnodes": 1,
+                        "world_size": launch_spec.world_size, "nproc": launch_spec.nproc,
+                        "comparison": "launcher_vs_bare"})
+    comparison = bare_ddp.launcher_vs_bare(suite.step_s, before.step_s, after.step_s, cfg.warmup)
+    genai.metric("throughput_ratio_launcher_vs_bare", comparison.ratio, interval=comparison.interval)
+    genai.metric("step_time_s", comparison.suite_step_s)
+    genai.metric("bare_step_time_s", sum(comparison.bare_step_s) / 2)
+    genai.metric("launch_wall_s", suite.wall_s)
+    genai.metric("bare_launch_wall_s", (before.wall_s + after.wall_s) / 2)
+    genai.attach("bare_before_after", {"step_s": list(comparison.bare_step_s),
+                                       "launch_wall_s": [before.wall_s, after.wall_s]})
+    genai.label("threads_per_rank", f"suite {suite.extra.get('threads')}, bare {before.threads}")
+    genai.check("A2.target.launcher_vs_bare")
+    for run_ in (before, after):
+        assert run_.losses == pytest.approx(suite.losses, rel=SAME_STEP_RTOL), (
+            f"the bare script did not train the same step: losses {run_.losses[:3]} vs the worker's "
+            f"{suite.losses[:3]}")
+
 def test_finetune_wikitext(benchmark, genai, genai_device, genai_settings, finetune_runs, launch_spec,
                            tmp_path_factory):
     """A real fine-tune: pretrained SmolLM2-135M, WikiText-2 text, DDP on torchrun; the held-out loss falls."""
