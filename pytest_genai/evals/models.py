@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pytest_genai import progress
+from pytest_genai.runtime.cachedir import cache_root  # noqa: F401  (re-exported: evals.cache_cli, tests)
 
 _LOG = progress.logger(__name__)
 
@@ -173,13 +174,6 @@ IN_USE_S = 6 * 3600
 being written; a session that resolved the folder and loads from it later): replacing an entry leaves it until it has
 been unused this long. Only ``cache clear`` removes a recently used entry (never a conversion in progress)."""
 _LAST_USED = "last-used"
-
-
-def cache_root() -> Path:
-    env = os.environ.get("PYTEST_GENAI_CACHE")
-    if env:
-        return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pytest-genai"
 
 
 def _read_json(path: Path) -> Any:

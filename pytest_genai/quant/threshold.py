@@ -9,6 +9,11 @@ tau is the k-th smallest ``|w|`` over all eligible weights (``k = ceil(sparsity 
    only the magnitudes inside ``[lo, hi]`` (about 1% of the weights for the default sample) and
    sums ``|w|`` per tensor; tau is then an exact ``kthvalue`` over those candidates.
 
+The streaming pass runs a small C kernel (``csrc/scan.c``: one read of each weight, compiled on first use; on
+torch's threads, one tensor per thread) where a C compiler is available and the weights are contiguous fp32 on the
+CPU; otherwise torch ops on 1 MiB chunks (the same counts, several passes over each cached chunk).
+:func:`scan_path` says which one ran.
+
 If the bracket misses rank ``k`` (probability ~1e-9) it is narrowed by counting-only bisection,
 so memory stays bounded. The same pass gives each tensor's count above tau and its ``sum |w|``,
 which is all the sensitivity definitions need. With ``exact=False`` tau is the sample quantile
@@ -18,11 +23,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from .metrics import threshold_rank
 
 _CHUNK = 1 << 18  # elements per streaming chunk (1 MiB of fp32: stays in cache)
 _MAX_CANDIDATES = 1 << 26
+_KERNEL = Path(__file__).parent / "csrc" / "scan.c"
+_LAST_PATH = {"path": ""}
 
 
 @dataclass
@@ -77,17 +85,28 @@ def sample_abs(weights, sample_size: int, seed: int = 0):
         if m >= size or size < 4 * run:
             parts.append(_abs32(flat).cpu())
             continue
-        starts = torch.randint(size - run + 1, (max(1, m // run), 1), generator=g)
-        idx = (starts + torch.arange(run)).reshape(-1)
-        parts.append(_abs32(flat[idx.to(w.device)]).cpu())
+        starts = torch.randint(size - run + 1, (max(1, m // run),), generator=g)
+        # rows of the overlapping-window view are the runs: one gather, no index tensor of every sampled element
+        parts.append(_abs32(flat.unfold(0, run, 1)[starts.to(w.device)].reshape(-1)).cpu())
     return torch.cat(parts)
+
+
+def _order_stats(values, indices) -> list[float]:
+    """The ``i``-th smallest (0-based) values of the CPU fp32 tensor ``values``, for each ``i`` of ``indices``, by
+    one selection (numpy's introselect takes several ranks at once, ~2x faster than torch.kthvalue per rank)."""
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - torch's numpy bridge is there wherever transformers is
+        import torch
+
+        return [float(torch.kthvalue(values, i + 1).values) for i in indices]
+    part = np.partition(values.numpy(), list(indices))
+    return [float(part[i]) for i in indices]
 
 
 def _order_stat(sample, i: int) -> float:
     """The ``i``-th smallest (0-based) value of ``sample`` by selection (no full sort)."""
-    import torch
-
-    return float(torch.kthvalue(sample, i + 1).values)
+    return _order_stats(sample, [i])[0]
 
 
 def bracket(sample, k: int, n: int, z: float = 6.0) -> tuple[float, float]:
@@ -97,8 +116,10 @@ def bracket(sample, k: int, n: int, z: float = 6.0) -> tuple[float, float]:
     margin = z * math.sqrt(m * p * (1 - p)) + 2
     center = p * m
     lo_i, hi_i = math.floor(center - margin), math.ceil(center + margin)
-    lo = _order_stat(sample, lo_i) if lo_i >= 0 else 0.0
-    hi = _order_stat(sample, hi_i) if hi_i < m else math.inf
+    inside = [i for i in (lo_i, hi_i) if 0 <= i < m]
+    stats = dict(zip(inside, _order_stats(sample, inside))) if inside else {}
+    lo = stats[lo_i] if lo_i >= 0 else 0.0
+    hi = stats[hi_i] if hi_i < m else math.inf
     return lo, hi
 
 
@@ -135,10 +156,87 @@ class _Candidates:
         return self.buf[a:b]
 
 
+def _native_kernel(weights):
+    """The compiled scan kernel when every weight suits it (contiguous fp32 on the CPU), else None."""
+    import torch
+
+    if not all(w.device.type == "cpu" and w.dtype == torch.float32 and w.is_contiguous() for w in weights):
+        return None
+    from pytest_genai.runtime import native
+
+    lib = native.load(_KERNEL)
+    if lib is not None and not getattr(lib, "_genai_typed", False):
+        import ctypes
+
+        fn = lib.genai_scan_f32
+        fn.restype = ctypes.c_int64
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_float, ctypes.c_float, ctypes.c_int,
+                       ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_double)]
+        lib._genai_typed = True
+    return lib
+
+
+def scan_path() -> str:
+    """Which implementation the last streaming pass used: ``native_c`` or ``torch`` (with the reason)."""
+    return _LAST_PATH["path"]
+
+
+def _scan_native(lib, weights, lo: float, hi: float, keep: bool, expected: int):
+    """``_scan`` through the C kernel: one read of each weight; one tensor per torch thread."""
+    import ctypes
+    from concurrent.futures import ThreadPoolExecutor
+
+    import torch
+
+    n_total = sum(w.numel() for w in weights)
+    share = expected / n_total if n_total else 0.0
+    # lo / hi pass as C floats (rounded to nearest), as torch compares fp32 weights with a Python scalar
+
+    def one(w):
+        flat = w.detach().reshape(-1)
+        cap = int(flat.numel() * share * 1.5) + 256 if keep else 0
+        while True:
+            out = torch.empty(max(cap, 1), dtype=torch.float32)
+            above, total = ctypes.c_int64(), ctypes.c_double()
+            inside = lib.genai_scan_f32(flat.data_ptr(), flat.numel(), lo, hi, int(keep), out.data_ptr(), cap,
+                                        ctypes.byref(above), ctypes.byref(total))
+            if not keep or inside <= cap:
+                break
+            cap = inside  # the bracket held more than expected here: read this tensor again with room for all
+        return above.value, inside, total.value, out[:inside] if keep else None
+
+    threads = max(1, min(torch.get_num_threads(), len(weights)))
+    if threads > 1:
+        with ThreadPoolExecutor(threads) as pool:
+            results = list(pool.map(one, weights))
+    else:
+        results = [one(w) for w in weights]
+    cands = _Candidates(sum(r[1] for r in results)) if keep else None
+    n_above, n_in, sums = [], [], []
+    for a, inside, total, vals in results:
+        n_above.append(a)
+        n_in.append(inside)
+        sums.append(total)
+        if keep:
+            start = cands.size
+            if inside:
+                cands.append(vals)
+            cands.spans.append((start, cands.size))
+    return n_above, n_in, sums, cands
+
+
 def _scan(weights, lo: float, hi: float, keep: bool, expected: int = 0):
     """Per tensor: ``n_above`` (|w| > hi), ``n_in`` (lo <= |w| <= hi), ``sum_abs``; and the
     in-bracket magnitudes (a ``_Candidates``) if ``keep``."""
     import torch
+
+    lib = _native_kernel(weights)
+    if lib is not None:
+        _LAST_PATH["path"] = "native_c"
+        return _scan_native(lib, weights, lo, hi, keep, expected)
+    from pytest_genai.runtime import native
+
+    _LAST_PATH["path"] = "torch" + (f" ({native.why_not(_KERNEL)})" if native.why_not(_KERNEL) else "")
 
     n_above, n_in, sums = [], [], []
     cands = _Candidates(int(expected * 1.25)) if keep else None
@@ -246,7 +344,7 @@ def global_threshold(weights, sparsity: float, *, exact: bool = True, sample_siz
     else:
         allc = cands.values()
         kept = allc.numel()
-        tau = float(torch.kthvalue(allc, k - below).values)
+        tau = _order_stat(allc, k - below - 1)
         n_above_tau = [na + int((cands.span(i) > tau).sum()) for i, na in enumerate(n_above)]
     return ThresholdResult(tau, k, n, n - sum(n_above_tau), True, [w.numel() for w in weights],
                            n_above_tau, sums, kept)

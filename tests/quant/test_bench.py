@@ -74,14 +74,16 @@ def _busy(seconds: float) -> None:
 @pytest.mark.parametrize(("slowdown", "verdict"), [(3.0, "fail"), (1 / 3, "pass")])
 def test_a_3x_slower_quantizer_fails_its_timing_claim_and_a_3x_faster_passes(slowdown, verdict):
     """The interleaved timing loop and the interval rule together: a quantizer made 3x slower than the baseline
-    (busy work, so CPU contention slows both alike) fails A1.target.quantize_vs_torchao; 3x faster passes."""
+    (busy work, so CPU contention slows both alike) fails A1.target.quantize_vs_torchao; 3x faster passes.
+    9 rounds: the median's 95% interval is then the 2nd to 8th smallest ratio, so one round pre-empted on a loaded
+    machine cannot make the verdict inconclusive (with 5 it is min to max: it did, beside helper sessions)."""
     from pytest_genai.claims import check_value, load_claims, median_interval
     from pytest_genai.quant.bench import round_ratios, time_interleaved
 
-    base = 0.01
+    base = 0.02
     runners = {"ours": lambda model: _busy(base * slowdown), "torchao": lambda model: _busy(base)}
-    seconds, last = time_interleaved(runners, fresh=lambda: object(), rounds=5)
-    assert set(last) == {"ours", "torchao"} and all(len(v) == 5 for v in seconds.values())
+    seconds, last = time_interleaved(runners, fresh=lambda: object(), rounds=9)
+    assert set(last) == {"ours", "torchao"} and all(len(v) == 9 for v in seconds.values())
     ratios = round_ratios(seconds, "ours", "torchao")
     claim = {c.id: c for c in load_claims()}["A1.target.quantize_vs_torchao"]
-    assert check_value(claim, sorted(ratios)[2], median_interval(ratios)).verdict == verdict
+    assert check_value(claim, sorted(ratios)[4], median_interval(ratios)).verdict == verdict

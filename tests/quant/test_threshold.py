@@ -1,4 +1,7 @@
-"""The global threshold tau: exact k-th smallest |w| over many tensors, never concatenated."""
+"""The global threshold tau: exact k-th smallest |w| over many tensors, never concatenated; the C kernel's
+streaming pass and the torch one agree exactly."""
+import contextlib
+
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
@@ -28,11 +31,33 @@ def tensor_lists(draw):
     return out
 
 
+PATHS = ("native_c", "torch")
+
+
+@contextlib.contextmanager
+def _scan_through(path):
+    """Run the streaming pass through ``path``: the compiled kernel (skipped where it cannot be built) or torch."""
+    if path == "native_c" and T._native_kernel([torch.ones(1)]) is None:
+        from pytest_genai.runtime import native
+
+        pytest.skip(f"the C kernel is not available here: {native.why_not(T._KERNEL)}")
+    original = T._native_kernel
+    if path == "torch":
+        T._native_kernel = lambda weights: None
+    try:
+        yield
+    finally:
+        T._native_kernel = original
+    assert T.scan_path().split(" ")[0] == path
+
+
+@pytest.mark.parametrize("path", PATHS)
 @settings(max_examples=25, deadline=None)
 @given(ws=tensor_lists(), sparsity=st.floats(0.01, 0.99), sample=st.sampled_from([16, 64, 1 << 20]))
-def test_exact_threshold_equals_kthvalue_of_the_concatenation(ws, sparsity, sample):
+def test_exact_threshold_equals_kthvalue_of_the_concatenation(path, ws, sparsity, sample):
     ref, k, allabs = _reference(ws, sparsity)
-    res = T.global_threshold(ws, sparsity, exact=True, sample_size=sample)
+    with _scan_through(path):
+        res = T.global_threshold(ws, sparsity, exact=True, sample_size=sample)
     assert res.tau == ref and res.k == k
     assert res.rank == int((allabs <= ref).sum())  # rank of tau: within ties of k
     assert res.n_above == [int((w.abs() > ref).sum()) for w in ws]
@@ -40,10 +65,12 @@ def test_exact_threshold_equals_kthvalue_of_the_concatenation(ws, sparsity, samp
     assert res.sum_abs == pytest.approx([float(w.abs().double().sum()) for w in ws], rel=1e-5)
 
 
+@pytest.mark.parametrize("path", PATHS)
 @settings(max_examples=25, deadline=None)
 @given(ws=tensor_lists(), sparsity=st.floats(0.01, 0.99))
-def test_sampled_threshold_reports_its_true_rank(ws, sparsity):
-    res = T.global_threshold(ws, sparsity, exact=False, sample_size=64)
+def test_sampled_threshold_reports_its_true_rank(path, ws, sparsity):
+    with _scan_through(path):
+        res = T.global_threshold(ws, sparsity, exact=False, sample_size=64)
     allabs = torch.cat([w.reshape(-1).abs() for w in ws])
     assert res.exact is False
     assert res.rank == int((allabs <= res.tau).sum())
@@ -81,3 +108,31 @@ def test_empty_input_rejected():
         T.global_threshold([], 0.3)
     with pytest.raises(ValueError, match="sparsity=1.2"):
         T.global_threshold([torch.ones(2, 2)], 1.2)
+
+
+@pytest.mark.parametrize("expected", [0, 10**6])
+def test_the_kernel_returns_what_torch_does_also_when_the_bracket_overflows_its_buffer(expected):
+    """A bracket that holds more values than the buffer sized from ``expected`` (0: 256 slots) is read again with
+    room for all; counts, candidates (in order) and sums match the torch pass."""
+    g = torch.Generator().manual_seed(5)
+    ws = [torch.randn(300, 70, generator=g), torch.randn(4097, generator=g), torch.randn(1, 3, generator=g)]
+    ws[0][0, :5] = float("nan")
+    with _scan_through("native_c"):
+        got = T._scan(ws, 0.2, 0.9, keep=True, expected=expected)
+    with _scan_through("torch"):
+        want = T._scan(ws, 0.2, 0.9, keep=True, expected=expected)
+    assert got[0] == want[0] and got[1] == want[1] and sum(got[1]) > 256
+    assert torch.equal(got[3].values(), want[3].values()) and got[3].spans == want[3].spans
+    assert all(torch.isnan(torch.tensor([a, b])).all() for a, b in zip(got[2][:1], want[2][:1]))  # NaN propagates
+    assert got[2][1:] == pytest.approx(want[2][1:], rel=1e-6)
+
+
+def test_bounds_compare_as_fp32_on_both_paths():
+    """torch compares fp32 weights with a Python scalar in fp32; the kernel takes C floats: the same rounding."""
+    ws = [torch.tensor([0.1, 0.2, 0.30000001192092896, 0.4])]
+    lo, hi = 0.15, 0.3  # neither is an fp32 value; 0.3 rounds to the third weight
+    with _scan_through("native_c"):
+        got = T._scan(ws, lo, hi, keep=True, expected=4)
+    with _scan_through("torch"):
+        want = T._scan(ws, lo, hi, keep=True, expected=4)
+    assert got[0] == want[0] == [1] and got[1] == want[1] == [2]

@@ -1,0 +1,101 @@
+"""Small C kernels: compiled on first use with the machine's C compiler, cached, and loaded with ctypes.
+
+A kernel is one ``.c`` file shipped with the package. ``load(path)`` compiles it once per (source, flags, compiler,
+CPU) into ``<cache>/native/`` (written to a temporary file, then renamed into place, so concurrent sessions never
+load a partial library) and returns the ``ctypes.CDLL``, or None when it cannot: no compiler, a failed compile,
+``PYTEST_GENAI_NATIVE=0``. Callers keep a torch path for None and record which path ran (``why_not(path)`` says
+why the kernel is not used). ctypes releases the GIL during a call, so callers may run kernels on threads.
+
+``-march=native`` builds for this CPU: the key includes the CPU's model and flags, so a cache shared by different
+nodes holds one library per CPU type.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+from pathlib import Path
+
+from pytest_genai import progress
+
+_LOG = progress.logger(__name__)
+
+FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-fassociative-math", "-fno-signed-zeros", "-fno-trapping-math",
+         "-shared", "-fPIC")
+"""Vectorized reductions need reassociation (``-fassociative-math`` and what it requires); ``-ffast-math`` is not
+used, so NaN and inf keep IEEE comparisons."""
+DISABLE_ENV = "PYTEST_GENAI_NATIVE"
+COMPILE_TIMEOUT_S = 120
+_WHY_NOT: dict[str, str] = {}
+
+
+def compiler() -> str | None:
+    """``$CC``, else the compiler Python was built with, else ``cc``; None when none is on PATH."""
+    for candidate in (os.environ.get("CC"), (sysconfig.get_config_var("CC") or "").split(" ")[0], "cc"):
+        if candidate and shutil.which(candidate):
+            return shutil.which(candidate)
+    return None
+
+
+def _cpu_key() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        import platform
+
+        return platform.machine() + platform.processor()
+    keep = [ln for ln in text.splitlines() if ln.split(":")[0].strip() in ("model name", "flags", "Features")]
+    return "\n".join(sorted(set(keep)))
+
+
+def library_path(source: Path, cc: str) -> Path:
+    """Where the compiled ``source`` lives in the cache (keyed by source, flags, compiler and CPU)."""
+    from pytest_genai.runtime.cachedir import cache_root
+
+    key = hashlib.sha256(b"\0".join([source.read_bytes(), " ".join(FLAGS).encode(), cc.encode(),
+                                     _cpu_key().encode()])).hexdigest()[:16]
+    return cache_root() / "native" / f"{source.stem}-{key}.so"
+
+
+def why_not(source: Path) -> str:
+    """Why ``load(source)`` returned None ("" when it did not, or was not called)."""
+    return _WHY_NOT.get(str(source), "")
+
+
+@functools.lru_cache(maxsize=None)
+def load(source: Path) -> ctypes.CDLL | None:
+    """The compiled kernel library of ``source``, or None (see :func:`why_not`)."""
+    source = Path(source)
+    if os.environ.get(DISABLE_ENV, "1").strip().lower() in ("0", "no", "false", "off"):
+        _WHY_NOT[str(source)] = f"{DISABLE_ENV}=0"
+        return None
+    cc = compiler()
+    if cc is None:
+        _WHY_NOT[str(source)] = "no C compiler on PATH (set CC)"
+        return None
+    try:
+        path = library_path(source, cc)
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".so", dir=path.parent)
+            os.close(fd)
+            try:
+                with progress.phase(f"compiling {source.name} with {Path(cc).name}", log=_LOG, hint="once per CPU type"):
+                    proc = subprocess.run([cc, *FLAGS, "-o", tmp, str(source)], capture_output=True, text=True,
+                                          timeout=COMPILE_TIMEOUT_S)
+                if proc.returncode != 0:
+                    raise OSError(f"{Path(cc).name} exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
+                os.replace(tmp, path)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+        return ctypes.CDLL(str(path))
+    except (OSError, subprocess.SubprocessError) as exc:
+        _WHY_NOT[str(source)] = f"compiling {source.name} failed: {exc}"
+        _LOG.info("native kernel %s not used: %s", source.name, exc)
+        return None

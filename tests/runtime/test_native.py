@@ -1,0 +1,50 @@
+"""Compiled kernels: built once into the cache, or None with the reason (callers then use their torch path)."""
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_genai.runtime import native
+
+KERNEL = Path(native.__file__).parents[1] / "quant" / "csrc" / "scan.c"
+
+
+@pytest.fixture(autouse=True)
+def _fresh(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTEST_GENAI_CACHE", str(tmp_path / "cache"))
+    native.load.cache_clear()
+    yield
+    native.load.cache_clear()
+
+
+def test_compiles_once_into_the_cache_and_loads():
+    if native.compiler() is None:
+        pytest.skip("no C compiler here")
+    lib = native.load(KERNEL)
+    assert lib is not None and hasattr(lib, "genai_scan_f32")
+    built = list((Path(os.environ["PYTEST_GENAI_CACHE"]) / "native").glob("scan-*.so"))
+    assert len(built) == 1 and not list(built[0].parent.glob(".*"))  # no temporary left behind
+    native.load.cache_clear()
+    mtime = built[0].stat().st_mtime_ns
+    assert native.load(KERNEL) is not None and built[0].stat().st_mtime_ns == mtime  # reused, not rebuilt
+
+
+def test_disabled_by_the_environment(monkeypatch):
+    monkeypatch.setenv(native.DISABLE_ENV, "0")
+    assert native.load(KERNEL) is None
+    assert native.why_not(KERNEL) == f"{native.DISABLE_ENV}=0"
+
+
+def test_a_failing_compiler_means_none_with_its_message(monkeypatch, tmp_path):
+    monkeypatch.setenv("CC", "false")  # on PATH, exits 1
+    monkeypatch.setattr(native.sysconfig, "get_config_var", lambda name: "")
+    assert native.load(KERNEL) is None
+    assert "compiling scan.c failed" in native.why_not(KERNEL)
+    assert not list((tmp_path / "cache" / "native").glob("*"))  # the failed output is not kept
+
+
+def test_no_compiler_on_path(monkeypatch):
+    monkeypatch.setenv("CC", "")
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.setattr(native.sysconfig, "get_config_var", lambda name: "")
+    assert native.load(KERNEL) is None and "no C compiler" in native.why_not(KERNEL)
