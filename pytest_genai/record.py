@@ -1,4 +1,5 @@
-"""What an experiment hands the recorder: its numbers (each with its source, unit, rounds or interval) and labels.
+"""What an experiment hands the recorder: its numbers (each with its source, unit, rounds or interval), labels and
+attachments.
 
 Experiments build a :class:`Result`; the benchmark calls ``genai.record(result)``. No pytest, no torch here, so
 experiment packages and their workers can import it.
@@ -24,9 +25,11 @@ class Measurement:
 
 @dataclasses.dataclass(frozen=True)
 class Result:
-    """What an experiment returns for recording: metrics (plain numbers or :class:`Measurement`) and labels.
-    ``genai.record(result)`` records every one; any object with ``metrics`` (and optionally ``labels`` and
-    ``sources``) mappings will do."""
+    """What an experiment returns for recording: metrics (plain numbers or :class:`Measurement`), labels and
+    attachments (JSON-able detail: curves, per-layer loads, the runs compared). ``genai.record(result)`` records
+    every one; any object with ``metrics`` (and optionally ``labels``, ``attachments`` and ``sources``) mappings
+    will do."""
 
     metrics: Mapping[str, Any]
     labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    attachments: Mapping[str, Any] = dataclasses.field(default_factory=dict)

@@ -140,8 +140,9 @@ class GenaiRecorder:
         return experiment.name
 
     def record(self, result: Any) -> None:
-        """Record every metric and label of an experiment's result (:class:`Result`, or any object with a
-        ``metrics`` mapping of numbers or :class:`Measurement`, and optional ``labels`` and ``sources``)."""
+        """Record every metric, label and attachment of an experiment's result (:class:`Result`, or any object with
+        a ``metrics`` mapping of numbers or :class:`Measurement`, and optional ``labels``, ``attachments`` and
+        ``sources``)."""
         metrics = getattr(result, "metrics", None)
         if not isinstance(metrics, Mapping):
             raise TypeError(f"genai.record: {type(result).__name__} has no 'metrics' mapping")
@@ -154,6 +155,8 @@ class GenaiRecorder:
                 self.metric(name, item, source=sources.get(name))
         for name, text in (getattr(result, "labels", None) or {}).items():
             self.label(name, text)
+        for name, obj in (getattr(result, "attachments", None) or {}).items():
+            self.attach(name, obj)
 
     def metric(self, name: str, value: float, *, source: str | None = None, unit: str | None = None,
                rounds: Any = None, interval: Interval | None = None) -> float:

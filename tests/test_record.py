@@ -15,7 +15,7 @@ def test_scaling(benchmark, genai, genai_device):
     benchmark.pedantic(lambda: None, rounds=1)
     genai.record(Result({"world_size": 2,
                          "scaling_throughput_ratio": Measurement(1.8, rounds=(1.7, 1.8, 1.9, 1.8, 1.85))},
-                        labels={"note": "two ranks"}))
+                        labels={"note": "two ranks"}, attachments={"curve": [{"batch": 1}, {"batch": 2}]}))
 """
 
 
@@ -31,6 +31,7 @@ def test_record_and_start_defaults(pytester):
     assert genai["metric_rounds"]["scaling_throughput_ratio"] == [1.7, 1.8, 1.9, 1.8, 1.85]
     assert genai["metric_intervals"]["scaling_throughput_ratio"]["n"] == 5
     assert genai["labels"] == {"note": "two ranks"}
+    assert genai["attachments"] == {"curve": [{"batch": 1}, {"batch": 2}]}
 
 
 def test_start_outside_a_registered_file_names_the_fix(pytester):
