@@ -13,6 +13,7 @@ Modules, one job each (importing this package imports nothing heavy):
 * :mod:`.strategies`      — what each rank measures for dp / tp / pp; :mod:`.checks` — float64 equivalence checks.
 * :mod:`.worker`          — the torchrun entry point; :mod:`.run` — launch (the runtime's launcher) and summarize.
 * :mod:`.deploy`          — in-process batch-size and precision sweeps on one device.
+* :mod:`.results`         — what each Level 2 benchmark records: its run's summary as a ``Result`` (pure).
 * :mod:`.artifacts`       — the dataflow chips' Level 2 from vendor run logs: TP 2 -> 4 chips, mixed precision
   over each vendor's baseline (pure comparisons over :mod:`pytest_genai.dabench.readers.runlog`).
 """
