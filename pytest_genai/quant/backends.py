@@ -14,6 +14,8 @@ is lazy; a missing package raises ``BackendUnavailable`` with the install hint (
 """
 from __future__ import annotations
 
+import contextlib
+
 from .apply import set_module
 
 
@@ -83,6 +85,33 @@ def inc_rtn(model, names, bits: int = 8, group_size=None) -> None:
     converted = q.convert(q.prepare(holder, cfg))
     for i, name in enumerate(names):
         set_module(model, name, converted.get_submodule(f"m{i}"))
+
+
+@contextlib.contextmanager
+def inc_packing_timer():
+    """Time INC's int32 packing (``INCWeightOnlyLinear.pack``) inside the block: yields a dict whose ``pack_s`` adds
+    up the wall seconds spent packing, so the benchmark can show INC's quantization and its packing apart. The
+    original method is restored on exit."""
+    import time
+
+    modules = _require("neural_compressor.torch.algorithms.weight_only.modules", "pip install neural-compressor-pt")
+    cls = modules.INCWeightOnlyLinear
+    original = cls.pack
+    spent = {"pack_s": 0.0, "calls": 0}
+
+    def pack(self, *args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            spent["pack_s"] += time.perf_counter() - t0
+            spent["calls"] += 1
+
+    cls.pack = pack
+    try:
+        yield spent
+    finally:
+        cls.pack = original
 
 
 def inc_fp8(model, names, calibrate, *, dump_dir=None) -> None:
