@@ -87,7 +87,7 @@ def sample_abs(weights, sample_size: int, seed: int = 0):
             continue
         starts = torch.randint(size - run + 1, (max(1, m // run),), generator=g)
         # rows of the overlapping-window view are the runs: one gather, no index tensor of every sampled element
-        parts.append(_abs32(flat.unfold(0, run, 1)[starts.to(w.device)].reshape(-1)).cpu())
+        parts.append(_abs32(flat.unfold(0, run, 1).index_select(0, starts.to(w.device)).reshape(-1)).cpu())
     return torch.cat(parts)
 
 
