@@ -21,6 +21,8 @@ def tensor_lists(draw):
     seed = draw(st.integers(0, 2**31 - 1))
     g = torch.Generator().manual_seed(seed)
     shapes = draw(st.lists(st.tuples(st.integers(1, 40), st.integers(1, 40)), min_size=1, max_size=5))
+    if draw(st.booleans()):  # past the kernel's 4096-weight blocks (small tensors exercise only its tail loop)
+        shapes.append(draw(st.tuples(st.integers(64, 130), st.integers(64, 130))))
     ties = draw(st.booleans())
     out = []
     for s in shapes:
@@ -136,3 +138,29 @@ def test_bounds_compare_as_fp32_on_both_paths():
     with _scan_through("torch"):
         want = T._scan(ws, lo, hi, keep=True, expected=4)
     assert got[0] == want[0] == [1] and got[1] == want[1] == [2]
+
+
+def test_the_portable_kernel_matches_torch_too(monkeypatch, tmp_path):
+    """Built without AVX-512 (as on CPUs that lack it), the kernel's block-and-mask path gives the same results."""
+    from pytest_genai.runtime import native
+
+    if native.compiler() is None:
+        pytest.skip("no C compiler here")
+    monkeypatch.setenv("PYTEST_GENAI_CACHE", str(tmp_path))
+    monkeypatch.setattr(native, "FLAGS", native.FLAGS + ("-mno-avx512f",))
+    native.load.cache_clear()
+    try:
+        g = torch.Generator().manual_seed(9)
+        ws = [torch.randn(300, 70, generator=g), torch.randn(4097, generator=g), torch.randn(9000, generator=g)]
+        for expected in (0, 10**6):
+            with _scan_through("native_c"):
+                got = T._scan(ws, 0.2, 0.9, keep=True, expected=expected)
+            with _scan_through("torch"):
+                want = T._scan(ws, 0.2, 0.9, keep=True, expected=expected)
+            assert got[0] == want[0] and got[1] == want[1]
+            assert torch.equal(got[3].values(), want[3].values())
+            assert got[2] == pytest.approx(want[2], rel=1e-6)
+        with _scan_through("native_c"):
+            assert T.global_threshold(ws, 0.3).tau == _reference(ws, 0.3)[0]
+    finally:
+        native.load.cache_clear()

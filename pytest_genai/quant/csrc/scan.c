@@ -1,9 +1,10 @@
 /* pytest-genai: the sensitivity analysis's one streaming pass over a weight tensor (pytest_genai/quant/threshold.py).
  *
  * For n fp32 weights w: sum |w|, the number with |w| > hi, the number with lo <= |w| <= hi, and the in-bracket
- * magnitudes appended to out (at most cap of them). Each weight is read from memory once: a 4096-element block
- * is reduced by a vectorizable loop, then, only when the block holds bracket values, re-read from L1 to build a
- * byte mask and collect the few values it marks.
+ * magnitudes appended to out in order (at most cap of them). Each weight is read from memory once. With AVX-512
+ * (compiled with -march=native on a CPU that has it) one loop does everything, 16 weights at a time, compressing
+ * the few bracket values into out; otherwise a 4096-element block is reduced by a loop the compiler vectorizes,
+ * then, only when the block holds bracket values, re-read from L1 to build a byte mask and collect what it marks.
  *
  * Sums are fp32 within a block and fp64 across blocks. NaN compares false everywhere and propagates into the sum,
  * as in the torch path. Returns the number of in-bracket values (stored only while it is <= cap; the caller
@@ -11,9 +12,61 @@
  */
 #include <stdint.h>
 #include <string.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 enum { BLOCK = 4096 };
 
+#if defined(__AVX512F__)
+int64_t genai_scan_f32(const float *restrict w, int64_t n, float lo, float hi, int keep,
+                       float *restrict out, int64_t cap,
+                       int64_t *n_above, double *sum_abs) {
+    int64_t above = 0, inside = 0;
+    double total = 0.0;
+    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+    const __m512i absmask = _mm512_set1_epi32(0x7fffffff);
+    int64_t a = 0;
+    for (; a + BLOCK <= n; a += BLOCK) {
+        __m512 s = _mm512_setzero_ps();
+        int64_t ga = 0;
+        for (int i = 0; i < BLOCK; i += 16) {
+            const __m512 x = _mm512_castsi512_ps(_mm512_and_si512(_mm512_loadu_si512(w + a + i), absmask));
+            s = _mm512_add_ps(s, x);
+            ga += __builtin_popcount(_mm512_cmp_ps_mask(x, vhi, _CMP_GT_OQ));  /* NaN: false */
+            const __mmask16 in = _mm512_cmp_ps_mask(x, vlo, _CMP_GE_OQ) & _mm512_cmp_ps_mask(x, vhi, _CMP_LE_OQ);
+            if (in) {
+                if (keep && inside + 16 <= cap) {  /* compress in a register, then a plain 16-lane store */
+                    _mm512_storeu_ps(out + inside, _mm512_maskz_compress_ps(in, x));
+                } else if (keep) {
+                    float lanes[16];
+                    _mm512_storeu_ps(lanes, x);
+                    int64_t k = inside;
+                    for (int j = 0; j < 16; j++) {
+                        if (((in >> j) & 1) && k < cap) out[k] = lanes[j];
+                        k += (in >> j) & 1;
+                    }
+                }
+                inside += __builtin_popcount(in);
+            }
+        }
+        total += (double)_mm512_reduce_add_ps(s);
+        above += ga;
+    }
+    for (; a < n; a++) {
+        const float x = __builtin_fabsf(w[a]);
+        total += (double)x;
+        above += x > hi;
+        if (x >= lo && x <= hi) {
+            if (keep && inside < cap) out[inside] = x;
+            inside++;
+        }
+    }
+    *n_above = above;
+    *sum_abs = total;
+    return inside;
+}
+#else
 int64_t genai_scan_f32(const float *restrict w, int64_t n, float lo, float hi, int keep,
                        float *restrict out, int64_t cap,
                        int64_t *n_above, double *sum_abs) {
@@ -58,3 +111,4 @@ int64_t genai_scan_f32(const float *restrict w, int64_t n, float lo, float hi, i
     *sum_abs = total;
     return inside;
 }
+#endif
