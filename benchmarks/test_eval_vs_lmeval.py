@@ -9,7 +9,8 @@ share of the time, their achieved TFLOP/s (and fraction of the device's fp32 pea
 speedup over lm-eval for the same fp32 computation (lm-eval's time over our matmul time alone).
 
 HellaSwag and BoolQ: the same (context, " " + choice) requests through both, per-example answers asserted identical,
-and the same throughput records. Ours packs each context with all its choices into one sequence; lm-eval runs one
+our accuracies with lm-eval's standard error (``acc_stderr``, ``acc_norm_stderr``) and the same throughput records.
+What is recorded is built by ``pytest_genai.evals.lmeval_compare`` (``wikitext_result``, ``choice_result``). Ours packs each context with all its choices into one sequence; lm-eval runs one
 sequence per choice (it reuses logits only when the choices are single tokens, as BoolQ's are).
 """
 from __future__ import annotations
@@ -64,7 +65,7 @@ def _start(genai: Any, side: Side, eval_model: Any, task: str, n_examples: int, 
     from pytest_genai.evals import data
 
     s = side.settings
-    genai.start(experiment="quant", device=side.device, model=eval_model.name, config={
+    genai.start(model=eval_model.name, config={
         "mode": "fp32", "task": task, "comparison": "lm-eval", "data_source": side.source,
         **side.session.data_identity(task, eval_model, side.tokenizer), "n_examples": n_examples,
         "seed": side.session.budget.seed, **extra, "max_length": s.max_length, "batch_size": s.batch_size,
@@ -126,7 +127,7 @@ def _time_theirs(side: Side, fn: Any) -> tuple[Any, float]:
 
 
 def test_wikitext_word_perplexity_and_speed_vs_lm_eval(benchmark, genai, genai_device, eval_model, fp32_eval_baseline):
-    from pytest_genai.evals import lmeval_compare, metrics, tasks, throughput
+    from pytest_genai.evals import lmeval_compare, tasks, throughput
 
     side = _setup("wikitext", genai_device, eval_model, fp32_eval_baseline)
     pages = side.session.task_data("wikitext", eval_model, side.tokenizer).examples.pages
@@ -138,27 +139,13 @@ def test_wikitext_word_perplexity_and_speed_vs_lm_eval(benchmark, genai, genai_d
     requests = lmeval_compare.wikitext_requests(pages)
     lls, theirs_s = _time_theirs(side, lambda: lmeval_compare.rolling_loglikelihoods(hflm, requests))
     theirs = lmeval_compare.wikitext_metrics(pages, lls)
-
-    tokens = ours_result.input_tokens  # the same windows on both sides (tests pin window equality with lm-eval's)
-    rel_diff = abs(ours_result.word_perplexity - theirs.word_perplexity) / theirs.word_perplexity
-    genai.metric("word_perplexity", ours_result.word_perplexity)
-    genai.metric("lmeval_word_perplexity", theirs.word_perplexity)
-    genai.metric("word_ppl_rel_diff", rel_diff)
-    genai.metric("bits_per_byte", ours_result.bits_per_byte)
-    genai.metric("eval_input_tokens", tokens)
-    genai.metric("tokens_per_s", throughput.tokens_per_s(tokens, ours_s))
-    genai.metric("lmeval_tokens_per_s", throughput.tokens_per_s(tokens, theirs_s))
-    speedup = genai.metric("speedup_vs_lmeval", metrics.ratio(theirs_s, ours_s))
     # Where the time goes: both sides run the same disjoint windows, so their matrix multiplies are fixed work; the
     # profile bounds what any faster implementation of the same fp32 computation could gain over lm-eval.
     prof = throughput.profile_ops(lambda: tasks.wikitext_rolling(side.lm, pages), device_kind=side.device.kind)
-    genai.metric("matmul_time_share", prof.matmul_share)
-    genai.metric("matmul_tflops", prof.matmul_tflops)
     peak = side.device.spec.peak_tflops("fp32") if side.device.spec else None
-    if peak:
-        genai.metric("matmul_fraction_of_peak", prof.matmul_tflops / peak)
-    genai.metric("modeled_speedup_ceiling_vs_lmeval", speedup * throughput.amdahl_ceiling(prof.matmul_share),
-                 source="modeled")
+    genai.record(lmeval_compare.wikitext_result(ours_result, theirs, ours_s=ours_s, theirs_s=theirs_s, profile=prof,
+                                                peak_tflops=peak))
+    rel_diff = lmeval_compare.relative_difference(ours_result.word_perplexity, theirs.word_perplexity)
     assert rel_diff <= WORD_PPL_TOLERANCE, (
         f"word perplexity {ours_result.word_perplexity:.6g} differs from lm-eval's {theirs.word_perplexity:.6g} "
         f"by {rel_diff:.2e} (> {WORD_PPL_TOLERANCE:.0e})")
@@ -179,7 +166,7 @@ def _choice_task(task: str, items: Any) -> tuple[list[str], list[tuple[str, ...]
 @pytest.mark.parametrize("task", ["hellaswag", "boolq"])
 def test_multiple_choice_accuracy_and_speed_vs_lm_eval(benchmark, genai, genai_device, eval_model, fp32_eval_baseline,
                                                        task):
-    from pytest_genai.evals import lmeval_compare, metrics, scoring, tasks, throughput
+    from pytest_genai.evals import lmeval_compare, tasks
 
     side = _setup(task, genai_device, eval_model, fp32_eval_baseline)
     items = side.session.task_data(task, eval_model, side.tokenizer).examples[: side.settings.compare_examples]
@@ -192,30 +179,10 @@ def test_multiple_choice_accuracy_and_speed_vs_lm_eval(benchmark, genai, genai_d
     ours_result, lls, our_s, their_s = _time_both(
         benchmark, side, lambda: tasks.multiple_choice(side.lm, contexts, choices, golds, normalize=normalize),
         lambda: lmeval_compare.loglikelihoods(hflm, requests), side.settings.compare_rounds)
-    speedups = [t / o for t, o in zip(their_s, our_s)]  # per interleaved round
-    theirs_correct, theirs_norm, at = [], [], 0
-    for options, gold in zip(choices, golds):
-        item_lls = lls[at: at + len(options)]
-        at += len(options)
-        theirs_correct.append(metrics.choice_correct(item_lls, gold))
-        if normalize:
-            theirs_norm.append(metrics.choice_correct_norm(item_lls, options, gold))
-
-    # lm-eval's work: one sequence per distinct model input (it runs a request once per distinct
-    # context + continuation[:-1], which folds single-token choices of one context together)
-    inputs = {scoring.model_input(side.lm.encode_pair(ctx, cont), side.settings.max_length)[0] for ctx, cont in pairs}
-    their_tokens = sum(len(x) for x in inputs)
-    genai.metric("acc", ours_result.acc)
-    genai.metric("lmeval_acc", metrics.mean(theirs_correct))
-    if normalize:
-        genai.metric("acc_norm", ours_result.acc_norm)
-        genai.metric("lmeval_acc_norm", metrics.mean(theirs_norm))
-    genai.metric("eval_input_tokens", ours_result.input_tokens)
-    genai.metric("lmeval_input_tokens", their_tokens)
-    # each side's own input tokens per second; the speedup is the wall-time ratio on the same examples
-    genai.metric("tokens_per_s", throughput.tokens_per_s(ours_result.input_tokens, statistics.median(our_s)))
-    genai.metric("lmeval_tokens_per_s", throughput.tokens_per_s(their_tokens, statistics.median(their_s)))
-    genai.metric("speedup_vs_lmeval", statistics.median(speedups), rounds=speedups)
+    theirs_correct, theirs_norm = lmeval_compare.choice_outcomes(lls, choices, golds, normalize)
+    their_tokens = lmeval_compare.lmeval_input_tokens(side.lm, pairs, side.settings.max_length)
+    genai.record(lmeval_compare.choice_result(ours_result, theirs_correct, theirs_norm, their_tokens=their_tokens,
+                                              our_s=our_s, their_s=their_s))
     genai.check("A1.target.hellaswag_speedup_vs_lmeval")  # not_applicable for BoolQ and off the CPU
     assert list(ours_result.correct) == theirs_correct, f"per-example {task} answers differ from lm-eval's"
     if normalize:

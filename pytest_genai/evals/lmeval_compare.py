@@ -5,13 +5,26 @@ nothing is downloaded), its ``wikitext`` task functions (``wikitext_detokenizer`
 ``weighted_perplexity`` / ``bits_per_byte`` aggregations. Only the documents are ours: the same raw pages this suite
 scores, passed in as the task's ``{"page": ...}`` documents instead of lm-eval's hub copy. For HellaSwag the same
 (query, " " + ending) pairs go through ``HFLM.loglikelihood``, as lm-eval's ``multiple_choice`` tasks send them.
+
+:func:`wikitext_result` and :func:`choice_result` turn both sides' outcomes and timings into what
+``benchmarks/test_eval_vs_lmeval.py`` records (pure): each metric with its source (``measured``, except the
+``modeled`` speedup ceiling; units are the metric registry's, ``claims/data/metrics_evals.toml``).
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+import statistics
+from typing import TYPE_CHECKING, Any, Sequence
 
 from pytest_genai import progress
+from pytest_genai.evals import metrics, scoring, throughput
+from pytest_genai.record import Measurement, Result
+
+if TYPE_CHECKING:
+    from pytest_genai.evals.lm import EvalLM
+    from pytest_genai.evals.tasks import ChoiceResult, RollingResult
+
+MEASURED, MODELED = "measured", "modeled"
 
 
 class LmEvalUnavailable(ImportError):
@@ -77,3 +90,87 @@ def loglikelihood_requests(pairs: Sequence[tuple[str, str]]) -> list[Any]:
 
 def loglikelihoods(hflm: Any, requests: Sequence[Any]) -> list[float]:
     return [float(ll) for ll, _greedy in hflm.loglikelihood(list(requests), disable_tqdm=not progress.bars_enabled())]
+
+
+def relative_difference(ours: float, theirs: float) -> float:
+    """``|ours - theirs| / theirs``: how far our number is from lm-eval's, relative to lm-eval's."""
+    return abs(ours - theirs) / theirs
+
+
+def wikitext_result(ours: RollingResult, theirs: LmEvalWikitext, *, ours_s: float, theirs_s: float,
+                    profile: throughput.OpProfile, peak_tflops: float | None = None) -> Result:
+    """WikiText on both sides: both word perplexities and their relative difference, our bits per byte, the
+    model input tokens (the same windows on both sides), each side's tokens/s over its median seconds and the
+    wall-time ratio; from one profiled run of ours, the matrix multiplies' time share and TFLOP/s (and fraction of
+    ``peak_tflops``, the device's fp32 datasheet peak, when known) and the modeled ceiling on any speedup over
+    lm-eval for the same fp32 computation (lm-eval's time over our matmul time alone)."""
+    tokens = ours.input_tokens
+    speedup = metrics.ratio(theirs_s, ours_s)
+    out: dict[str, Measurement] = {
+        "word_perplexity": Measurement(ours.word_perplexity, MEASURED),
+        "lmeval_word_perplexity": Measurement(theirs.word_perplexity, MEASURED),
+        "word_ppl_rel_diff": Measurement(relative_difference(ours.word_perplexity, theirs.word_perplexity), MEASURED),
+        "bits_per_byte": Measurement(ours.bits_per_byte, MEASURED),
+        "eval_input_tokens": Measurement(tokens, MEASURED),
+        "tokens_per_s": Measurement(throughput.tokens_per_s(tokens, ours_s), MEASURED),
+        "lmeval_tokens_per_s": Measurement(throughput.tokens_per_s(tokens, theirs_s), MEASURED),
+        "speedup_vs_lmeval": Measurement(speedup, MEASURED),
+        "matmul_time_share": Measurement(profile.matmul_share, MEASURED),
+        "matmul_tflops": Measurement(profile.matmul_tflops, MEASURED),
+    }
+    if peak_tflops:
+        out["matmul_fraction_of_peak"] = Measurement(profile.matmul_tflops / peak_tflops, MEASURED)
+    out["modeled_speedup_ceiling_vs_lmeval"] = Measurement(speedup * throughput.amdahl_ceiling(profile.matmul_share),
+                                                           MODELED)
+    return Result(out)
+
+
+def choice_outcomes(loglikelihoods: Sequence[float], choices: Sequence[Sequence[str]], golds: Sequence[int],
+                    normalize: bool) -> tuple[list[float], list[float] | None]:
+    """Per-example 0/1 outcomes (``acc``, and ``acc_norm`` when ``normalize``) from lm-eval's log-likelihoods of
+    every (context, " " + choice) request, in order: ``choices[i]`` holds example i's options."""
+    correct, norm, at = [], [], 0
+    for options, gold in zip(choices, golds):
+        item = list(loglikelihoods[at: at + len(options)])
+        at += len(options)
+        correct.append(metrics.choice_correct(item, gold))
+        if normalize:
+            norm.append(metrics.choice_correct_norm(item, options, gold))
+    if at != len(loglikelihoods):
+        raise ValueError(f"{len(loglikelihoods)} log-likelihoods for {at} choices")
+    return correct, (norm if normalize else None)
+
+
+def lmeval_input_tokens(lm: EvalLM, pairs: Sequence[tuple[str, str]], max_length: int) -> int:
+    """lm-eval's work on (context, continuation) requests: the tokens of one sequence per distinct model input (it
+    runs a request once per distinct context + continuation[:-1], which folds single-token choices of one context
+    together)."""
+    inputs = {scoring.model_input(lm.encode_pair(ctx, cont), max_length)[0] for ctx, cont in pairs}
+    return sum(len(x) for x in inputs)
+
+
+def choice_result(ours: ChoiceResult, theirs_correct: Sequence[float], theirs_norm: Sequence[float] | None, *,
+                  their_tokens: int, our_s: Sequence[float], their_s: Sequence[float]) -> Result:
+    """A multiple-choice task on both sides: our ``acc`` (and ``acc_norm``) with lm-eval's standard error
+    (``acc_stderr``, from two examples on), lm-eval's accuracies from its log-likelihoods, each side's model input
+    tokens and tokens/s over its median seconds, and the speedup (lm-eval's seconds over ours) with every
+    interleaved round's value. ``our_s`` / ``their_s``: seconds per round, in the same order."""
+    speedups = tuple(t / o for t, o in zip(their_s, our_s))  # per interleaved round
+    out: dict[str, Measurement] = {"acc": Measurement(ours.acc, MEASURED)}
+    if len(ours.correct) >= 2:
+        out["acc_stderr"] = Measurement(metrics.mean_stderr(ours.correct), MEASURED)
+    out["lmeval_acc"] = Measurement(metrics.mean(theirs_correct), MEASURED)
+    if ours.acc_norm is not None and ours.correct_norm is not None and theirs_norm is not None:
+        out["acc_norm"] = Measurement(ours.acc_norm, MEASURED)
+        if len(ours.correct_norm) >= 2:
+            out["acc_norm_stderr"] = Measurement(metrics.mean_stderr(ours.correct_norm), MEASURED)
+        out["lmeval_acc_norm"] = Measurement(metrics.mean(theirs_norm), MEASURED)
+    out.update({
+        "eval_input_tokens": Measurement(ours.input_tokens, MEASURED),
+        "lmeval_input_tokens": Measurement(their_tokens, MEASURED),
+        "tokens_per_s": Measurement(throughput.tokens_per_s(ours.input_tokens, statistics.median(our_s)), MEASURED),
+        "lmeval_tokens_per_s": Measurement(throughput.tokens_per_s(their_tokens, statistics.median(their_s)),
+                                           MEASURED),
+        "speedup_vs_lmeval": Measurement(statistics.median(speedups), MEASURED, rounds=speedups),
+    })
+    return Result(out)

@@ -37,13 +37,14 @@ def test_quantization_and_lm_eval_benchmarks_run_and_record_the_contract(setup, 
     # transformers/torch modules that building and saving the model imports cannot be imported a second time.
     pytest.importorskip("pytest_benchmark")
     model_dir, data = setup
+    bench = pytester.mkdir("benchmarks")  # a benchmarks/ folder: genai.start() takes the experiment from the file's row
     for name in ("conftest.py", "test_quantization.py", "test_eval_vs_lmeval.py"):
-        shutil.copy(BENCHMARKS / name, pytester.path / name)
+        shutil.copy(BENCHMARKS / name, bench / name)
     out = pytester.path / "out.json"
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "-m", "quant and cpu", "--genai-devices", "cpu", "--genai-model", str(model_dir),
         "--genai-data-dir", str(data), "--genai-claims", "report", "--benchmark-json", str(out),
-        "test_quantization.py", "test_eval_vs_lmeval.py")
+        "benchmarks/test_quantization.py", "benchmarks/test_eval_vs_lmeval.py")
     import importlib.util
 
     has_lm_eval = importlib.util.find_spec("lm_eval") is not None
@@ -81,4 +82,8 @@ def test_quantization_and_lm_eval_benchmarks_run_and_record_the_contract(setup, 
         assert 0 < compare["metrics"]["matmul_time_share"] < 1
         boolq = rows["test_multiple_choice_accuracy_and_speed_vs_lm_eval[tiny-llama-cpu-boolq]"]
         assert boolq["metrics"]["acc"] == boolq["metrics"]["lmeval_acc"]
+        assert boolq["metrics"]["acc_stderr"] > 0 and boolq["metric_sources"]["acc_stderr"] == "measured"
+        hellaswag = rows["test_multiple_choice_accuracy_and_speed_vs_lm_eval[tiny-llama-cpu-hellaswag]"]
+        assert {"acc", "acc_stderr", "acc_norm", "acc_norm_stderr", "lmeval_acc", "lmeval_acc_norm"} <= set(
+            hellaswag["metrics"])
         assert "acc_norm" not in boolq["metrics"]
