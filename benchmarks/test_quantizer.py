@@ -15,7 +15,7 @@ high-water mark is reset (/proc/self/clear_refs) after the model is built, and `
 Targets from the issues: at least 2x faster than torchao (issue 17), no slower than INC; peak growth under 1.3x of
 the fp32 model.
 
-``test_sensitivity_analysis_bandwidth``: the sensitivity analysis reads every eligible weight once (plus a ~1.5%
+``test_sensitivity_analysis_bandwidth``: the sensitivity analysis reads every eligible weight once (plus a ~0.4%
 sample); its bytes read per second against a copy's bytes moved per second (read + write, as the session's CPU spec
 measures it), both on one pinned thread (as the timing comparison above), in interleaved rounds (issue 17: at least
 50%).

@@ -19,7 +19,7 @@ class SensitivityConfig:
     definition: a name in ``metrics.SENSITIVITY_DEFINITIONS``.
     include_embeddings / include_lm_head: make those matrices eligible (default: excluded, reported).
     exact: tau is the exact k-th smallest |w|; otherwise the quantile of a random sample.
-    sample_size: at most this many magnitudes (and no more than n / 64, at least 4096) are sampled to
+    sample_size: at most this many magnitudes (and no more than n / 256, at least 4096) are sampled to
         bracket tau before the exact pass; seed: for that sample.
     """
 
