@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from .matching import match_records
 from .runs import Record, Run
-from .tables import Table, format_number
+from .tables import Table, format_number, modeled_mark
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def headers(mc: MultiComparison) -> list[str]:
 def markdown_table(mc: MultiComparison) -> Table:
     rows = []
     for row in mc.rows:
-        metric = row.metric + (" (modeled)" if "modeled" in row.source else "")
+        metric = row.metric + modeled_mark(row.metric, row.source)
         cells: list[str] = [row.benchmark, metric, row.unit if row.unit != "1" else "", format_number(row.values[0])]
         for value, ratio in zip(row.values[1:], row.ratios[1:]):
             cells += [format_number(value), "—" if ratio is None else f"{ratio:.4g}x"]

@@ -83,7 +83,8 @@ def report_blocks(
             blocks.append(Paragraph(f"Same value in every row: {group.constant}"))
         blocks.extend(group.tables)
     if any("modeled" in r.sources.values() for r in recs):
-        blocks.append(Paragraph("Columns marked (modeled) are computed from a model of the hardware, not measured."))
+        blocks.append(Paragraph("Columns marked (modeled), or whose name says modeled or predicted, are computed from a "
+                                "model of the hardware, not measured."))
     if images:
         blocks.append(Heading("Plots"))
         blocks.extend(Image(Path(p), Path(p).stem) for p in images)

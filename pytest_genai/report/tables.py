@@ -93,6 +93,13 @@ def distinct_parts(names: Sequence[str], sep: str = "-") -> list[str]:
     return [sep.join(p[head:len(p) - tail]) for p in parts]
 
 
+def modeled_mark(metric: str, source: str | None) -> str:
+    """" (modeled)" for a modeled number whose name does not already say so (``*_modeled``, ``predicted_*``)."""
+    if not source or "modeled" not in source or "modeled" in metric or "predicted" in metric:
+        return ""
+    return " (modeled)"
+
+
 def format_change(change: float | None) -> str:
     """Relative change as a signed percentage (``+3.20%``); ``—`` when undefined."""
     if change is None or (isinstance(change, float) and math.isnan(change)):

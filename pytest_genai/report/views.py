@@ -15,7 +15,7 @@ from .matching import nearest_difference
 from .registry import MetricInfo
 from .runs import Record
 from .tables import (MAX_ROW_CHARS, Table, distinct_parts, format_change, format_number, format_value, make_table,
-                     shorten)
+                     modeled_mark, shorten)
 
 MAX_LABEL_CHARS = 24
 """Labels with longer values than this are descriptions, not table cells."""
@@ -54,8 +54,7 @@ def comparison_table(comparison: Comparison, *, strict: bool = False,
             if where is not None and not where(mc):
                 continue
             metric = f"{mc.metric} [{mc.unit}]" if mc.unit and mc.unit != "1" else mc.metric
-            if "modeled" in mc.source:
-                metric += " (modeled)"
+            metric += modeled_mark(mc.metric, mc.source)
             row = [
                 pc.pair.current.label,
                 device_text(pc.pair.baseline, pc.pair.current),
@@ -231,7 +230,7 @@ def _metric_header(m: str, recs: Sequence[Record], info: Mapping[str, MetricInfo
     unit = info[m].unit if m in info and info[m].unit else next((r.units[m] for r in recs if m in r.units), "")
     head = f"{m} [{unit}]" if unit and unit != "1" else m
     if any(r.sources.get(m) == "modeled" for r in recs if m in r.metrics):
-        head += " (modeled)"
+        head += modeled_mark(m, "modeled")
     return head
 
 

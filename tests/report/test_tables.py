@@ -57,3 +57,12 @@ def test_importing_the_report_commands_imports_nothing_heavy() -> None:
             "heavy = [m for m in ('torch', 'matplotlib', 'transformers') if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_modeled_mark_only_where_the_name_does_not_say_it():
+    from pytest_genai.report.tables import modeled_mark
+
+    assert modeled_mark("bytes_moved", "modeled") == " (modeled)"
+    assert modeled_mark("bytes_moved_modeled", "modeled") == ""
+    assert modeled_mark("predicted_compression_ratio", "modeled") == ""
+    assert modeled_mark("tokens_per_s", "measured") == modeled_mark("tokens_per_s", None) == ""
