@@ -51,6 +51,28 @@ def source_problem(name: str, source: str, registered: str | None) -> str | None
     return None
 
 
+def result_problems(result: Any, registry: Mapping[str, Any] | None = None) -> list[str]:
+    """What is wrong with each metric of an experiment's ``result`` (a :class:`pytest_genai.record.Result`), for its
+    tests: not a ``Measurement`` with an explicit source, not registered with a unit, or a source the recorder would
+    refuse (:func:`source_problem`). Empty when ``genai.record(result)`` records every metric as built."""
+    from pytest_genai.claims import load_metrics
+    from pytest_genai.record import Measurement
+
+    registry = load_metrics() if registry is None else registry
+    problems = []
+    for name, m in result.metrics.items():
+        known = registry.get(name)
+        if not isinstance(m, Measurement) or m.source is None:
+            problems.append(f"{name}: not a Measurement with an explicit source")
+        elif known is None or not known.unit:
+            problems.append(f"{name}: not registered with a unit (claims/data/metrics_*.toml)")
+        else:
+            why = source_problem(name, m.source, known.source)
+            if why:
+                problems.append(f"{name}: {why}")
+    return problems
+
+
 class GenaiWarning(UserWarning):
     pass
 

@@ -53,3 +53,16 @@ def test_result_is_frozen():
     r = Result({"a": Measurement(1.0, source="modeled")})
     with pytest.raises(AttributeError):
         r.metrics = {}  # type: ignore[misc]
+
+
+def test_result_problems_names_each_metric_the_recorder_would_not_take_as_built():
+    from pytest_genai.record import Measurement, Result
+    from pytest_genai.results import result_problems
+
+    ok = Result({"tokens_per_s": Measurement(1.0, "measured")})
+    assert result_problems(ok) == []
+    bad = Result({"tokens_per_s": 1.0, "no_such_metric_xyz": Measurement(1.0, "measured"),
+                  "bytes_moved_modeled": Measurement(1.0, "measured")})
+    problems = result_problems(bad)
+    assert [p.split(":")[0] for p in problems] == ["tokens_per_s", "no_such_metric_xyz", "bytes_moved_modeled"]
+    assert "explicit source" in problems[0] and "registered" in problems[1] and "modeled" in problems[2]

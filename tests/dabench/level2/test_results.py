@@ -3,7 +3,6 @@ per benchmark kind, the rounds timing claims are judged on, labels and attachmen
 its source is one the recorder accepts."""
 import pytest
 
-from pytest_genai.claims import load_metrics
 from pytest_genai.dabench.config import DecoderConfig
 from pytest_genai.dabench.level2.artifacts import mixed_precision_speedup, tp_scaling_ratio
 from pytest_genai.dabench.level2.config import BatchSweepConfig, ParallelConfig, PrecisionConfig
@@ -13,7 +12,7 @@ from pytest_genai.dabench.level2.results import (batch_sweep_result, parallel_re
 from pytest_genai.dabench.level2.run import summarize
 from pytest_genai.dabench.readers.runlog import VendorRunLog
 from pytest_genai.record import Measurement
-from pytest_genai.results import source_problem
+from pytest_genai.results import result_problems
 
 W = DecoderConfig(layers=4, hidden=64, heads=2, seq_len=16, batch=8, mode="train")
 
@@ -34,12 +33,7 @@ def sources(result):
 
 def assert_recordable(result):
     """Each metric is a Measurement with an explicit source the recorder accepts, and registered (so its unit is)."""
-    registry = load_metrics()
-    for name, m in result.metrics.items():
-        assert isinstance(m, Measurement), name
-        known = registry.get(name)
-        assert known is not None and known.unit, f"{name} is not registered with a unit"
-        assert source_problem(name, m.source, known.source) is None, name
+    assert not result_problems(result)
 
 
 def dp_summary():
