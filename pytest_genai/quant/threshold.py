@@ -312,8 +312,6 @@ def _narrow(weights, k: int, lo: float, hi: float) -> tuple[float, float]:
 def global_threshold(weights, sparsity: float, *, exact: bool = True, sample_size: int = 1 << 20,
                      seed: int = 0) -> ThresholdResult:
     """tau over the tensors ``weights`` (never concatenated) and per-tensor stats against it."""
-    import torch
-
     weights = list(weights)
     if not weights or any(w.numel() == 0 for w in weights):
         raise ValueError("global_threshold: need at least one non-empty weight tensor")
