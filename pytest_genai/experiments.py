@@ -52,7 +52,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
                ("pytest_genai/dabench",), ("test_dabench_level1.py",), ("metrics_dabench.toml",), ("dabench.md",),
                ("mode", "dtype", "seq_len", "batch", "layers", "hidden", "attention", "region")),
     Experiment("dabench_level2", "B", "B2", "DABench-LLM Level 2: inter-chip scaling and deployment", "dabench",
-               ("pytest_genai/dabench/level2",), ("test_dabench_level2.py",), ("metrics_scaling.toml",),
+               ("pytest_genai/dabench/level2",), ("test_dabench_level2.py",), ("metrics_dabench_level2.toml",),
                ("dabench_level2.md",), ("strategy", "precision", "world_size", "workload")),
 )
 

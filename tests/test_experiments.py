@@ -52,6 +52,12 @@ def test_every_metrics_file_belongs_to_one_experiment_or_is_shared():
 
 
 @pytest.mark.parametrize("experiment", experiments.EXPERIMENTS, ids=lambda e: e.name)
+def test_an_experiment_s_own_metrics_file_carries_its_name(experiment):
+    # one name everywhere: the experiment recorded in the JSON names its metrics file (metrics_<name>.toml)
+    assert f"metrics_{experiment.name}.toml" in experiment.metrics_files
+
+
+@pytest.mark.parametrize("experiment", experiments.EXPERIMENTS, ids=lambda e: e.name)
 def test_packages_and_docs_exist_and_the_readme_links_them(experiment):
     readme = (ROOT / "README.md").read_text()
     for package in experiment.packages:
