@@ -105,7 +105,7 @@ def parse_scale(text: str) -> str:
 def parse_model(text: str) -> str:
     """``--genai-model``: a comma list of local model folders (checked now: config.json and safetensors weights
     readable) or Hugging Face ids (well formed; whether cached is decided at collection). Returns the stripped list."""
-    from pytest_genai.evals.model_folder import option_problem
+    from pytest_genai.model_folder import option_problem
 
     parts = [part.strip() for part in str(text).split(",") if part.strip()]
     if not parts:

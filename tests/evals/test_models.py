@@ -210,7 +210,7 @@ def test_a_folder_with_only_pickled_weights_is_refused(tmp_path):
 
 
 def test_a_saved_model_folder_passes_the_check(tmp_path):
-    from pytest_genai.evals.model_folder import folder_problem
+    from pytest_genai.model_folder import folder_problem
 
     tiny_llama().save_pretrained(tmp_path, safe_serialization=True)
     assert folder_problem(tmp_path) is None

