@@ -2,7 +2,7 @@ import pytest
 
 from pytest_genai.compose.quantized_eval import QuantCase, quantize, resolve_backend, resolve_tiers
 
-from ..evals.conftest import tiny_llama  # the evals tests' tiny Llama (byte vocabulary)
+from ..conftest import byte_vocab_llama as tiny_llama  # the byte-vocabulary tiny Llama (tests/conftest.py)
 
 
 @pytest.mark.parametrize("kwargs, match", [

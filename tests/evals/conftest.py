@@ -7,41 +7,9 @@ from pathlib import Path
 
 import pytest
 
-BOS, EOS = "<s>", "</s>"
-VOCAB = 260  # 256 byte tokens + specials; the tiny model's vocab_size
-
-
-def byte_tokenizer(add_bos: bool = False):
-    """A real HF fast tokenizer with one token per UTF-8 byte (byte-level BPE, no merges) and BOS/EOS tokens.
-
-    ``add_bos=True`` makes it prepend BOS like a Llama tokenizer; False behaves like SmolLM2's (adds nothing).
-    """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
-
-    alphabet = pre_tokenizers.ByteLevel.alphabet()
-    vocab = {ch: i for i, ch in enumerate(sorted(alphabet))}
-    vocab[BOS], vocab[EOS] = len(vocab), len(vocab) + 1
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    tok.decoder = decoders.ByteLevel()
-    if add_bos:
-        tok.post_processor = processors.TemplateProcessing(single=f"{BOS} $A", special_tokens=[(BOS, vocab[BOS])])
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=BOS, eos_token=EOS)
-
-
-def tiny_llama(seed: int = 0, hidden: int = 32, layers: int = 2):
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    cfg = LlamaConfig(hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-                      num_attention_heads=4, num_key_value_heads=2, vocab_size=VOCAB, max_position_embeddings=1024,
-                      bos_token_id=256, eos_token_id=257)
-    torch.manual_seed(seed)
-    model = LlamaForCausalLM(cfg).eval()
-    with torch.no_grad():  # sharper next-token distributions than the tiny default init, so scores differ clearly
-        model.lm_head.weight.mul_(20.0)
-    return model
+# the byte-vocabulary tokenizer and tiny Llama are shared with the compose and quant tests: tests/conftest.py
+from ..conftest import BOS, EOS, VOCAB, byte_tokenizer  # noqa: F401  (re-exported for the evals tests)
+from ..conftest import byte_vocab_llama as tiny_llama  # noqa: F401
 
 
 @pytest.fixture(scope="session")

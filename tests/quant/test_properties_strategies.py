@@ -15,8 +15,8 @@ from pytest_genai.quant import strategies as qst
 from pytest_genai.quant.formats import FORMATS
 from pytest_genai.compose.quant_properties import model_params, prompt_ids
 
-from ..evals.conftest import byte_tokenizer
-from ..evals.conftest import tiny_llama as tiny_eval_llama
+from ..conftest import byte_tokenizer
+from ..conftest import byte_vocab_llama as tiny_eval_llama
 from .conftest import tiny_llama
 
 FAST = settings(max_examples=30, deadline=None)
