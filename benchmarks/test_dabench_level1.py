@@ -12,9 +12,6 @@ conftest.py). The WSE capacity is the largest layer count that compiled in a swe
 """
 from __future__ import annotations
 
-import dataclasses
-import statistics
-
 import pytest
 
 from pytest_genai.dabench.config import DecoderConfig, capacity_config, default_heads, default_sweep
@@ -86,6 +83,7 @@ def _spec_ceilings(device, dtype: str):
 def _level1(benchmark, genai, device, cfg, ceilings_for) -> None:
     from pytest_genai.dabench import level1
     from pytest_genai.dabench.ceilings import ceiling_clock
+    from pytest_genai.dabench.results import level1_result
 
     genai.start(experiment=EXPERIMENT, device=device, config=cfg, model=MODEL)
     measured = ceilings_for(device, cfg.dtype)
@@ -104,13 +102,9 @@ def _level1(benchmark, genai, device, cfg, ceilings_for) -> None:
         return stats.stats.median
 
     meas = level1.measure(cfg, device, time_step=time_step, repeats=ROUNDS)
-    result = level1.compose(cfg, meas, measured, _spec_ceilings(device, cfg.dtype))
-    genai.record(result)  # Level 1's metrics (with their sources) and labels
-    genai.metric("tokens_per_s", cfg.tokens / meas.step_s)
-    genai.label("work_counts", "analytic (pytest_genai.dabench.counts): matrix-product FLOPs, minimal bytes per op")
-    genai.label("ceiling_clock", ceiling_clock(device)[0])
-    if device.kind == "cpu":
-        genai.label("cpu_threads", str(CPU_THREADS))
+    genai.record(level1_result(cfg, meas, measured, _spec_ceilings(device, cfg.dtype),
+                               ceiling_clock=ceiling_clock(device)[0],
+                               cpu_threads=CPU_THREADS if device.kind == "cpu" else None))
     genai.check("B1.roofline_ceiling_respected")
     if cfg.layers > 1:
         genai.check("B1.identical_layers_li")
@@ -138,8 +132,9 @@ def test_level1_hpu(benchmark, genai, hpu, level1_cfg, measured_ceilings):
 
 
 def _capacity(benchmark, genai, device, budget: int | None, *, limit: int) -> None:
-    from pytest_genai.dabench.capacity import largest_fitting, predicted_max_layers, predicted_peak_bytes
+    from pytest_genai.dabench.capacity import largest_fitting
     from pytest_genai.dabench.fit import probe
+    from pytest_genai.dabench.results import capacity_result
 
     cfg = capacity_config(device.kind)
     genai.start(experiment=EXPERIMENT, device=device, config={**cfg.as_dict(), "layers": "searched"}, model=MODEL)
@@ -157,20 +152,9 @@ def _capacity(benchmark, genai, device, budget: int | None, *, limit: int) -> No
         import torch
 
         budget = int(torch.cuda.get_device_properties(device.index).total_memory)
-    genai.metric("max_layers", search.max_fitting)
-    genai.metric("capacity_probes", len(search.probes))
-    peak = probes[search.max_fitting].peak_bytes
-    if peak is not None:
-        genai.metric("peak_tensor_bytes", peak)
-    at_max = dataclasses.replace(cfg, layers=search.max_fitting)
-    genai.metric("peak_bytes_modeled", predicted_peak_bytes(at_max, foreach_optimizer=foreach).total, source="modeled")
+    genai.record(capacity_result(cfg, search, probes[search.max_fitting].peak_bytes, budget, foreach_optimizer=foreach))
     if budget is not None:
-        genai.metric("memory_budget_bytes", budget, source="config")
-        modeled = predicted_max_layers(cfg, budget, foreach_optimizer=foreach)
-        genai.metric("max_layers_modeled", modeled, source="modeled")
-        genai.metric("max_layers_modeled_over_measured", modeled / search.max_fitting, source="modeled")
         genai.check("B1.capacity_model_agreement")
-    genai.attach("capacity_probes", [{"layers": n, "ok": ok} for n, ok in search.probes])
 
 
 @pytest.mark.claims("B1.capacity_model_agreement", kinds=("cpu",))
@@ -189,11 +173,12 @@ def test_capacity_cuda(benchmark, genai, cuda, genai_settings):
 
 def test_timer_overhead_cpu(benchmark, genai, cpu):
     """The floor under every CPU timing here: an empty synchronized region (two clock reads), reported."""
+    from pytest_genai.dabench.results import timer_overhead_result
     from pytest_genai.runtime.timing import timer_overhead_s
 
     genai.start(experiment=EXPERIMENT, device=cpu, config={"region": "empty"}, model=None)
     overhead = benchmark.pedantic(timer_overhead_s, kwargs={"sync": cpu.synchronize}, rounds=1, iterations=1)
-    genai.metric("timer_overhead_s", overhead)
+    genai.record(timer_overhead_result(overhead))
     assert 0 < overhead < 1e-4, f"an empty timed region costs {overhead:.3g} s; timings below 1 ms are meaningless"
 
 
@@ -209,30 +194,16 @@ def test_timer_path_vs_bare_cpu(benchmark, genai, cpu, pinned_threads):
     """The same decoder-block forward through the Level 1 timer and through a bare loop, in interleaved rounds
     (order alternating): the timer path's throughput over the bare loop's, per round (issue 17: >= 0.95)."""
     from pytest_genai.dabench.overhead import timer_path_vs_bare
+    from pytest_genai.dabench.results import timer_vs_bare_result
 
     genai.start(experiment=EXPERIMENT, device=cpu, config={**OVERHEAD_CFG.as_dict(), "region": "timer_vs_bare"},
                 model=MODEL)
     result = benchmark.pedantic(timer_path_vs_bare, args=(OVERHEAD_CFG, cpu),
                                 kwargs={"rounds": OVERHEAD_ROUNDS, "steps": OVERHEAD_STEPS}, rounds=1, iterations=1)
-    genai.metric("throughput_ratio_timer_vs_bare", result.ratio, rounds=result.ratios)
-    genai.metric("step_time_s", statistics.median(result.reported_step_s))
-    genai.metric("bare_step_time_s", result.bare_step_s)
-    genai.label("cpu_threads", str(CPU_THREADS))
+    genai.record(timer_vs_bare_result(result, CPU_THREADS))
     genai.check("B1.target.timer_path_vs_bare")
 
 # --- dataflow chips ------------------------------------------------------------------------------------------------
-
-
-def _record_profile(genai, profile) -> None:
-    if profile.allocation_ratio is not None:
-        genai.metric("allocation_ratio", profile.allocation_ratio)
-        genai.label("allocation_source", f"{profile.source_format}: {profile.allocation_units}")
-    if profile.load_imbalance is not None:
-        genai.metric("load_imbalance", profile.load_imbalance)
-        genai.label("li_definition", f"{profile.li_definition} over {profile.li_subtasks}")
-    for name, value in profile.extra.items():
-        genai.metric(f"{profile.vendor}_{name}", value)
-    genai.label("profile_source", profile.source_format)
 
 
 def _profiles_root(request, what: str):
@@ -254,7 +225,6 @@ def _read_profile(request, benchmark, genai, device, cfg):
         profile = benchmark.pedantic(read_profile, args=(root, device.kind, cfg), rounds=1, iterations=1)
     except (VendorUnavailable, ImportError) as exc:  # ImportError: profile.pop needs pva (Poplar SDK)
         pytest.skip(str(exc))
-    _record_profile(genai, profile)
     return profile
 
 
@@ -266,16 +236,14 @@ def test_level1_wse(request, benchmark, genai, wse, level1_cfg):
     most its Transmission Samples/s (the slower of the two sets the estimated Samples/s). A ``--`` in either leaves
     the bound unjudged, as a ``--`` Active PEs leaves the allocation unjudged.
     """
-    profile = _read_profile(request, benchmark, genai, wse, level1_cfg)
-    claims = ["B1.wse2_allocation"] if profile.allocation_ratio is not None else []
-    if profile.load_imbalance is not None:
-        claims.append("B1.wse2_load_imbalance")
-    compute, transmission = (profile.extra.get(k) for k in ("compute_samples_per_s", "transmission_samples_per_s"))
-    if compute and transmission:
-        genai.metric("compute_bound_modeled", 1.0 if compute <= transmission else 0.0, source="modeled")
-        genai.label("bound_source", f"Cerebras compiler estimate: Compute Samples/s {compute:g} vs Transmission "
-                                    f"Samples/s {transmission:g} (compute-bound when compute is the slower)")
-        claims.append("B1.wse2_compute_bound")
+    from pytest_genai.dabench.results import wse_level1_result
+
+    result = wse_level1_result(_read_profile(request, benchmark, genai, wse, level1_cfg))
+    genai.record(result)
+    claims = [claim for claim, metric in (("B1.wse2_allocation", "allocation_ratio"),
+                                          ("B1.wse2_load_imbalance", "load_imbalance"),
+                                          ("B1.wse2_compute_bound", "compute_bound_modeled"))
+              if metric in result.metrics]
     if claims:
         genai.check(*claims)
 
@@ -289,6 +257,7 @@ def test_capacity_wse(request, benchmark, genai, wse):
     does not fit: a capacity result, not an error). Allocation and LI at the largest count come from its report.
     """
     from pytest_genai.dabench.readers.cerebras import read_compile_report
+    from pytest_genai.dabench.results import wse_capacity_result
     from pytest_genai.dabench.vendor import VendorUnavailable, read_capacity_sweep
 
     root = _profiles_root(request, "WSE capacity sweeps (<DIR>/wse/capacity/<config id>/)")
@@ -299,20 +268,10 @@ def test_capacity_wse(request, benchmark, genai, wse):
                     "`python run.py CSX --compile_only --params params.yaml`) and keep each count's compile_report.txt "
                     "or, where it failed, its log (docs/dabench.md)")
     genai.start(experiment=EXPERIMENT, device=wse, config={"sweep": group, "layers": "searched"}, model=MODEL)
-    genai.metric("max_layers", outcome.max_fitting)
-    genai.metric("capacity_probes", len(outcome.attempts))
-    genai.attach("capacity_attempts", [{"layers": n, "compiled": ok, "failure": why} for n, ok, why in outcome.attempts])
-    if outcome.max_fitting:
-        _record_profile(genai, read_compile_report(folders[outcome.max_fitting] / "compile_report.txt"))
-    if not outcome.monotone:
-        genai.label("capacity_note", "a smaller layer count failed below the largest that compiled")
-    if outcome.first_failing is None:
-        genai.label("capacity_note", f"no count above {outcome.max_fitting} failed in the sweep: the capacity is at "
-                                     "least that, so the claim is not judged; add a larger count")
-        return
-    genai.metric("first_failing_layers", outcome.first_failing)
-    genai.label("capacity_failure", dict((n, why) for n, _, why in outcome.attempts)[outcome.first_failing])
-    genai.check("B1.wse2_max_layers")
+    report = read_compile_report(folders[outcome.max_fitting] / "compile_report.txt") if outcome.max_fitting else None
+    genai.record(wse_capacity_result(outcome, report))
+    if outcome.first_failing is not None:  # else the capacity is at least the largest count: not judged
+        genai.check("B1.wse2_max_layers")
 
 
 @pytest.mark.claims("B1.rdu_allocation", "B1.rdu_memory_bound", kinds=("rdu",))
@@ -323,24 +282,14 @@ def test_level1_rdu(request, benchmark, genai, rdu, level1_cfg):
     not the paper's 0.2 TB/s (a verdict against the paper's own number would restate it). The FLOPs are our torch
     module's analytic count, a model of the graph SambaFlow compiled: ``flops_modeled``.
     """
-    from pytest_genai.dabench.counts import stack_counts
-    from pytest_genai.dabench.roofline import arithmetic_intensity, classify_bound
+    from pytest_genai.dabench.results import rdu_level1_result
 
     profile = _read_profile(request, benchmark, genai, rdu, level1_cfg)
-    genai.check("B1.rdu_allocation")
-    ddr_bytes, ddr_gbs_max = profile.extra.get("ddr_total_bytes"), profile.extra.get("ddr_total_bw_gbs_max")
     peak_tflops = rdu.spec.peak_tflops("bf16") if rdu.spec is not None else None
-    if ddr_bytes and ddr_gbs_max and peak_tflops:
-        flops = stack_counts(level1_cfg).flops
-        intensity = arithmetic_intensity(flops, ddr_bytes)
-        ridge = peak_tflops * 1e12 / (ddr_gbs_max * 1e9)
-        genai.metric("flops_modeled", flops, source="modeled")
-        genai.metric("arithmetic_intensity_modeled", intensity, source="modeled")
-        genai.metric("compute_bound_modeled", 1.0 if classify_bound(intensity, ridge) == "compute" else 0.0,
-                     source="modeled")
-        genai.label("bound_source", f"analytic FLOPs / SambaTune measured DDR bytes, against the ridge {ridge:.4g} "
-                                    f"FLOP/B = {peak_tflops:g} TFLOP/s bf16 (vendor) / {ddr_gbs_max:.4g} GB/s "
-                                    "(highest section DDR bandwidth measured in this run)")
+    result = rdu_level1_result(profile, level1_cfg, peak_tflops)
+    genai.record(result)
+    genai.check("B1.rdu_allocation")
+    if "compute_bound_modeled" in result.metrics:
         genai.check("B1.rdu_memory_bound")
 
 
@@ -349,8 +298,8 @@ def test_level1_ipu(request, benchmark, genai, ipu, level1_cfg, tmp_path):
     """IPU: the config compiled and timed with PopTorch; allocation / LI from its PopVision report. Without PopTorch,
     the profile.pop under --genai-dabench-profiles is read (allocation, LI, memory per IPU; no timing, so the
     efficiency claim is not judged)."""
-    from pytest_genai.dabench.counts import stack_counts
     from pytest_genai.dabench.readers.graphcore import read_popvision
+    from pytest_genai.dabench.results import ipu_run_result, profile_result
     from pytest_genai.dabench.vendor import VendorUnavailable, run_on_ipu
 
     from pytest_genai.options import resolve
@@ -359,32 +308,19 @@ def test_level1_ipu(request, benchmark, genai, ipu, level1_cfg, tmp_path):
         import poptorch  # noqa: F401  (live run where the SDK is here; otherwise its outputs, if given)
     except ImportError:
         if resolve(request.config, "dabench_profiles"):
-            _read_profile(request, benchmark, genai, ipu, level1_cfg)  # allocation, LI, memory per IPU
-            return
+            genai.record(profile_result(_read_profile(request, benchmark, genai, ipu, level1_cfg)))
+            return  # allocation, LI, memory per IPU
     genai.start(experiment=EXPERIMENT, device=ipu, config=level1_cfg, model=MODEL)
     try:
         run = benchmark.pedantic(run_on_ipu, args=(level1_cfg, tmp_path), rounds=1, iterations=1)
     except VendorUnavailable as exc:
         pytest.skip(str(exc))
-    if run.failure is not None:  # did not compile or fit at this size: Paper B's "fails at 10 layers" is a result
-        genai.metric("compiled", 0)
-        genai.label("capacity_failure", run.failure)
-        return
-    work = stack_counts(level1_cfg)
-    genai.metric("compiled", 1)
-    genai.metric("step_time_s", run.step_s)
-    genai.metric("flops", work.flops)  # PopTorch compiles this very module: its exact matrix-product count
-    genai.metric("bytes_moved_modeled", work.bytes, source="modeled")
-    genai.metric("arithmetic_intensity_modeled", work.flops / work.bytes, source="modeled")
-    genai.metric("achieved_tflops", work.flops / run.step_s / 1e12)
     spec = _spec_ceilings(ipu, level1_cfg.dtype)
-    if spec is not None:
-        genai.metric("ceiling_tflops_spec", spec.tflops)
-        genai.metric("ceiling_gbs_spec", spec.gbs)
-        genai.metric("compute_efficiency_spec", work.flops / run.step_s / spec.flops_per_s, source="spec")
+    # A run that did not compile or fit at this size records compiled = 0: Paper B's "fails at 10 layers" is a result.
+    profile = read_popvision(run.profile_file) if run.failure is None and run.profile_file is not None else None
+    genai.record(ipu_run_result(level1_cfg, run, spec, profile))
+    if run.failure is None and spec is not None:
         genai.check("B1.ipu_compute_efficiency")
         # Not checked here: B1.ipu_memory_bound. The bound needs measured traffic (the exchange and streaming-memory
         # bytes of the execution profile); the analytic minimal bytes against the 65 TB/s in-processor memory of the
         # spec would only restate the spec table.
-    if run.profile_file is not None:
-        _record_profile(genai, read_popvision(run.profile_file))

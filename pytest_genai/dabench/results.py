@@ -1,0 +1,204 @@
+"""What the Level 1 benchmarks record: each test's summary as a :class:`~pytest_genai.record.Result` (pure).
+
+One function per benchmark: the sweep's roofline (:func:`~pytest_genai.dabench.level1.compose`) with the step's
+tokens/s and how the work and ceilings were counted; the capacity search against the memory model; the timer's
+own cost; and the dataflow chips' vendor profiles (allocation, load imbalance, the format's other fields), the
+bound the WSE compiler or the RDU's measured DDR traffic gives, the WSE capacity sweep and a PopTorch run on the
+IPU. Every metric says its source (``measured``, ``modeled``, ``spec``, ``config``; units are the metric
+registry's, ``claims/data/metrics_*.toml``). The benchmark calls ``genai.record(result)``; which claims it checks
+follows from what the result holds.
+"""
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from typing import Any
+
+from pytest_genai.dabench.capacity import (CapacityOutcome, CapacitySearch, predicted_max_layers,
+                                           predicted_peak_bytes)
+from pytest_genai.dabench.config import DecoderConfig
+from pytest_genai.dabench.counts import stack_counts
+from pytest_genai.dabench.level1 import Measurements, compose
+from pytest_genai.dabench.overhead import PathVsBare
+from pytest_genai.dabench.readers import DataflowProfile
+from pytest_genai.dabench.roofline import Ceilings, arithmetic_intensity, classify_bound
+from pytest_genai.dabench.vendor import VendorRun
+from pytest_genai.record import Measurement, Result
+
+MEASURED, MODELED, SPEC, CONFIG = "measured", "modeled", "spec", "config"
+
+WORK_COUNTS = "analytic (pytest_genai.dabench.counts): matrix-product FLOPs, minimal bytes per op"
+
+
+def _m(value: float, source: str = MEASURED, rounds: Any = None) -> Measurement:
+    return Measurement(value, source=source, rounds=None if rounds is None else tuple(rounds))
+
+
+def _joined(*results: Result) -> Result:
+    """The metrics, labels and attachments of ``results`` in order (a later one's name replaces an earlier one's)."""
+    metrics: dict[str, Any] = {}
+    labels: dict[str, str] = {}
+    attachments: dict[str, Any] = {}
+    for r in results:
+        metrics.update(r.metrics)
+        labels.update(r.labels)
+        attachments.update(r.attachments)
+    return Result(metrics, labels, attachments)
+
+
+# --- Level 1 sweep, capacity, timer --------------------------------------------------------------------------------
+
+
+def level1_result(cfg: DecoderConfig, meas: Measurements, measured: Ceilings, spec: Ceilings | None, *,
+                  ceiling_clock: str, cpu_threads: int | None = None) -> Result:
+    """One config of the sweep: :func:`~pytest_genai.dabench.level1.compose`'s metrics with their sources and its
+    labels, then tokens/s of the step, how the work was counted, the clock the ceilings were read on and, on the
+    CPU, the pinned thread count."""
+    composed = compose(cfg, meas, measured, spec)
+    metrics = {name: _m(value, composed.sources.get(name)) for name, value in composed.metrics.items()}
+    metrics["tokens_per_s"] = _m(cfg.tokens / meas.step_s)
+    labels = {**composed.labels, "work_counts": WORK_COUNTS, "ceiling_clock": ceiling_clock}
+    if cpu_threads is not None:
+        labels["cpu_threads"] = str(cpu_threads)
+    return Result(metrics, labels)
+
+
+def capacity_result(cfg: DecoderConfig, search: CapacitySearch, peak_bytes: int | None, budget: int | None, *,
+                    foreach_optimizer: bool) -> Result:
+    """The largest layer count that ran (``cfg`` but for its layers), the probes it took, the tensor high-water
+    mark at that count when measured, the memory model's peak there and, under a ``budget``, the model's own
+    largest count and its ratio to the measured one (what ``B1.capacity_model_agreement`` reads)."""
+    at_max = dataclasses.replace(cfg, layers=search.max_fitting)
+    metrics: dict[str, Any] = {"max_layers": _m(search.max_fitting), "capacity_probes": _m(len(search.probes))}
+    if peak_bytes is not None:
+        metrics["peak_tensor_bytes"] = _m(peak_bytes)
+    metrics["peak_bytes_modeled"] = _m(predicted_peak_bytes(at_max, foreach_optimizer=foreach_optimizer).total,
+                                       MODELED)
+    if budget is not None:
+        modeled = predicted_max_layers(cfg, budget, foreach_optimizer=foreach_optimizer)
+        metrics["memory_budget_bytes"] = _m(budget, CONFIG)
+        metrics["max_layers_modeled"] = _m(modeled, MODELED)
+        metrics["max_layers_modeled_over_measured"] = _m(modeled / search.max_fitting, MODELED)
+    probes = [{"layers": n, "ok": ok} for n, ok in search.probes]
+    return Result(metrics, attachments={"capacity_probes": probes})
+
+
+def timer_overhead_result(overhead_s: float) -> Result:
+    """The median seconds of an empty synchronized timed region."""
+    return Result({"timer_overhead_s": _m(overhead_s)})
+
+
+def timer_vs_bare_result(run: PathVsBare, cpu_threads: int) -> Result:
+    """The timer path's throughput over the bare loop's with every round's ratio (the timing claim's interval),
+    the median step time the timer reported, the bare loop's step time and the pinned thread count."""
+    return Result({
+        "throughput_ratio_timer_vs_bare": _m(run.ratio, rounds=run.ratios),
+        "step_time_s": _m(statistics.median(run.reported_step_s)),
+        "bare_step_time_s": _m(run.bare_step_s),
+    }, {"cpu_threads": str(cpu_threads)})
+
+
+# --- dataflow chips ------------------------------------------------------------------------------------------------
+
+
+def profile_result(profile: DataflowProfile) -> Result:
+    """A vendor profile: the allocation ratio and LI where the format states them (with what they were read from),
+    every further field as ``<vendor>_<field>``, and the format."""
+    metrics: dict[str, Any] = {}
+    labels: dict[str, str] = {}
+    if profile.allocation_ratio is not None:
+        metrics["allocation_ratio"] = _m(profile.allocation_ratio)
+        labels["allocation_source"] = f"{profile.source_format}: {profile.allocation_units}"
+    if profile.load_imbalance is not None:
+        metrics["load_imbalance"] = _m(profile.load_imbalance)
+        labels["li_definition"] = f"{profile.li_definition} over {profile.li_subtasks}"
+    for name, value in profile.extra.items():
+        metrics[f"{profile.vendor}_{name}"] = _m(value)
+    labels["profile_source"] = profile.source_format
+    return Result(metrics, labels)
+
+
+def wse_level1_result(profile: DataflowProfile) -> Result:
+    """A WSE compile report: its profile and, when the compiler estimated both Compute and Transmission Samples/s,
+    the bound (compute-bound when compute is the slower, i.e. has the fewer samples/s)."""
+    out = profile_result(profile)
+    compute, transmission = (profile.extra.get(k) for k in ("compute_samples_per_s", "transmission_samples_per_s"))
+    if not (compute and transmission):
+        return out
+    return _joined(out, Result(
+        {"compute_bound_modeled": _m(1.0 if compute <= transmission else 0.0, MODELED)},
+        {"bound_source": f"Cerebras compiler estimate: Compute Samples/s {compute:g} vs Transmission "
+                         f"Samples/s {transmission:g} (compute-bound when compute is the slower)"},
+    ))
+
+
+def rdu_level1_result(profile: DataflowProfile, cfg: DecoderConfig, peak_tflops: float | None) -> Result:
+    """A SambaTune section report: its profile and, when it measured DDR traffic and the vendor's bf16 peak is
+    known, the analytic FLOPs over the measured DDR bytes against the ridge of that peak over the highest section
+    DDR bandwidth of the run."""
+    out = profile_result(profile)
+    ddr_bytes, ddr_gbs_max = profile.extra.get("ddr_total_bytes"), profile.extra.get("ddr_total_bw_gbs_max")
+    if not (ddr_bytes and ddr_gbs_max and peak_tflops):
+        return out
+    flops = stack_counts(cfg).flops
+    intensity = arithmetic_intensity(flops, ddr_bytes)
+    ridge = peak_tflops * 1e12 / (ddr_gbs_max * 1e9)
+    return _joined(out, Result(
+        {
+            "flops_modeled": _m(flops, MODELED),
+            "arithmetic_intensity_modeled": _m(intensity, MODELED),
+            "compute_bound_modeled": _m(1.0 if classify_bound(intensity, ridge) == "compute" else 0.0, MODELED),
+        },
+        {"bound_source": f"analytic FLOPs / SambaTune measured DDR bytes, against the ridge {ridge:.4g} "
+                         f"FLOP/B = {peak_tflops:g} TFLOP/s bf16 (vendor) / {ddr_gbs_max:.4g} GB/s "
+                         "(highest section DDR bandwidth measured in this run)"},
+    ))
+
+
+def wse_capacity_result(outcome: CapacityOutcome, profile: DataflowProfile | None) -> Result:
+    """A WSE capacity sweep: the largest count that compiled, the attempts, that count's compile report
+    (``profile``), a note when a smaller count failed or none above it did, and the first failing count with
+    its failure (what ``B1.wse2_max_layers`` reads; absent when no larger count failed)."""
+    metrics: dict[str, Any] = {"max_layers": _m(outcome.max_fitting), "capacity_probes": _m(len(outcome.attempts))}
+    labels: dict[str, str] = {}
+    attempts = [{"layers": n, "compiled": ok, "failure": why} for n, ok, why in outcome.attempts]
+    out = Result(metrics, labels, {"capacity_attempts": attempts})
+    if profile is not None:
+        out = _joined(out, profile_result(profile))
+    notes: dict[str, str] = {}
+    if not outcome.monotone:
+        notes["capacity_note"] = "a smaller layer count failed below the largest that compiled"
+    if outcome.first_failing is None:
+        notes["capacity_note"] = (f"no count above {outcome.max_fitting} failed in the sweep: the capacity is at "
+                                  "least that, so the claim is not judged; add a larger count")
+        return _joined(out, Result({}, notes))
+    failures = {n: why for n, _, why in outcome.attempts}
+    return _joined(out, Result({"first_failing_layers": _m(outcome.first_failing)},
+                               {**notes, "capacity_failure": failures[outcome.first_failing]}))
+
+
+def ipu_run_result(cfg: DecoderConfig, run: VendorRun, spec: Ceilings | None,
+                   profile: DataflowProfile | None) -> Result:
+    """A PopTorch run of ``cfg``: ``compiled`` 0 and the failure when it did not compile or fit (a capacity
+    result); else its step time, the module's exact matrix-product FLOPs and modeled bytes, the achieved TFLOP/s,
+    the datasheet ceilings and the efficiency against them (``spec``, when known) and its PopVision profile."""
+    if run.failure is not None:
+        return Result({"compiled": _m(0)}, {"capacity_failure": run.failure})
+    work, step_s = stack_counts(cfg), run.step_s
+    metrics: dict[str, Any] = {
+        "compiled": _m(1),
+        "step_time_s": _m(step_s),
+        "flops": _m(work.flops),  # PopTorch compiles this very module: its exact matrix-product count
+        "bytes_moved_modeled": _m(work.bytes, MODELED),
+        "arithmetic_intensity_modeled": _m(work.flops / work.bytes, MODELED),
+        "achieved_tflops": _m(work.flops / step_s / 1e12),
+    }
+    if spec is not None:
+        metrics.update({
+            "ceiling_tflops_spec": _m(spec.tflops, SPEC),
+            "ceiling_gbs_spec": _m(spec.gbs, SPEC),
+            "compute_efficiency_spec": _m(work.flops / step_s / spec.flops_per_s, SPEC),
+        })
+    out = Result(metrics)
+    return out if profile is None else _joined(out, profile_result(profile))
+
