@@ -12,7 +12,7 @@ import dataclasses
 import pytest
 
 from pytest_genai.diffusion import DiffusionConfig, train_steps
-from pytest_genai.diffusion.train import throughput_result
+from pytest_genai.diffusion.results import scaling_result, throughput_result
 
 pytestmark = pytest.mark.diffusion
 
@@ -42,7 +42,7 @@ def test_diffusion_training_throughput(benchmark, genai, genai_device, dtype):
 
 @pytest.mark.claims("A3.cpu_ddp_weak_scaling", "A3.cuda_ddp_scaling_efficiency", kinds=("cpu", "cuda"))
 def test_diffusion_ddp_scaling(benchmark, genai, genai_device, genai_settings, tmp_path):
-    from pytest_genai.diffusion.ddp import run_ddp, scaling_result, summarize
+    from pytest_genai.diffusion.ddp import run_ddp, summarize
 
     kind = genai_device.kind
     if kind not in ("cpu", "cuda"):

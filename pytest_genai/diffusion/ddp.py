@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from pytest_genai.diffusion.config import DiffusionConfig
-from pytest_genai.record import Measurement, Result
 from pytest_genai.runtime.timing import slowest_rank_steps
 
 WORKER = ("-m", "pytest_genai.diffusion.worker")
@@ -56,23 +55,6 @@ class DdpSummary:
     @property
     def scaling_efficiency(self) -> float:
         return self.scaling_throughput_ratio / self.world_size
-
-
-def scaling_result(s: DdpSummary) -> Result:
-    """The DDP run for recording: both sides' throughput and step time, the scaling ratio and efficiency with
-    every interleaved round's value (timing claims are judged on their interval), and rank 0's losses."""
-    ratios = tuple(s.scaling_ratio_rounds)  # per round: DDP step vs the one-rank step of that round
-    return Result({
-        "world_size": s.world_size,
-        "images_per_s": s.images_per_s,
-        "baseline_images_per_s": s.baseline_images_per_s,
-        "step_time_s": s.step_s,
-        "baseline_step_time_s": s.baseline_step_s,
-        "scaling_throughput_ratio": Measurement(s.scaling_throughput_ratio, rounds=ratios),
-        "scaling_efficiency": Measurement(s.scaling_efficiency, rounds=tuple(r / s.world_size for r in ratios)),
-        "loss_start": s.losses[0],
-        "loss_end": sum(s.losses[-3:]) / 3,
-    })
 
 
 def summarize(result: dict[str, Any]) -> DdpSummary:

@@ -6,7 +6,6 @@ import statistics
 from typing import Any
 
 from pytest_genai.diffusion.config import DiffusionConfig
-from pytest_genai.record import Result
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,17 +124,3 @@ def train_steps(cfg: DiffusionConfig, device: Any, model: Any = None, wrap: Any 
             times.append(elapsed)
     return TrainResult(tuple(times), tuple(losses), cfg.batch_size, trainer.flops_per_step)
 
-
-def throughput_result(result: TrainResult, peak_tflops: float | None = None,
-                      peak_memory_bytes: int | None = None) -> Result:
-    """The single-device run for recording: throughput, step time, achieved TFLOP/s (and MFU against the device's
-    datasheet peak when known), the loss at the start and over the last three steps, and the peak memory."""
-    metrics: dict[str, float] = {"images_per_s": result.images_per_s, "step_time_s": result.median_step_s,
-                                 "achieved_tflops": result.achieved_tflops}
-    if peak_tflops:
-        metrics["mfu"] = result.achieved_tflops / peak_tflops
-    metrics["loss_start"] = result.losses[0]
-    metrics["loss_end"] = sum(result.losses[-3:]) / 3
-    if peak_memory_bytes is not None:
-        metrics["peak_memory_bytes"] = peak_memory_bytes
-    return Result(metrics)

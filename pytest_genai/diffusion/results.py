@@ -1,0 +1,55 @@
+"""What the diffusion benchmarks record: each run's summary as a :class:`~pytest_genai.record.Result` (pure).
+
+The single-device run (:class:`~pytest_genai.diffusion.train.TrainResult`) and the DDP run against its one-rank
+baseline (:class:`~pytest_genai.diffusion.ddp.DdpSummary`) as named metrics, each with its source (``measured`` for
+timings, losses, memory and what is derived from them; ``config`` for the world size; units are the metric
+registry's, ``claims/data/metrics_*.toml``) and every interleaved round's value where a timing claim is judged on
+it. The benchmark calls ``genai.record(result)``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_genai.diffusion.ddp import DdpSummary
+from pytest_genai.diffusion.train import TrainResult
+from pytest_genai.record import Measurement, Result
+
+MEASURED, CONFIG = "measured", "config"
+
+
+def _m(value: float, source: str = MEASURED, rounds: Any = None) -> Measurement:
+    return Measurement(value, source=source, rounds=None if rounds is None else tuple(rounds))
+
+
+def throughput_result(result: TrainResult, peak_tflops: float | None = None,
+                      peak_memory_bytes: int | None = None) -> Result:
+    """The single-device run: throughput, step time, achieved TFLOP/s (and MFU against the device's peak when
+    known), the loss at the start and over the last three steps, and the peak memory (when the device tracks it)."""
+    metrics = {"images_per_s": _m(result.images_per_s), "step_time_s": _m(result.median_step_s),
+               "achieved_tflops": _m(result.achieved_tflops)}
+    if peak_tflops:
+        metrics["mfu"] = _m(result.achieved_tflops / peak_tflops)
+    metrics["loss_start"] = _m(result.losses[0])
+    metrics["loss_end"] = _m(sum(result.losses[-3:]) / 3)
+    if peak_memory_bytes is not None:
+        metrics["peak_memory_bytes"] = _m(peak_memory_bytes)
+    return Result(metrics)
+
+
+def scaling_result(s: DdpSummary) -> Result:
+    """The DDP run: both sides' throughput and step time, the scaling ratio and efficiency with every interleaved
+    round's value (timing claims are judged on their interval), and rank 0's losses."""
+    ratios = s.scaling_ratio_rounds  # per round: DDP step vs the one-rank step of that round
+    rounds = {"scaling_throughput_ratio": ratios, "scaling_efficiency": [r / s.world_size for r in ratios]}
+    measured = {
+        "images_per_s": s.images_per_s,
+        "baseline_images_per_s": s.baseline_images_per_s,
+        "step_time_s": s.step_s,
+        "baseline_step_time_s": s.baseline_step_s,
+        "scaling_throughput_ratio": s.scaling_throughput_ratio,
+        "scaling_efficiency": s.scaling_efficiency,
+        "loss_start": s.losses[0],
+        "loss_end": sum(s.losses[-3:]) / 3,
+    }
+    metrics = {name: _m(value, rounds=rounds.get(name)) for name, value in measured.items()}
+    return Result({"world_size": _m(s.world_size, CONFIG), **metrics})
