@@ -88,14 +88,6 @@ def _bracketing_baseline(runs, baseline: ThroughputConfig, kind: str, launch_spe
     return before, after
 
 
-def _speed_ratio_interval(slow_steps, fast_steps):
-    """95% interval of median(slow steps) / median(fast steps) (same global batch: the tokens/s ratio of the fast
-    side over the slow one), by a seeded bootstrap over the timed steps of separate runs."""
-    from pytest_genai.claims.stats import bootstrap_ratio_interval
-
-    return bootstrap_ratio_interval(list(slow_steps), list(fast_steps))
-
-
 def _skip_unless_node0(summary, launch_spec) -> None:
     if summary is None:
         pytest.skip(f"node {launch_spec.node_rank} of {launch_spec.nnodes} took part in the job; node 0 records it")
@@ -130,9 +122,9 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
     _require_training_path(genai_device, cfg)
     if why := ranks_problem(genai_device.kind, launch_spec.nproc):  # one rank per core / GPU
         pytest.skip(why)
-    from pytest_genai.train import metrics
+    from pytest_genai.train import results
     from pytest_genai.train.archs import get_arch
-    from pytest_genai.train.flops import counted_training_flops, training_flops_per_step
+    from pytest_genai.train.flops import counted_training_flops
     from pytest_genai.train.planner import PLANNER_TOLERANCE
 
     kind = genai_device.kind
@@ -148,74 +140,30 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
               "nproc": launch_spec.nproc, "nnodes": launch_spec.nnodes, "sharded": cfg.sharded,
               "fits": None if fit is None else fit.ddp_fits}
     genai.start(experiment=EXPERIMENT, device=genai_device, config=config, model=cfg.model)
-    genai.label("attention", summary.attention_impl or "")
-    genai.label("memory_measure", summary.memory_measure)
-    genai.label("method", cfg.method)
-    for key in ("flash_attention_route", "flash_attention_caveat"):  # Gaudi: how FA on/off reached the model
-        if summary.extra.get(key):
-            genai.label(key, summary.extra[key])
-    genai.label("base_dtype", summary.extra.get("base_dtype", "float32"))
-    if cfg.lora is not None:
-        genai.label("adapter_dtype", summary.extra.get("adapter_dtype") or "")
-        genai.metric("trainable_params", summary.extra["trainable_params"])
-    genai.metric("tokens_per_s", summary.tokens_per_s)
-    genai.metric("samples_per_s", summary.samples_per_s)
-    genai.metric("step_time_s", summary.median_step_s)
-    genai.metric("launch_wall_s", summary.wall_s)
-    genai.metric("loss_start", summary.losses[0])
-    genai.metric("loss_end", summary.losses[-1])
-
-    arch = get_arch(cfg.model, cfg.scale)
-    flops = training_flops_per_step(arch, cfg.seq_len, summary.global_batch, lora=cfg.lora)  # what LoRA runs
-    genai.metric("flops_per_step_modeled", flops, source="modeled")
-    counted = counted_training_flops(arch, cfg.seq_len, summary.global_batch, attention="eager", lora=cfg.lora)
-    genai.metric("flop_counter_ratio", counted / flops)
-    achieved = metrics.achieved_tflops(flops, summary.median_step_s)
-    genai.metric("achieved_tflops", achieved)
-    dtype = "fp32" if cfg.precision == "fp32" else "bf16"
-    peak = genai_device.spec.peak_tflops(dtype) if genai_device.spec else None
-    if peak and kind == "cpu":
-        # the CPU's peak was measured with some number of threads; the job used ranks x threads per rank
-        probe_threads = genai_device.spec.threads
-        used = launch_spec.nproc * int(summary.extra.get("threads", 1))
-        if probe_threads:
-            genai.metric("mfu", metrics.mfu(achieved, peak / probe_threads, used))
-    elif peak:
-        genai.metric("mfu", metrics.mfu(achieved, peak, world))
-
-    genai.metric("peak_tensor_bytes", summary.max_peak_memory_bytes)
-    genai.metric("peak_tensor_bytes_predicted", estimate.total, source="modeled")
-    ratio = genai.metric("peak_tensor_bytes_over_predicted", summary.max_peak_memory_bytes / estimate.total)
-    genai.attach("planner", {**estimate.as_dict(), "tolerance": PLANNER_TOLERANCE[cfg.strategy],
-                             "recommended": None if fit is None else fit.recommended,
-                             "reason": None if fit is None else fit.reason})
-    genai.attach("per_rank_peak_bytes", list(summary.peak_memory_bytes))
+    counted = counted_training_flops(get_arch(cfg.model, cfg.scale), cfg.seq_len, summary.global_batch,
+                                     attention="eager", lora=cfg.lora)
+    result = results.throughput_result(summary, cfg, genai_device, nproc=launch_spec.nproc, world=world,
+                                       estimate=estimate, fit=fit, counted_flops=counted)
+    genai.record(result)
+    flops = result.metrics["flops_per_step_modeled"].value
+    ratio = result.metrics["peak_tensor_bytes_over_predicted"].value
 
     if cfg.sharded is not None:  # Paper A: DDP beats the sharding methods when the model fits one device
+        ddp_runs = None
         if fit is not None and fit.ddp_fits:
-            before, after = _bracketing_baseline(finetune_runs, dataclasses.replace(cfg, strategy="ddp"), kind,
-                                                 launch_spec)
-            ddp = (before.tokens_per_s, after.tokens_per_s)
-            genai.attach("ddp_tokens_per_s_before_after", ddp)
-            genai.metric("throughput_ratio_ddp_over_sharded", metrics.speedup(sum(ddp) / 2, summary.tokens_per_s),
-                         interval=_speed_ratio_interval(summary.timed_step_s,
-                                                        before.timed_step_s + after.timed_step_s))
-        else:
-            genai.label("ddp_comparison", "none: the planner says DDP does not fit (or the capacity is unknown)")
+            ddp_runs = _bracketing_baseline(finetune_runs, dataclasses.replace(cfg, strategy="ddp"), kind,
+                                            launch_spec)
+        genai.record(results.ddp_comparison_result(summary, ddp_runs))
         genai.check("A2.ddp_vs_zero3", "A2.ddp_vs_fsdp")  # scoped to fits = true: not applicable otherwise
     if cfg.attention == "fused":  # Paper A: Flash Attention +10-20% on Gaudi (CPU: SDPA vs eager, no claim)
         baseline = dataclasses.replace(cfg, attention="unfused")
         _, baseline_fit = _planner(baseline, world, _capacity_per_rank(genai_device, launch_spec.nproc))
         if baseline_fit is None or baseline_fit.fits(cfg.strategy):
-            before, after = _bracketing_baseline(finetune_runs, baseline, kind, launch_spec)
-            unfused = (before.tokens_per_s, after.tokens_per_s)
-            genai.attach("unfused_tokens_per_s_before_after", unfused)
-            genai.metric("flash_attention_speedup", metrics.speedup(summary.tokens_per_s, sum(unfused) / 2),
-                         interval=_speed_ratio_interval(before.timed_step_s + after.timed_step_s,
-                                                        summary.timed_step_s))
+            unfused_runs = _bracketing_baseline(finetune_runs, baseline, kind, launch_spec)
+            genai.record(results.flash_attention_result(summary, unfused_runs))
             genai.check("A2.flash_attention_gaudi", "A2.flash_attention_cuda")
         else:
-            genai.label("attention_comparison", f"none: unfused attention does not fit ({baseline_fit.reason})")
+            genai.record(results.flash_attention_result(summary, None, unfit_reason=baseline_fit.reason))
 
     assert counted == flops, f"analytic FLOPs {flops} differ from torch's flop counter {counted}"
     if kind in TORCH_KINDS:  # the Gaudi trainer's precision (DeepSpeed bf16) is not the planner's amp model
@@ -252,6 +200,7 @@ def test_launcher_vs_bare_cpu(benchmark, genai, cpu, launch_spec, tmp_path):
     if launch_spec.nnodes > 1:
         pytest.skip("the bare torchrun script runs on one node; the overhead comparison needs --genai-nnodes 1")
     from pytest_genai.train import bare_ddp
+    from pytest_genai.train.results import launcher_vs_bare_result
     from pytest_genai.train.run import run
 
     cfg = _overhead_config()
@@ -267,15 +216,7 @@ def test_launcher_vs_bare_cpu(benchmark, genai, cpu, launch_spec, tmp_path):
                 config={**dataclasses.asdict(cfg), "id": cfg.id, "weights": "random", "nnodes": 1,
                         "world_size": launch_spec.world_size, "nproc": launch_spec.nproc,
                         "comparison": "launcher_vs_bare"})
-    comparison = bare_ddp.launcher_vs_bare(suite.step_s, before.step_s, after.step_s, cfg.warmup)
-    genai.metric("throughput_ratio_launcher_vs_bare", comparison.ratio, interval=comparison.interval)
-    genai.metric("step_time_s", comparison.suite_step_s)
-    genai.metric("bare_step_time_s", sum(comparison.bare_step_s) / 2)
-    genai.metric("launch_wall_s", suite.wall_s)
-    genai.metric("bare_launch_wall_s", (before.wall_s + after.wall_s) / 2)
-    genai.attach("bare_before_after", {"step_s": list(comparison.bare_step_s),
-                                       "launch_wall_s": [before.wall_s, after.wall_s]})
-    genai.label("threads_per_rank", f"suite {suite.extra.get('threads')}, bare {before.threads}")
+    genai.record(launcher_vs_bare_result(suite, before, after, cfg.warmup))
     genai.check("A2.target.launcher_vs_bare")
     for run_ in (before, after):
         assert run_.losses == pytest.approx(suite.losses, rel=SAME_STEP_RTOL), (
@@ -292,7 +233,7 @@ def test_finetune_wikitext(benchmark, genai, genai_device, genai_settings, finet
         pytest.skip("the WikiText fine-tune runs through torch on cpu/cuda (the hpu path runs throughput configs)")
     from pytest_genai.evals import data
     from pytest_genai.evals.models import ModelUnavailable, smollm2_fp32_folder
-    from pytest_genai.train import metrics
+    from pytest_genai.train.results import wikitext_result
 
     # the data dir's text, else the Hugging Face cache's, else (tiny scale) the embedded slice's
     tiny = genai_settings["scale"] == "tiny"
@@ -312,15 +253,9 @@ def test_finetune_wikitext(benchmark, genai, genai_device, genai_settings, finet
     genai.start(experiment=EXPERIMENT, device=genai_device, model=cfg.model_name,
                 config={**dataclasses.asdict(cfg), "id": cfg.id, "weights": "pretrained",
                         "world_size": launch_spec.world_size, **_identity})
-    start, end = summary.extra["eval_loss_start"], summary.extra["eval_loss_end"]
-    genai.metric("eval_loss_start", start)
-    genai.metric("eval_loss_end", end)
-    drop = genai.metric("eval_loss_drop", metrics.loss_drop(start, end))
-    genai.metric("tokens_per_s", summary.tokens_per_s)
-    genai.metric("step_time_s", summary.median_step_s)
-    genai.metric("loss_start", summary.losses[0])
-    genai.metric("loss_end", summary.losses[-1])
-    genai.metric("launch_wall_s", summary.wall_s)
+    result = wikitext_result(summary)
+    genai.record(result)
+    start, end, drop = (result.metrics[name].value for name in ("eval_loss_start", "eval_loss_end", "eval_loss_drop"))
     assert drop >= MIN_EVAL_LOSS_DROP, (
         f"held-out WikiText loss fell only {drop:.1%} ({start:.3f} -> {end:.3f}) after {cfg.steps} steps; "
         f"the fine-tune should lower it by >= {MIN_EVAL_LOSS_DROP:.0%}")

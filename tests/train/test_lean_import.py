@@ -10,6 +10,7 @@ def test_light_modules_do_not_import_heavy_libraries():
         "import pytest_genai.train.metrics, pytest_genai.train.cli\n"
         "import pytest_genai.train.run, pytest_genai.train.strategies, pytest_genai.train.gaudi\n"
         "import pytest_genai.train.flops, pytest_genai.train.build, pytest_genai.train.bare_ddp\n"
+        "import pytest_genai.train.results\n"
         "heavy = [m for m in ('torch', 'transformers', 'deepspeed') if m in sys.modules]\n"
         "print(','.join(heavy))\n"
     )
