@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import statistics
 import warnings
 
 import pytest
@@ -79,8 +78,9 @@ def test_quantizer_speed_and_memory_vs_torchao_and_inc(benchmark, genai, cpu, qb
 
     from pytest_genai.quant import compression_report
     from pytest_genai.quant.backends import inc_available, inc_packing_timer, torchao_available
-    from pytest_genai.quant.bench import (ArchConfig, ModelFactory, probe_memory_subprocess, round_ratios,
-                                          run_quantizer, time_interleaved, warm_up)
+    from pytest_genai.quant.bench import (ArchConfig, ModelFactory, probe_memory_subprocess, run_quantizer,
+                                          time_interleaved, warm_up)
+    from pytest_genai.quant.results import quantizer_comparison_result
 
     if not os.path.exists("/proc/self/clear_refs"):
         pytest.skip("peak RSS needs Linux /proc/self/clear_refs to reset the high-water mark after the model build")
@@ -120,48 +120,9 @@ def test_quantizer_speed_and_memory_vs_torchao_and_inc(benchmark, genai, cpu, qb
     finally:
         torch.set_num_threads(previous_threads)
 
-    med = {q: statistics.median(v) for q, v in seconds.items()}
-    qmodel, plan = last["model"], last["plan"]
-    report = compression_report(None, qmodel)
-    summary = plan.summary()
     memory = probe_memory_subprocess(quantizers, arch, qbench.threads)
-
-    genai.metric("quantize_seconds", med["pytest-genai"])
-    genai.metric("quantize_seconds_torchao", med["torchao"])
-    genai.metric("quantize_seconds_inc", med["inc"])
-    genai.metric("quantize_seconds_inc_packing", statistics.median(inc_packing))
-    genai.metric("quantize_seconds_inc_without_packing",
-                 statistics.median([s - p for s, p in zip(seconds["inc"], inc_packing)]))
-    genai.metric("quantize_time_ratio_vs_inc_without_packing",
-                 statistics.median([a / (s - p) for a, s, p in zip(seconds["pytest-genai"], seconds["inc"],
-                                                                      inc_packing)]))
-    vs_torchao, vs_inc = round_ratios(seconds, "pytest-genai", "torchao"), round_ratios(seconds, "pytest-genai", "inc")
-    genai.metric("quantize_time_ratio_vs_torchao", med["pytest-genai"] / med["torchao"],
-                 rounds=vs_torchao if len(vs_torchao) > 1 else None)
-    genai.metric("quantize_time_ratio_vs_inc", med["pytest-genai"] / med["inc"],
-                 rounds=vs_inc if len(vs_inc) > 1 else None)
-    genai.metric("model_fp32_bytes", memory["pytest-genai"].model_fp32_bytes)
-    genai.metric("peak_rss_bytes", memory["pytest-genai"].peak_rss_bytes)
-    genai.metric("peak_rss_growth_ratio", memory["pytest-genai"].peak_rss_growth_ratio)
-    genai.metric("quantize_extra_rss_ratio", memory["pytest-genai"].quantize_extra_rss_ratio)
-    genai.metric("peak_rss_growth_ratio_torchao", memory["torchao"].peak_rss_growth_ratio)
-    genai.metric("peak_rss_growth_ratio_inc", memory["inc"].peak_rss_growth_ratio)
-    genai.metric("compression_ratio", report["compression_ratio"])
-    genai.metric("compression_ratio_model", report["compression_ratio_model"])
-    genai.metric("compression_ratio_safetensors", report["compression_ratio_safetensors"])
-    genai.metric("compression_ratio_torchao", memory["torchao"].compression_ratio)
-    genai.metric("compression_ratio_inc", memory["inc"].compression_ratio)
-    genai.metric("predicted_compression_ratio", summary["predicted_compression_ratio"], source="modeled")
-    genai.metric("compression_ratio_prediction_error", report["compression_ratio_prediction_error"])
-    genai.metric("mean_bits_per_weight", report["mean_bits_per_weight"])
-    genai.metric("sensitivity_threshold", plan.threshold)
-    genai.metric("eligible_params", summary["eligible_params"])
-    genai.label("sensitivity", plan.sensitivity)
-    genai.label("peak_memory_method", memory["pytest-genai"].method)
-    genai.attach("plan", {**summary, "formats": plan.formats, "scores": plan.scores})
-    genai.attach("compression", report)
-    genai.attach("quantize_seconds_rounds", seconds)
-    genai.attach("memory", {q: dataclasses.asdict(m) for q, m in memory.items()})
+    genai.record(quantizer_comparison_result(seconds, inc_packing, memory, last["plan"],
+                                             compression_report(None, last["model"])))
     # The paper's range, then our targets (claims data: A1.target.*): no slower than torchao or INC, peak RSS growth
     # under 1.3x the fp32 model. Measured bytes == predicted is a property (pytest_genai.compose.quant_properties), not a
     # claim: computed from the same tensors here, it could not fail.
@@ -171,8 +132,6 @@ def test_quantizer_speed_and_memory_vs_torchao_and_inc(benchmark, genai, cpu, qb
 
 @pytest.mark.claims("A1.target.sensitivity_bandwidth", kinds=("cpu",))
 def test_sensitivity_analysis_bandwidth(benchmark, genai, cpu, qbench):
-    import statistics
-
     import torch
 
     from pytest_genai.claims.stats import median_interval
@@ -180,6 +139,7 @@ def test_sensitivity_analysis_bandwidth(benchmark, genai, cpu, qbench):
     from pytest_genai.quant.bench import ArchConfig, build_random_model
     from pytest_genai.quant.config import SensitivityConfig
     from pytest_genai.quant.eligibility import collect_eligible, module_weight
+    from pytest_genai.quant.results import sensitivity_bandwidth_result
     from pytest_genai.quant.sensitivity import analyze_sensitivity
     from pytest_genai.runtime.timing import paired_rounds
 
@@ -206,16 +166,9 @@ def test_sensitivity_analysis_bandwidth(benchmark, genai, cpu, qbench):
         benchmark.pedantic(analyze_sensitivity, args=(model, cfg), rounds=3, iterations=1)
     finally:
         torch.set_num_threads(previous_threads)
-    fractions = [(read_bytes / a) / (2 * copy_elems * 4 / c) for a, c in zip(analysis_s, copy_s)]
-
-    genai.metric("sensitivity_read_gbs", read_bytes / statistics.median(analysis_s) / 1e9)
-    genai.metric("copy_gbs", 2 * copy_elems * 4 / statistics.median(copy_s) / 1e9)
-    genai.metric("sensitivity_bandwidth_fraction", statistics.median(fractions), rounds=fractions)
-    genai.metric("sensitivity_seconds", statistics.median(analysis_s))
-    genai.metric("eligible_weight_bytes", read_bytes)
-    if cpu.spec is not None and cpu.spec.mem_bandwidth_gbs:
-        genai.metric("copy_gbs_session", cpu.spec.mem_bandwidth_gbs)
-    genai.label("scan_path", threshold.scan_path())
-    genai.attach("rounds_s", {"analysis": list(analysis_s), "copy": list(copy_s)})
+    result = sensitivity_bandwidth_result(read_bytes, 2 * copy_elems * 4, analysis_s, copy_s,
+                                          scan_path=threshold.scan_path(),
+                                          session_copy_gbs=cpu.spec.mem_bandwidth_gbs if cpu.spec is not None else None)
+    genai.record(result)
     genai.check("A1.target.sensitivity_bandwidth")
-    assert median_interval(fractions).n == rounds
+    assert median_interval(result.metrics["sensitivity_bandwidth_fraction"].rounds).n == rounds
