@@ -75,8 +75,9 @@ def test_quantized_model_quality(benchmark, genai, genai_device, genai_settings,
                                  quantized_models, case):
     from pytest_genai.evals import data, runner, throughput
     from pytest_genai.runtime.threads import pin_threads
-    from pytest_genai.compose.quantized_eval import (compute_path_counts, mechanics_problems, quantize,
-                                                     resolve_backend, resolve_tiers, wikitext_calibration)
+    from pytest_genai.compose.quality_result import quality_result
+    from pytest_genai.compose.quantized_eval import (mechanics_problems, quantize, resolve_backend, resolve_tiers,
+                                                     wikitext_calibration)
     from pytest_genai.quant import BackendUnavailable, model_stored_bytes
 
     session = fp32_eval_baseline
@@ -128,74 +129,19 @@ def test_quantized_model_quality(benchmark, genai, genai_device, genai_settings,
         **({"sparsity": case.sparsity} if case.sparsity else {}),  # only on pruned rows: older rows keep pairing
     })
 
-    genai.label("data", data.source_note(case.task, source))
-
     # forward-only throughput: a fixed batch of WikiText tokens, warm-up, synchronized, median of the rounds
     ids = session.throughput_ids(eval_model, tokenizer, settings.throughput_batch, settings.throughput_seq)
     device.reset_peak_memory()
     benchmark.pedantic(throughput.forward_fn(model, ids, device.torch_device, device.synchronize),
                        rounds=settings.rounds, warmup_rounds=1, iterations=1)
-    genai.metric("tokens_per_s", throughput.tokens_per_s(ids.numel(), benchmark.stats.stats.median))
-    peak = device.peak_memory_bytes()
-    if peak is not None:
-        genai.metric("peak_memory_bytes", peak)
-    genai.metric("model_bytes", model_stored_bytes(model))
-
-    for name, value in result.metrics.items():
-        genai.metric(name, value)
-    genai.metric("n_examples", result.n_examples)
-    genai.metric("eval_input_tokens", result.input_tokens)
-    genai.metric("eval_seconds", result.seconds)
-    genai.metric("eval_tokens_per_s", result.eval_tokens_per_s)
-
+    genai.record(quality_result(case.task, result, baseline, data_note=data.source_note(case.task, source),
+                                forward_tokens=ids.numel(), forward_s=benchmark.stats.stats.median,
+                                peak_memory_bytes=device.peak_memory_bytes(), model_bytes=model_stored_bytes(model),
+                                quantized=quantized))
     if quantized is not None:
-        genai.metric("quantize_seconds", quantized.seconds)
-        genai.attach("plan", quantized.plan_summary)
-        genai.label("sensitivity", quantized.plan_summary.get("sensitivity", ""))
-        genai.attach("compute_paths", {"counts": compute_path_counts(quantized.compute_paths),
-                                       "per_layer": quantized.compute_paths})
-        if quantized.pruning is not None:
-            genai.attach("pruning", quantized.pruning)
-            genai.metric("pruned_fraction", quantized.pruning["pruned_fraction"])
-        genai.metric("predicted_compression_ratio", quantized.plan_summary["predicted_compression_ratio"],
-                     source="modeled")
-        if quantized.report is not None:
-            report = quantized.report
-            genai.attach("compression", report)
-            genai.metric("compression_ratio", report["compression_ratio"])
-            genai.metric("compression_ratio_model", report["compression_ratio_model"])
-            genai.metric("compression_ratio_safetensors", report["compression_ratio_safetensors"])
-            genai.metric("mean_bits_per_weight", report["mean_bits_per_weight"])
-            if report["sparse_storage"]:
-                genai.metric("compression_ratio_without_mask", report["compression_ratio_without_mask"])
-                genai.metric("nonzero_fraction", report["nonzero_fraction"])
-        _record_comparison(genai, case.task, result, baseline)
         claims = [c for c in TASK_CLAIMS[case.task] if not (case.sparsity and c in PAPER_METHOD_QUALITY)]
         if claims:
             genai.check(*claims)
         problems = mechanics_problems(case, quantized, device.kind)
         assert not problems, f"{case.id}: " + "; ".join(problems)
 
-
-def _record_comparison(genai, task, result, baseline):
-    """Quantized vs the same session's fp32 run, on the same examples."""
-    from pytest_genai.evals import metrics
-
-    if task == "wikitext":
-        genai.metric("ppl_ratio", metrics.ratio(result.metrics["perplexity"], baseline.metrics["perplexity"]))
-        genai.metric("ppl_delta", result.metrics["perplexity"] - baseline.metrics["perplexity"])
-        genai.metric("word_ppl_ratio", metrics.ratio(result.metrics["word_perplexity"],
-                                                     baseline.metrics["word_perplexity"]))
-        return
-    from pytest_genai.claims.stats import paired_drop_interval
-
-    pairs = list(zip(baseline.per_example, result.per_example))
-    to_wrong, to_right = sum(1 for b, q in pairs if b > q), sum(1 for b, q in pairs if b < q)
-    # the acc_drop claims are judged on McNemar's exact test of the flipped answers (an interval of the drop)
-    genai.metric("acc_drop", metrics.paired_drop(baseline.per_example, result.per_example),
-                 interval=paired_drop_interval(to_wrong, to_right, len(pairs)))
-    genai.metric("acc_drop_lcb95", metrics.paired_drop_lower_bound(baseline.per_example, result.per_example))
-    if "acc_norm" in result.metrics:
-        genai.metric("acc_norm_drop", baseline.metrics["acc_norm"] - result.metrics["acc_norm"])
-    genai.metric("flips_to_wrong", to_wrong)
-    genai.metric("flips_to_right", to_right)
