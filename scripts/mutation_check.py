@@ -44,6 +44,42 @@ MUTATIONS = (
              "        if lo_out is None and hi_out is None:\n",
              "        if lo_out is None or hi_out is None:\n",  # an interval straddling the bound would pass
              ("tests/claims/test_verdicts.py",)),
+    Mutation("benchmark-json-atomic", "pytest_genai/outputs.py",
+             "            write_bytes_atomic(self.path, self._buffer.getvalue())\n",
+             "            open(self.path, 'wb').write(self._buffer.getvalue())\n",  # --benchmark-json written in place
+             ("tests/test_outputs.py",)),
+    Mutation("output-is-input", "pytest_genai/outputs.py",
+             "        if path and path != STDOUT and same_path(output, path):\n",
+             "        if False:\n",  # `report/compare/gate -o` may overwrite the run it reads
+             ("tests/test_outputs.py", "tests/report/test_reliability.py")),
+    Mutation("duplicate-keys", "pytest_genai/report/matching.py",
+             "    groups = duplicate_groups(run.records)\n    if not groups:\n",
+             "    groups = duplicate_groups(run.records)\n    if True:\n",  # two benchmarks with one key pass the gate
+             ("tests/report/test_reliability.py", "tests/report/test_gate.py")),
+    Mutation("unknown-threshold", "pytest_genai/report/thresholds.py",
+             "        unknown = self.unknown_names(metrics, experiments)\n        if not unknown:\n",
+             "        unknown = self.unknown_names(metrics, experiments)\n        if True:\n",  # typos fall to defaults
+             ("tests/report/test_thresholds.py", "tests/report/test_reliability.py")),
+    Mutation("claims-devices", "pytest_genai/claims/model.py",
+             "    bad = [d for d in devices if d not in known]\n    if bad:\n",
+             "    bad = [d for d in devices if d not in known]\n    if False:\n",  # a 'gaudi9' claim never applies
+             ("tests/claims/test_claims.py",)),
+    Mutation("scale-parse", "pytest_genai/options.py",
+             "    if scale not in SCALES:\n",
+             "    if False:\n",  # a --genai-scale typo is no longer a usage error at configure
+             ("tests/test_scales.py",)),
+    Mutation("scan-kernel", "pytest_genai/quant/csrc/scan.c",
+             "            above_f += (x > hi) ? 1.0f : 0.0f;\n",
+             "            above_f += (x >= hi) ? 1.0f : 0.0f;\n",  # the portable scan counts a tie as above the bracket
+             ("tests/quant/test_threshold.py",)),
+    Mutation("parent-death", "pytest_genai/runtime/launcher.py",
+             "            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG\n",
+             "            pass\n",  # torchrun outlives a SIGKILLed pytest unless something else reaps it
+             ("tests/runtime/test_launcher.py",)),
+    Mutation("sigterm", "pytest_genai/runtime/launcher.py",
+             "            self.previous = signal.signal(signal.SIGTERM, handler)\n",
+             "            pass\n",  # SIGTERM ends pytest without tearing the job down first
+             ("tests/runtime/test_launcher.py",)),
 )
 
 

@@ -35,3 +35,28 @@ def test_clashing_input_follows_links(tmp_path):
     assert clashing_input(str(tmp_path / "link.json"), inputs) == "--benchmark-json"
     assert clashing_input(str(tmp_path / "report.md"), inputs) is None
     assert clashing_input(str(tmp_path / "new" / ".." / "run.json"), inputs) == "--benchmark-json"
+
+
+def test_the_benchmark_json_replaces_the_previous_file_by_one_rename(tmp_path, monkeypatch):
+    """pytest-benchmark writes ``--benchmark-json`` through :class:`AtomicJsonOutput`: the previous run stays whole
+    until one ``os.replace`` puts the complete new file in its place (a plain write would leave a cut file)."""
+    from pytest_genai.outputs import AtomicJsonOutput
+
+    out = tmp_path / "out.json"
+    out.write_text('{"previous": "run"}')
+    renames = []
+    real_replace = os.replace
+
+    def replace(src, dst):
+        renames.append((out.read_text(), Path(src).read_text(), os.fspath(dst)))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    handle = AtomicJsonOutput(str(out))
+    with handle as fh:
+        fh.write(b'{"new": ')
+        fh.write(b'"run"}')
+        assert out.read_text() == '{"previous": "run"}'  # nothing reaches the file while pytest-benchmark writes
+    assert renames == [('{"previous": "run"}', '{"new": "run"}', str(out))]
+    assert out.read_text() == '{"new": "run"}'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
