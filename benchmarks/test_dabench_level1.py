@@ -18,7 +18,6 @@ from pytest_genai.dabench.config import DecoderConfig, capacity_config, default_
 
 pytestmark = pytest.mark.dabench
 
-EXPERIMENT = "dabench"
 MODEL = "gpt-decoder-block"
 CPU_THREADS = 1  # pinned: the CI machine has 2 cores shared with the rest of the run; ceilings use the same count
 CPU_BUDGET_DEFAULT = 256 * 2**20
@@ -85,7 +84,7 @@ def _level1(benchmark, genai, device, cfg, ceilings_for) -> None:
     from pytest_genai.dabench.ceilings import ceiling_clock
     from pytest_genai.dabench.results import level1_result
 
-    genai.start(experiment=EXPERIMENT, device=device, config=cfg, model=MODEL)
+    genai.start(device=device, config=cfg, model=MODEL)
     measured = ceilings_for(device, cfg.dtype)
 
     def time_step(step) -> float:
@@ -137,7 +136,7 @@ def _capacity(benchmark, genai, device, budget: int | None, *, limit: int) -> No
     from pytest_genai.dabench.results import capacity_result
 
     cfg = capacity_config(device.kind)
-    genai.start(experiment=EXPERIMENT, device=device, config={**cfg.as_dict(), "layers": "searched"}, model=MODEL)
+    genai.start(device=device, config={**cfg.as_dict(), "layers": "searched"}, model=MODEL)
     probes = {}
 
     def fits(n: int) -> bool:
@@ -176,7 +175,7 @@ def test_timer_overhead_cpu(benchmark, genai, cpu):
     from pytest_genai.dabench.results import timer_overhead_result
     from pytest_genai.runtime.timing import timer_overhead_s
 
-    genai.start(experiment=EXPERIMENT, device=cpu, config={"region": "empty"}, model=None)
+    genai.start(device=cpu, config={"region": "empty"}, model=None)
     overhead = benchmark.pedantic(timer_overhead_s, kwargs={"sync": cpu.synchronize}, rounds=1, iterations=1)
     genai.record(timer_overhead_result(overhead))
     assert 0 < overhead < 1e-4, f"an empty timed region costs {overhead:.3g} s; timings below 1 ms are meaningless"
@@ -196,7 +195,7 @@ def test_timer_path_vs_bare_cpu(benchmark, genai, cpu, pinned_threads):
     from pytest_genai.dabench.overhead import timer_path_vs_bare
     from pytest_genai.dabench.results import timer_vs_bare_result
 
-    genai.start(experiment=EXPERIMENT, device=cpu, config={**OVERHEAD_CFG.as_dict(), "region": "timer_vs_bare"},
+    genai.start(device=cpu, config={**OVERHEAD_CFG.as_dict(), "region": "timer_vs_bare"},
                 model=MODEL)
     result = benchmark.pedantic(timer_path_vs_bare, args=(OVERHEAD_CFG, cpu),
                                 kwargs={"rounds": OVERHEAD_ROUNDS, "steps": OVERHEAD_STEPS}, rounds=1, iterations=1)
@@ -220,7 +219,7 @@ def _read_profile(request, benchmark, genai, device, cfg):
     from pytest_genai.dabench.vendor import VendorUnavailable, read_profile
 
     root = _profiles_root(request, "dataflow profiles (<DIR>/<kind>/<config id>/<file>)")
-    genai.start(experiment=EXPERIMENT, device=device, config=cfg, model=MODEL)
+    genai.start(device=device, config=cfg, model=MODEL)
     try:
         profile = benchmark.pedantic(read_profile, args=(root, device.kind, cfg), rounds=1, iterations=1)
     except (VendorUnavailable, ImportError) as exc:  # ImportError: profile.pop needs pva (Poplar SDK)
@@ -267,7 +266,7 @@ def test_capacity_wse(request, benchmark, genai, wse):
         pytest.skip(f"{exc}: compile the decoder stack at rising layer counts (Cerebras Model Zoo, "
                     "`python run.py CSX --compile_only --params params.yaml`) and keep each count's compile_report.txt "
                     "or, where it failed, its log (docs/dabench.md)")
-    genai.start(experiment=EXPERIMENT, device=wse, config={"sweep": group, "layers": "searched"}, model=MODEL)
+    genai.start(device=wse, config={"sweep": group, "layers": "searched"}, model=MODEL)
     report = read_compile_report(folders[outcome.max_fitting] / "compile_report.txt") if outcome.max_fitting else None
     genai.record(wse_capacity_result(outcome, report))
     if outcome.first_failing is not None:  # else the capacity is at least the largest count: not judged
@@ -310,7 +309,7 @@ def test_level1_ipu(request, benchmark, genai, ipu, level1_cfg, tmp_path):
         if resolve(request.config, "dabench_profiles"):
             genai.record(profile_result(_read_profile(request, benchmark, genai, ipu, level1_cfg)))
             return  # allocation, LI, memory per IPU
-    genai.start(experiment=EXPERIMENT, device=ipu, config=level1_cfg, model=MODEL)
+    genai.start(device=ipu, config=level1_cfg, model=MODEL)
     try:
         run = benchmark.pedantic(run_on_ipu, args=(level1_cfg, tmp_path), rounds=1, iterations=1)
     except VendorUnavailable as exc:

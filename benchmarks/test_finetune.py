@@ -23,7 +23,6 @@ from pytest_genai.train.requirements import skip_unless_installed
 
 pytestmark = pytest.mark.finetune
 
-EXPERIMENT = "finetune"
 TORCH_KINDS = ("cpu", "cuda")
 #: The real fine-tune: 3 DDP steps of SmolLM2-135M on 64-token WikiText blocks (1 warm-up, 2 timed), held-out
 #: loss on 2 other blocks before and after.
@@ -139,7 +138,7 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
     config = {**dataclasses.asdict(cfg), "id": cfg.id, "weights": "random", "world_size": world,
               "nproc": launch_spec.nproc, "nnodes": launch_spec.nnodes, "sharded": cfg.sharded,
               "fits": None if fit is None else fit.ddp_fits}
-    genai.start(experiment=EXPERIMENT, device=genai_device, config=config, model=cfg.model)
+    genai.start(config=config, model=cfg.model)
     counted = counted_training_flops(get_arch(cfg.model, cfg.scale), cfg.seq_len, summary.global_batch,
                                      attention="eager", lora=cfg.lora)
     result = results.throughput_result(summary, cfg, genai_device, nproc=launch_spec.nproc, world=world,
@@ -212,7 +211,7 @@ def test_launcher_vs_bare_cpu(benchmark, genai, cpu, launch_spec, tmp_path):
         return bare(), run(cfg, "cpu", launch_spec, tmp_path / "suite"), bare()
 
     before, suite, after = benchmark.pedantic(bracketed, rounds=1, iterations=1)
-    genai.start(experiment=EXPERIMENT, device=cpu, model=cfg.model,
+    genai.start(device=cpu, model=cfg.model,
                 config={**dataclasses.asdict(cfg), "id": cfg.id, "weights": "random", "nnodes": 1,
                         "world_size": launch_spec.world_size, "nproc": launch_spec.nproc,
                         "comparison": "launcher_vs_bare"})
@@ -250,7 +249,7 @@ def test_finetune_wikitext(benchmark, genai, genai_device, genai_settings, finet
     summary = benchmark.pedantic(finetune_runs.get, args=(cfg, genai_device.kind, launch_spec),
                                  kwargs={"fresh": True}, rounds=1, iterations=1)
     _skip_unless_node0(summary, launch_spec)
-    genai.start(experiment=EXPERIMENT, device=genai_device, model=cfg.model_name,
+    genai.start(model=cfg.model_name,
                 config={**dataclasses.asdict(cfg), "id": cfg.id, "weights": "pretrained",
                         "world_size": launch_spec.world_size, **_identity})
     result = wikitext_result(summary)
