@@ -62,8 +62,6 @@ def _setup(task: str, genai_device: Any, eval_model: Any, session: Any) -> Side:
 
 
 def _start(genai: Any, side: Side, eval_model: Any, task: str, n_examples: int, **extra: Any) -> None:
-    from pytest_genai.evals import data
-
     s = side.settings
     genai.start(model=eval_model.name, config={
         "mode": "fp32", "task": task, "comparison": "lm-eval", "data_source": side.source,
@@ -71,7 +69,12 @@ def _start(genai: Any, side: Side, eval_model: Any, task: str, n_examples: int, 
         "seed": side.session.budget.seed, **extra, "max_length": s.max_length, "batch_size": s.batch_size,
         "threads": side.threads,
     })
-    genai.label("data", data.source_note(task, side.source))
+
+
+def _data_note(task: str, side: Side) -> str:
+    from pytest_genai.evals import data
+
+    return data.source_note(task, side.source)
 
 
 def _hflm(side: Side) -> Any:
@@ -144,7 +147,7 @@ def test_wikitext_word_perplexity_and_speed_vs_lm_eval(benchmark, genai, genai_d
     prof = throughput.profile_ops(lambda: tasks.wikitext_rolling(side.lm, pages), device_kind=side.device.kind)
     peak = side.device.spec.peak_tflops("fp32") if side.device.spec else None
     genai.record(lmeval_compare.wikitext_result(ours_result, theirs, ours_s=ours_s, theirs_s=theirs_s, profile=prof,
-                                                peak_tflops=peak))
+                                                peak_tflops=peak, data_note=_data_note("wikitext", side)))
     rel_diff = lmeval_compare.relative_difference(ours_result.word_perplexity, theirs.word_perplexity)
     assert rel_diff <= WORD_PPL_TOLERANCE, (
         f"word perplexity {ours_result.word_perplexity:.6g} differs from lm-eval's {theirs.word_perplexity:.6g} "
@@ -182,7 +185,7 @@ def test_multiple_choice_accuracy_and_speed_vs_lm_eval(benchmark, genai, genai_d
     theirs_correct, theirs_norm = lmeval_compare.choice_outcomes(lls, choices, golds, normalize)
     their_tokens = lmeval_compare.lmeval_input_tokens(side.lm, pairs, side.settings.max_length)
     genai.record(lmeval_compare.choice_result(ours_result, theirs_correct, theirs_norm, their_tokens=their_tokens,
-                                              our_s=our_s, their_s=their_s))
+                                              our_s=our_s, their_s=their_s, data_note=_data_note(task, side)))
     genai.check("A1.target.hellaswag_speedup_vs_lmeval")  # not_applicable for BoolQ and off the CPU
     assert list(ours_result.correct) == theirs_correct, f"per-example {task} answers differ from lm-eval's"
     if normalize:

@@ -116,7 +116,7 @@ def test_quantized_model_quality(benchmark, genai, genai_device, genai_settings,
         model = quantized.model
         result = runner.run_task(session.eval_lm(model, tokenizer, device), task_data, settings, sync=device.synchronize)
 
-    genai.start(experiment="quant", device=device, model=eval_model.name, config={
+    genai.start(model=eval_model.name, config={
         "mode": case.mode, "task": case.task, "precision": "/".join(tiers) or "fp32", "backend": backend,
         "data_source": source, **data.data_identity(case.task, session.data_dir, task_data.examples),
         "n_examples": result.n_examples, "seed": session.budget.seed,

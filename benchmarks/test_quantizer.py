@@ -90,7 +90,7 @@ def test_quantizer_speed_and_memory_vs_torchao_and_inc(benchmark, genai, cpu, qb
     _quiet()
     arch = ArchConfig(qbench.layers, qbench.vocab)
     fresh = ModelFactory(arch)  # identical fresh models; copied from a pristine one while it is under 2 GiB
-    genai.start(experiment="quant", device=cpu, config=qbench, model=arch.id)
+    genai.start(device=cpu, config=qbench, model=arch.id)
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(qbench.threads)
     try:

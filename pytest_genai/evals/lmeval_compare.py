@@ -98,12 +98,13 @@ def relative_difference(ours: float, theirs: float) -> float:
 
 
 def wikitext_result(ours: RollingResult, theirs: LmEvalWikitext, *, ours_s: float, theirs_s: float,
-                    profile: throughput.OpProfile, peak_tflops: float | None = None) -> Result:
+                    profile: throughput.OpProfile, peak_tflops: float | None = None, data_note: str = "") -> Result:
     """WikiText on both sides: both word perplexities and their relative difference, our bits per byte, the
     model input tokens (the same windows on both sides), each side's tokens/s over its median seconds and the
     wall-time ratio; from one profiled run of ours, the matrix multiplies' time share and TFLOP/s (and fraction of
     ``peak_tflops``, the device's fp32 datasheet peak, when known) and the modeled ceiling on any speedup over
-    lm-eval for the same fp32 computation (lm-eval's time over our matmul time alone)."""
+    lm-eval for the same fp32 computation (lm-eval's time over our matmul time alone). ``data_note``: where the
+    pages came from (``evals.data.source_note``), the ``data`` label."""
     tokens = ours.input_tokens
     speedup = metrics.ratio(theirs_s, ours_s)
     out: dict[str, Measurement] = {
@@ -122,7 +123,7 @@ def wikitext_result(ours: RollingResult, theirs: LmEvalWikitext, *, ours_s: floa
         out["matmul_fraction_of_peak"] = Measurement(profile.matmul_tflops / peak_tflops, MEASURED)
     out["modeled_speedup_ceiling_vs_lmeval"] = Measurement(speedup * throughput.amdahl_ceiling(profile.matmul_share),
                                                            MODELED)
-    return Result(out)
+    return Result(out, labels=_data_label(data_note))
 
 
 def choice_outcomes(loglikelihoods: Sequence[float], choices: Sequence[Sequence[str]], golds: Sequence[int],
@@ -150,11 +151,12 @@ def lmeval_input_tokens(lm: EvalLM, pairs: Sequence[tuple[str, str]], max_length
 
 
 def choice_result(ours: ChoiceResult, theirs_correct: Sequence[float], theirs_norm: Sequence[float] | None, *,
-                  their_tokens: int, our_s: Sequence[float], their_s: Sequence[float]) -> Result:
+                  their_tokens: int, our_s: Sequence[float], their_s: Sequence[float], data_note: str = "") -> Result:
     """A multiple-choice task on both sides: our ``acc`` (and ``acc_norm``) with lm-eval's standard error
     (``acc_stderr``, from two examples on), lm-eval's accuracies from its log-likelihoods, each side's model input
     tokens and tokens/s over its median seconds, and the speedup (lm-eval's seconds over ours) with every
-    interleaved round's value. ``our_s`` / ``their_s``: seconds per round, in the same order."""
+    interleaved round's value. ``our_s`` / ``their_s``: seconds per round, in the same order; ``data_note``: the
+    ``data`` label, as for :func:`wikitext_result`."""
     speedups = tuple(t / o for t, o in zip(their_s, our_s))  # per interleaved round
     out: dict[str, Measurement] = {"acc": Measurement(ours.acc, MEASURED)}
     if len(ours.correct) >= 2:
@@ -173,4 +175,8 @@ def choice_result(ours: ChoiceResult, theirs_correct: Sequence[float], theirs_no
                                            MEASURED),
         "speedup_vs_lmeval": Measurement(statistics.median(speedups), MEASURED, rounds=speedups),
     })
-    return Result(out)
+    return Result(out, labels=_data_label(data_note))
+
+
+def _data_label(note: str) -> dict[str, str]:
+    return {"data": note} if note else {}

@@ -44,8 +44,9 @@ PROFILE = OpProfile({"aten::mm": 600_000.0, "aten::softmax": 400_000.0}, matmul_
 
 def test_wikitext_result_pins_every_metric_and_source():
     theirs = LmEvalWikitext(word_perplexity=20.01, byte_perplexity=2.0, bits_per_byte=1.0, loglikelihoods=(-10.0,))
-    result = wikitext_result(rolling(), theirs, ours_s=2.0, theirs_s=5.0, profile=PROFILE, peak_tflops=10.0)
-    assert sources(result) == WIKITEXT
+    result = wikitext_result(rolling(), theirs, ours_s=2.0, theirs_s=5.0, profile=PROFILE, peak_tflops=10.0,
+                             data_note="embedded slice")
+    assert sources(result) == WIKITEXT and result.labels == {"data": "embedded slice"}
     assert_recordable(result)
     m = {name: x.value for name, x in result.metrics.items()}
     assert m["word_ppl_rel_diff"] == pytest.approx(0.01 / 20.01)
@@ -72,8 +73,8 @@ def choice(correct, correct_norm=None, input_tokens=300):
 def test_boolq_result_records_acc_with_lm_evals_stderr():
     ours = choice([1.0, 0.0, 1.0, 1.0])
     result = choice_result(ours, [1.0, 0.0, 1.0, 1.0], None, their_tokens=600, our_s=[1.0, 2.0, 1.5],
-                           their_s=[3.0, 4.0, 6.0])
-    assert sources(result) == BOOLQ
+                           their_s=[3.0, 4.0, 6.0], data_note="GENAI_DATA_DIR")
+    assert sources(result) == BOOLQ and result.labels == {"data": "GENAI_DATA_DIR"}
     assert_recordable(result)
     m = result.metrics
     # lm-eval's acc_stderr: sample standard deviation over sqrt(n) = sqrt(p(1-p)/(n-1))
