@@ -131,12 +131,15 @@ def run_quantizer(name: str, model, *, sensitive_fraction: float = 0.25, tiers=(
     raise ValueError(f"quantizer {name!r}: use one of {QUANTIZERS}")
 
 
-def time_interleaved(runners: dict, fresh, rounds: int) -> tuple[dict[str, list[float]], dict]:
+def time_interleaved(runners: dict, fresh, rounds: int, clock=None) -> tuple[dict[str, list[float]], dict]:
     """Seconds of each runner (``name -> run(model)``) on a fresh model per call, ``rounds`` rounds interleaved
     with the order rotated every round (a slow spell of a shared machine hits all alike); the model build is never
-    timed. Returns the per-round seconds and, per name, the last model and what its run returned."""
+    timed. Returns the per-round seconds and, per name, the last model and what its run returned. ``clock``: the
+    timer (default ``time.perf_counter``, wall time; tests of the loop itself pass a CPU-time clock)."""
     import gc
     import time
+
+    clock = time.perf_counter if clock is None else clock
 
     names = list(runners)
     seconds: dict[str, list[float]] = {n: [] for n in names}
@@ -145,9 +148,9 @@ def time_interleaved(runners: dict, fresh, rounds: int) -> tuple[dict[str, list[
         for name in names[r % len(names):] + names[:r % len(names)]:
             model = fresh()
             gc.collect()
-            t0 = time.perf_counter()
+            t0 = clock()
             out = runners[name](model)
-            seconds[name].append(time.perf_counter() - t0)
+            seconds[name].append(clock() - t0)
             last[name] = (model, out)
             del model
             gc.collect()
