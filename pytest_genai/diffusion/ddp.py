@@ -82,6 +82,17 @@ def summarize(result: dict[str, Any]) -> DdpSummary:
     )
 
 
+def rank_env(device_kind: str) -> dict[str, str]:
+    """Environment for the ranks: one OpenMP thread per CPU rank; lazy mode on Gaudi (``PT_HPU_LAZY_MODE=1``; the
+    Intel Gaudi bridge reads it at import, and newer releases default to eager mode, 0), which the training steps'
+    mark_step calls are written for."""
+    if device_kind == "cpu":
+        return {"OMP_NUM_THREADS": "1"}
+    if device_kind == "hpu":
+        return {"PT_HPU_LAZY_MODE": "1"}
+    return {}
+
+
 def run_ddp(cfg: DiffusionConfig, world: int, work_dir: Path, *, device_kind: str = "cpu",
             timeout_s: float = 300.0) -> dict[str, Any]:
     """Train ``cfg`` on ``world`` ranks (after rank 0's one-rank baseline); rank 0's result dict."""
@@ -93,7 +104,7 @@ def run_ddp(cfg: DiffusionConfig, world: int, work_dir: Path, *, device_kind: st
     work_dir.mkdir(parents=True, exist_ok=True)
     job = work_dir / "job.json"
     job.write_text(json.dumps({"device_kind": device_kind, "config": dataclasses.asdict(cfg)}), encoding="utf-8")
-    env = {"OMP_NUM_THREADS": "1"} if device_kind == "cpu" else {}
+    env = rank_env(device_kind)
     result = launch([*WORKER, str(job)], LaunchSpec(nproc=world, timeout_s=timeout_s), work_dir, env=env).result
     assert result is not None  # one node: rank 0 is local
     return result

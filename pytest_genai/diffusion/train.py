@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from typing import Any
+from typing import Any, Callable
 
 from pytest_genai.diffusion.config import DiffusionConfig
 
@@ -68,10 +68,26 @@ class Trainer:
         return elapsed, float(loss.detach())
 
 
+def graph_break(device: Any) -> Callable[[], None]:
+    """What a training step calls after ``loss.backward()`` and after ``opt.step()``: on an HPU, Habana's
+    ``habana_frameworks.torch.core.mark_step`` (lazy mode accumulates ops until a mark_step compiles and launches
+    them as one graph; optimum-habana's GaudiTrainer marks a step at both places); elsewhere nothing."""
+    if device.kind != "hpu":
+        return _nothing
+    import habana_frameworks.torch.core as htcore
+
+    return htcore.mark_step
+
+
+def _nothing() -> None:
+    return None
+
+
 def make_trainer(cfg: DiffusionConfig, device: Any, model: Any = None, wrap: Any = None) -> Trainer:
     """Build the model, optimizer and data of ``cfg`` on ``device`` (a pytest_genai Device) and run step 0 under
     torch's FlopCounterMode. ``wrap`` optionally wraps the model (e.g. DistributedDataParallel) after it is moved
-    to the device."""
+    to the device. On an HPU each step ends its backward and its optimizer step with a lazy-mode mark_step
+    (:func:`graph_break`)."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -91,6 +107,7 @@ def make_trainer(cfg: DiffusionConfig, device: Any, model: Any = None, wrap: Any
     cond_all = degrade(hr_all, cfg.scale_factor)
     gen = torch.Generator(device="cpu").manual_seed(cfg.seed + 1)
     autocast = torch.autocast(device_type=tdev.type, dtype=torch.bfloat16, enabled=cfg.dtype == "bf16")
+    mark_step = graph_break(device)
 
     def step(i: int) -> Any:
         j = (i % 4) * cfg.batch_size
@@ -100,7 +117,9 @@ def make_trainer(cfg: DiffusionConfig, device: Any, model: Any = None, wrap: Any
             loss = ddpm_loss(model, hr, cond, alphas, generator=gen if tdev.type == "cpu" else None)
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        mark_step()
         opt.step()
+        mark_step()
         return loss
 
     counter = FlopCounterMode(display=False)

@@ -1,7 +1,7 @@
 """What every rank runs: ``torchrun ... -m pytest_genai.diffusion.worker JOB.json`` (started by
 :func:`pytest_genai.diffusion.ddp.run_ddp`).
 
-``JOB.json``: ``{"device_kind": "cpu" | "cuda", "config": {DiffusionConfig fields}}``. Two phases in one job, so
+``JOB.json``: ``{"device_kind": "cpu" | "cuda" | "hpu", "config": {DiffusionConfig fields}}``. Two phases in one job, so
 the baseline and the scaled run share processes, threads and the machine's state:
 
 1. **baseline**: rank 0 trains alone (no DDP) while the other ranks wait at a barrier;
@@ -12,7 +12,10 @@ The two are interleaved step by step (a baseline step, a barrier, a DDP step on 
 shared machine hits both alike and each round gives one baseline / DDP pair: the scaling ratio per round.
 
 Each rank trains on its own synthetic fields (seed + rank); DDP broadcasts rank 0's weights at wrap time. CPU ranks
-use one thread each (gloo); CUDA ranks one GPU each (NCCL). Rank 0 gathers every rank's step times and losses and
+use one thread each (gloo); CUDA ranks one GPU each (NCCL, ``device_ids=[local_rank]``); HPU ranks one Gaudi each
+(HCCL). A Gaudi process sees the one HPU the runtime gave it as ``hpu`` (index 0), and DDP wraps the model without
+``device_ids``, as optimum-habana's accelerator and Lightning's HPU strategy do; the training steps mark lazy-mode
+graph boundaries (:func:`pytest_genai.diffusion.train.graph_break`). Rank 0 gathers every rank's step times and losses and
 writes ``{"schema", "device_kind", "world_size", "config", "baseline": {...}, "ranks": [{...}, ...]}``.
 """
 from __future__ import annotations
@@ -26,14 +29,25 @@ from pytest_genai.runtime.rank import run_worker
 SCHEMA = "pytest-genai-diffusion-ddp/1"
 
 
+DDP_KINDS = ("cpu", "cuda", "hpu")
+
+
 def _setup(kind: str, local_rank: int) -> Any:
+    """Start this rank's process group (gloo / NCCL / HCCL, :mod:`pytest_genai.runtime.procgroup`) and return the
+    Device it trains on: CUDA rank r on GPU r; an HPU rank on its one visible Gaudi (index 0); a CPU rank on the CPU."""
     from pytest_genai.devices.device import Device
     from pytest_genai.runtime.procgroup import init_process_group
 
-    if kind not in ("cpu", "cuda"):
-        raise ValueError(f"device kind {kind!r} has no DDP path here; use cpu or cuda")
+    if kind not in DDP_KINDS:
+        raise ValueError(f"device kind {kind!r} has no DDP path here; use one of {', '.join(DDP_KINDS)}")
     init_process_group(kind, local_rank, cpu_threads=1)
     return Device(kind=kind, index=local_rank if kind == "cuda" else 0, name=kind, generation=kind)
+
+
+def ddp_device_ids(kind: str, local_rank: int) -> list[int] | None:
+    """``device_ids`` for DistributedDataParallel: the rank's GPU on CUDA; None on the CPU and on Gaudi, where
+    optimum-habana and Lightning's HPU strategy wrap without them."""
+    return [local_rank] if kind == "cuda" else None
 
 
 def _summary(result: Any) -> dict[str, Any]:
@@ -54,7 +68,7 @@ def run_job(job: dict[str, Any], env: dict[str, int]) -> dict[str, Any] | None:
     rank_cfg = dataclasses.replace(cfg, seed=cfg.seed + env["rank"])
 
     def wrap(model: Any) -> Any:
-        return DistributedDataParallel(model, device_ids=[env["local_rank"]] if kind == "cuda" else None)
+        return DistributedDataParallel(model, device_ids=ddp_device_ids(kind, env["local_rank"]))
 
     alone = make_trainer(cfg, device) if env["rank"] == 0 else None
     dist.barrier()

@@ -1,8 +1,10 @@
 """One ``torch.distributed`` process-group setup per device kind, for every torchrun worker of the suite.
 
 The backend follows the device kind: ``cpu`` -> gloo, ``cuda`` -> nccl, ``hpu`` -> hccl (Gaudi's collective
-library; ``habana_frameworks`` registers it on import). A CPU rank gets ``cpu_threads`` intra-op threads (the
-caller decides: one per rank when ranks share the cores, or the node's cores divided by its ranks).
+library; importing ``habana_frameworks.torch.distributed.hccl`` registers it). A Gaudi process sees one HPU, so an
+HPU rank computes on ``torch.device("hpu")`` whatever its local rank, as Habana's own DDP examples do. A CPU rank
+gets ``cpu_threads`` intra-op threads (the caller decides: one per rank when ranks share the cores, or the node's
+cores divided by its ranks).
 """
 from __future__ import annotations
 
@@ -35,6 +37,6 @@ def init_process_group(kind: str, local_rank: int, *, cpu_threads: int = 1) -> A
     else:  # pragma: no cover - needs Gaudi
         import habana_frameworks.torch.distributed.hccl  # noqa: F401  (registers the hccl backend)
 
-        device = torch.device("hpu", local_rank)
+        device = torch.device("hpu")  # the one Gaudi the runtime gave this process, whatever its local rank
     dist.init_process_group(backend)
     return device

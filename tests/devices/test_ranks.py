@@ -20,9 +20,15 @@ def test_more_ranks_than_cores_or_gpus_is_a_reason_naming_the_option(kind, nproc
 
 
 @pytest.mark.parametrize("kind, nproc, cores, gpus", [("cpu", 2, 2, None), ("cpu", 1, 16, None),
-                                                       ("cuda", 4, None, 4), ("hpu", 99, None, None)])
+                                                       ("cuda", 4, None, 4), ("wse", 99, None, None)])
 def test_ranks_that_fit_have_no_problem(kind, nproc, cores, gpus):
     assert ranks_problem(kind, nproc, cores=cores, gpus=gpus) is None
+
+
+def test_hpu_ranks_are_one_per_gaudi():
+    assert ranks_problem("hpu", 8, hpus=8) is None
+    assert ranks_problem("hpu", 16, hpus=8) == ("--genai-nproc 16 needs 16 Gaudi HPUs per node (one per rank), "
+                                                "found 8: lower --genai-nproc to 8 or fewer")
 
 
 def test_the_default_core_count_is_this_process_affinity():
