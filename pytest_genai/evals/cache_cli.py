@@ -1,5 +1,6 @@
-"""``pytest-genai cache info|clear``: what the model-conversion cache holds (:mod:`pytest_genai.evals.models`), and
-emptying it. Only folders the cache recognises are listed or removed; a conversion in progress is never removed."""
+"""``pytest-genai cache info|clear``: what the cache holds -- converted models (:mod:`pytest_genai.evals.models`) and
+compiled kernels (:mod:`pytest_genai.runtime.native`) -- and emptying it. Only what the cache recognises is listed
+or removed; a conversion or compile in progress is never removed."""
 from __future__ import annotations
 
 import argparse
@@ -8,6 +9,7 @@ import sys
 import time
 
 from pytest_genai.evals.models import CacheEntry, cache_entries, cache_root, clear_cache
+from pytest_genai.runtime import native
 
 
 def size_text(n: int) -> str:
@@ -36,13 +38,20 @@ def info(as_json: bool) -> int:
     done = [e for e in entries if not e.in_progress]
     busy = [e for e in entries if e.in_progress]
     if as_json:
+        kernels = native.cached_libraries(root)
         print(json.dumps({"location": str(root), "total_bytes": sum(e.size_bytes for e in entries),
-                          "entries": [_entry_json(e) for e in entries]}, indent=2))
+                          "entries": [_entry_json(e) for e in entries],
+                          "compiled_kernels": [{"path": str(k), "size_bytes": k.stat().st_size} for k in kernels]},
+                         indent=2))
         return 0
     exists = "" if root.is_dir() else " (does not exist yet)"
     print(f"location: {root}{exists} (set PYTEST_GENAI_CACHE to move it)")
     print(f"{_entries_text(len(done))}, {size_text(sum(e.size_bytes for e in done))}"
           + (f"; {len(busy)} conversion(s) in progress, {size_text(sum(e.size_bytes for e in busy))}" if busy else ""))
+    kernels = native.cached_libraries(root)
+    if kernels:
+        print(f"compiled kernels: {len(kernels)}, {size_text(sum(k.stat().st_size for k in kernels))} "
+              f"in {root / 'native'} (rebuilt on first use)")
     for e in entries:
         used = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(e.last_used)) if e.last_used else "?"
         when = "in progress" if e.in_progress else f"created {e.created or '?'}, last used {used}"
@@ -56,8 +65,14 @@ def info(as_json: bool) -> int:
 def clear() -> int:
     root = cache_root()
     removed, kept = clear_cache(root)
-    freed = size_text(sum(e.size_bytes for e in removed))
-    line = (f"pytest-genai cache: removed {_entries_text(len(removed))} ({freed}) from {root}" if removed
+    kernels = native.clear_libraries(root)
+    parts = []
+    if removed:
+        parts.append(f"{_entries_text(len(removed))} ({size_text(sum(e.size_bytes for e in removed))})")
+    if kernels:
+        n = len(kernels)
+        parts.append(f"{n} compiled kernel{'' if n == 1 else 's'} ({size_text(sum(s for _, s in kernels))})")
+    line = (f"pytest-genai cache: removed {' and '.join(parts)} from {root}" if parts
             else f"pytest-genai cache: nothing to remove in {root}")
     if kept:
         line += f"; left {len(kept)} conversion(s) another process is still writing"
@@ -72,7 +87,7 @@ def main(argv: list[str]) -> int:
     sub = parser.add_subparsers(dest="action", required=True, metavar="{info,clear}")
     p_info = sub.add_parser("info", help="location, entries, sizes and what each was converted from")
     p_info.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    sub.add_parser("clear", help="remove every entry (conversions in progress are left alone)")
+    sub.add_parser("clear", help="remove every entry and compiled kernel (conversions in progress are left alone)")
     args = parser.parse_args(argv)
     return info(args.json) if args.action == "info" else clear()
 

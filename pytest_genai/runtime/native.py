@@ -62,6 +62,31 @@ def library_path(source: Path, cc: str) -> Path:
     return cache_root() / "native" / f"{source.stem}-{key}.so"
 
 
+def cached_libraries(root: Path | None = None) -> list[Path]:
+    """The compiled kernels in the cache (``<cache>/native/<kernel>-<key>.so``), not a compile in progress (its
+    temporary file starts with a dot)."""
+    from pytest_genai.runtime.cachedir import cache_root
+
+    folder = (root or cache_root()) / "native"
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*.so") if not p.name.startswith(".") and p.is_file())
+
+
+def clear_libraries(root: Path | None = None) -> list[tuple[Path, int]]:
+    """Remove every compiled kernel of the cache; (path, bytes) of each removed. A session that already loaded one
+    keeps its mapping (POSIX unlink); the next session compiles again."""
+    removed = []
+    for path in cached_libraries(root):
+        try:
+            size = path.stat().st_size
+            path.unlink()
+        except FileNotFoundError:  # another clear got there first
+            continue
+        removed.append((path, size))
+    return removed
+
+
 def why_not(source: Path) -> str:
     """Why ``load(source)`` returned None ("" when it did not, or was not called)."""
     return _WHY_NOT.get(str(source), "")

@@ -216,3 +216,24 @@ def test_a_conversion_says_so_in_the_log_and_a_cached_entry_does_not(cache, capl
     caplog.clear()
     models.smollm2_fp32_folder()
     assert not [r for r in caplog.records if "converting" in r.getMessage()]
+
+
+def test_cache_info_and_clear_cover_the_compiled_kernels(cache, capsys):
+    root, _, _ = cache
+    native_dir = root / "native"
+    native_dir.mkdir(parents=True)
+    (native_dir / "scan-0123456789abcdef.so").write_bytes(b"x" * 2048)
+    (native_dir / ".scan-tmp123.so").write_bytes(b"partial")  # a compile in progress: left alone
+    assert pytest_genai_main(["cache", "info"]) == 0
+    assert f"compiled kernels: 1, 2 KiB in {native_dir} (rebuilt on first use)" in capsys.readouterr().out
+    assert pytest_genai_main(["cache", "info", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["compiled_kernels"] == [{"path": str(native_dir / "scan-0123456789abcdef.so"), "size_bytes": 2048}]
+    assert pytest_genai_main(["cache", "clear"]) == 0
+    assert capsys.readouterr().out == f"pytest-genai cache: removed 1 compiled kernel (2 KiB) from {root}\n"
+    assert sorted(p.name for p in native_dir.iterdir()) == [".scan-tmp123.so"]
+    size = _size(models.smollm2_fp32_folder())
+    (native_dir / "scan-fedcba9876543210.so").write_bytes(b"y" * 10)
+    assert pytest_genai_main(["cache", "clear"]) == 0
+    assert capsys.readouterr().out == (f"pytest-genai cache: removed 1 entry ({size}) and 1 compiled kernel (10 B) "
+                                       f"from {root}\n")

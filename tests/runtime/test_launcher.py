@@ -164,7 +164,11 @@ def test_a_killed_pytest_leaves_no_process_behind(tmp_path, sig):
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(_ranks_up(tmp_path)) < 2:
         time.sleep(0.2)
-    assert len(_ranks_up(tmp_path)) == 2, "the hung job never started both ranks"
+    if len(_ranks_up(tmp_path)) < 2:
+        pytest_proc.kill()
+        out, _ = pytest_proc.communicate(timeout=60)
+        pytest.fail("the hung job never started both ranks; the inner pytest said:\n"
+                    + out.decode(errors="replace")[-2000:])
     pytest_proc.send_signal(getattr(signal, sig))
     out, _ = pytest_proc.communicate(timeout=60)
     deadline = time.monotonic() + 15  # SIGKILL: the watchdog polls 5 times a second, then SIGTERM, 1 s, SIGKILL
