@@ -3,10 +3,10 @@
 One function per benchmark: the sweep's roofline (:func:`~pytest_genai.dabench.level1.compose`) with the step's
 tokens/s and how the work and ceilings were counted; the capacity search against the memory model; the timer's
 own cost; and the dataflow chips' vendor profiles (allocation, load imbalance, the format's other fields), the
-bound the WSE compiler or the RDU's measured DDR traffic gives, the WSE capacity sweep and a PopTorch run on the
-IPU. Every metric says its source (``measured``, ``modeled``, ``spec``, ``config``; units are the metric
-registry's, ``claims/data/metrics_*.toml``). The benchmark calls ``genai.record(result)``; which claims it checks
-follows from what the result holds.
+bound the WSE compiler or the RDU's measured DDR traffic gives, the WSE capacity sweep, a PopTorch run on the
+IPU and the IPU bound from the measured cycles of its execution profile. Every metric says its source
+(``measured``, ``modeled``, ``spec``, ``config``; units are the metric registry's, ``claims/data/metrics_*.toml``).
+The benchmark calls ``genai.record(result)``; which claims it checks follows from what the result holds.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from pytest_genai.dabench.counts import stack_counts
 from pytest_genai.dabench.level1 import Measurements, compose
 from pytest_genai.dabench.overhead import PathVsBare
 from pytest_genai.dabench.readers import DataflowProfile
+from pytest_genai.dabench.readers.graphcore import ExecutionCycles
 from pytest_genai.dabench.roofline import Ceilings, arithmetic_intensity, classify_bound
 from pytest_genai.dabench.vendor import VendorRun
 from pytest_genai.record import Measurement, Result
@@ -175,6 +176,32 @@ def wse_capacity_result(outcome: CapacityOutcome, profile: DataflowProfile | Non
     failures = {n: why for n, _, why in outcome.attempts}
     return _joined(out, Result({"first_failing_layers": _m(outcome.first_failing)},
                                {**notes, "capacity_failure": failures[outcome.first_failing]}))
+
+
+def ipu_bound_result(cycles: ExecutionCycles) -> Result:
+    """An IPU execution profile's measured cycles, summed over IPUs: on-tile compute, exchange, stream copies,
+    waiting and other programs; the compute share of compute + data movement (overall and on the most
+    compute-heavy IPU) and, when either was non-zero, the bound: compute-bound (1) when compute cycles are at least
+    the data-movement cycles (exchange + stream copies), else 0."""
+    metrics: dict[str, Any] = {
+        "graphcore_compute_cycles_measured": _m(sum(cycles.compute)),
+        "graphcore_exchange_cycles_measured": _m(sum(cycles.exchange)),
+        "graphcore_stream_copy_cycles_measured": _m(sum(cycles.stream_copy)),
+        "graphcore_wait_cycles_measured": _m(sum(cycles.wait)),
+        "graphcore_other_cycles_measured": _m(sum(cycles.other)),
+    }
+    skipped = f", first of {cycles.runs_read + 1} runs skipped as warm-up" if cycles.runs_skipped else ""
+    labels = {"bound_source": (
+        "PopVision execution profile: OnTileExecute cycles vs DoExchange + GlobalExchange + StreamCopyMid cycles, "
+        f"summed over {len(cycles.compute)} IPU(s) and {cycles.runs_read} run(s){skipped}; Sync, SyncAns and "
+        "StreamCopyBegin/End are waiting, on neither side (compute-bound when compute >= data movement)")}
+    if cycles.other_types:
+        labels["execution_other_programs"] = ", ".join(cycles.other_types)
+    if cycles.compute_bound is not None:
+        metrics["compute_cycle_fraction_measured"] = _m(cycles.compute_cycle_fraction)
+        metrics["compute_cycle_fraction_ipu_max_measured"] = _m(cycles.compute_cycle_fraction_ipu_max)
+        metrics["compute_bound_measured"] = _m(1.0 if cycles.compute_bound else 0.0)
+    return Result(metrics, labels)
 
 
 def ipu_run_result(cfg: DecoderConfig, run: VendorRun, spec: Ceilings | None,

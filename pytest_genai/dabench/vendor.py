@@ -3,6 +3,8 @@
 * IPU (Graphcore): the same :class:`DecoderConfig` stack is compiled with PopTorch (``poptorch.inferenceModel`` /
   ``poptorch.trainingModel``) with PopVision auto-reporting on, timed on the host around synchronous calls, and its
   ``profile.pop`` read by :mod:`.readers.graphcore`. Written against the PopTorch user guide; not run here (no IPU).
+  The bound comes from an execution profile taken in a separate, untimed run (:func:`execution_profile_path`,
+  ``PROFILE_HOWTO["ipu-execution"]``): the timed run writes the graph profile only.
 * WSE (Cerebras) and RDU (SambaNova): their SDKs compile through the vendors' own launchers (the Cerebras Model Zoo
   run scripts; SambaFlow ``compile``/``run`` apps), which this package does not drive. Their profiles
   (``compile_report.txt``; SambaTune ``reports/section_report.csv``) are read from a directory laid out by
@@ -39,7 +41,13 @@ PROFILE_HOWTO = {
            "reports/section_report.csv",
     "ipu": "run the config once with POPLAR_ENGINE_OPTIONS autoReport.outputGraphProfile=true and copy profile.pop "
            "(reading it needs pva from the Poplar SDK)",
+    "ipu-execution": "profile the config in a separate, untimed run with POPLAR_ENGINE_OPTIONS='{\"autoReport."
+                     "outputGraphProfile\":\"true\",\"autoReport.outputExecutionProfile\":\"true\",\"autoReport."
+                     "directory\":\"OUT\"}' (vendor.ipu_engine_options(OUT, execution_profile=True)) and copy "
+                     "OUT/.../profile.pop to <DIR>/ipu/<config id>/execution/profile.pop",
 }
+#: Folder, inside ``<profiles dir>/ipu/<config id>/``, of the execution profile (a separate profiling run).
+EXECUTION_DIR = "execution"
 
 #: Generation assumed for an artifact device of each kind (override with GENAI_<KIND>_GENERATION, as for live probes).
 ARTIFACT_GENERATIONS = {"wse": "wse-2", "rdu": "sn30", "ipu": "bow-ipu"}
@@ -140,6 +148,23 @@ def read_profile(root: str | Path, kind: str, cfg: DecoderConfig) -> Any:
     from pytest_genai.dabench.readers.graphcore import read_popvision
 
     return read_popvision(path)
+
+
+def execution_profile_path(root: str | Path, cfg: DecoderConfig) -> Path:
+    """Where the IPU execution profile of ``cfg`` is expected: ``<root>/ipu/<cfg.id>/execution/profile.pop``."""
+    return Path(root) / "ipu" / cfg.id / EXECUTION_DIR / PROFILE_FILES["ipu"]
+
+
+def read_execution_profile(root: str | Path, cfg: DecoderConfig) -> Any:
+    """The measured cycles (:class:`~pytest_genai.dabench.readers.graphcore.ExecutionCycles`) of ``cfg``'s IPU
+    execution profile; VendorUnavailable naming the path and how to produce it when there is none."""
+    path = execution_profile_path(root, cfg)
+    if not path.exists():
+        raise VendorUnavailable(f"no IPU execution profile for {cfg.id} at {path}: {PROFILE_HOWTO['ipu-execution']} "
+                                "(docs/dabench.md)")
+    from pytest_genai.dabench.readers.graphcore import read_execution_profile as read
+
+    return read(path)
 
 
 @dataclasses.dataclass(frozen=True)

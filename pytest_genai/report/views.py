@@ -234,7 +234,7 @@ def _metric_header(m: str, recs: Sequence[Record], info: Mapping[str, MetricInfo
     return head
 
 
-FLAG_METRIC_SUFFIXES = ("compute_bound", "compute_bound_modeled")
+FLAG_METRIC_SUFFIXES = ("compute_bound", "compute_bound_modeled", "compute_bound_measured")
 """Metrics recorded as 1.0 / 0.0 for yes / no (``compute_bound_modeled``: compute- rather than memory-bound)."""
 MAX_ID_CHARS = 32
 """A config id longer than this (after the parts every row shares are dropped) gives way to the keys that vary."""

@@ -7,7 +7,8 @@ from . import vendor_fixtures
 
 from pytest_genai.dabench.readers import DataflowProfile, LayoutError, parse_cell, parse_number
 from pytest_genai.dabench.readers.cerebras import kernel_category, parse_compile_report, read_compile_report
-from pytest_genai.dabench.readers.graphcore import profile_from_report, read_popvision
+from pytest_genai.dabench.readers.graphcore import (execution_cycles_from_report, profile_from_report,
+                                                    read_execution_profile, read_popvision)
 from pytest_genai.dabench.readers.sambanova import parse_section_report, read_section_report
 
 COMPILE_REPORT = vendor_fixtures.compile_report(48)  # 48 GPT-2 blocks: 583 kernel rows, nested, with '--' cells
@@ -202,6 +203,73 @@ def test_graphcore_needs_pva_for_files(tmp_path, monkeypatch):
         read_popvision(tmp_path / "profile.pop")
     with pytest.raises(ValueError, match="not a PopVision report"):
         profile_from_report(SimpleNamespace())
+
+
+MEMORY_BOUND = {"compute": 1000, "exchange": 1500, "stream": 400}  # per layer: exchange outweighs the matmuls
+COMPUTE_BOUND = {"compute": 3000, "exchange": 800, "stream": 200}
+
+
+def _bound(report: dict):
+    from pytest_genai.dabench.results import ipu_bound_result
+
+    return ipu_bound_result(execution_cycles_from_report(vendor_fixtures.as_pva(report)))
+
+
+def test_graphcore_execution_memory_bound_profile_reads_0():
+    report = vendor_fixtures.execution_profile(**MEMORY_BOUND)  # 2 IPUs, 4 layers, 3 runs (the first skipped)
+    cycles = execution_cycles_from_report(vendor_fixtures.as_pva(report))
+    assert (cycles.runs_read, cycles.runs_skipped) == (2, 1)
+    assert cycles.compute == (4000.0, 4000.0)  # 2 layers per IPU x 1,000 cycles x 2 runs
+    assert cycles.exchange == (2 * (2 * 1500 + 375),) * 2  # DoExchange per layer + one GlobalExchange per run
+    assert cycles.stream_copy == (800.0, 800.0)  # StreamCopyMid only: inputs on IPU 0, outputs on IPU 1
+    assert sum(cycles.wait) == 2 * (4 * 2 * 120 + 2 * 300 + 900 + 60 + 700 + 40)  # syncs and copy Begin/End
+    result = _bound(report)
+    m = {name: item.value for name, item in result.metrics.items()}
+    assert m["compute_bound_measured"] == 0.0
+    assert m["compute_cycle_fraction_measured"] == pytest.approx(8000 / (8000 + 13500 + 1600))
+    assert {item.source for item in result.metrics.values()} == {"measured"}
+    source = result.labels["bound_source"]
+    assert "StreamCopyMid" in source and "first of 3 runs skipped" in source
+
+
+def test_graphcore_execution_compute_bound_profile_reads_1_and_fails_the_claim():
+    from pytest_genai.claims import load_claims
+    from pytest_genai.claims.check import check_value
+
+    m = {name: item.value for name, item in _bound(vendor_fixtures.execution_profile(**COMPUTE_BOUND)).metrics.items()}
+    assert m["compute_bound_measured"] == 1.0
+    assert m["compute_cycle_fraction_measured"] == pytest.approx(0.75)
+    claim = {c.id: c for c in load_claims()}["B1.ipu_memory_bound"]
+    assert claim.metric == "compute_bound_measured" and claim.max == 0.0
+    assert check_value(claim, m["compute_bound_measured"]).verdict == "fail"
+    assert check_value(claim, 0.0).verdict == "pass"
+
+
+def test_graphcore_execution_skips_the_warm_up_run_and_keeps_unknown_programs_apart():
+    # The first run's stream copies are inflated (host warm-up): counted, they would make the profile memory-bound.
+    report = vendor_fixtures.execution_profile(**COMPUTE_BOUND, warmup_stream=10**6)
+    assert execution_cycles_from_report(vendor_fixtures.as_pva(report)).compute_bound is True
+    one_run = vendor_fixtures.execution_profile(**COMPUTE_BOUND, runs=1, warmup_stream=10**6)
+    assert execution_cycles_from_report(vendor_fixtures.as_pva(one_run)).compute_bound is False  # nothing to skip
+    report["execution"]["runs"][1]["steps"].append(vendor_fixtures._step("SomeNewerProgramType", "x", [5, 7]))
+    cycles = execution_cycles_from_report(vendor_fixtures.as_pva(report))
+    assert cycles.other == (5.0, 7.0) and cycles.other_types == ("SomeNewerProgramType",)
+    assert _bound(report).labels["execution_other_programs"] == "SomeNewerProgramType"
+
+
+def test_graphcore_profile_without_execution_raises_layout_error_naming_the_file(tmp_path, monkeypatch):
+    import sys
+
+    fake_pva = SimpleNamespace(openReport=lambda path: vendor_fixtures.as_pva(vendor_fixtures.graph_profile()))
+    monkeypatch.setitem(sys.modules, "pva", fake_pva)
+    path = tmp_path / "execution" / "profile.pop"
+    with pytest.raises(LayoutError, match=rf"{path}: expected a PopVision report with an execution profile.*"
+                                          r"no execution steps"):
+        read_execution_profile(path)
+    bad = vendor_fixtures.execution_profile(**MEMORY_BOUND)
+    del bad["execution"]["runs"][1]["steps"][0]["ipus"]
+    with pytest.raises(ValueError, match=r"ipus\[\]\.cycles"):
+        execution_cycles_from_report(vendor_fixtures.as_pva(bad))
 
 
 def test_numbers_and_profile_validation():

@@ -27,6 +27,16 @@ def test_read_profile_dispatches_by_kind(tmp_path):
         read_profile(tmp_path, "ipu", CFG)  # the skip says how to produce the file
 
 
+def test_ipu_execution_profile_has_its_own_folder_and_its_absence_says_how_to_make_it(tmp_path):
+    from pytest_genai.dabench.vendor import execution_profile_path, read_execution_profile
+
+    assert execution_profile_path("/p", CFG).as_posix() == f"/p/ipu/{CFG.id}/execution/profile.pop"
+    with pytest.raises(VendorUnavailable, match=rf"no IPU execution profile for {CFG.id} at .*execution/profile.pop: "
+                                                r"profile the config in a separate, untimed run .*"
+                                                r"autoReport.outputExecutionProfile"):
+        read_execution_profile(tmp_path, CFG)
+
+
 def test_ipu_without_poptorch_is_unavailable(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "poptorch", None)
     with pytest.raises(VendorUnavailable, match="Poplar SDK"):

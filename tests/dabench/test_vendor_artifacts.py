@@ -160,3 +160,45 @@ def test_benchmark_checks_rdu_tp_from_run_logs_without_the_sdk(tmp_path):
     assert genai["metrics"]["scaling_throughput_ratio"] == pytest.approx(602.0 / 1001.0)
     (verdict,) = genai["claims"]
     assert verdict["id"] == "B2.rdu_tp_2_to_4_chips" and verdict["verdict"] == "pass"
+
+
+def test_benchmark_checks_the_ipu_bound_from_an_execution_profile_without_the_sdk(tmp_path):
+    """End to end: the ipu kind is an artifact device; test_level1_ipu reads a config's graph profile and its
+    execution profile (a fake ``pva`` on PYTHONPATH opens our real-layout reports) and judges B1.ipu_memory_bound;
+    a config with the graph profile only records the bound as not judged, naming the missing file."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    profiles = tmp_path / "profiles"
+    memory_bound = "L2-h768-a12-s1024-b8-fp16-train"
+    graph_only = "L4-h768-a12-s1024-b8-fp16-train"
+    vendor_fixtures.write_pop(profiles / "ipu" / memory_bound / "profile.pop", vendor_fixtures.graph_profile())
+    vendor_fixtures.write_pop(profiles / "ipu" / memory_bound / "execution" / "profile.pop",
+                              vendor_fixtures.execution_profile(compute=1000, exchange=1500, stream=400))
+    vendor_fixtures.write_pop(profiles / "ipu" / graph_only / "profile.pop", vendor_fixtures.graph_profile())
+    fake = vendor_fixtures.write_fake_pva(tmp_path / "fake_pva")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(fake), os.environ.get("PYTHONPATH")]))}
+    env.pop("GENAI_IPU_GENERATION", None)
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "out.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "benchmarks/test_dabench_level1.py", "-k", "test_level1_ipu and h768", "-q",
+         "-p", "no:cacheprovider", f"--genai-dabench-profiles={profiles}", f"--benchmark-json={out}"],
+        cwd=repo, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    by_config = {b["extra_info"]["genai"]["config"]["id"]: b["extra_info"]["genai"]
+                 for b in json.loads(out.read_text())["benchmarks"]}
+    assert set(by_config) == {memory_bound, graph_only}
+    judged = by_config[memory_bound]
+    assert judged["device"]["generation"] == "bow-ipu" and "artifacts in" in judged["device"]["name"]
+    assert judged["metrics"]["allocation_ratio"] == pytest.approx(0.75)  # the graph profile still read
+    assert judged["metrics"]["compute_bound_measured"] == 0.0
+    assert judged["metric_sources"]["compute_bound_measured"] == "measured"
+    (verdict,) = judged["claims"]
+    assert verdict["id"] == "B1.ipu_memory_bound" and verdict["verdict"] == "pass"
+    unjudged = by_config[graph_only]
+    assert unjudged["claims"] == [] and "compute_bound_measured" not in unjudged["metrics"]
+    assert f"ipu/{graph_only}/execution/profile.pop" in unjudged["labels"]["bound_not_judged"]
+    assert "autoReport.outputExecutionProfile" in unjudged["labels"]["bound_not_judged"]

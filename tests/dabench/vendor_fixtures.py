@@ -4,12 +4,18 @@ Cerebras ``compile_report.txt``: the overall block, then one row per kernel with
 kernel per layer part, nested ``.compute_core`` / ``.lib_fc`` rows that are parts of it), ``--`` cells where the
 compiler gives no estimate (most nested rows, some parents), embedding / layer-norm / loss / optimizer kernels, and
 hundreds of rows. SambaTune ``section_report.csv``: one row per (section, chip) with ``--`` cells. Run logs as the
-Model Zoo, SambaFlow apps and PopTorch print them.
+Model Zoo, SambaFlow apps and PopTorch print them. PopVision reports as the objects ``pva.openReport`` returns: plain
+dicts in the attribute layout libpva exposes (``compilation.target`` / ``compilation.tiles``; ``execution.runs[i]
+.steps[j]`` with ``program.type.name`` and ``ipus[k].cycles``), turned into attribute objects by :func:`as_pva`; for a
+subprocess, :func:`write_fake_pva` writes a ``pva`` module whose ``openReport`` loads such a dict from the file.
 """
 from __future__ import annotations
 
 import csv
 import io
+import json
+from pathlib import Path
+from types import SimpleNamespace
 
 KERNEL_HEADER = ("Kernel Name", "Samples/s", "Compute Samples/s", "Transmission Samples/s", "Active PEs",
                  "Compute Utilization")
@@ -119,3 +125,101 @@ def sambaflow_log(samples_per_s: float) -> str:
             "Epoch [1/1], Step [100/100], Loss: 6.1021\n"
             f"{{'e2e_train_time': 412.5, 'training_samples_per_sec': {samples_per_s:.2f}, 'final_loss': 6.1021}}\n"
             f"throughput: {samples_per_s:,.2f} samples/s\n")
+
+
+# --- PopVision (pva) reports -----------------------------------------------------------------------------------------
+
+
+def as_pva(obj):
+    """Dicts as attribute objects (what pva's bindings hand back), lists kept as lists."""
+    if isinstance(obj, dict):
+        return SimpleNamespace(**{k: as_pva(v) for k, v in obj.items()})
+    if isinstance(obj, list):
+        return [as_pva(v) for v in obj]
+    return obj
+
+
+def graph_profile(*, ipus: int = 2, tiles_per_ipu: int = 8, bytes_per_tile: int = 638_976) -> dict:
+    """The compilation part: a Bow-like target (scaled down to ``tiles_per_ipu`` tiles) with compute on 3 of 4
+    tiles; every tile holds some memory (code, exchange buffers), only the compute tiles vertex state."""
+    tiles = []
+    for t in range(ipus * tiles_per_ipu):
+        busy = t % 4 != 3
+        tiles.append({"memory": {"total": {"excludingGaps": 400_000 if busy else 30_000,
+                                           "includingGaps": 410_000 if busy else 31_000},
+                                 "category": {"vertexInstanceState": {"total": 9_000 if busy else 0}}}})
+    return {"compilation": {"target": {"numIPUs": ipus, "tilesPerIpu": tiles_per_ipu,
+                                       "numTiles": ipus * tiles_per_ipu, "bytesPerTile": bytes_per_tile},
+                            "tiles": tiles},
+            "execution": {"runs": [], "steps": []}}  # a timed run: the graph profile only
+
+
+def _step(kind: str, name: str, cycles) -> dict:
+    return {"program": {"type": {"name": kind}, "name": name},
+            "ipus": [{"cycles": c, "dataIn": 0, "dataOut": 0} for c in cycles]}
+
+
+def execution_profile(*, compute: int, exchange: int, stream: int, layers: int = 4, ipus: int = 2, runs: int = 3,
+                      warmup_stream: int = 0) -> dict:
+    """A graph profile plus ``runs`` engine runs of a pipelined training step: per run, the input stream copy
+    (Begin / Mid / End), then per layer on its IPU a sync, a tile-to-tile exchange and the on-tile compute, an
+    inter-IPU exchange between pipeline stages, and the output copy. Per layer: ``compute`` OnTileExecute cycles,
+    ``exchange`` DoExchange cycles; ``stream`` StreamCopyMid cycles per copy; syncs and Begin/End are waiting.
+    The first run's copies take ``warmup_stream`` more cycles (a warm-up run the reader skips)."""
+    report = graph_profile(ipus=ipus)
+    all_runs = []
+    for r in range(runs):
+        extra = warmup_stream if r == 0 else 0
+        steps = [_step("StreamCopyBegin", "inputs/begin", [900] + [0] * (ipus - 1)),
+                 _step("StreamCopyMid", "inputs", [stream + extra] + [0] * (ipus - 1)),
+                 _step("StreamCopyEnd", "inputs/end", [60] + [0] * (ipus - 1))]
+        for layer in range(layers):
+            on = layer * ipus // layers
+            steps.append(_step("Sync", "Internal", [120] * ipus))
+            steps.append(_step("DoExchange", f"layer{layer}/exchange",
+                               [exchange if k == on else 0 for k in range(ipus)]))
+            steps.append(_step("OnTileExecute", f"layer{layer}/matmul",
+                               [compute if k == on else 0 for k in range(ipus)]))
+            if layer + 1 < layers and (layer + 1) * ipus // layers != on:
+                steps.append(_step("GlobalExchange", f"stage{on}_to_stage{on + 1}",
+                                   [exchange // 4 if k in (on, on + 1) else 0 for k in range(ipus)]))
+        steps += [_step("SyncAns", "External", [300] * ipus),
+                  _step("StreamCopyBegin", "outputs/begin", [0] * (ipus - 1) + [700]),
+                  _step("StreamCopyMid", "outputs", [0] * (ipus - 1) + [stream + extra]),
+                  _step("StreamCopyEnd", "outputs/end", [0] * (ipus - 1) + [40])]
+        all_runs.append({"steps": steps, "microseconds": {"start": r * 10_000, "end": r * 10_000 + 8_000}})
+    report["execution"] = {"runs": all_runs, "steps": [s for run in all_runs for s in run["steps"]]}
+    return report
+
+
+FAKE_PVA_MODULE = '''"""Stand-in for the Poplar SDK's pva in tests: openReport loads a report dict written as JSON."""
+import json
+from types import SimpleNamespace
+
+
+def _ns(obj):
+    if isinstance(obj, dict):
+        return SimpleNamespace(**{k: _ns(v) for k, v in obj.items()})
+    if isinstance(obj, list):
+        return [_ns(v) for v in obj]
+    return obj
+
+
+def openReport(path, *debug_info):
+    with open(path, encoding="utf-8") as f:
+        return _ns(json.load(f))
+'''
+
+
+def write_pop(path: Path, report: dict) -> Path:
+    """A ``profile.pop`` for the fake pva of :func:`write_fake_pva` (JSON of the report dict)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report))
+    return path
+
+
+def write_fake_pva(folder: Path) -> Path:
+    """A folder holding a ``pva`` module for a subprocess's PYTHONPATH."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "pva.py").write_text(FAKE_PVA_MODULE)
+    return folder
