@@ -53,9 +53,11 @@ def devices_main(argv: list[str]) -> int:
     parser.add_argument("--no-measure", action="store_true", help="do not measure the CPU's peaks")
     args = parser.parse_args(argv)
     results = detect_all()
-    found, absent = [], {}
+    found, absent, broken = [], {}, {}
     for kind, result in results.items():
-        if not result.available:
+        if result.broken:
+            broken[kind] = result.error
+        elif not result.available:
             absent[kind] = result.reason
         for device in result.devices:
             if device.kind == "cpu" and not args.no_measure:
@@ -66,8 +68,8 @@ def devices_main(argv: list[str]) -> int:
                 device = dataclasses.replace(device, spec=measure_cpu_spec())
             found.append(device)
     if args.json:
-        print(json.dumps({"devices": [d.to_json() for d in found], "absent": absent}, indent=2))
-        return 0
+        print(json.dumps({"devices": [d.to_json() for d in found], "absent": absent, "broken": broken}, indent=2))
+        return 1 if broken else 0
     rows = []
     for d in found:
         spec = d.spec
@@ -80,7 +82,9 @@ def devices_main(argv: list[str]) -> int:
     print()
     for kind, reason in absent.items():
         print(f"{kind}: absent: {reason}")
-    return 0
+    for kind, error in broken.items():
+        print(f"{kind}: broken: the probe failed with {error}")
+    return 1 if broken else 0
 
 
 def claims_main(argv: list[str]) -> int:

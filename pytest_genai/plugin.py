@@ -8,6 +8,7 @@ import pytest
 
 from pytest_genai import SCHEMA, experiments
 from pytest_genai.devices.device import ENABLE_HINTS, KINDS, Device
+from pytest_genai.devices.probes import DeviceBroken
 from pytest_genai.options import SETTINGS, SettingError, resolve, resolve_all
 from pytest_genai.session import SessionState
 
@@ -15,7 +16,7 @@ STATE = pytest.StashKey[SessionState]()
 BENCHMARK_JSON = pytest.StashKey["str | None"]()  # absolute --benchmark-json path, "-" for stdout
 EXPERIMENT_MARKERS = experiments.markers()  # derived from the one table of experiments
 _HELP = {
-    "devices": "device kinds to run genai_device-parametrized tests on, comma separated (default: all kinds; absent ones skip with the reason)",
+    "devices": "device kinds to run genai_device-parametrized tests on, comma separated (default: all kinds; absent ones skip with the reason, broken ones (the SDK imports but its probe raises) error)",
     "claims": "'enforce' (default): a failed paper or physics claim fails its test (a timing claim fails only when its whole interval is past the bound, else it reads inconclusive); 'strict': inconclusive fails too; 'report': record verdicts without failing. Project targets never fail a test",
     "data_dir": "folder with offline copies of the evaluation data (layout of shared/data: wikitext-2-raw-v1/, hellaswag/, boolq/)",
     "model": "model to evaluate: a Hugging Face id (used only if cached locally) or a local folder",
@@ -157,7 +158,7 @@ def _kinds_needed(item: pytest.Item) -> list[str]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark each item with the device kinds it needs (so ``-m hpu`` selects them) and skip absent ones now,
-    before any fixture builds a model."""
+    before any fixture builds a model. Broken kinds are not skipped: their device fixture errors."""
     state = _state(config)
     _validate_claim_markers(state, items)
     for item in items:
@@ -166,7 +167,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         for kind in kinds:
             if item.get_closest_marker(kind) is None:
                 item.add_marker(getattr(pytest.mark, kind))
-        reasons = [reason for ok, reason in map(state.available, kinds) if not ok]
+        reasons = [reason for reason in map(state.skip_reason, kinds) if reason]
         if reasons:
             item.add_marker(pytest.mark.skip(reason="; ".join(reasons)))
 
@@ -201,13 +202,11 @@ def _validate_claim_markers(state: SessionState, items: list[pytest.Item]) -> No
 # -- fixtures ------------------------------------------------------------------------------------------------
 def _device_fixture(kind: str):
     def fixture(request: pytest.FixtureRequest) -> Device:
-        try:
-            return _state(request.config).device(kind)
-        except LookupError as exc:
-            pytest.skip(str(exc))
+        return _device(request, kind)
 
     fixture.__name__ = kind
-    fixture.__doc__ = f"The first {kind} device (a pytest_genai.devices.Device), or a skip saying how to enable it."
+    fixture.__doc__ = (f"The first {kind} device (a pytest_genai.devices.Device), a skip saying how to enable it, or "
+                       "an error naming the exception when its probe failed.")
     return pytest.fixture(scope="session", name=kind)(fixture)
 
 
@@ -225,10 +224,18 @@ def genai_device(request: pytest.FixtureRequest) -> Device:
     kind = getattr(request, "param", None)
     if kind is None:
         raise pytest.UsageError("genai_device is parametrized by pytest-genai; do not parametrize it yourself")
+    return _device(request, kind)
+
+
+def _device(request: pytest.FixtureRequest, kind: str) -> Device:
+    """The session's device of ``kind``; an absent kind skips, a broken one errors with one line."""
     try:
         return _state(request.config).device(kind)
+    except DeviceBroken as exc:
+        broken = str(exc)
     except LookupError as exc:
         pytest.skip(str(exc))
+    pytest.fail(broken, pytrace=False)  # outside the except: one line, not a chained traceback
 
 
 @pytest.fixture
@@ -263,6 +270,14 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"claims {state.claims_mode}; data: "
         + (f"{data_dir}" if data_dir else "no --genai-data-dir: Hugging Face cache, else the embedded slice (tiny scale)")
     ]
+
+
+def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+    """After collection (probes run when the first test needs a device): one line per broken kind that a selected
+    test needs."""
+    needed = {kind for item in items for kind in _kinds_needed(item)}
+    return [f"genai: {kind} broken ({error}): its tests error; repair it or deselect them with -m \"not {kind}\""
+            for kind, error in _state(config).broken().items() if kind in needed]
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

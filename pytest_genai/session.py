@@ -5,7 +5,7 @@ import dataclasses
 from typing import Any
 
 from pytest_genai.devices.device import Device
-from pytest_genai.devices.probes import PROBES, ProbeResult, run_probe, skip_reason
+from pytest_genai.devices.probes import PROBES, DeviceBroken, ProbeResult, broken_message, run_probe, skip_reason
 
 
 @dataclasses.dataclass
@@ -33,16 +33,26 @@ class SessionState:
             self._probe_results = {kind: run_probe(kind, probe) for kind, probe in probes.items()}
         return self._probe_results
 
-    def available(self, kind: str) -> tuple[bool, str]:
+    def skip_reason(self, kind: str) -> str | None:
+        """Why tests needing ``kind`` skip at collection, or None: found kinds run, and broken kinds are not skipped
+        either (their tests error in the device fixture, naming the probe's exception)."""
         result = self.probe_results().get(kind)
         if result is None:
-            return False, f"{kind}: no probe registered"
-        return result.available, ("" if result.available else skip_reason(result))
+            return f"{kind}: no probe registered"
+        return None if result.available or result.broken else skip_reason(result)
+
+    def broken(self) -> dict[str, str]:
+        """Kind -> the probe's error, for the kinds whose probe failed; empty when no probe has run yet."""
+        results = self._probe_results or {}
+        return {kind: r.error for kind, r in results.items() if r.error is not None}
 
     def device(self, kind: str) -> Device:
-        """The first device of ``kind``; the CPU gets its spec measured here, once per session."""
+        """The first device of ``kind``; the CPU gets its spec measured here, once per session. Raises
+        :class:`DeviceBroken` for a kind whose probe failed and LookupError for an absent one."""
         if kind not in self._devices:
             result = self.probe_results()[kind]
+            if result.broken:
+                raise DeviceBroken(broken_message(result))
             if not result.devices:
                 raise LookupError(skip_reason(result))
             device = result.devices[0]
@@ -64,7 +74,7 @@ class SessionState:
             dev = self._devices.get(entry["kind"])
             if dev is not None and dev.index == entry["index"] and dev.spec is not None:
                 entry["spec"] = dev.spec.to_json()
-        return {"devices": found, "absent": absent, "stack": self.stack()}
+        return {"devices": found, "absent": absent, "broken": self.broken(), "stack": self.stack()}
 
     def stack(self) -> dict[str, Any]:
         """The software stack (:mod:`pytest_genai.stack`), collected once, when the machine info is first asked for."""

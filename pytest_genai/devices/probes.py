@@ -1,6 +1,9 @@
 """Probes that find each kind of device. SDKs are imported here, lazily, and only where present.
 
-A probe returns a :class:`ProbeResult`; a probe that raises is reported as absent with the error, never fatal.
+A probe returns a :class:`ProbeResult`. A missing SDK is a clean absence (the kind's tests skip with how to enable
+it). A probe that raises, or returns something other than a ProbeResult for its kind, makes the kind **broken**: the
+session goes on, but the kind's tests error with the exception (:func:`broken_message`) instead of skipping, so a run
+selected with ``-m hpu`` on a node whose driver fails does not go green having run nothing.
 """
 from __future__ import annotations
 
@@ -19,10 +22,24 @@ class ProbeResult:
     kind: str
     devices: tuple[Device, ...] = ()
     reason: str | None = None  # why none were found (None when found)
+    error: str | None = None  # the probe's own failure, "<ExceptionType>: <message>": the kind is broken, not absent
+
+    def __post_init__(self) -> None:
+        if self.error is not None and self.devices:
+            raise ValueError(f"ProbeResult({self.kind!r}) has devices and an error; a broken probe found nothing")
 
     @property
     def available(self) -> bool:
         return bool(self.devices)
+
+    @property
+    def broken(self) -> bool:
+        """The probe failed (raised, or returned a wrong object): an installed SDK that does not work."""
+        return self.error is not None
+
+
+class DeviceBroken(LookupError):
+    """A device kind whose probe failed; its message is :func:`broken_message`."""
 
 
 def _missing(module: str) -> bool:
@@ -142,20 +159,32 @@ PROBES: dict[str, Callable[[], ProbeResult]] = {
 }
 
 
+def _broken(kind: str, error: str) -> ProbeResult:
+    return ProbeResult(kind, reason=f"broken ({error})", error=error)
+
+
 def run_probe(kind: str, probe: Callable[[], ProbeResult] | None = None) -> ProbeResult:
-    """Run one probe; an exception becomes an absent result naming the error (never fatal)."""
+    """Run one probe, never fatally: an exception, or a return value that is not a ProbeResult for ``kind``, becomes
+    a broken result naming it."""
     probe = probe or PROBES[kind]
     try:
         result = probe()
-    except Exception as exc:  # a broken SDK must not fail the session
-        return ProbeResult(kind, reason=f"probe failed: {type(exc).__name__}: {exc}")
+    except Exception as exc:  # a broken SDK must not fail the session; its tests error instead
+        return _broken(kind, f"{type(exc).__name__}: {exc}")
     if not isinstance(result, ProbeResult) or result.kind != kind:
-        return ProbeResult(kind, reason=f"probe returned {result!r}, not a ProbeResult for {kind!r}")
+        return _broken(kind, f"the probe returned {result!r}, not a ProbeResult for {kind!r}")
     return result
 
 
 def skip_reason(result: ProbeResult) -> str:
     return f"{result.kind}: not available ({result.reason}); to enable: {ENABLE_HINTS[result.kind]}"
+
+
+def broken_message(result: ProbeResult) -> str:
+    """One line for a test that needs a broken kind: the error, how to repair it, how to deselect it."""
+    kind = result.kind
+    return (f"{kind} broken ({result.error}): the {kind} probe failed; repair the driver or SDK installation "
+            f'(`pytest-genai devices` reruns the probe) or deselect these tests with -m "not {kind}"')
 
 
 def detect_all(kinds: tuple[str, ...] = KINDS) -> dict[str, ProbeResult]:

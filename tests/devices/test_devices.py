@@ -3,7 +3,8 @@ import dataclasses
 import pytest
 from hypothesis import given, strategies as st
 
-from pytest_genai.devices import Device, ProbeResult, get_spec, load_specs, run_probe
+from pytest_genai.devices import (Device, DeviceBroken, ProbeResult, broken_message, get_spec, load_specs, run_probe,
+                                  skip_reason)
 from pytest_genai.devices.probes import cuda_generation, hpu_generation
 from pytest_genai.devices.specs import DTYPES, DeviceSpec
 
@@ -50,13 +51,60 @@ def test_hpu_generation() -> None:
     assert [hpu_generation(n) for n in ("GAUDI", "GAUDI2", "GAUDI3")] == ["gaudi", "gaudi2", "gaudi3"]
 
 
-def test_probe_errors_are_captured() -> None:
+def test_a_probe_that_raises_makes_its_kind_broken_not_absent() -> None:
     def boom():
         raise OSError("no driver")
 
     result = run_probe("hpu", boom)
-    assert not result.available and result.reason == "probe failed: OSError: no driver"
-    assert "not a ProbeResult" in run_probe("hpu", lambda: 42).reason
+    assert not result.available and result.broken
+    assert result.error == "OSError: no driver"
+    message = broken_message(result)
+    assert message.startswith("hpu broken (OSError: no driver): ")
+    assert '-m "not hpu"' in message and "\n" not in message
+
+
+def test_a_probe_returning_a_wrong_object_is_broken_too() -> None:
+    result = run_probe("hpu", lambda: 42)
+    assert result.broken and "the probe returned 42, not a ProbeResult for 'hpu'" in result.error
+    assert run_probe("hpu", lambda: ProbeResult("cuda")).broken  # a result for another kind
+
+
+def test_a_missing_sdk_is_absent_not_broken() -> None:
+    result = run_probe("hpu", lambda: ProbeResult("hpu", reason="habana_frameworks is not installed"))
+    assert not result.available and not result.broken and result.error is None
+    assert skip_reason(result).startswith("hpu: not available (habana_frameworks is not installed); to enable:")
+
+
+def test_a_broken_result_has_no_devices() -> None:
+    with pytest.raises(ValueError, match="has devices and an error"):
+        ProbeResult("cpu", (Device("cpu", 0, "x", "cpu"),), error="RuntimeError: x")
+
+
+def test_the_session_errors_broken_kinds_and_skips_absent_ones() -> None:
+    from types import SimpleNamespace
+
+    from pytest_genai.session import SessionState
+
+    def boom():
+        raise RuntimeError("driver exploded")
+
+    probes = {"hpu": boom, "ipu": lambda: ProbeResult("ipu", reason="poptorch is not installed"),
+              "cpu": lambda: ProbeResult("cpu", (Device("cpu", 0, "test cpu", "cpu"),))}
+    def replace_all(config, probes):  # the pytest_genai_probes hook, as a site plugin would implement it
+        probes.clear()
+        probes.update(mine)
+
+    mine = probes
+    state = SessionState(SimpleNamespace(hook=SimpleNamespace(pytest_genai_probes=replace_all)))
+    assert state.skip_reason("hpu") is None  # not skipped: its fixture errors
+    assert state.skip_reason("ipu").startswith("ipu: not available (poptorch is not installed)")
+    assert state.skip_reason("cpu") is None
+    with pytest.raises(DeviceBroken, match=r"^hpu broken \(RuntimeError: driver exploded\)"):
+        state.device("hpu")
+    with pytest.raises(LookupError) as absent:
+        state.device("ipu")
+    assert not isinstance(absent.value, DeviceBroken)
+    assert state.broken() == {"hpu": "RuntimeError: driver exploded"}
 
 
 def test_absent_sdks_give_reasons_on_this_machine() -> None:
@@ -87,3 +135,23 @@ def test_spec_rejects_bad_peaks() -> None:
     with pytest.raises(ValueError, match="peak_tflops.fp16 must be a positive number"):
         DeviceSpec("x", "cuda", "X", "test", {"fp16": -1.0})
     assert dataclasses.is_dataclass(get_spec("h200"))
+
+
+def test_the_devices_command_lists_a_broken_kind_and_exits_1(monkeypatch, capsys) -> None:
+    import json
+
+    import pytest_genai.devices as devices
+    from pytest_genai.cli import devices_main
+
+    def boom():
+        raise RuntimeError("driver exploded")
+
+    results = {"hpu": run_probe("hpu", boom), "ipu": ProbeResult("ipu", reason="poptorch is not installed")}
+    monkeypatch.setattr(devices, "detect_all", lambda: results)
+    assert devices_main(["--no-measure"]) == 1
+    out = capsys.readouterr().out
+    assert "hpu: broken: the probe failed with RuntimeError: driver exploded" in out
+    assert "ipu: absent: poptorch is not installed" in out
+    assert devices_main(["--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["broken"] == {"hpu": "RuntimeError: driver exploded"} and list(data["absent"]) == ["ipu"]

@@ -84,17 +84,45 @@ def test_param(genai_device):
     result.assert_outcomes(passed=2, deselected=1)
 
 
-def test_probe_that_raises_is_reported_not_fatal(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest("""
+BROKEN_HPU_CONFTEST = """
 def pytest_genai_probes(config, probes):
     def broken():
         raise RuntimeError("driver exploded")
     probes["hpu"] = broken
-""")
-    pytester.makepyfile("def test_a(hpu):\n    pass\n\ndef test_b(cpu):\n    pass\n")
-    result = pytester.runpytest("-rs")
-    result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.fnmatch_lines(["*hpu: not available (probe failed: RuntimeError: driver exploded)*"])
+"""
+
+
+def test_probe_that_raises_makes_the_kind_broken_its_tests_error_and_the_rest_run(pytester: pytest.Pytester) -> None:
+    """DECISIONS, probes: an SDK that imports but whose probe raises is broken, not absent; the session goes on."""
+    pytester.makeconftest(BROKEN_HPU_CONFTEST)
+    pytester.makepyfile("def test_a(hpu):\n    pass\n\ndef test_b(cpu):\n    pass\n\n"
+                        "def test_c(ipu):\n    pass\n")
+    result = pytester.runpytest("-rsE", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, errors=1, skipped=1)  # hpu errors, cpu runs, an absent SDK (ipu) still skips
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        'genai: hpu broken (RuntimeError: driver exploded): its tests error; repair it or deselect them with -m "not hpu"',
+    ])
+    result.stdout.fnmatch_lines(["*ERROR at setup of test_a*",  # one line, no traceback
+                                 'hpu broken (RuntimeError: driver exploded): the hpu probe failed; *'
+                                 '-m "not hpu"',
+                                 "*short test summary info*"])
+    result.stdout.fnmatch_lines(["SKIPPED *ipu: not available*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_minus_m_on_a_broken_kind_does_not_go_green_having_run_nothing(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(BROKEN_HPU_CONFTEST)
+    pytester.makepyfile(DEVICE_TEST)
+    result = pytester.runpytest("-m", "hpu", "--benchmark-json", "out.json", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1, deselected=5)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    data = json.loads((pytester.path / "out.json").read_text())
+    assert data["machine_info"]["genai"]["broken"] == {"hpu": "RuntimeError: driver exploded"}
+    # deselecting the broken kind, as the message says, gives a clean run of the rest
+    result = pytester.runpytest("-m", "cpu and not hpu", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, deselected=5)
+    assert "hpu broken" not in result.stdout.str()  # the probe ran at collection, but no selected test needs hpu
 
 
 def test_other_plugins_cuda_fixture_is_not_ours(pytester: pytest.Pytester) -> None:
