@@ -13,7 +13,10 @@ from pytest_genai.dabench.level2.partition import (
     pipeline_step_time_modeled,
 )
 
-loads_st = st.lists(st.floats(min_value=0.0, max_value=1e3, allow_nan=False), min_size=1, max_size=12).filter(any)
+# Loads are seconds or FLOPs: 0 or well inside the normal float range. A subnormal load (5e-324) scaled by 0.5
+# underflows to 0, which the partition rightly refuses; that is float arithmetic, not the property under test.
+loads_st = st.lists(st.one_of(st.just(0.0), st.floats(min_value=1e-6, max_value=1e3)), min_size=1,
+                    max_size=12).filter(any)
 SETTINGS = settings(max_examples=25, deadline=None)
 
 
