@@ -80,6 +80,18 @@ MUTATIONS = (
              "            self.previous = signal.signal(signal.SIGTERM, handler)\n",
              "            pass\n",  # SIGTERM ends pytest without tearing the job down first
              ("tests/runtime/test_launcher.py",)),
+    Mutation("broken-probe", "pytest_genai/devices/probes.py",
+             '        return _broken(kind, f"{type(exc).__name__}: {exc}")\n',
+             '        return ProbeResult(kind, reason=f"probe failed: {exc}")\n',  # a failing driver reads as absent
+             ("tests/devices/test_devices.py", "tests/plugin/test_plugin.py")),
+    Mutation("hpu-mark-step", "pytest_genai/diffusion/train.py",
+             "    mark_step = graph_break(device)\n",
+             "    mark_step = lambda: None  # noqa: E731\n",  # Gaudi lazy mode never flushes its graph
+             ("tests/diffusion/test_hpu_lazy_mode.py",)),
+    Mutation("ipu-bound", "pytest_genai/dabench/readers/graphcore.py",
+             "        return None if fraction is None else sum(self.compute) >= sum(self.movement)\n",
+             "        return None if fraction is None else sum(self.compute) <= sum(self.movement)\n",  # bound flipped
+             ("tests/dabench/test_readers.py", "tests/dabench/test_vendor_artifacts.py")),
 )
 
 
