@@ -115,3 +115,13 @@ def test_claims_scope_only_on_config_keys_a_real_run_records():
     for experiment in experiments.EXPERIMENTS:
         missing = set(experiment.config_keys) - recorded.get(experiment.name, set())
         assert not missing, f"{experiment.name}: {sorted(missing)} are registered but no reference run records them"
+
+
+def test_the_readme_stays_under_10_kb_and_ci_runs_its_test_command():
+    # the brief: a README under 10 KB whose test command is exactly what .ci/run runs
+    readme = (ROOT / "README.md").read_bytes()
+    assert len(readme) < 10_000, f"README.md is {len(readme)} bytes; move detail to docs/ to keep it under 10 KB"
+    blocks = re.findall(r"```bash\n(.*?)\n```", readme.decode(), flags=re.S)
+    assert blocks[1] == "python3 -m pytest tests benchmarks"
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert ci[-1] == blocks[1] and ci[-2] == "# --- the README's test command ---"
