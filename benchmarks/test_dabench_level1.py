@@ -8,7 +8,8 @@ per-layer times and the resource allocation ratio where the runtime exposes a co
 largest layer count that runs (CPU: under ``--genai-memory-budget``, default 256 MiB) beside the memory model's.
 Dataflow chips (wse, rdu, ipu) are read from their vendors' profiles (``pytest_genai.dabench.vendor``); without their
 SDK, ``--genai-dabench-profiles DIR`` with a ``DIR/<kind>/`` folder makes the kind an artifact device (benchmarks/
-conftest.py). The WSE capacity is the largest layer count that compiled in a sweep of compile outputs.
+conftest.py). The WSE capacity is the largest layer count that compiled in a sweep of compile outputs; the IPU
+capacity, per config of a sweep of several, with the smallest count at which some config failed.
 """
 from __future__ import annotations
 
@@ -271,6 +272,33 @@ def test_capacity_wse(request, benchmark, genai, wse):
     genai.record(wse_capacity_result(outcome, report))
     if outcome.first_failing is not None:  # else the capacity is at least the largest count: not judged
         genai.check("B1.wse2_max_layers")
+
+
+@pytest.mark.claims("B1.ipu_fails_at_10_layers", kinds=("ipu",))
+def test_capacity_ipu(request, benchmark, genai, ipu):
+    """IPU capacity over several configs: per config the largest layer count that compiled, and the smallest count
+    at which some config failed (Paper B: runs fail at 10 layers for some configs).
+
+    ``<DIR>/ipu/capacity/<config id>/``: one folder per (config, layer count) tried, holding the ``profile.pop`` or
+    PopTorch log of a compile that succeeded, or the log of one that failed (Poplar "Out of memory": a capacity
+    result, not an error). Judged only when some config failed.
+    """
+    from pytest_genai.dabench.results import ipu_capacity_result
+    from pytest_genai.dabench.vendor import VendorUnavailable, read_capacity_sweeps
+
+    root = _profiles_root(request, "IPU capacity sweeps (<DIR>/ipu/capacity/<config id>/)")
+    try:
+        sweeps = benchmark.pedantic(read_capacity_sweeps, args=(root, "ipu"), rounds=1, iterations=1)
+    except VendorUnavailable as exc:
+        pytest.skip(f"{exc}: compile each config at rising layer counts with PopTorch (the benchmark's stack, or "
+                    "Graphcore's GPT-2 with its layers-per-IPU layout) and keep per count its console log "
+                    "(`python ... 2>&1 | tee compile.log`: 'Graph compilation: 100%' or Poplar's 'Out of memory') "
+                    "or profile.pop (docs/dabench.md)")
+    genai.start(device=ipu, config={"sweep": ", ".join(sweeps), "layers": "searched"}, model=MODEL)
+    result = ipu_capacity_result(sweeps)
+    genai.record(result)
+    if "min_failing_layers" in result.metrics:  # else no config failed: where one would is unknown, not judged
+        genai.check("B1.ipu_fails_at_10_layers")
 
 
 @pytest.mark.claims("B1.rdu_allocation", "B1.rdu_memory_bound", kinds=("rdu",))

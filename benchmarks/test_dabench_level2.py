@@ -7,7 +7,8 @@ paper's IPU finding: the most loaded stage sets the throughput). Deployment: sam
 batch where gains plateau) and mixed / low precision against fp32, in-process on one device.
 
 The torch runs check physics claims (claims/data/paper_b.toml, basis = "physics"). Paper B's own B2 numbers on the
-dataflow chips -- RDU tensor parallel 2 -> 4 chips, mixed-precision gains on RDU / IPU / WSE -- come from the
+dataflow chips -- RDU tensor parallel 2 -> 4 chips, mixed-precision gains on RDU / IPU / WSE, batch-size gains
+(near-linear on RDU / IPU, a plateau after batch 200 on the WSE) -- come from the
 vendors' model-zoo runs, read from their run logs under ``--genai-dabench-profiles DIR/<kind>/level2/<run>/``
 (``test_vendor_*``; pytest_genai.dabench.level2.artifacts): where the runs exist they are checked, where not the
 test skips naming the files to provide and the vendor commands that produce them.
@@ -37,22 +38,24 @@ VENDOR_MODEL = "vendor-gpt2"
 def _torch_device_or_skip(device, kinds=("cpu", "cuda", "hpu")):
     if device.kind not in kinds:
         pytest.skip(f"this Level 2 benchmark runs through torch on {', '.join(kinds)}; on {device.kind} Level 2 is "
-                    "read from the vendor's run logs by test_vendor_precision / test_vendor_tp_scaling")
+                    "read from the vendor's run logs by test_vendor_precision / test_vendor_tp_scaling / "
+                    "test_vendor_batch_scaling")
 
 
-def _vendor_runs(request, kind):
-    """The Level-2 runs of ``kind`` under --genai-dabench-profiles, or a skip naming the files and commands."""
+def _vendor_runs(request, kind, howto=None):
+    """The Level-2 runs of ``kind`` under --genai-dabench-profiles, or a skip naming the files and commands
+    (``howto``: what to run when it is not the precision / TP runs of ``artifacts.HOWTO``)."""
     from pytest_genai.dabench.level2.artifacts import HOWTO, ArtifactsMissing, read_runs
     from pytest_genai.options import resolve
 
     root = resolve(request.config, "dabench_profiles")
     if not root:
         pytest.skip(f"{kind} Level 2 is read from run logs: --genai-dabench-profiles DIR with "
-                    f"DIR/{kind}/level2/<run>/ folders from {HOWTO[kind]} (docs/dabench_level2.md)")
+                    f"DIR/{kind}/level2/<run>/ folders from {howto or HOWTO[kind]} (docs/dabench_level2.md)")
     try:
         return read_runs(root, kind)
     except ArtifactsMissing as exc:
-        pytest.skip(str(exc))
+        pytest.skip(f"{exc}; for this test: {howto}" if howto else str(exc))
 
 
 @pytest.mark.claims("B2.rdu_mixed_precision", "B2.ipu_mixed_precision", "B2.wse2_mixed_precision",
@@ -94,6 +97,38 @@ def test_vendor_tp_scaling(request, benchmark, genai, rdu):
                                     "precision": run.precision, "layers": run.layers}, model=VENDOR_MODEL)
     genai.record(vendor_tp_result(comparison))
     genai.check("B2.rdu_tp_2_to_4_chips")
+
+
+BATCH_CLAIMS = {"rdu": ("B2.rdu_batch_near_linear", "batch_scaling_efficiency"),
+                "ipu": ("B2.ipu_batch_near_linear", "batch_scaling_efficiency"),
+                "wse": ("B2.wse2_batch_plateau", "batch_gain_per_doubling_from_200")}
+
+
+@pytest.mark.claims(*(claim for claim, _ in BATCH_CLAIMS.values()), kinds=VENDOR_KINDS)
+def test_vendor_batch_scaling(request, benchmark, genai, genai_device):
+    """samples/s against batch size from the vendors' run logs at several batches (same precision, chips, layers):
+    near-linear gains on RDU and IPU, a plateau after batch 200 on the WSE."""
+    if genai_device.kind not in VENDOR_KINDS:
+        pytest.skip(f"on {genai_device.kind} the batch sweep is timed by test_batch_size_sweep")
+    from pytest_genai.dabench.level2.artifacts import BATCH_HOWTO, ArtifactsMissing, batch_sweep
+    from pytest_genai.dabench.level2.results import vendor_batch_result
+
+    kind = genai_device.kind
+    runs = _vendor_runs(request, kind, BATCH_HOWTO[kind])
+    claim, metric = BATCH_CLAIMS[kind]
+    try:
+        sweep = benchmark.pedantic(batch_sweep, args=(runs,), rounds=1, iterations=1)
+    except ArtifactsMissing as exc:
+        pytest.skip(f"{exc} under DIR/{kind}/level2/: {BATCH_HOWTO[kind]} (docs/dabench_level2.md)")
+    result = vendor_batch_result(sweep)
+    if metric not in result.metrics:
+        pytest.skip(f"{claim} needs runs at two or more batch sizes >= 200 under DIR/{kind}/level2/ (swept: "
+                    f"{list(sweep.batches)}): {BATCH_HOWTO[kind]} (docs/dabench_level2.md)")
+    run = sweep.runs[0]
+    genai.start(config={"sweep": "batch", "batches": ", ".join(map(str, sweep.batches)), "precision": run.precision,
+                        "chips": run.chips, "layers": run.layers}, model=VENDOR_MODEL)
+    genai.record(result)
+    genai.check(claim)
 
 
 @pytest.fixture

@@ -92,6 +92,14 @@ MUTATIONS = (
              "        return None if fraction is None else sum(self.compute) >= sum(self.movement)\n",
              "        return None if fraction is None else sum(self.compute) <= sum(self.movement)\n",  # bound flipped
              ("tests/dabench/test_readers.py", "tests/dabench/test_vendor_artifacts.py")),
+    Mutation("ipu-min-failing", "pytest_genai/dabench/capacity.py",
+             "    return min(failing) if failing else None\n",
+             "    return max(failing) if failing else None\n",  # "some config fails" read as "every config fails"
+             ("tests/dabench/test_vendor_artifacts.py",)),
+    Mutation("batch-linearity", "pytest_genai/dabench/level2/artifacts.py",
+             "    return (samples_per_s[hi] / samples_per_s[lo]) / (batches[hi] / batches[lo])\n",
+             "    return samples_per_s[hi] / samples_per_s[lo]\n",  # a throughput gain read as linear scaling
+             ("tests/dabench/test_vendor_artifacts.py",)),
 )
 
 

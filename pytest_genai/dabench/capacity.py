@@ -105,6 +105,17 @@ def capacity_from_outcomes(outcomes: Mapping[int, str | None]) -> CapacityOutcom
     )
 
 
+def min_failing_layers(sweeps: Mapping[str, CapacityOutcome]) -> tuple[int, str] | None:
+    """The smallest layer count at which some config of several sweeps failed, and that config (Paper B: IPU runs
+    fail at 10 layers for some configs -- an existence claim over the configs); None when no config failed.
+
+    A config's failing count is its ``first_failing`` (the smallest failure above its largest compiled count, or its
+    smallest attempt when none compiled); a config with no failure says nothing about where it would fail.
+    """
+    failing = [(outcome.first_failing, group) for group, outcome in sweeps.items() if outcome.first_failing is not None]
+    return min(failing) if failing else None
+
+
 # --- memory model (modeled) -------------------------------------------------------------------------------------
 
 

@@ -14,8 +14,8 @@ import dataclasses
 import statistics
 from typing import Any
 
-from pytest_genai.dabench.capacity import (CapacityOutcome, CapacitySearch, predicted_max_layers,
-                                           predicted_peak_bytes)
+from pytest_genai.dabench.capacity import (CapacityOutcome, CapacitySearch, min_failing_layers,
+                                           predicted_max_layers, predicted_peak_bytes)
 from pytest_genai.dabench.config import DecoderConfig
 from pytest_genai.dabench.counts import stack_counts
 from pytest_genai.dabench.level1 import Measurements, compose
@@ -176,6 +176,32 @@ def wse_capacity_result(outcome: CapacityOutcome, profile: DataflowProfile | Non
     failures = {n: why for n, _, why in outcome.attempts}
     return _joined(out, Result({"first_failing_layers": _m(outcome.first_failing)},
                                {**notes, "capacity_failure": failures[outcome.first_failing]}))
+
+
+def ipu_capacity_result(sweeps: dict[str, tuple[CapacityOutcome, Any]]) -> Result:
+    """IPU capacity sweeps of several configs (``vendor.read_capacity_sweeps``): per config the largest layer count
+    that compiled and the first that failed (``extra``); how many configs were swept and how many failed; and, when
+    some config failed, ``min_failing_layers`` -- the smallest failing count over the configs, with that config and
+    its failure (what ``B1.ipu_fails_at_10_layers`` reads; absent when no config failed)."""
+    outcomes = {group: outcome for group, (outcome, _) in sweeps.items()}
+    per_config = [{"config": group, "max_layers": o.max_fitting, "first_failing_layers": o.first_failing,
+                   "monotone": o.monotone,
+                   "attempts": [{"layers": n, "compiled": ok, "failure": why} for n, ok, why in o.attempts]}
+                  for group, o in outcomes.items()]
+    failing = [o for o in outcomes.values() if o.first_failing is not None]
+    metrics: dict[str, Any] = {"capacity_configs": _m(len(outcomes), "config"),
+                               "capacity_failing_configs": _m(len(failing), "config")}
+    labels: dict[str, str] = {}
+    found = min_failing_layers(outcomes)
+    if found is None:
+        labels["capacity_note"] = ("no config of the sweep failed: where some would fail is unknown, so the claim "
+                                   "is not judged; add larger layer counts")
+    else:
+        layers, group = found
+        metrics["min_failing_layers"] = _m(layers)
+        failure = dict((n, why) for n, _, why in outcomes[group].attempts)[layers]
+        labels.update(min_failing_config=group, capacity_failure=failure)
+    return Result(metrics, labels, {"capacity_sweeps": per_config})
 
 
 def ipu_bound_result(cycles: ExecutionCycles) -> Result:

@@ -84,13 +84,18 @@ def _live_or_artifacts(kind: str, live: Callable[[], Any], root: Path) -> Callab
     return probe
 
 
-def read_capacity_sweep(root: str | Path, kind: str) -> tuple[str, Any, dict[int, Path]]:
-    """The capacity of ``<root>/<kind>/capacity/``: one folder per attempted layer count, named by config id.
+#: Log lines saying a compile finished (Model Zoo; PopTorch's progress bar at 100%), for a folder without a profile.
+COMPILED_MARKERS = re.compile(r"compile was successful|graph compilation: 100%", re.I)
+
+
+def read_capacity_sweeps(root: str | Path, kind: str) -> dict[str, tuple[Any, dict[int, Path]]]:
+    """Every sweep of ``<root>/<kind>/capacity/``: one folder per attempted (config, layer count), named by config id.
 
     A folder with the vendor's profile (``compile_report.txt``, ``profile.pop``) compiled; otherwise its ``*.log``
-    files must say how it ended -- an out-of-memory or compile failure (a capacity result), or
-    ``Compile was successful`` -- else the folder is in an unknown layout (error naming it). All folders must be one
-    sweep: the same config but for the layer count. Returns (config id without layers, outcome, folder per count).
+    files must say how it ended -- an out-of-memory or compile failure (a capacity result), or that the compile
+    finished (``Compile was successful``; PopTorch's ``Graph compilation: 100%``) -- else the folder is in an unknown
+    layout (error naming it). Folders differing only in ``L<layers>`` form one sweep. Returns, per config id without
+    the layer count, the :class:`~pytest_genai.dabench.capacity.CapacityOutcome` and the folder per count.
     """
     from pytest_genai.dabench.capacity import capacity_from_outcomes, failure_reason
     from pytest_genai.dabench.readers import LayoutError
@@ -98,31 +103,40 @@ def read_capacity_sweep(root: str | Path, kind: str) -> tuple[str, Any, dict[int
     sweep = Path(root) / kind / CAPACITY_DIR
     if not sweep.is_dir():
         raise VendorUnavailable(f"no {kind} capacity sweep at {sweep}")
-    outcomes: dict[int, str | None] = {}
-    folders: dict[int, Path] = {}
-    groups = set()
+    outcomes: dict[str, dict[int, str | None]] = {}
+    folders: dict[str, dict[int, Path]] = {}
     for folder in sorted(p for p in sweep.iterdir() if p.is_dir()):
         m = _CONFIG_ID.match(folder.name)
         if not m:
             raise LayoutError(str(folder), None, "a folder named by config id, e.g. L72-h768-a12-s1024-b8-fp16-train")
-        layers = int(m.group(1))
-        groups.add(m.group(2))
-        folders[layers] = folder
+        layers, group = int(m.group(1)), m.group(2)
+        folders.setdefault(group, {})[layers] = folder
         if (folder / PROFILE_FILES[kind]).exists():
-            outcomes[layers] = None
+            outcomes.setdefault(group, {})[layers] = None
             continue
         logs = sorted(folder.glob("*.log"))
         text = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in logs)
         reason = failure_reason(text)
-        if reason is None and "compile was successful" not in text.lower():
+        if reason is None and not COMPILED_MARKERS.search(text):
             raise LayoutError(str(folder), None, f"{PROFILE_FILES[kind]}, or a *.log saying the compile failed "
                                                  "(out of memory / compile error) or 'Compile was successful'")
-        outcomes[layers] = reason
+        outcomes.setdefault(group, {})[layers] = reason
     if not outcomes:
         raise VendorUnavailable(f"the {kind} capacity sweep {sweep} has no config folders")
-    if len(groups) > 1:
-        raise LayoutError(str(sweep), None, "one sweep (folders differing only in L<layers>)", ", ".join(sorted(groups)))
-    return groups.pop(), capacity_from_outcomes(outcomes), folders
+    return {group: (capacity_from_outcomes(outcomes[group]), folders[group]) for group in sorted(outcomes)}
+
+
+def read_capacity_sweep(root: str | Path, kind: str) -> tuple[str, Any, dict[int, Path]]:
+    """The one sweep of ``<root>/<kind>/capacity/`` (:func:`read_capacity_sweeps`; all folders the same config but
+    for the layer count). Returns (config id without layers, outcome, folder per count)."""
+    from pytest_genai.dabench.readers import LayoutError
+
+    sweeps = read_capacity_sweeps(root, kind)
+    if len(sweeps) > 1:
+        raise LayoutError(str(Path(root) / kind / CAPACITY_DIR), None, "one sweep (folders differing only in "
+                          "L<layers>)", ", ".join(sweeps))
+    ((group, (outcome, folders)),) = sweeps.items()
+    return group, outcome, folders
 
 
 def profile_path(root: str | Path, kind: str, cfg: DecoderConfig) -> Path:

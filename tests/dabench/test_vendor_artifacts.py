@@ -5,13 +5,18 @@ from pathlib import Path
 
 import pytest
 
-from pytest_genai.dabench.capacity import capacity_from_outcomes, failure_reason
-from pytest_genai.dabench.level2.artifacts import (ArtifactsMissing, mixed_precision_speedup, read_runs,
+from pytest_genai.claims import load_claims
+from pytest_genai.claims.check import check_value
+from pytest_genai.dabench.capacity import capacity_from_outcomes, failure_reason, min_failing_layers
+from pytest_genai.dabench.level2.artifacts import (ArtifactsMissing, batch_scaling_efficiency, batch_sweep,
+                                                   gain_per_doubling_from, mixed_precision_speedup, read_runs,
                                                    tp_scaling_ratio)
+from pytest_genai.dabench.level2.results import vendor_batch_result
+from pytest_genai.dabench.results import ipu_capacity_result
 from pytest_genai.dabench.readers import LayoutError
 from pytest_genai.dabench.readers.cerebras import read_compile_report
 from pytest_genai.dabench.readers.runlog import read_run
-from pytest_genai.dabench.vendor import read_capacity_sweep, with_artifact_devices
+from pytest_genai.dabench.vendor import read_capacity_sweep, read_capacity_sweeps, with_artifact_devices
 
 from . import vendor_fixtures
 
@@ -202,3 +207,148 @@ def test_benchmark_checks_the_ipu_bound_from_an_execution_profile_without_the_sd
     assert unjudged["claims"] == [] and "compute_bound_measured" not in unjudged["metrics"]
     assert f"ipu/{graph_only}/execution/profile.pop" in unjudged["labels"]["bound_not_judged"]
     assert "autoReport.outputExecutionProfile" in unjudged["labels"]["bound_not_judged"]
+
+
+# --- IPU capacity over several configs; batch sweeps -----------------------------------------------------------------
+
+CLAIMS = {c.id: c for c in load_claims()}
+H_SMALL, H_MID, H_LARGE = ("h768-a12-s1024-b8-fp32-train", "h1024-a16-s1024-b8-fp32-train",
+                            "h2048-a16-s1024-b8-fp32-train")
+
+
+def _verdict(claim_id: str, result) -> str:
+    claim = CLAIMS[claim_id]
+    m = result.metrics[claim.metric]
+    return check_value(claim, m.value).verdict if m.rounds is None else _interval_verdict(claim, m.rounds)
+
+
+def _interval_verdict(claim, rounds) -> str:
+    from pytest_genai.claims.stats import median_interval
+
+    return check_value(claim, sorted(rounds)[len(rounds) // 2], median_interval(list(rounds))).verdict
+
+
+def test_ipu_capacity_per_config_and_the_smallest_failing_count(tmp_path):
+    write = vendor_fixtures.write_ipu_capacity_sweep
+    # The large config compiles up to 8 layers and fails at 10; a middle one fails at 16; the small one never.
+    write(tmp_path, {H_SMALL: None, H_MID: 12, H_LARGE: 8})
+    sweeps = read_capacity_sweeps(tmp_path, "ipu")
+    assert set(sweeps) == {H_SMALL, H_MID, H_LARGE} and sweeps[H_MID][0].first_failing == 16
+    small, large = sweeps[H_SMALL][0], sweeps[H_LARGE][0]
+    assert (small.max_fitting, small.first_failing) == (16, None)
+    assert (large.max_fitting, large.first_failing, large.monotone) == (8, 10, True)
+    assert large.attempts[-1][2].startswith("out_of_memory: ")  # Poplar's "Out of memory" is a result
+    assert min_failing_layers({g: o for g, (o, _) in sweeps.items()}) == (10, H_LARGE)
+    result = ipu_capacity_result(sweeps)
+    assert result.metrics["min_failing_layers"].value == 10 and result.labels["min_failing_config"] == H_LARGE
+    assert result.metrics["capacity_failing_configs"].value == 2
+    assert _verdict("B1.ipu_fails_at_10_layers", result) == "pass"
+    with pytest.raises(LayoutError, match="one sweep"):
+        read_capacity_sweep(tmp_path, "ipu")  # the WSE's single-sweep reader refuses two configs
+
+
+def test_ipu_capacity_claim_fails_when_every_config_compiles_past_10(tmp_path):
+    vendor_fixtures.write_ipu_capacity_sweep(tmp_path, {H_SMALL: None, H_LARGE: 12})  # fails first at 16
+    result = ipu_capacity_result(read_capacity_sweeps(tmp_path, "ipu"))
+    assert result.metrics["min_failing_layers"].value == 16
+    assert _verdict("B1.ipu_fails_at_10_layers", result) == "fail"
+
+
+def test_ipu_capacity_without_any_failure_is_not_judged(tmp_path):
+    vendor_fixtures.write_ipu_capacity_sweep(tmp_path, {H_SMALL: None})
+    result = ipu_capacity_result(read_capacity_sweeps(tmp_path, "ipu"))
+    assert "min_failing_layers" not in result.metrics and "not judged" in result.labels["capacity_note"]
+
+
+def test_batch_scaling_efficiency_and_gain_per_doubling():
+    assert batch_scaling_efficiency((8, 16, 64), (100.0, 195.0, 720.0)) == pytest.approx(0.9)
+    assert batch_scaling_efficiency((64, 8), (720.0, 100.0)) == pytest.approx(0.9)  # order of the sweep is free
+    # 200 -> 800 is two doublings: 1.21x overall is 1.1x per doubling; batches below 200 do not count.
+    assert gain_per_doubling_from((50, 200, 400, 800), (10.0, 100.0, 105.0, 121.0)) == pytest.approx(1.1)
+    with pytest.raises(ArtifactsMissing, match=">= 200"):
+        gain_per_doubling_from((50, 100, 200), (1.0, 2.0, 3.0))
+
+
+def test_rdu_batch_sweep_near_linear_passes_and_saturating_fails(tmp_path):
+    near = {8: 1000.0, 16: 1960.0, 32: 3800.0, 64: 7400.0}  # 7.4x for 8x batch: 0.925
+    vendor_fixtures.write_batch_sweep(tmp_path / "near", "rdu", near)
+    _run(tmp_path / "near", "rdu", "other-layers", vendor_fixtures.sambaflow_log(9.0), precision="fp32", chips=2,
+         layers=12, batch=8)  # one batch at another depth: not a sweep, left out
+    sweep = batch_sweep(read_runs(tmp_path / "near", "rdu"))
+    assert sweep.batches == (8, 16, 32, 64) and len(sweep.rounds) == 3
+    result = vendor_batch_result(sweep)
+    assert result.metrics["batch_scaling_efficiency"].value == pytest.approx(7400.0 / 1000.0 / 8)
+    assert "batch_gain_per_doubling_from_200" not in result.metrics  # no batch >= 200 swept
+    assert _verdict("B2.rdu_batch_near_linear", result) == "pass"
+    saturating = {8: 1000.0, 16: 1700.0, 32: 2400.0, 64: 2800.0}  # 2.8x for 8x batch: 0.35
+    vendor_fixtures.write_batch_sweep(tmp_path / "sat", "rdu", saturating)
+    result = vendor_batch_result(batch_sweep(read_runs(tmp_path / "sat", "rdu")))
+    assert _verdict("B2.rdu_batch_near_linear", result) == "fail"
+
+
+def test_ipu_batch_sweep_and_a_single_batch_is_missing(tmp_path):
+    vendor_fixtures.write_batch_sweep(tmp_path, "ipu", {4: 40.0, 8: 79.0, 16: 150.0}, precision="mixed", chips=4,
+                                      layers=8)
+    result = vendor_batch_result(batch_sweep(read_runs(tmp_path, "ipu")))
+    assert result.metrics["batch_scaling_efficiency"].value == pytest.approx(150.0 / 40.0 / 4, rel=1e-3)
+    assert _verdict("B2.ipu_batch_near_linear", result) == "pass"
+    one = tmp_path / "one"
+    vendor_fixtures.write_batch_sweep(one, "ipu", {8: 79.0})
+    with pytest.raises(ArtifactsMissing, match="two or more batch sizes"):
+        batch_sweep(read_runs(one, "ipu"))
+
+
+def test_wse_batch_plateau_from_params_yaml(tmp_path):
+    plateau = {50: 300.0, 100: 560.0, 200: 1000.0, 400: 1060.0, 800: 1100.0}  # 1.1x over two doublings
+    vendor_fixtures.write_batch_sweep(tmp_path / "flat", "wse", plateau, precision="mixed", chips=1, layers=24)
+    runs = read_runs(tmp_path / "flat", "wse")
+    assert {r.batch for r in runs} == set(plateau) and runs[0].precision == "mixed"  # from params.yaml
+    result = vendor_batch_result(batch_sweep(runs))
+    assert result.metrics["batch_gain_per_doubling_from_200"].value == pytest.approx((1100 / 1000) ** 0.5, rel=1e-3)
+    assert _verdict("B2.wse2_batch_plateau", result) == "pass"
+    linear = {50: 300.0, 100: 600.0, 200: 1200.0, 400: 2350.0, 800: 4600.0}  # still ~1.96x per doubling
+    vendor_fixtures.write_batch_sweep(tmp_path / "lin", "wse", linear, precision="mixed", chips=1, layers=24)
+    result = vendor_batch_result(batch_sweep(read_runs(tmp_path / "lin", "wse")))
+    assert _verdict("B2.wse2_batch_plateau", result) == "fail"
+
+
+def test_a_batch_sweep_is_not_mixed_into_the_precision_comparison(tmp_path):
+    vendor_fixtures.write_batch_sweep(tmp_path, "rdu", {8: 1000.0, 64: 7000.0}, repeats=1)
+    _run(tmp_path, "rdu", "mixed-b8", vendor_fixtures.sambaflow_log(1343.0), precision="mixed", chips=2, layers=24,
+         batch=8)
+    mp = mixed_precision_speedup(read_runs(tmp_path, "rdu"), "rdu")
+    assert mp.value == pytest.approx(1.343) and mp.baseline.batch == 8  # not the median over batches 8 and 64
+
+
+def test_benchmarks_check_ipu_capacity_and_batch_sweeps_without_the_sdks(tmp_path):
+    """End to end: ipu, rdu and wse are artifact devices; test_capacity_ipu judges B1.ipu_fails_at_10_layers on a
+    sweep where one config fails at 10 (pass), test_vendor_batch_scaling judges B2.rdu_batch_near_linear on a
+    near-linear sweep (pass) and B2.wse2_batch_plateau on a WSE sweep that keeps gaining past batch 200 (fail: the
+    run exits 1 and the JSON says so)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    profiles = tmp_path / "profiles"
+    vendor_fixtures.write_ipu_capacity_sweep(profiles, {H_SMALL: None, H_LARGE: 8})
+    vendor_fixtures.write_batch_sweep(profiles, "rdu", {8: 1000.0, 16: 1960.0, 32: 3800.0, 64: 7400.0})
+    vendor_fixtures.write_batch_sweep(profiles, "wse", {100: 600.0, 200: 1200.0, 400: 2350.0, 800: 4600.0},
+                                      precision="mixed", chips=1)
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_GENERATION")}
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "out.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "benchmarks/test_dabench_level1.py", "benchmarks/test_dabench_level2.py",
+         "-k", "test_capacity_ipu or test_vendor_batch_scaling", "-q", "-p", "no:cacheprovider",
+         f"--genai-dabench-profiles={profiles}", f"--benchmark-json={out}"],
+        cwd=repo, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "1 failed" in proc.stdout and "2 passed" in proc.stdout, proc.stdout[-3000:]
+    verdicts = {}
+    for bench in json.loads(out.read_text())["benchmarks"]:
+        genai = bench["extra_info"]["genai"]
+        assert "artifacts in" in genai["device"]["name"]
+        verdicts.update({v["id"]: v["verdict"] for v in genai["claims"]})
+    assert verdicts == {"B1.ipu_fails_at_10_layers": "pass", "B2.rdu_batch_near_linear": "pass",
+                        "B2.wse2_batch_plateau": "fail"}

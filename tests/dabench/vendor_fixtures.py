@@ -223,3 +223,68 @@ def write_fake_pva(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "pva.py").write_text(FAKE_PVA_MODULE)
     return folder
+
+
+# --- sweeps: IPU capacity over several configs, Level-2 runs at several batch sizes ---------------------------------
+
+
+def poptorch_compile_log(layers: int, *, fits: bool) -> str:
+    """Console output of a PopTorch compile of ``layers`` blocks: the progress bar reaching 100%, or Poplar's
+    out-of-memory error as poptorch raises it (the graph does not fit the tiles' memory)."""
+    head = [f"[INFO] Building the decoder stack: {layers} layers",
+            "[09:12:31.102] [poptorch:cpp] [info] Popart graph built, starting Poplar compilation"]
+    if fits:
+        return "\n".join(head + ["Graph compilation: 100%|##########| 100/100 [03:41<00:00]"]) + "\n"
+    return "\n".join(head + [
+        "Graph compilation:  38%|###8      | 38/100 [01:02<01:41]",
+        "[09:13:33.870] [poptorch:cpp] [critical] poptorch.poptorch_core.Error: In poptorch/source/"
+        "PoplarExecutor.cpp:1203: 'poplar_exception': Out of memory: Cannot fit all variable data onto one or "
+        "more tiles. Exiting compilation.",
+        "Traceback (most recent call last):",
+        '  File "train.py", line 88, in <module>',
+        "poptorch.Error: Out of memory on 312 tiles (largest overflow 81,204 bytes on tile 1187)",
+    ]) + "\n"
+
+
+def write_ipu_capacity_sweep(root: Path, capacity: dict[str, int | None],
+                             counts=(2, 4, 6, 8, 10, 12, 16)) -> Path:
+    """``root/ipu/capacity/L<n>-<config>/`` for every config and count: where ``n`` <= the config's capacity (None:
+    every count fits) a compiled run -- its ``profile.pop`` at counts divisible by 4, else its log only; above it
+    the out-of-memory log."""
+    sweep = root / "ipu" / "capacity"
+    for config, cap in capacity.items():
+        for n in counts:
+            folder = sweep / f"L{n}-{config}"
+            folder.mkdir(parents=True)
+            fits = cap is None or n <= cap
+            if fits and n % 4 == 0:
+                write_pop(folder / "profile.pop", graph_profile())
+            else:
+                (folder / "compile.log").write_text(poptorch_compile_log(n, fits=fits))
+    return sweep
+
+
+def write_batch_sweep(root: Path, kind: str, samples_per_s: dict[int, float], *, repeats: int = 3,
+                      precision: str = "fp32", chips: int = 2, layers: int = 24) -> list[Path]:
+    """Level-2 runs of ``kind`` at every batch of ``samples_per_s`` (``repeats`` each, folders ``r<i>-b<batch>``,
+    a little spread between repeats): the WSE states batch, layers, systems and precision in its Model Zoo
+    ``params.yaml``; RDU and IPU runs in ``run.toml``."""
+    folders = []
+    for batch, rate in samples_per_s.items():
+        for r in range(repeats):
+            value = rate * (1.0 + 0.004 * r)
+            folder = root / kind / "level2" / f"r{r}-b{batch:04d}"
+            folder.mkdir(parents=True)
+            if kind == "wse":
+                (folder / "run.log").write_text(cerebras_log(value, csx=chips))
+                (folder / "params.yaml").write_text(
+                    f"train_input:\n  batch_size: {batch}\nmodel:\n  num_hidden_layers: {layers}\n"
+                    f"  mixed_precision: {precision == 'mixed'}\n  fp16_type: float16\nrunconfig:\n"
+                    f"  num_csx: {chips}\n")
+            else:
+                log = sambaflow_log(value) if kind == "rdu" else poptorch_log([value / 50, value, value, value])
+                (folder / "run.log").write_text(log)
+                (folder / "run.toml").write_text(f'precision = "{precision}"\nchips = {chips}\nlayers = {layers}\n'
+                                                 f"batch = {batch}\n")
+            folders.append(folder)
+    return folders

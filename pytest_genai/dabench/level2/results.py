@@ -12,7 +12,9 @@ import dataclasses
 import statistics
 from typing import Any
 
-from pytest_genai.dabench.level2.artifacts import MIXED_PRECISION_BASELINE, RunComparison
+from pytest_genai.dabench.level2.artifacts import (MIXED_PRECISION_BASELINE, PLATEAU_FROM_BATCH, ArtifactsMissing,
+                                                   BatchSweep, RunComparison, batch_scaling_efficiency,
+                                                   gain_per_doubling_from)
 from pytest_genai.dabench.level2.config import BatchSweepConfig, ParallelConfig, PrecisionConfig
 from pytest_genai.dabench.level2.deploy import BatchSweepResult, PrecisionResult
 from pytest_genai.dabench.level2.partition import bubble_fraction_modeled
@@ -146,3 +148,32 @@ def vendor_tp_result(comparison: RunComparison) -> Result:
     """Tensor-parallel samples/s on more chips over fewer (:func:`.artifacts.tp_scaling_ratio`), and the chips."""
     out = _comparison_result(comparison, "scaling_throughput_ratio")
     return dataclasses.replace(out, metrics={**out.metrics, "world_size": _m(comparison.run.chips, CONFIG)})
+
+
+def vendor_batch_result(sweep: BatchSweep) -> Result:
+    """A vendor batch sweep (:func:`.artifacts.batch_sweep`): ``batch_scaling_efficiency`` over the whole sweep and,
+    where two or more batches are >= 200, ``batch_gain_per_doubling_from_200``; each with its per-round values
+    when every batch was repeated; samples/s at the smallest and largest batch; the curve in ``extra``."""
+    rounds = sweep.rounds if len(sweep.rounds) >= 2 else None
+    metrics: dict[str, Any] = {
+        "batch_scaling_efficiency": _m(batch_scaling_efficiency(sweep.batches, sweep.samples_per_s),
+                                       rounds=rounds and [batch_scaling_efficiency(sweep.batches, r) for r in rounds]),
+        "samples_per_s": _m(sweep.samples_per_s[-1]),
+        "baseline_samples_per_s": _m(sweep.samples_per_s[0]),
+        "largest_batch": _m(sweep.batches[-1], CONFIG),
+        "smallest_batch": _m(sweep.batches[0], CONFIG),
+    }
+    try:
+        gain = gain_per_doubling_from(sweep.batches, sweep.samples_per_s)
+    except ArtifactsMissing:
+        pass
+    else:
+        metrics["batch_gain_per_doubling_from_200"] = _m(gain, rounds=rounds and [
+            gain_per_doubling_from(sweep.batches, r, PLATEAU_FROM_BATCH) for r in rounds])
+    labels = {
+        "runs": ", ".join(r.name for r in sweep.runs),
+        "batches": ", ".join(str(b) for b in sweep.batches),
+        "throughput_source": sweep.runs[0].throughput_basis,
+    }
+    curve = [{"batch": b, "samples_per_s": t} for b, t in zip(sweep.batches, sweep.samples_per_s)]
+    return Result(metrics, labels, {"batch_curve": curve, "vendor_runs": [dataclasses.asdict(r) for r in sweep.runs]})
