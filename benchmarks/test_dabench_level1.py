@@ -320,6 +320,31 @@ def test_level1_rdu(request, benchmark, genai, rdu, level1_cfg):
         genai.check("B1.rdu_memory_bound")
 
 
+@pytest.mark.claims("B1.rdu_o3_balance_falls", kinds=("rdu",))
+def test_compile_modes_rdu(request, benchmark, genai, rdu):
+    """SN30 load balance per SambaFlow compile mode (o0, o1, o3) across layer counts, from SambaTune section reports
+    at ``<DIR>/rdu/compile_modes/<mode>/<config id>/section_report.csv``: O3's LI at the largest count over its LI at
+    the smallest (Paper B: O3's balance falls as layers grow); the O0 / O1 curves are recorded beside it."""
+    from pytest_genai.dabench.results import rdu_compile_modes_result
+    from pytest_genai.dabench.vendor import VendorUnavailable, read_compile_mode_sweeps
+
+    root = _profiles_root(request, "RDU compile-mode sweeps (<DIR>/rdu/compile_modes/<mode>/<config id>/)")
+    howto = ("profile the config at rising layer counts under SambaTune once per compile mode (`sambatune app.yaml "
+             "--modes benchmark instrument run` with `-o0`, `-o1` or `-o3` in compile-args) and copy each "
+             "reports/section_report.csv (docs/dabench.md)")
+    try:
+        group, sweeps = benchmark.pedantic(read_compile_mode_sweeps, args=(root,), rounds=1, iterations=1)
+    except VendorUnavailable as exc:
+        pytest.skip(f"{exc}: {howto}")
+    result = rdu_compile_modes_result(sweeps)
+    if "o3_li_deepest_over_shallowest" not in result.metrics:
+        pytest.skip(f"{result.labels['o3_trend_not_judged']}: {howto}")
+    genai.start(device=rdu, config={"sweep": group, "layers": "swept", "compile_modes": ", ".join(sorted(sweeps))},
+                model=MODEL)
+    genai.record(result)
+    genai.check("B1.rdu_o3_balance_falls")
+
+
 def _ipu_bound(request, genai, cfg) -> None:
     """B1.ipu_memory_bound from the config's execution profile (a separate, untimed profiling run) when one is under
     --genai-dabench-profiles; without one, the bound is recorded as not judged, naming the file and how to make it."""

@@ -100,6 +100,10 @@ MUTATIONS = (
              "    return (samples_per_s[hi] / samples_per_s[lo]) / (batches[hi] / batches[lo])\n",
              "    return samples_per_s[hi] / samples_per_s[lo]\n",  # a throughput gain read as linear scaling
              ("tests/dabench/test_vendor_artifacts.py",)),
+    Mutation("o3-li-trend", "pytest_genai/dabench/balance.py",
+             "    (_, shallow), (_, deep) = known[0], known[-1]\n",
+             "    (_, deep), (_, shallow) = known[0], known[-1]\n",  # a falling balance read as rising
+             ("tests/dabench/test_vendor_artifacts.py",)),
 )
 
 

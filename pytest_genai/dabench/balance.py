@@ -8,7 +8,7 @@ is the stricter alternative. The definition used is always named in the output (
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 LI_DEFINITIONS = {
     "mean_over_max": "mean(load) / max(load)",
@@ -38,3 +38,15 @@ def load_imbalance(loads: Sequence[float], definition: str = "mean_over_max") ->
         return floor
     # mean lies in [min, max]; the clamp only removes floating-point rounding at the ends.
     return min(1.0, max(floor, math.fsum(values) / len(values) / peak))
+
+
+def li_deepest_over_shallowest(li_by_layers: Mapping[int, float | None]) -> float:
+    """LI at the largest layer count over LI at the smallest (counts whose LI is missing are left out): below 1 when
+    balance falls as layers grow (Paper B: RDU O3's load balance falls as layers grow)."""
+    known = sorted((n, li) for n, li in li_by_layers.items() if li is not None)
+    if len(known) < 2:
+        raise ValueError(f"need an LI at two or more layer counts, got {dict(li_by_layers)}")
+    (_, shallow), (_, deep) = known[0], known[-1]
+    if shallow <= 0:
+        raise ValueError(f"LI at {known[0][0]} layers is {shallow}; a ratio needs a positive LI")
+    return deep / shallow

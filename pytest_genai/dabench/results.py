@@ -14,6 +14,7 @@ import dataclasses
 import statistics
 from typing import Any
 
+from pytest_genai.dabench.balance import li_deepest_over_shallowest
 from pytest_genai.dabench.capacity import (CapacityOutcome, CapacitySearch, min_failing_layers,
                                            predicted_max_layers, predicted_peak_bytes)
 from pytest_genai.dabench.config import DecoderConfig
@@ -180,7 +181,7 @@ def wse_capacity_result(outcome: CapacityOutcome, profile: DataflowProfile | Non
 
 def ipu_capacity_result(sweeps: dict[str, tuple[CapacityOutcome, Any]]) -> Result:
     """IPU capacity sweeps of several configs (``vendor.read_capacity_sweeps``): per config the largest layer count
-    that compiled and the first that failed (``extra``); how many configs were swept and how many failed; and, when
+    that compiled and the first that failed (an attachment); how many configs were swept and how many failed; and, when
     some config failed, ``min_failing_layers`` -- the smallest failing count over the configs, with that config and
     its failure (what ``B1.ipu_fails_at_10_layers`` reads; absent when no config failed)."""
     outcomes = {group: outcome for group, (outcome, _) in sweeps.items()}
@@ -202,6 +203,28 @@ def ipu_capacity_result(sweeps: dict[str, tuple[CapacityOutcome, Any]]) -> Resul
         failure = dict((n, why) for n, _, why in outcomes[group].attempts)[layers]
         labels.update(min_failing_config=group, capacity_failure=failure)
     return Result(metrics, labels, {"capacity_sweeps": per_config})
+
+
+def rdu_compile_modes_result(sweeps: dict[str, dict[int, DataflowProfile]]) -> Result:
+    """SambaTune LI per compile mode across layer counts (``vendor.read_compile_mode_sweeps``): per mode the LI at
+    each count (an attachment) and its trend as a label; ``o3_li_deepest_over_shallowest`` (what
+    ``B1.rdu_o3_balance_falls`` reads) when O3 has an LI at two or more counts."""
+    curves = {mode: {n: p.load_imbalance for n, p in sorted(by_layers.items())} for mode, by_layers in sweeps.items()}
+    extra = [{"compile_mode": mode, "layers": n, "load_imbalance": li,
+              "allocation_ratio": sweeps[mode][n].allocation_ratio}
+             for mode, curve in curves.items() for n, li in curve.items()]
+    trend = "; ".join(f"{mode}: " + ", ".join(f"L{n} {li:.3g}" if li is not None else f"L{n} --"
+                                               for n, li in curve.items()) for mode, curve in curves.items())
+    metrics: dict[str, Any] = {}
+    labels = {"li_by_compile_mode": trend}
+    try:
+        metrics["o3_li_deepest_over_shallowest"] = _m(li_deepest_over_shallowest(curves.get("o3", {})))
+    except ValueError as exc:
+        labels["o3_trend_not_judged"] = f"O3: {exc}"
+    li_definitions = {f"{p.li_definition} over {p.li_subtasks}" for by_layers in sweeps.values()
+                      for p in by_layers.values()}
+    labels["li_definition"] = ", ".join(sorted(li_definitions))
+    return Result(metrics, labels, {"compile_mode_sweep": extra})
 
 
 def ipu_bound_result(cycles: ExecutionCycles) -> Result:

@@ -139,6 +139,48 @@ def read_capacity_sweep(root: str | Path, kind: str) -> tuple[str, Any, dict[int
     return group, outcome, folders
 
 
+#: SambaFlow compiler modes Paper B compares (o0: one operator per section; o1: fused; o3: the older default).
+RDU_COMPILE_MODES = ("o0", "o1", "o3")
+COMPILE_MODES_DIR = "compile_modes"
+
+
+def read_compile_mode_sweeps(root: str | Path) -> tuple[str, dict[str, dict[int, Any]]]:
+    """SambaTune section reports per SambaFlow compile mode across layer counts:
+    ``<root>/rdu/compile_modes/<o0|o1|o3>/<config id>/section_report.csv`` (mode folders case-insensitive), every
+    folder the same config but for the layer count. Returns (config id without layers, {mode: {layers: profile}}).
+    """
+    from pytest_genai.dabench.readers import LayoutError
+    from pytest_genai.dabench.readers.sambanova import read_section_report
+
+    top = Path(root) / "rdu" / COMPILE_MODES_DIR
+    if not top.is_dir():
+        raise VendorUnavailable(f"no rdu compile-mode sweep at {top}")
+    groups: set[str] = set()
+    sweeps: dict[str, dict[int, Any]] = {}
+    for mode_dir in sorted(p for p in top.iterdir() if p.is_dir()):
+        mode = mode_dir.name.lower()
+        if mode not in RDU_COMPILE_MODES:
+            raise LayoutError(str(mode_dir), None,
+                              f"a compile-mode folder named one of {', '.join(RDU_COMPILE_MODES)}")
+        for folder in sorted(p for p in mode_dir.iterdir() if p.is_dir()):
+            m = _CONFIG_ID.match(folder.name)
+            if not m:
+                raise LayoutError(str(folder), None,
+                                  "a folder named by config id, e.g. L24-h768-a12-s1024-b8-bf16-train")
+            report = folder / PROFILE_FILES["rdu"]
+            if not report.exists():
+                raise LayoutError(str(folder), None,
+                                  f"{PROFILE_FILES['rdu']} (SambaTune's reports/section_report.csv)")
+            groups.add(m.group(2))
+            sweeps.setdefault(mode, {})[int(m.group(1))] = read_section_report(report)
+    if not sweeps:
+        raise VendorUnavailable(f"the rdu compile-mode sweep {top} has no section reports")
+    if len(groups) > 1:
+        raise LayoutError(str(top), None, "one config swept over layer counts (folders differing only in L<layers>)",
+                          ", ".join(sorted(groups)))
+    return groups.pop(), sweeps
+
+
 def profile_path(root: str | Path, kind: str, cfg: DecoderConfig) -> Path:
     """Where the profile of ``cfg`` on ``kind`` is expected: ``<root>/<kind>/<cfg.id>/<vendor file>``."""
     if kind not in PROFILE_FILES:

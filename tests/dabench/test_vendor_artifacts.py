@@ -7,16 +7,18 @@ import pytest
 
 from pytest_genai.claims import load_claims
 from pytest_genai.claims.check import check_value
+from pytest_genai.dabench.balance import li_deepest_over_shallowest
 from pytest_genai.dabench.capacity import capacity_from_outcomes, failure_reason, min_failing_layers
 from pytest_genai.dabench.level2.artifacts import (ArtifactsMissing, batch_scaling_efficiency, batch_sweep,
                                                    gain_per_doubling_from, mixed_precision_speedup, read_runs,
                                                    tp_scaling_ratio)
 from pytest_genai.dabench.level2.results import vendor_batch_result
-from pytest_genai.dabench.results import ipu_capacity_result
+from pytest_genai.dabench.results import ipu_capacity_result, rdu_compile_modes_result
 from pytest_genai.dabench.readers import LayoutError
 from pytest_genai.dabench.readers.cerebras import read_compile_report
 from pytest_genai.dabench.readers.runlog import read_run
-from pytest_genai.dabench.vendor import read_capacity_sweep, read_capacity_sweeps, with_artifact_devices
+from pytest_genai.dabench.vendor import (read_capacity_sweep, read_capacity_sweeps, read_compile_mode_sweeps,
+                                         with_artifact_devices)
 
 from . import vendor_fixtures
 
@@ -320,9 +322,46 @@ def test_a_batch_sweep_is_not_mixed_into_the_precision_comparison(tmp_path):
     assert mp.value == pytest.approx(1.343) and mp.baseline.batch == 8  # not the median over batches 8 and 64
 
 
+BALANCED, SKEWED = [1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 2.0]  # LI (mean / max) 1.0 and 0.625
+
+
+def test_li_deepest_over_shallowest():
+    assert li_deepest_over_shallowest({24: 0.6, 2: 1.0, 12: None}) == pytest.approx(0.6)  # missing LI left out
+    with pytest.raises(ValueError, match="two or more layer counts"):
+        li_deepest_over_shallowest({2: 1.0, 12: None})
+
+
+def test_rdu_compile_modes_o3_balance_falls_passes_and_a_flat_o3_fails(tmp_path):
+    falls = {"o0": {2: BALANCED, 24: BALANCED}, "o1": {2: BALANCED, 12: BALANCED, 24: BALANCED},
+             "o3": {2: BALANCED, 12: [1.0, 1.0, 1.0, 1.3], 24: SKEWED}}
+    vendor_fixtures.write_compile_mode_sweep(tmp_path / "falls", falls)
+    group, sweeps = read_compile_mode_sweeps(tmp_path / "falls")
+    assert group == "h768-a12-s1024-b8-bf16-train" and set(sweeps) == {"o0", "o1", "o3"}
+    assert sweeps["o3"][24].load_imbalance == pytest.approx(0.625)  # two chips per section folded, not 8 sections
+    result = rdu_compile_modes_result(sweeps)
+    assert result.metrics["o3_li_deepest_over_shallowest"].value == pytest.approx(0.625)
+    assert "o0: L2 1, L24 1" in result.labels["li_by_compile_mode"]
+    assert len(result.attachments["compile_mode_sweep"]) == 8  # 2 + 3 + 3 (mode, layers) points
+    assert _verdict("B1.rdu_o3_balance_falls", result) == "pass"
+    flat = {"o3": {2: BALANCED, 24: [1.0, 1.0, 1.0, 1.01]}}
+    vendor_fixtures.write_compile_mode_sweep(tmp_path / "flat", flat)
+    result = rdu_compile_modes_result(read_compile_mode_sweeps(tmp_path / "flat")[1])
+    assert _verdict("B1.rdu_o3_balance_falls", result) == "fail"
+
+
+def test_rdu_compile_modes_without_an_o3_curve_or_in_an_unknown_layout(tmp_path):
+    vendor_fixtures.write_compile_mode_sweep(tmp_path, {"o1": {2: BALANCED, 24: SKEWED}, "o3": {2: BALANCED}})
+    result = rdu_compile_modes_result(read_compile_mode_sweeps(tmp_path)[1])
+    assert "o3_li_deepest_over_shallowest" not in result.metrics and "O3" in result.labels["o3_trend_not_judged"]
+    (tmp_path / "rdu" / "compile_modes" / "O2").mkdir()
+    with pytest.raises(LayoutError, match="O2: expected a compile-mode folder named one of o0, o1, o3"):
+        read_compile_mode_sweeps(tmp_path)
+
+
 def test_benchmarks_check_ipu_capacity_and_batch_sweeps_without_the_sdks(tmp_path):
     """End to end: ipu, rdu and wse are artifact devices; test_capacity_ipu judges B1.ipu_fails_at_10_layers on a
-    sweep where one config fails at 10 (pass), test_vendor_batch_scaling judges B2.rdu_batch_near_linear on a
+    sweep where one config fails at 10 (pass), test_compile_modes_rdu judges B1.rdu_o3_balance_falls on O3 section
+    reports whose LI falls from 1.0 to 0.625 (pass), test_vendor_batch_scaling judges B2.rdu_batch_near_linear on a
     near-linear sweep (pass) and B2.wse2_batch_plateau on a WSE sweep that keeps gaining past batch 200 (fail: the
     run exits 1 and the JSON says so)."""
     import json
@@ -333,6 +372,8 @@ def test_benchmarks_check_ipu_capacity_and_batch_sweeps_without_the_sdks(tmp_pat
     profiles = tmp_path / "profiles"
     vendor_fixtures.write_ipu_capacity_sweep(profiles, {H_SMALL: None, H_LARGE: 8})
     vendor_fixtures.write_batch_sweep(profiles, "rdu", {8: 1000.0, 16: 1960.0, 32: 3800.0, 64: 7400.0})
+    vendor_fixtures.write_compile_mode_sweep(profiles, {"o1": {2: BALANCED, 24: BALANCED}, "o3": {2: BALANCED,
+                                                                                                24: SKEWED}})
     vendor_fixtures.write_batch_sweep(profiles, "wse", {100: 600.0, 200: 1200.0, 400: 2350.0, 800: 4600.0},
                                       precision="mixed", chips=1)
     env = {k: v for k, v in os.environ.items() if not k.endswith("_GENERATION")}
@@ -340,15 +381,15 @@ def test_benchmarks_check_ipu_capacity_and_batch_sweeps_without_the_sdks(tmp_pat
     out = tmp_path / "out.json"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "benchmarks/test_dabench_level1.py", "benchmarks/test_dabench_level2.py",
-         "-k", "test_capacity_ipu or test_vendor_batch_scaling", "-q", "-p", "no:cacheprovider",
+         "-k", "test_capacity_ipu or test_compile_modes_rdu or test_vendor_batch_scaling", "-q", "-p", "no:cacheprovider",
          f"--genai-dabench-profiles={profiles}", f"--benchmark-json={out}"],
         cwd=repo, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "1 failed" in proc.stdout and "2 passed" in proc.stdout, proc.stdout[-3000:]
+    assert "1 failed" in proc.stdout and "3 passed" in proc.stdout, proc.stdout[-3000:]
     verdicts = {}
     for bench in json.loads(out.read_text())["benchmarks"]:
         genai = bench["extra_info"]["genai"]
         assert "artifacts in" in genai["device"]["name"]
         verdicts.update({v["id"]: v["verdict"] for v in genai["claims"]})
-    assert verdicts == {"B1.ipu_fails_at_10_layers": "pass", "B2.rdu_batch_near_linear": "pass",
-                        "B2.wse2_batch_plateau": "fail"}
+    assert verdicts == {"B1.ipu_fails_at_10_layers": "pass", "B1.rdu_o3_balance_falls": "pass",
+                        "B2.rdu_batch_near_linear": "pass", "B2.wse2_batch_plateau": "fail"}

@@ -288,3 +288,23 @@ def write_batch_sweep(root: Path, kind: str, samples_per_s: dict[int, float], *,
                                                  f"batch = {batch}\n")
             folders.append(folder)
     return folders
+
+
+def write_compile_mode_sweep(root: Path, latencies: dict[str, dict[int, list[float]]],
+                             config: str = "h768-a12-s1024-b8-bf16-train") -> Path:
+    """``root/rdu/compile_modes/<MODE>/L<n>-<config>/section_report.csv`` per mode and layer count, from per-section
+    latencies (seconds); each section runs on two chips (a row per chip, the second 2% faster) and one extra
+    optimizer section has ``--`` cells everywhere but its id."""
+    top = root / "rdu" / "compile_modes"
+    for mode, by_layers in latencies.items():
+        for layers, sections in by_layers.items():
+            rows = []
+            for i, latency in enumerate(sections):
+                kind = "Forward" if i < len(sections) // 2 else "Backward"
+                rows += [(i, 0, kind, f"{latency:.6f}", "150.0", "55.0%"),
+                         (i, 1, kind, f"{latency * 0.98:.6f}", "140.0", "53.0%")]
+            rows.append((len(sections), 0, "Optimizer", "--", "--", "--"))
+            folder = top / mode.upper() / f"L{layers}-{config}"
+            folder.mkdir(parents=True)
+            (folder / "section_report.csv").write_text(section_report(rows))
+    return top

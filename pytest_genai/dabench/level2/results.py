@@ -153,7 +153,7 @@ def vendor_tp_result(comparison: RunComparison) -> Result:
 def vendor_batch_result(sweep: BatchSweep) -> Result:
     """A vendor batch sweep (:func:`.artifacts.batch_sweep`): ``batch_scaling_efficiency`` over the whole sweep and,
     where two or more batches are >= 200, ``batch_gain_per_doubling_from_200``; each with its per-round values
-    when every batch was repeated; samples/s at the smallest and largest batch; the curve in ``extra``."""
+    when every batch was repeated; samples/s at the smallest and largest batch; the curve as an attachment."""
     rounds = sweep.rounds if len(sweep.rounds) >= 2 else None
     metrics: dict[str, Any] = {
         "batch_scaling_efficiency": _m(batch_scaling_efficiency(sweep.batches, sweep.samples_per_s),
