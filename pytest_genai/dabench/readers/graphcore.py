@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pytest_genai.dabench.balance import LI_DEFINITIONS, load_imbalance
 from pytest_genai.dabench.readers import DataflowProfile
@@ -99,8 +99,9 @@ def _vertex_state_bytes(tile: Any) -> float | None:
         return None
 
 
-def read_popvision(path: str | Path, **kwargs: str) -> DataflowProfile:
-    """Open ``profile.pop`` with ``pva`` (Poplar SDK) and read it; ImportError names the SDK when it is absent."""
+def _read_report(path: str | Path, read: Callable[[Any], Any], expected: str) -> Any:
+    """Open ``path`` with ``pva`` (Poplar SDK) and ``read`` the report; ImportError names the SDK when it is absent,
+    LayoutError names the file and ``expected`` when the report lacks what ``read`` needs."""
     try:
         import pva
     except ImportError as exc:
@@ -108,11 +109,17 @@ def read_popvision(path: str | Path, **kwargs: str) -> DataflowProfile:
             "reading profile.pop needs the PopVision Analysis Library (`pva`, shipped with the Poplar SDK)"
         ) from exc
     try:
-        return profile_from_report(pva.openReport(str(path)), **kwargs)
+        return read(pva.openReport(str(path)))
     except ValueError as exc:
         from pytest_genai.dabench.readers import LayoutError
 
-        raise LayoutError(str(path), None, "a PopVision report with compilation.target and tiles", str(exc)) from None
+        raise LayoutError(str(path), None, expected, str(exc)) from None
+
+
+def read_popvision(path: str | Path, **kwargs: str) -> DataflowProfile:
+    """Open ``profile.pop`` with ``pva`` (Poplar SDK) and read it; ImportError names the SDK when it is absent."""
+    return _read_report(path, lambda report: profile_from_report(report, **kwargs),
+                        "a PopVision report with compilation.target and tiles")
 
 
 #: Execution-profile program types by what the IPU spends the cycles on (``pva.Program.Type`` member names).
@@ -212,17 +219,6 @@ def execution_cycles_from_report(report: Any) -> ExecutionCycles:
 def read_execution_profile(path: str | Path) -> ExecutionCycles:
     """Open an execution ``profile.pop`` with ``pva`` and read its cycles; LayoutError names the file when it holds
     no execution profile (e.g. it came from a timed run, which writes the graph profile only)."""
-    try:
-        import pva
-    except ImportError as exc:
-        raise ImportError(
-            "reading profile.pop needs the PopVision Analysis Library (`pva`, shipped with the Poplar SDK)"
-        ) from exc
-    try:
-        return execution_cycles_from_report(pva.openReport(str(path)))
-    except ValueError as exc:
-        from pytest_genai.dabench.readers import LayoutError
-
-        raise LayoutError(str(path), None, "a PopVision report with an execution profile (report.execution.runs with "
-                                           "steps; written with autoReport.outputExecutionProfile=true)",
-                          str(exc)) from None
+    return _read_report(path, execution_cycles_from_report,
+                        "a PopVision report with an execution profile (report.execution.runs with steps; written "
+                        "with autoReport.outputExecutionProfile=true)")
