@@ -72,6 +72,10 @@ MUTATIONS = (
              "            above_f += (x > hi) ? 1.0f : 0.0f;\n",
              "            above_f += (x >= hi) ? 1.0f : 0.0f;\n",  # the portable scan counts a tie as above the bracket
              ("tests/quant/test_threshold.py",)),
+    Mutation("select-kernel", "pytest_genai/quant/csrc/scan.c",
+             "        while (k >= hist[j]) k -= hist[j++];\n",
+             "        while (k > hist[j]) k -= hist[j++];\n",  # the radix selection stops one bucket early on ties
+             ("tests/quant/test_threshold.py",)),
     Mutation("parent-death", "pytest_genai/runtime/launcher.py",
              "            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG\n",
              "            pass\n",  # torchrun outlives a SIGKILLed pytest unless something else reaps it

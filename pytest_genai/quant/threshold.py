@@ -9,10 +9,11 @@ tau is the k-th smallest ``|w|`` over all eligible weights (``k = ceil(sparsity 
    only the magnitudes inside ``[lo, hi]`` (about 1% of the weights for the default sample) and
    sums ``|w|`` per tensor; tau is then an exact ``kthvalue`` over those candidates.
 
-The streaming pass runs a small C kernel (``csrc/scan.c``: one read of each weight, compiled on first use; on
-torch's threads, one tensor per thread) where a C compiler is available and the weights are contiguous fp32 on the
-CPU; otherwise torch ops on 1 MiB chunks (the same counts, several passes over each cached chunk).
-:func:`scan_path` says which one ran.
+The streaming pass runs a small C kernel (``csrc/scan.c``: one read of each weight, no data-dependent branch, compiled
+on first use; on torch's threads, one tensor per thread) where a C compiler is available and the weights are
+contiguous fp32 on the CPU; otherwise torch ops on 1 MiB chunks (the same counts, several passes over each cached
+chunk). :func:`scan_path` says which one ran. The order statistics (the bracket's two, then tau among the
+candidates) are the same file's radix selection where it is compiled, else numpy's introselect: the same values.
 
 If the bracket misses rank ``k`` (probability ~1e-9) it is narrowed by counting-only bisection,
 so memory stays bounded. The same pass gives each tensor's count above tau and its ``sum |w|``,
@@ -29,9 +30,10 @@ from .metrics import threshold_rank
 
 _CHUNK = 1 << 18  # elements per streaming chunk (1 MiB of fp32: stays in cache)
 _MAX_CANDIDATES = 1 << 26
-#: At most n / SAMPLE_DIVISOR magnitudes are sampled. The sample and its selection cost ~17 ns per sampled value, the
-#: final selection ~10 ns per candidate, and candidates ~ 5.5 n / sqrt(sample): the sum is smallest near n / 256 (at
-#: 44M weights: ~9 ms against ~15 ms with n / 64); past 256M weights ``sample_size`` (2**20) caps it anyway.
+#: At most n / SAMPLE_DIVISOR magnitudes are sampled. With the C kernels the sample's gather and selection cost ~6 ns
+#: per sampled value, the final selection ~1.4 ns per candidate, and candidates ~ 5.5 n / sqrt(sample): at 44M weights
+#: n / 128 to n / 1024 all cost 1.5-2 ms (measured), against ~7 ms for the 6-sigma scan itself; past 256M weights
+#: ``sample_size`` (2**20) caps it anyway.
 SAMPLE_DIVISOR = 256
 _KERNEL = Path(__file__).parent / "csrc" / "scan.c"
 _LAST_PATH = {"path": ""}
@@ -96,13 +98,19 @@ def sample_abs(weights, sample_size: int, seed: int = 0):
 
 
 def _order_stats(values, indices) -> list[float]:
-    """The ``i``-th smallest (0-based) values of the CPU fp32 tensor ``values``, for each ``i`` of ``indices``, by
-    one selection (numpy's introselect takes several ranks at once, ~2x faster than torch.kthvalue per rank)."""
+    """The ``i``-th smallest (0-based) values of the CPU fp32 tensor ``values`` (magnitudes: never negative), for
+    each ``i`` of ``indices``: the C kernel's radix selection (~1 ns per value and rank) where it is compiled,
+    else one numpy introselect for all ranks (~2x faster than torch.kthvalue per rank)."""
+    import torch
+
+    lib = _library() if values.dtype == torch.float32 and values.is_contiguous() else None
+    if lib is not None and values.numel():
+        scratch = torch.empty(values.numel(), dtype=torch.float32)
+        return [float(lib.genai_select_f32(values.data_ptr(), values.numel(), int(i), scratch.data_ptr()))
+                for i in indices]
     try:
         import numpy as np
     except ImportError:  # pragma: no cover - torch's numpy bridge is there wherever transformers is
-        import torch
-
         return [float(torch.kthvalue(values, i + 1).values) for i in indices]
     part = np.partition(values.numpy(), list(indices))
     return [float(part[i]) for i in indices]
@@ -152,6 +160,16 @@ class _Candidates:
         self.buf[self.size:self.size + n] = values
         self.size += n
 
+    @classmethod
+    def of(cls, buf, counts) -> "_Candidates":
+        """Wrap ``buf``, whose first ``sum(counts)`` values are the tensors' candidates in order."""
+        out = cls.__new__(cls)
+        out.buf, out.size, out.spans = buf, 0, []
+        for c in counts:
+            out.spans.append((out.size, out.size + c))
+            out.size += c
+        return out
+
     def values(self):
         return self.buf[: self.size]
 
@@ -160,12 +178,8 @@ class _Candidates:
         return self.buf[a:b]
 
 
-def _native_kernel(weights):
-    """The compiled scan kernel when every weight suits it (contiguous fp32 on the CPU), else None."""
-    import torch
-
-    if not all(w.device.type == "cpu" and w.dtype == torch.float32 and w.is_contiguous() for w in weights):
-        return None
+def _library():
+    """The compiled kernels (scan and select) with their C signatures, or None without a C compiler."""
     from pytest_genai.runtime import native
 
     lib = native.load(_KERNEL)
@@ -176,8 +190,23 @@ def _native_kernel(weights):
         fn.restype = ctypes.c_int64
         fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_float, ctypes.c_float, ctypes.c_int,
                        ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_double)]
+        select = lib.genai_select_f32
+        select.restype = ctypes.c_float
+        select.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+        count = lib.genai_count_gt_f32
+        count.restype = ctypes.c_int64
+        count.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_float]
         lib._genai_typed = True
     return lib
+
+
+def _native_kernel(weights):
+    """The compiled scan kernel when every weight suits it (contiguous fp32 on the CPU), else None."""
+    import torch
+
+    if not all(w.device.type == "cpu" and w.dtype == torch.float32 and w.is_contiguous() for w in weights):
+        return None
+    return _library()
 
 
 def scan_path() -> str:
@@ -186,7 +215,8 @@ def scan_path() -> str:
 
 
 def _scan_native(lib, weights, lo: float, hi: float, keep: bool, expected: int):
-    """``_scan`` through the C kernel: one read of each weight; one tensor per torch thread."""
+    """``_scan`` through the C kernel: one read of each weight; one tensor per torch thread. Each tensor's
+    in-bracket values go straight into its region of one buffer (sized from ``expected``), moved together after."""
     import ctypes
     from concurrent.futures import ThreadPoolExecutor
 
@@ -194,39 +224,46 @@ def _scan_native(lib, weights, lo: float, hi: float, keep: bool, expected: int):
 
     n_total = sum(w.numel() for w in weights)
     share = expected / n_total if n_total else 0.0
+    caps = [int(w.numel() * share * 1.5) + 256 if keep else 0 for w in weights]
+    offsets = [0]
+    for cap in caps:
+        offsets.append(offsets[-1] + cap)
+    buf = torch.empty(max(offsets[-1], 1), dtype=torch.float32)
     # lo / hi pass as C floats (rounded to nearest), as torch compares fp32 weights with a Python scalar
 
-    def one(w):
-        flat = w.detach().reshape(-1)
-        cap = int(flat.numel() * share * 1.5) + 256 if keep else 0
+    def one(i):
+        flat = weights[i].detach().reshape(-1)
+        out, cap = buf[offsets[i]:], caps[i]
         while True:
-            out = torch.empty(max(cap, 1), dtype=torch.float32)
             above, total = ctypes.c_int64(), ctypes.c_double()
             inside = lib.genai_scan_f32(flat.data_ptr(), flat.numel(), lo, hi, int(keep), out.data_ptr(), cap,
                                         ctypes.byref(above), ctypes.byref(total))
             if not keep or inside <= cap:
                 break
-            cap = inside  # the bracket held more than expected here: read this tensor again with room for all
-        return above.value, inside, total.value, out[:inside] if keep else None
+            # the bracket held more than expected here: read this tensor again into its own buffer with room for all
+            out, cap = torch.empty(inside, dtype=torch.float32), inside
+        return above.value, inside, total.value, (out if out.data_ptr() != buf[offsets[i]:].data_ptr() else None)
 
     threads = max(1, min(torch.get_num_threads(), len(weights)))
     if threads > 1:
         with ThreadPoolExecutor(threads) as pool:
-            results = list(pool.map(one, weights))
+            results = list(pool.map(one, range(len(weights))))
     else:
-        results = [one(w) for w in weights]
-    cands = _Candidates(sum(r[1] for r in results)) if keep else None
-    n_above, n_in, sums = [], [], []
-    for a, inside, total, vals in results:
-        n_above.append(a)
-        n_in.append(inside)
-        sums.append(total)
-        if keep:
-            start = cands.size
-            if inside:
-                cands.append(vals)
-            cands.spans.append((start, cands.size))
-    return n_above, n_in, sums, cands
+        results = [one(i) for i in range(len(weights))]
+    n_above = [r[0] for r in results]
+    n_in = [r[1] for r in results]
+    sums = [r[2] for r in results]
+    if not keep:
+        return n_above, n_in, sums, None
+    if any(r[3] is not None for r in results):  # a region overflowed (rare): gather the pieces into a new buffer
+        pieces = [r[3] if r[3] is not None else buf[offsets[i]:offsets[i] + r[1]] for i, r in enumerate(results)]
+        return n_above, n_in, sums, _Candidates.of(torch.cat(pieces), n_in)
+    fill = 0  # regions in order, each moved to the end of the previous one's values (memmove: never forward)
+    for i, inside in enumerate(n_in):
+        if inside and fill != offsets[i]:
+            ctypes.memmove(buf.data_ptr() + 4 * fill, buf.data_ptr() + 4 * offsets[i], 4 * inside)
+        fill += inside
+    return n_above, n_in, sums, _Candidates.of(buf, n_in)
 
 
 def _scan(weights, lo: float, hi: float, keep: bool, expected: int = 0):
@@ -278,6 +315,14 @@ def _scan(weights, lo: float, hi: float, keep: bool, expected: int = 0):
         if keep:
             cands.spans.append((start, cands.size))
     return n_above, n_in, sums, cands
+
+
+def _count_above(values, tau: float) -> int:
+    """How many of the candidates ``values`` (a CPU fp32 tensor) are > ``tau``."""
+    lib = _library() if values.is_contiguous() else None
+    if lib is not None:
+        return int(lib.genai_count_gt_f32(values.data_ptr(), values.numel(), tau))
+    return int((values > tau).sum())
 
 
 def _count(weights, value: float, op: str) -> int:
@@ -347,6 +392,6 @@ def global_threshold(weights, sparsity: float, *, exact: bool = True, sample_siz
         allc = cands.values()
         kept = allc.numel()
         tau = _order_stat(allc, k - below - 1)
-        n_above_tau = [na + int((cands.span(i) > tau).sum()) for i, na in enumerate(n_above)]
+        n_above_tau = [na + _count_above(cands.span(i), tau) for i, na in enumerate(n_above)]
     return ThresholdResult(tau, k, n, n - sum(n_above_tau), True, [w.numel() for w in weights],
                            n_above_tau, sums, kept)

@@ -37,20 +37,22 @@ PATHS = ("native_c", "torch")
 
 
 @contextlib.contextmanager
-def _scan_through(path):
-    """Run the streaming pass through ``path``: the compiled kernel (skipped where it cannot be built) or torch."""
+def _scan_through(path, scans=True):
+    """Run the streaming pass and the selections through ``path``: the compiled kernels (skipped where they cannot
+    be built) or torch and numpy."""
     if path == "native_c" and T._native_kernel([torch.ones(1)]) is None:
         from pytest_genai.runtime import native
 
         pytest.skip(f"the C kernel is not available here: {native.why_not(T._KERNEL)}")
-    original = T._native_kernel
+    original = T._library
     if path == "torch":
-        T._native_kernel = lambda weights: None
+        T._library = lambda: None
     try:
         yield
     finally:
-        T._native_kernel = original
-    assert T.scan_path().split(" ")[0] == path
+        T._library = original
+    if scans:
+        assert T.scan_path().split(" ")[0] == path
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -127,6 +129,34 @@ def test_the_kernel_returns_what_torch_does_also_when_the_bracket_overflows_its_
     assert torch.equal(got[3].values(), want[3].values()) and got[3].spans == want[3].spans
     assert all(torch.isnan(torch.tensor([a, b])).all() for a, b in zip(got[2][:1], want[2][:1]))  # NaN propagates
     assert got[2][1:] == pytest.approx(want[2][1:], rel=1e-6)
+
+
+@st.composite
+def magnitudes(draw):
+    """Non-negative fp32 values as the selections see them: a sample or a bracket's candidates, with ties, zeros,
+    subnormals, infinities and values across the whole exponent range."""
+    values = draw(st.lists(st.floats(0, None, width=32, allow_nan=False), min_size=1, max_size=300))
+    if draw(st.booleans()):  # many equal values: the selection must land inside a run of ties
+        values = values + [values[0]] * draw(st.integers(1, 200))
+    t = torch.tensor(values, dtype=torch.float32)
+    return t[torch.randperm(t.numel(), generator=torch.Generator().manual_seed(draw(st.integers(0, 99))))]
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=magnitudes(), data=st.data())
+def test_the_kernel_selects_the_same_order_statistics_as_numpy(values, data):
+    ranks = data.draw(st.lists(st.integers(0, values.numel() - 1), min_size=1, max_size=3))
+    before = values.clone()
+    with _scan_through("native_c", scans=False):
+        got = T._order_stats(values, ranks)
+    with _scan_through("torch", scans=False):
+        want = T._order_stats(values, ranks)
+    assert got == want == [float(torch.sort(values).values[r]) for r in ranks]
+    assert torch.equal(values, before)  # the selection works in its scratch buffer, never in the candidates
+    tau = data.draw(st.sampled_from(values.tolist()))
+    with _scan_through("native_c", scans=False):
+        above = T._count_above(values, tau)
+    assert above == int((values > tau).sum())
 
 
 def test_bounds_compare_as_fp32_on_both_paths():
