@@ -76,6 +76,10 @@ MUTATIONS = (
              "        while (k >= hist[j]) k -= hist[j++];\n",
              "        while (k > hist[j]) k -= hist[j++];\n",  # the radix selection stops one bucket early on ties
              ("tests/quant/test_threshold.py",)),
+    Mutation("int8-kernel", "pytest_genai/quant/csrc/int8.c",
+             "            float c = nearbyintf(p[i] / s);\n",
+             "            float c = roundf(p[i] / s);\n",  # ties away from zero instead of torch's ties to even
+             ("tests/quant/test_codecs.py",)),
     Mutation("parent-death", "pytest_genai/runtime/launcher.py",
              "            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG\n",
              "            pass\n",  # torchrun outlives a SIGKILLed pytest unless something else reaps it

@@ -128,3 +128,63 @@ def test_fp8_lookup_decode_equals_the_cast(fmt):
     q_all = C.QuantizedWeight(fmt, every_code, torch.ones(4, 1), (4, 64), None)
     for qq in (q, q_all):
         assert torch.allclose(C.codes_as(qq, torch.float32), qq.data.float(), rtol=0, atol=0, equal_nan=True)
+
+
+@st.composite
+def int8_inputs(draw):
+    """fp32 matrices for the per-channel int8 kernel: any magnitude (down to scales that are subnormal), rows of
+    zeros, values exactly halfway between two codes (the rounding ties), and widths that are not a multiple of 16."""
+    rows = draw(st.integers(1, 12))
+    cols = draw(st.integers(1, 200))
+    g = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1)))
+    w = torch.randn(rows, cols, generator=g) * (2.0 ** draw(st.floats(-140, 60)))
+    if draw(st.booleans()):  # ties: k + 0.5 codes of a row whose amax is exactly 127 codes
+        k = torch.randint(-127, 127, (rows, cols), generator=g).float() + 0.5
+        k[:, 0] = 127
+        w = k * (2.0 ** draw(st.integers(-20, 20)))
+    if draw(st.booleans()):
+        w[-1] = 0
+    return w.contiguous()
+
+
+@settings(max_examples=200, deadline=None)
+@given(w=int8_inputs())
+def test_the_int8_kernel_gives_the_torch_codes_and_scales(w):
+    if C._int8_library() is None:
+        pytest.skip("no compiled int8 kernel here")
+    got = C.quantize(w, "int8")
+    want = C._quantize_torch(w, get_format("int8"), None)
+    assert torch.equal(got.data, want.data)
+    assert torch.equal(got.scale, want.scale)
+    assert got.shape == want.shape and got.group_size == want.group_size
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_the_int8_kernel_rejects_inf_and_nan_like_torch(bad):
+    w = torch.ones(5, 40)
+    w[3, 17] = bad
+    with pytest.raises(ValueError, match="module 'x': weight contains inf or nan"):
+        C.quantize(w, "int8", where="module 'x'")
+
+
+def test_the_int8_kernel_redoes_no_row_it_computed_like_torch(monkeypatch):
+    """A row whose scale differs from torch's arithmetic is redone by torch (none does: subnormal scales agree too);
+    a kernel whose scale arithmetic drifted would pass the equality property through the redo alone, so count the
+    redone rows, then make torch's arithmetic differ and check that the redo gives torch's result."""
+    if C._int8_library() is None:
+        pytest.skip("no compiled int8 kernel here")
+    redone = []
+    original = C._quantize_torch
+    monkeypatch.setattr(C, "_quantize_torch", lambda w, *a, **k: redone.append(w.shape[0]) or original(w, *a, **k))
+    g = torch.Generator().manual_seed(0)
+    for log_mag in (-135, -30, -8, 0, 12):
+        C.quantize(torch.randn(64, 300, generator=g) * 2.0 ** log_mag, "int8")
+    assert redone == []
+    rounded = C.round_scale_up  # torch's scales now round a row's scale differently from the kernel's
+    monkeypatch.setattr(C, "round_scale_up", lambda s: torch.where(s > 0.1, rounded(s) * 2, rounded(s)))
+    w = torch.randn(5, 70, generator=g)
+    w[2] *= 1000  # its scale (> 0.1) is the one torch now rounds differently
+    got = C.quantize(w, "int8")
+    assert redone == [1]  # the differing row only
+    want = original(w, get_format("int8"), None)
+    assert torch.equal(got.data, want.data) and torch.equal(got.scale, want.scale)
