@@ -21,6 +21,34 @@ def pytest_genai_probes(config: pytest.Config, probes: dict) -> None:
     with_artifact_devices(probes, resolve(config, "dabench_profiles"))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The A1 quality rows in their ``CASES`` order within each model, in the slots they were given.
+
+    pytest reorders items around the session-scoped parameters (model, device) and interleaves the rows of different
+    quantized models; the rows share one cached quantized model at a time, so an interleaved order rebuilds each
+    model up to three times. Other items keep their places."""
+    slots = [i for i, item in enumerate(items) if item.nodeid.split("::")[0].endswith("test_quantization.py")
+             and "case" in getattr(getattr(item, "callspec", None), "params", {})]
+    if not slots:
+        return
+    cases = list(items[slots[0]].module.CASES)
+
+    def group(item: pytest.Item) -> str:  # the id less the case's: model and device
+        case_id = item.callspec.params["case"].id
+        return item.callspec.id[: -len(case_id)] if item.callspec.id.endswith(case_id) else item.callspec.id
+
+    models: dict[str, int] = {}
+    for i in slots:  # (model, device) groups in order of first appearance
+        models.setdefault(group(items[i]), len(models))
+
+    def key(item: pytest.Item) -> tuple[int, int]:
+        return models[group(item)], cases.index(item.callspec.params["case"])
+
+    for i, item in zip(slots, sorted((items[i] for i in slots), key=key)):
+        items[i] = item
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "eval_model" not in metafunc.fixturenames:
         return
