@@ -157,7 +157,9 @@ def _int8_library():
 
 def _quantize_int8_native(w, where: str) -> QuantizedWeight | None:
     """Per-channel int8 through the C kernel (one read of ``w`` from memory), or None where it does not apply:
-    not contiguous fp32 on the CPU, or no compiled kernel. Rows whose scale the kernel computed differently from
+    not contiguous fp32 on the CPU, or no compiled kernel. One thread: on the 2-core build VM, rows split over 2 threads
+    were slower (four 5632x2048 matrices: 47 vs 36 ms, median of 15; writing the new codes' pages dominates), so more
+    threads are left to a machine that shows a gain. Rows whose scale the kernel computed differently from
     :func:`compute_scales` would be redone here with torch (none has been: the same fp32 operations): same bits
     either way."""
     torch = _torch()
