@@ -141,18 +141,12 @@ _INT8_KERNEL = Path(__file__).parent / "csrc" / "int8.c"
 
 def _int8_library():
     """The compiled per-channel int8 kernel with its C signature, or None (no C compiler, or disabled)."""
+    from ctypes import c_int64, c_void_p
+
     from pytest_genai.runtime import native
 
-    lib = native.load(_INT8_KERNEL)
-    if lib is not None and not getattr(lib, "_genai_typed", False):
-        import ctypes
-
-        fn = lib.genai_quantize_int8_rows
-        fn.restype = ctypes.c_int64
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
-                       ctypes.c_void_p]
-        lib._genai_typed = True
-    return lib
+    return native.bind(_INT8_KERNEL, {"genai_quantize_int8_rows": (c_int64, (c_void_p, c_int64, c_int64, c_void_p,
+                                                                             c_void_p, c_void_p))})
 
 
 def _quantize_int8_native(w, where: str) -> QuantizedWeight | None:

@@ -179,25 +179,17 @@ class _Candidates:
 
 
 def _library():
-    """The compiled kernels (scan and select) with their C signatures, or None without a C compiler."""
+    """The compiled kernels (scan, select, count) with their C signatures, or None without a C compiler."""
+    from ctypes import POINTER, c_double, c_float, c_int, c_int64, c_void_p
+
     from pytest_genai.runtime import native
 
-    lib = native.load(_KERNEL)
-    if lib is not None and not getattr(lib, "_genai_typed", False):
-        import ctypes
-
-        fn = lib.genai_scan_f32
-        fn.restype = ctypes.c_int64
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_float, ctypes.c_float, ctypes.c_int,
-                       ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_double)]
-        select = lib.genai_select_f32
-        select.restype = ctypes.c_float
-        select.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
-        count = lib.genai_count_gt_f32
-        count.restype = ctypes.c_int64
-        count.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_float]
-        lib._genai_typed = True
-    return lib
+    return native.bind(_KERNEL, {
+        "genai_scan_f32": (c_int64, (c_void_p, c_int64, c_float, c_float, c_int, c_void_p, c_int64, POINTER(c_int64),
+                                     POINTER(c_double))),
+        "genai_select_f32": (c_float, (c_void_p, c_int64, c_int64, c_void_p)),
+        "genai_count_gt_f32": (c_int64, (c_void_p, c_int64, c_float)),
+    })
 
 
 def _native_kernel(weights):

@@ -20,6 +20,7 @@ import subprocess
 import sysconfig
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from pytest_genai import progress
 
@@ -124,3 +125,13 @@ def load(source: Path) -> ctypes.CDLL | None:
         _WHY_NOT[str(source)] = f"compiling {source.name} failed: {exc}"
         _LOG.info("native kernel %s not used: %s", source.name, exc)
         return None
+
+
+def bind(source: Path, signatures: dict[str, tuple[Any, tuple[Any, ...]]]) -> ctypes.CDLL | None:
+    """:func:`load` with each named function's C signature, ``{name: (restype, argtypes)}``, set; None as load."""
+    lib = load(source)
+    if lib is not None:
+        for name, (restype, argtypes) in signatures.items():
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = restype, list(argtypes)
+    return lib
