@@ -10,6 +10,9 @@ clears the bound (see :func:`pytest_genai.claims.check.check_value`), ``inconclu
   coverage (5 rounds: 0.9375).
 * :func:`bootstrap_ratio_interval` — two unpaired samples (e.g. the step times of two separate runs): percentile
   bootstrap of the ratio of their medians, seeded so a run's verdict is reproducible from its JSON.
+* :func:`hierarchical_ratio_interval` — each side measured in several separate jobs (e.g. interleaved launches of
+  two programs): a two-stage bootstrap (jobs, then the values within each job) of the ratio of the sides' mean
+  job medians, so the spread between jobs of one side widens the interval as the spread within a job does.
 """
 from __future__ import annotations
 
@@ -92,6 +95,36 @@ def bootstrap_ratio_interval(num: Sequence[float], den: Sequence[float], level: 
     lo = ratios[max(0, math.floor(tail * resamples))]
     hi = ratios[min(resamples - 1, math.ceil((1.0 - tail) * resamples) - 1)]
     return Interval(lo, hi, level, min(len(a), len(b)), "ratio of medians, percentile bootstrap")
+
+
+def hierarchical_ratio_interval(num_groups: Sequence[Sequence[float]], den_groups: Sequence[Sequence[float]],
+                                level: float = LEVEL, resamples: int = 2000, seed: int = 0) -> Interval:
+    """Percentile interval of ``mean(job medians of num) / mean(job medians of den)``, each side a list of jobs.
+
+    Two-stage bootstrap, seeded: each resample draws each side's jobs with replacement, then each drawn job's
+    values with replacement, and takes the medians of those. A load change between jobs (which a bootstrap over
+    one job's values cannot see) shows as a spread of job medians and widens the interval."""
+    sides = []
+    for what, groups in (("numerator", num_groups), ("denominator", den_groups)):
+        jobs = [_finite(g, f"hierarchical bootstrap {what}") for g in groups]
+        if len(jobs) < 2 or min(len(j) for j in jobs) < 2:
+            raise ValueError(f"hierarchical_ratio_interval needs at least 2 jobs of at least 2 values per side; the "
+                             f"{what} has {[len(j) for j in jobs]}")
+        sides.append(jobs)
+    if min(min(j) for j in sides[1]) <= 0:
+        raise ValueError("hierarchical_ratio_interval: the denominator values must be positive")
+    rng = random.Random(seed)
+
+    def draw(jobs: list[list[float]]) -> float:
+        picked = rng.choices(jobs, k=len(jobs))
+        return statistics.fmean(statistics.median(rng.choices(j, k=len(j))) for j in picked)
+
+    ratios = sorted(draw(sides[0]) / draw(sides[1]) for _ in range(resamples))
+    tail = (1.0 - level) / 2
+    lo = ratios[max(0, math.floor(tail * resamples))]
+    hi = ratios[min(resamples - 1, math.ceil((1.0 - tail) * resamples) - 1)]
+    return Interval(lo, hi, level, min(len(sides[0]), len(sides[1])),
+                    "ratio of mean job medians, two-stage bootstrap (jobs, then steps)")
 
 
 # --- paired accuracy: exact tests on the answers that changed ------------------------------------------------------

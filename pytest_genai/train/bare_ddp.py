@@ -8,7 +8,7 @@ averaged over ranks. It uses none of the suite's launcher, rank, process-group o
 
 The rest is pure or runs it: :func:`command`, :func:`parse_output`, :func:`run_bare` (a subprocess with a
 timeout; on a hang every process of the job is killed) and :func:`launcher_vs_bare` (the comparison the benchmark
-records: the suite's steady-state step throughput over the bare script's, run before and after it).
+records: the suite's steady-state step throughput over the bare script's, the two launched alternately).
 CPU only (gloo); full fine-tuning in fp32, as the tiny rows on the CPU.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_genai.claims.stats import Interval, bootstrap_ratio_interval
+from pytest_genai.claims.stats import Interval, bootstrap_ratio_interval, hierarchical_ratio_interval
 from pytest_genai.runtime.timing import after_warmup, slowest_rank_steps
 from pytest_genai.train.config import ThroughputConfig
 
@@ -110,34 +110,43 @@ def run_bare(cfg: ThroughputConfig, nproc: int, *, timeout_s: float = 300.0,
 
 @dataclasses.dataclass(frozen=True)
 class Comparison:
-    """The suite's steady-state step throughput over the bare script's (same config, same global batch), the bare
-    script run just before and just after the suite's job."""
+    """The suite's steady-state step throughput over the bare script's (same config, same global batch), from jobs
+    run alternately: bare, suite, bare, ..., bare."""
 
-    ratio: float  # mean of the two bare medians / the suite's median step, after warm-up
+    ratio: float  # mean of the bare jobs' median steps / mean of the suite jobs' median steps, after warm-up
     interval: Interval
-    suite_step_s: float
-    bare_step_s: tuple[float, float]  # medians of the bare runs before and after
+    suite_step_s: tuple[float, ...]  # each suite job's median step, in launch order
+    bare_step_s: tuple[float, ...]  # each bare job's median step, in launch order
 
 
-def launcher_vs_bare(suite_step_s: Sequence[float], bare_before_s: Sequence[float], bare_after_s: Sequence[float],
+def launcher_vs_bare(suite_jobs: Sequence[Sequence[float]], bare_jobs: Sequence[Sequence[float]],
                      warmup: int) -> Comparison:
-    """Compare slowest-rank step times after each job's ``warmup`` steps (pure): bare, suite, bare, one job each.
+    """Compare slowest-rank step times after each job's ``warmup`` steps (pure), the jobs launched alternately:
+    bare, suite, bare, suite, ..., bare (one more bare job than suite jobs).
 
     Throughput is the same global batch per step on both sides, so the throughput ratio is the inverse ratio of
-    the median step times. The jobs ran one after another, so a change of machine load between them is not noise
-    within a job: the suite is compared with the bare run before it and with the one after it (a seeded percentile
-    bootstrap over the timed steps of each pair), and the interval spans both -- a load that drifted one way
-    during the three jobs puts the two ratios on either side of the truth.
+    the step times: the bare jobs' mean median over the suite jobs' mean median. A load that drifts steadily during
+    the jobs moves both means alike (the bare jobs bracket the suite's). A load that changes between jobs is not
+    noise within a job: the interval is a two-stage bootstrap (jobs, then steps), so a spread of one side's job
+    medians widens it instead of deciding the verdict.
     """
-    suite = after_warmup(suite_step_s, warmup)
-    before, after = after_warmup(bare_before_s, warmup), after_warmup(bare_after_s, warmup)
-    medians = [statistics.median(x) for x in (suite, before, after)]
-    if min(medians) <= 0:
+    if len(suite_jobs) < 1 or len(bare_jobs) != len(suite_jobs) + 1:
+        raise ValueError(f"launcher_vs_bare needs bare, suite, ..., bare: {len(bare_jobs)} bare and "
+                         f"{len(suite_jobs)} suite jobs (one more bare job than suite jobs)")
+    suite = [after_warmup(x, warmup) for x in suite_jobs]
+    bare = [after_warmup(x, warmup) for x in bare_jobs]
+    suite_medians = tuple(statistics.median(x) for x in suite)
+    bare_medians = tuple(statistics.median(x) for x in bare)
+    if min(suite_medians + bare_medians) <= 0:
         raise ValueError("step times must be positive")
-    pair = [bootstrap_ratio_interval(bare, suite) for bare in (before, after)]
-    interval = Interval(min(i.lo for i in pair), max(i.hi for i in pair), pair[0].level, min(i.n for i in pair),
-                        "ratio of medians, percentile bootstrap against the bare runs before and after (union)")
-    return Comparison((medians[1] + medians[2]) / 2 / medians[0], interval, medians[0], (medians[1], medians[2]))
+    ratio = statistics.fmean(bare_medians) / statistics.fmean(suite_medians)
+    if len(suite) == 1:  # one suite job: its spread between jobs is unknown; span the intervals against each bare job
+        pair = [bootstrap_ratio_interval(b, suite[0]) for b in bare]
+        interval = Interval(min(i.lo for i in pair), max(i.hi for i in pair), pair[0].level, min(i.n for i in pair),
+                            "ratio of medians, percentile bootstrap against each bare job (union)")
+    else:
+        interval = hierarchical_ratio_interval(bare, suite)
+    return Comparison(ratio, interval, suite_medians, bare_medians)
 
 
 # --- the script itself (what every rank runs) ----------------------------------------------------------------------

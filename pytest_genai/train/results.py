@@ -138,24 +138,28 @@ def flash_attention_result(fused: RunSummary, unfused_runs: tuple[RunSummary, Ru
                   {"unfused_tokens_per_s_before_after": unfused})
 
 
-def launcher_vs_bare_result(suite: RunSummary, before: BareRun, after: BareRun, warmup: int) -> Result:
-    """The suite's launcher + worker against the bare torchrun script run just before and just after it
-    (:func:`pytest_genai.train.bare_ddp.launcher_vs_bare`): the steady-state throughput ratio with its interval,
-    both sides' step times (bare: the mean of its two medians) and launch wall times; the bare runs' numbers are
-    attached and the threads per rank of each side labeled."""
+def launcher_vs_bare_result(suite: Sequence[RunSummary], bare: Sequence[BareRun], warmup: int) -> Result:
+    """The suite's launcher + worker against the bare torchrun script, launched alternately (bare, suite, ...,
+    bare; :func:`pytest_genai.train.bare_ddp.launcher_vs_bare`): the steady-state throughput ratio with its
+    interval, both sides' step times (mean of their jobs' medians) and launch wall times (means); every job's median
+    step and wall time are attached in launch order, and the threads per rank of each side labeled."""
+    import statistics
+
     from pytest_genai.train.bare_ddp import launcher_vs_bare
 
-    comparison = launcher_vs_bare(suite.step_s, before.step_s, after.step_s, warmup)
+    comparison = launcher_vs_bare([s.step_s for s in suite], [b.step_s for b in bare], warmup)
     out = {
         "throughput_ratio_launcher_vs_bare": _m(comparison.ratio, interval=comparison.interval),
-        "step_time_s": _m(comparison.suite_step_s),
-        "bare_step_time_s": _m(sum(comparison.bare_step_s) / 2),
-        "launch_wall_s": _m(suite.wall_s),
-        "bare_launch_wall_s": _m((before.wall_s + after.wall_s) / 2),
+        "step_time_s": _m(statistics.fmean(comparison.suite_step_s)),
+        "bare_step_time_s": _m(statistics.fmean(comparison.bare_step_s)),
+        "launch_wall_s": _m(statistics.fmean(s.wall_s for s in suite)),
+        "bare_launch_wall_s": _m(statistics.fmean(b.wall_s for b in bare)),
     }
-    attachments = {"bare_before_after": {"step_s": list(comparison.bare_step_s),
-                                         "launch_wall_s": [before.wall_s, after.wall_s]}}
-    labels = {"threads_per_rank": f"suite {suite.extra.get('threads')}, bare {before.threads}"}
+    attachments = {"jobs": {"order": "bare, suite, ..., bare",
+                            "suite_step_s": list(comparison.suite_step_s), "bare_step_s": list(comparison.bare_step_s),
+                            "suite_launch_wall_s": [s.wall_s for s in suite],
+                            "bare_launch_wall_s": [b.wall_s for b in bare]}}
+    labels = {"threads_per_rank": f"suite {suite[0].extra.get('threads')}, bare {bare[0].threads}"}
     return Result(out, labels, attachments)
 
 

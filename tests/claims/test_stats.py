@@ -4,7 +4,8 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pytest_genai.claims.stats import bootstrap_ratio_interval, median_coverage, median_interval
+from pytest_genai.claims.stats import (bootstrap_ratio_interval, hierarchical_ratio_interval, median_coverage,
+                                      median_interval)
 
 
 def test_median_interval_examples() -> None:
@@ -47,6 +48,40 @@ def test_bootstrap_ratio_interval_covers_the_true_ratio_and_is_seeded() -> None:
     iv = bootstrap_ratio_interval(a, b)
     assert iv.lo < 2.0 < iv.hi and iv.hi - iv.lo < 0.3
     assert bootstrap_ratio_interval(a, b) == iv
+
+
+def _jobs(rng: random.Random, medians: list[float], n: int = 30, jitter: float = 0.05) -> list[list[float]]:
+    return [[m * (1 + rng.gauss(0, jitter)) for _ in range(n)] for m in medians]
+
+
+def test_hierarchical_ratio_interval_covers_the_ratio_of_mean_job_medians_and_is_seeded() -> None:
+    rng = random.Random(0)
+    num, den = _jobs(rng, [2.0, 2.0, 2.0]), _jobs(rng, [1.0, 1.0])
+    iv = hierarchical_ratio_interval(num, den)
+    assert iv.lo < 2.0 < iv.hi and iv.hi - iv.lo < 0.15 and iv.n == 2
+    assert "two-stage" in iv.method
+    assert hierarchical_ratio_interval(num, den) == iv
+
+
+def test_a_spread_between_jobs_widens_the_hierarchical_interval() -> None:
+    # the same values within each job; only the jobs' medians differ (a load change between jobs)
+    rng = random.Random(1)
+    steady = hierarchical_ratio_interval(_jobs(rng, [1.0, 1.0, 1.0]), _jobs(rng, [1.0, 1.0]))
+    rng = random.Random(1)
+    shifted = hierarchical_ratio_interval(_jobs(rng, [0.9, 1.0, 1.1]), _jobs(rng, [0.9, 1.1]))
+    assert shifted.hi - shifted.lo > 2 * (steady.hi - steady.lo)
+    assert shifted.lo < 0.95 and shifted.hi > 1.05
+
+
+@pytest.mark.parametrize("num, den, match", [
+    ([[1.0, 1.0]], [[1.0, 1.0], [1.0, 1.0]], "at least 2 jobs"),
+    ([[1.0, 1.0], [1.0]], [[1.0, 1.0], [1.0, 1.0]], "at least 2 jobs of at least 2 values"),
+    ([[1.0, 1.0], [1.0, 1.0]], [[1.0, 0.0], [1.0, 1.0]], "must be positive"),
+    ([[1.0, float("nan")], [1.0, 1.0]], [[1.0, 1.0], [1.0, 1.0]], "non-finite"),
+])
+def test_hierarchical_ratio_interval_rejects_unusable_jobs(num, den, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        hierarchical_ratio_interval(num, den)
 
 
 # --- paired accuracy: McNemar and the exact interval of the drop ---------------------------------------------------

@@ -41,21 +41,55 @@ def test_parse_output_takes_rank_zeros_json_line_among_other_output():
 def test_launcher_vs_bare_is_the_inverse_ratio_of_median_steps_after_warm_up():
     suite = [9.0, 9.0, 0.10, 0.11, 0.12, 0.10, 0.11]  # two slow warm-up steps, not counted
     bare = [5.0, 5.0, 0.10, 0.10, 0.10, 0.10, 0.10]
-    c = bare_ddp.launcher_vs_bare(suite, bare, bare, warmup=2)
-    assert c.suite_step_s == statistics.median(suite[2:]) == 0.11
+    c = bare_ddp.launcher_vs_bare([suite], [bare, bare], warmup=2)
+    assert c.suite_step_s == (statistics.median(suite[2:]),) == (0.11,)
     assert c.bare_step_s == (0.10, 0.10)
     assert c.ratio == pytest.approx(0.10 / 0.11)
     assert c.interval.lo <= c.ratio <= c.interval.hi and c.interval.n == 5
-    assert bare_ddp.launcher_vs_bare(suite, bare, bare, warmup=2) == c  # seeded bootstrap: reproducible
+    assert bare_ddp.launcher_vs_bare([suite], [bare, bare], warmup=2) == c  # seeded bootstrap: reproducible
     with pytest.raises(ValueError, match="no timed steps"):
-        bare_ddp.launcher_vs_bare(suite[:2], bare, bare, warmup=2)
+        bare_ddp.launcher_vs_bare([suite[:2]], [bare, bare], warmup=2)
 
 
-def test_a_load_change_between_the_bare_runs_widens_the_interval_over_both():
+@pytest.mark.parametrize("suite_jobs, bare_jobs", [(0, 1), (1, 1), (2, 2), (2, 4)])
+def test_launcher_vs_bare_needs_bare_jobs_around_every_suite_job(suite_jobs, bare_jobs):
+    steps = [1.0, 0.1, 0.1, 0.1]
+    with pytest.raises(ValueError, match="one more bare job than suite jobs"):
+        bare_ddp.launcher_vs_bare([steps] * suite_jobs, [steps] * bare_jobs, warmup=1)
+
+
+def test_one_suite_job_spans_the_intervals_against_each_bare_job():
     suite = [1.0] * 2 + [0.10, 0.11, 0.10, 0.11, 0.10, 0.11]
     faster, slower = [1.0] * 2 + [0.08, 0.09] * 3, [1.0] * 2 + [0.12, 0.13] * 3
-    alone = bare_ddp.launcher_vs_bare(suite, faster, faster, warmup=2)
-    both = bare_ddp.launcher_vs_bare(suite, faster, slower, warmup=2)
+    alone = bare_ddp.launcher_vs_bare([suite], [faster, faster], warmup=2)
+    both = bare_ddp.launcher_vs_bare([suite], [faster, slower], warmup=2)
     assert alone.interval.hi < 0.95  # the faster bare run alone would call the suite slow ...
     assert both.interval.lo < 0.95 < both.interval.hi  # ... the slower one after it says the machine changed
     assert both.bare_step_s == pytest.approx((0.085, 0.125)) and both.ratio == pytest.approx(0.105 / 0.105)
+
+
+def _job(rng, median, n=40, jitter=0.1):
+    return [5.0] * 3 + [median * (1 + rng.gauss(0, jitter)) for _ in range(n)]
+
+
+def test_alternated_jobs_judge_equal_programs_equal_and_a_slow_suite_slow():
+    import random
+
+    rng = random.Random(3)
+    same = bare_ddp.launcher_vs_bare([_job(rng, 0.057) for _ in range(2)], [_job(rng, 0.057) for _ in range(3)], 3)
+    assert same.interval.lo > 0.95 and same.interval.lo < 1.0 < same.interval.hi
+    assert "two-stage" in same.interval.method and len(same.suite_step_s) == 2 and len(same.bare_step_s) == 3
+    slow = bare_ddp.launcher_vs_bare([_job(rng, 0.077) for _ in range(2)], [_job(rng, 0.057) for _ in range(3)], 3)
+    assert slow.interval.hi < 0.95  # a 20 ms sleep per step: a clear fail
+
+
+def test_a_load_change_between_alternated_jobs_widens_the_interval():
+    import random
+
+    rng = random.Random(4)
+    steady = bare_ddp.launcher_vs_bare([_job(rng, 0.057) for _ in range(2)], [_job(rng, 0.057) for _ in range(3)], 3)
+    # the machine got 15% slower after the first bare job: the suite's jobs and the last bare jobs ran slower
+    changed = bare_ddp.launcher_vs_bare([_job(rng, 0.066) for _ in range(2)],
+                                        [_job(rng, 0.057), _job(rng, 0.066), _job(rng, 0.066)], 3)
+    assert changed.interval.hi - changed.interval.lo > 2 * (steady.interval.hi - steady.interval.lo)
+    assert changed.interval.lo < 0.95 < changed.interval.hi  # inconclusive, not a false fail

@@ -167,22 +167,26 @@ def test_no_comparison_is_a_label():
 
 
 def test_launcher_vs_bare_result():
-    suite = summary(step_s=(9.0, 9.0, 0.10, 0.11, 0.12, 0.10), extra={"threads": 2})
+    suite = [summary(step_s=(9.0, 9.0, 0.10, 0.11, 0.12, 0.10), extra={"threads": 2}),
+             summary(step_s=(9.0, 9.0, 0.12, 0.12, 0.13, 0.12), extra={"threads": 2})]
     before = BareRun((5.0, 5.0, 0.10, 0.10, 0.10, 0.10), (7.0, 6.9), 10.0, 1)
+    middle = BareRun((5.0, 5.0, 0.11, 0.11, 0.11, 0.11), (7.0, 6.9), 10.5, 1)
     after = BareRun((5.0, 5.0, 0.12, 0.12, 0.12, 0.12), (7.0, 6.9), 11.0, 1)
-    result = launcher_vs_bare_result(suite, before, after, warmup=2)
+    result = launcher_vs_bare_result(suite, [before, middle, after], warmup=2)
     assert sources(result) == {"throughput_ratio_launcher_vs_bare": "measured", "step_time_s": "measured",
                                "bare_step_time_s": "measured", "launch_wall_s": "measured",
                                "bare_launch_wall_s": "measured"}
     assert_recordable(result)
-    comparison = launcher_vs_bare(suite.step_s, before.step_s, after.step_s, 2)
+    comparison = launcher_vs_bare([s.step_s for s in suite], [before.step_s, middle.step_s, after.step_s], 2)
     m = result.metrics
-    assert m["throughput_ratio_launcher_vs_bare"].value == comparison.ratio
+    assert m["throughput_ratio_launcher_vs_bare"].value == comparison.ratio == pytest.approx(0.11 / 0.1125)
     assert m["throughput_ratio_launcher_vs_bare"].interval == comparison.interval
-    assert m["step_time_s"].value == statistics.median(suite.step_s[2:])
+    assert m["step_time_s"].value == pytest.approx((0.105 + 0.12) / 2)
     assert m["bare_step_time_s"].value == pytest.approx(0.11)
     assert (m["launch_wall_s"].value, m["bare_launch_wall_s"].value) == (12.5, 10.5)
-    assert result.attachments == {"bare_before_after": {"step_s": [0.10, 0.12], "launch_wall_s": [10.0, 11.0]}}
+    jobs = result.attachments["jobs"]
+    assert jobs["bare_step_s"] == pytest.approx([0.10, 0.11, 0.12]) and jobs["suite_step_s"] == pytest.approx([0.105, 0.12])
+    assert jobs["bare_launch_wall_s"] == [10.0, 10.5, 11.0] and jobs["suite_launch_wall_s"] == [12.5, 12.5]
     assert result.labels == {"threads_per_rank": "suite 2, bare 1"}
 
 
