@@ -70,9 +70,16 @@ def _with_spec(kind: str, index: int, name: str, generation: str) -> Device:
     return Device(kind=kind, index=index, name=name, generation=generation, spec=load_specs().get(generation))
 
 
+#: Why the CPU kind is broken without torch (every CPU benchmark, and the CPU's measured spec, run through it).
+CPU_NEEDS_TORCH = ("torch is not installed; every CPU benchmark runs through it: pip install torch==2.13.0 (a CPU "
+                   "build; a bare `torch` may pull a multi-GB CUDA one), then pip install -e . (README)")
+
+
 def probe_cpu() -> ProbeResult:
     from pytest_genai.devices.cpu_probe import cpu_name
 
+    if _missing("torch"):  # a broken install, not an absent device: its tests error with this one line
+        raise ModuleNotFoundError(CPU_NEEDS_TORCH)
     # The CPU spec is measured lazily by the session (see pytest_genai.devices.registry), not here.
     return ProbeResult("cpu", (Device(kind="cpu", index=0, name=cpu_name(), generation="cpu"),))
 

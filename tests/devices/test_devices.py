@@ -75,6 +75,20 @@ def test_a_missing_sdk_is_absent_not_broken() -> None:
     assert skip_reason(result).startswith("hpu: not available (habana_frameworks is not installed); to enable:")
 
 
+def test_without_torch_the_cpu_is_broken_with_one_line_naming_the_install(monkeypatch) -> None:
+    from pytest_genai.devices import probes
+
+    real = probes._missing
+    monkeypatch.setattr(probes, "_missing", lambda module: module == "torch" or real(module))
+    result = run_probe("cpu")
+    assert result.broken and not result.available
+    message = broken_message(result)
+    assert message.startswith("cpu broken (ModuleNotFoundError: torch is not installed; ")
+    assert "pip install torch==2.13.0" in message and "\n" not in message
+    monkeypatch.setattr(probes, "_missing", real)
+    assert run_probe("cpu").available  # with torch: found
+
+
 def test_a_broken_result_has_no_devices() -> None:
     with pytest.raises(ValueError, match="has devices and an error"):
         ProbeResult("cpu", (Device("cpu", 0, "x", "cpu"),), error="RuntimeError: x")
