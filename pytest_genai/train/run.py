@@ -23,7 +23,8 @@ WORKER = ("-m", "pytest_genai.train.worker")
 
 @dataclass(frozen=True)
 class RunSummary:
-    """The job-level numbers of one run (all measured, except ``flops_per_step``, which is analytic)."""
+    """The job-level numbers of one run, all measured (the analytic FLOPs per step are the results' to model:
+    :func:`pytest_genai.train.results.throughput_result`)."""
 
     world_size: int
     global_batch: int
@@ -36,7 +37,6 @@ class RunSummary:
     memory_measure: str
     losses: tuple[float, ...]
     attention_impl: str | None
-    flops_per_step: int | None
     wall_s: float | None
     extra: Mapping[str, Any]
     warmup: int = 0
@@ -50,11 +50,6 @@ class RunSummary:
     def max_peak_memory_bytes(self) -> int:
         return max(self.peak_memory_bytes)
 
-    def achieved_tflops(self) -> float | None:
-        if self.flops_per_step is None:
-            return None
-        return metrics.achieved_tflops(self.flops_per_step, self.median_step_s)
-
 
 def summarize(result: Mapping[str, Any], cfg: ThroughputConfig | WikitextConfig, warmup: int,
               wall_s: float | None = None) -> RunSummary:
@@ -66,12 +61,6 @@ def summarize(result: Mapping[str, Any], cfg: ThroughputConfig | WikitextConfig,
     steps = slowest_rank_steps([r["step_s"] for r in ranks])
     median = metrics.median_step_s(steps, warmup)
     global_batch = cfg.micro_batch * world
-    flops = None
-    if isinstance(cfg, ThroughputConfig):
-        from pytest_genai.train.archs import get_arch
-        from pytest_genai.train.flops import training_flops_per_step
-
-        flops = training_flops_per_step(get_arch(cfg.model, cfg.scale), cfg.seq_len, global_batch, lora=cfg.lora)
     extra = {k: v for k, v in ranks[0].items() if k not in ("step_s", "peak_memory_bytes", "memory_measure",
                                                              "attention_impl")}
     return RunSummary(
@@ -86,7 +75,6 @@ def summarize(result: Mapping[str, Any], cfg: ThroughputConfig | WikitextConfig,
         memory_measure=str(ranks[0]["memory_measure"]),
         losses=tuple(float(x) for x in result["losses"]),
         attention_impl=ranks[0].get("attention_impl"),
-        flops_per_step=flops,
         wall_s=wall_s,
         extra=extra,
         warmup=warmup,

@@ -53,7 +53,7 @@ def summary(step_s=(9.0, 9.0, 0.5, 0.4, 0.5, 0.6), world=2, seq_len=128, micro_b
     fields = dict(world_size=world, global_batch=global_batch, seq_len=seq_len, step_s=tuple(step_s),
                   median_step_s=median, tokens_per_s=metrics.tokens_per_s(global_batch, seq_len, median),
                   samples_per_s=metrics.samples_per_s(global_batch, median), peak_memory_bytes=(1000, 1200),
-                  memory_measure="tracker", losses=(10.0, 9.5, 9.0), attention_impl="eager", flops_per_step=None,
+                  memory_measure="tracker", losses=(10.0, 9.5, 9.0), attention_impl="eager",
                   wall_s=12.5, extra={"threads": 1, **(extra or {})}, warmup=2)
     return RunSummary(**{**fields, **kw})
 

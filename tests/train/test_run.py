@@ -41,7 +41,6 @@ def test_summary_takes_the_slowest_rank_then_the_median():
     assert s.median_step_s == 2.0 and s.global_batch == 4
     assert s.tokens_per_s == 4 * 128 / 2.0 and s.samples_per_s == 2.0
     assert s.max_peak_memory_bytes == 120 and s.peak_memory_bytes == (100, 120)
-    assert s.flops_per_step is not None and s.achieved_tflops() == pytest.approx(s.flops_per_step / 2.0 / 1e12)
     assert s.extra["params"] == 10
 
 
