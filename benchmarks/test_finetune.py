@@ -1,7 +1,8 @@
 """Paper A, A2: fine-tuning throughput under DDP, FSDP and DeepSpeed ZeRO-3, Flash Attention on/off.
 
-Every run is a real ``torchrun`` job (``--genai-nproc`` ranks per node, ``--genai-nnodes`` nodes, a worker that
-hangs past ``--genai-timeout`` fails the test with every rank's log tail). The paper's architectures are built
+Every run is a ``torchrun`` job (``--genai-nproc`` ranks per node, ``--genai-nnodes`` nodes, a worker that
+hangs past ``--genai-timeout`` fails the test with every rank's log tail); on one CPU node its ranks are forked from
+the warm launcher's agent, torch's elastic agent kept warm (``pytest_genai.runtime.warm``). The paper's architectures are built
 from their public configs with random weights (ids say ``random``; throughput does not depend on weight values),
 scaled by ``--genai-scale`` (``tiny``: 2 CPU cores in seconds). pytest-benchmark times the whole job; the
 domain numbers come from the workers: median step time after warm-up (slowest rank per step), tokens/s,

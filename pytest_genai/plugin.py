@@ -2,6 +2,7 @@
 pytest-benchmark JSON hooks. Hooks only; the work lives in the modules they call. Imports nothing heavy."""
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
@@ -360,6 +361,12 @@ def _write_empty_benchmark_json(config: pytest.Config) -> None:
     else:
         return
     bs.json = None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    warm = sys.modules.get("pytest_genai.runtime.warm")
+    if warm is not None:  # the warm launcher's agent ends with the session (imported only when a job used it)
+        warm.shutdown()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

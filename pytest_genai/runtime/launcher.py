@@ -275,11 +275,14 @@ def launch(
     *,
     env: Mapping[str, str] | None = None,
     result_name: str = "result.json",
+    warm: bool = False,
 ) -> LaunchResult:
     """Run ``worker`` on ``spec.world_size`` ranks and return rank 0's JSON result (None on nodes other than 0).
 
     The worker gets ``PYTEST_GENAI_RESULT`` (where rank 0 writes its JSON, atomically) in its environment.
     Raises :class:`LaunchError` with every rank's log tail when the job fails, hangs or writes no result.
+    ``warm=True`` (the CPU callers) forks the ranks from the session's warm agent (:mod:`pytest_genai.runtime.warm`)
+    when the job is one node without an explicit rendezvous endpoint and ``worker`` is ``['-m', module, ...]``.
     """
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -298,6 +301,8 @@ def launch(
     child_env["PYTEST_GENAI_RESULT"] = str(result_path)
     child_env.setdefault("PYTHONUNBUFFERED", "1")
     cmd = torchrun_command(spec, log_dir, worker, run_id)
+    if warm and _warm_eligible(spec, worker):
+        return _launch_warm(cmd, worker, spec, child_env, log_dir, result_path)
     launcher_log = log_dir / "torchrun.log"
     start = time.monotonic()
     with open(launcher_log, "wb") as out, _SigtermAsInterrupt():
@@ -330,12 +335,57 @@ def launch(
         )
     if spec.nnodes > 1 and spec.node_rank not in (None, 0):
         return LaunchResult(result=None, wall_s=wall, log_dir=log_dir)  # rank 0 (node 0) writes the result
+    return LaunchResult(result=_read_result(result_path, log_dir, returncode), wall_s=wall, log_dir=log_dir)
+
+
+def _read_result(result_path: Path, log_dir: Path, returncode: int | None) -> dict:
     try:
-        result = json.loads(result_path.read_text(encoding="utf-8"))
+        return json.loads(result_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise LaunchError(
             f"distributed job exited 0 but rank 0 wrote no readable result at {result_path}: {exc}",
             returncode=returncode, timed_out=False, logs=rank_logs(log_dir),
         ) from None
-    return LaunchResult(result=result, wall_s=wall, log_dir=log_dir)
+
+
+def _warm_eligible(spec: LaunchSpec, worker: Sequence[str]) -> bool:
+    from pytest_genai.runtime import warm
+
+    return (warm.enabled() and spec.nnodes == 1 and spec.rdzv_endpoint is None and len(worker) >= 2
+            and worker[0] == "-m")
+
+
+def _launch_warm(cmd: Sequence[str], worker: Sequence[str], spec: LaunchSpec, child_env: dict[str, str],
+                 log_dir: Path, result_path: Path) -> LaunchResult:
+    """The job through the session's warm agent: the same torchrun flags, ranks forked from the agent. A failure
+    raises :class:`LaunchError` with every rank's log tail; a timeout or an interrupt kills the agent and its ranks."""
+    from pytest_genai.runtime import warm
+
+    torchrun_args = list(cmd[3:len(cmd) - len(worker)])  # past `python -m torch.distributed.run`, before the worker
+    module, argv = worker[1], list(worker[2:])
+    what = f"{spec.world_size} ranks, {' '.join(worker)}, warm launcher"
+    start = time.monotonic()
+    with _SigtermAsInterrupt():
+        try:
+            agent = warm.agent({**child_env, TOKEN_ENV: uuid.uuid4().hex}, log_dir.parent.parent / "warm-agent.log")
+            job_env = {**child_env, TOKEN_ENV: agent.token}
+            answer = agent.run(torchrun_args, module, argv, warm.env_changes(agent.env, job_env), spec.timeout_s)
+        except TimeoutError:
+            warm.discard()
+            raise LaunchError(
+                f"distributed job timed out after {spec.timeout_s:g} s ({what}); every process was killed. Raise "
+                "--genai-timeout if it is only slow.", returncode=None, timed_out=True, logs=rank_logs(log_dir),
+            ) from None
+        except warm.AgentGone as exc:
+            warm.discard()
+            raise LaunchError(f"distributed job failed ({what}): {exc}", returncode=None, timed_out=False,
+                              logs=rank_logs(log_dir)) from None
+        except BaseException:
+            warm.discard()
+            raise
+    wall = time.monotonic() - start
+    if not answer.get("ok"):
+        raise LaunchError(f"distributed job failed ({what}): {answer.get('error')}", returncode=1, timed_out=False,
+                          logs=rank_logs(log_dir))
+    return LaunchResult(result=_read_result(result_path, log_dir, 0), wall_s=wall, log_dir=log_dir)
 

@@ -3,7 +3,7 @@
 * :func:`rank_env`: RANK, LOCAL_RANK, WORLD_SIZE and LOCAL_WORLD_SIZE as torchrun sets them, or a clear error.
 * :func:`finish`: rank 0 writes the job's result JSON atomically to ``$PYTEST_GENAI_RESULT`` (where
   :func:`pytest_genai.runtime.launcher.launch` reads it); then every rank meets at a barrier, leaves the process
-  group and exits with ``os._exit(0)``. With torch 2.13 + gloo a normal interpreter exit sometimes aborts a rank
+  group and exits with ``os._exit(0)`` (returns, in a rank forked by :mod:`pytest_genai.runtime.warm`). With torch 2.13 + gloo a normal interpreter exit sometimes aborts a rank
   after all its work (``terminate called without an active exception``); the result is already written by then.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any
 
 RANK_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
 
@@ -26,8 +26,9 @@ def rank_env(module: str = "this module") -> dict[str, int]:
                            "(pytest_genai.runtime.launcher.launch starts it)") from None
 
 
-def finish(result: dict[str, Any] | None) -> NoReturn:
-    """Write ``result`` (rank 0 passes it, the others None), then leave the process group and exit 0."""
+def finish(result: dict[str, Any] | None) -> None:
+    """Write ``result`` (rank 0 passes it, the others None), then leave the process group and exit 0 (a rank forked
+    by the warm launcher, :mod:`pytest_genai.runtime.warm`, returns instead: its agent collects the return value)."""
     import torch.distributed as dist
 
     from pytest_genai.atomic import write_json_atomic
@@ -38,6 +39,8 @@ def finish(result: dict[str, Any] | None) -> NoReturn:
     dist.destroy_process_group()
     sys.stdout.flush()
     sys.stderr.flush()
+    if os.environ.get("PYTEST_GENAI_RANK_RETURNS"):
+        return
     os._exit(0)
 
 
@@ -53,3 +56,4 @@ def run_worker(module: str, run_job: Callable[[dict[str, Any], dict[str, int]], 
     with open(argv[0], encoding="utf-8") as fh:
         job = json.load(fh)
     finish(run_job(job, env))
+    return 0

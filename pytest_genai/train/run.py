@@ -92,7 +92,7 @@ def launch_config(cfg: ThroughputConfig | WikitextConfig, device_kind: str, spec
     work_dir.mkdir(parents=True, exist_ok=True)
     spec_path = work_dir / "worker_spec.json"
     spec_path.write_text(json.dumps({"device": device_kind, "config": cfg.to_json()}), encoding="utf-8")
-    done = launch([*WORKER, str(spec_path)], spec, work_dir, env=env)
+    done = launch([*WORKER, str(spec_path)], spec, work_dir, env=env, warm=device_kind == "cpu")
     return done.result, done.wall_s
 
 

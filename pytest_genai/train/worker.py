@@ -235,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     local["losses"] = _mean_over_ranks(local.pop("losses"))
     gathered: list[Any] = [None] * env["world_size"]
     dist.all_gather_object(gathered, local)
+    result = None
     if env["rank"] == 0:
         result = {
             "schema": SCHEMA,
@@ -244,8 +245,8 @@ def main(argv: list[str] | None = None) -> int:
             "losses": local["losses"],
             "ranks": [{k: v for k, v in r.items() if k != "losses"} for r in gathered],
         }
-        finish(result)
-    finish(None)
+    finish(result)
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,204 @@
+"""The warm launcher (pytest_genai.runtime.warm): ranks forked from one agent that imported torch once. Results come
+back; a raising, exiting or hanging rank fails its job with every rank's log; a hang or an interrupt kills the agent
+and its ranks, and the next job starts a new agent."""
+import os
+import textwrap
+import time
+
+import pytest
+
+from pytest_genai.runtime import warm
+from pytest_genai.runtime.launcher import TOKEN_ENV, LaunchError, LaunchSpec, launch
+
+
+@pytest.fixture(autouse=True)
+def fresh_agent():
+    warm.shutdown()
+    yield
+    warm.shutdown()
+
+
+def _module(tmp_path, name: str, body: str) -> list[str]:
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(body))
+    return ["-m", name]
+
+
+def _with_token(token: str) -> list[int]:
+    needle = f"{TOKEN_ENV}={token}".encode()
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                has = needle in fh.read()
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if has and state not in (b"Z", b"X"):
+            found.append(int(pid))
+    return found
+
+
+RESULT = """
+    import json, os
+
+    def main(argv):
+        if os.environ["RANK"] == "0":
+            json.dump({"world": os.environ["WORLD_SIZE"], "argv": argv, "forked": os.environ.get("%s"),
+                       "parent": os.getppid(), "extra": os.environ.get("GENAI_TEST_EXTRA")},
+                      open(os.environ["PYTEST_GENAI_RESULT"], "w"))
+        return 0
+
+    if __name__ == "__main__":  # under a plain torchrun
+        import sys
+        sys.exit(main(sys.argv[1:]))
+""" % warm.RETURN_ENV
+
+
+def test_ranks_are_forked_from_one_agent_that_serves_every_job(tmp_path):
+    worker = _module(tmp_path, "warm_result_worker", RESULT)
+    env = {"PYTHONPATH": str(tmp_path), "GENAI_TEST_EXTRA": "first"}
+    first = launch([*worker, "a"], LaunchSpec(nproc=2, timeout_s=120), tmp_path / "job1", env=env, warm=True)
+    second = launch([*worker, "b"], LaunchSpec(nproc=2, timeout_s=120), tmp_path / "job2",
+                    env={**env, "GENAI_TEST_EXTRA": "second"}, warm=True)
+    assert first.result["world"] == "2" and first.result["argv"] == ["a"] and first.result["forked"] == "1"
+    assert second.result["argv"] == ["b"] and second.result["extra"] == "second"  # each job's own environment
+    agent_pid = warm._AGENT.proc.pid
+    assert first.result["parent"] == second.result["parent"] == agent_pid  # forked by the same agent
+    assert _with_token(warm._AGENT.token) == [agent_pid]  # between jobs only the agent carries the token
+
+
+def test_off_switch_runs_a_fresh_torchrun(tmp_path, monkeypatch):
+    monkeypatch.setenv(warm.SWITCH_ENV, "0")
+    worker = _module(tmp_path, "warm_off_worker", RESULT)
+    done = launch(worker, LaunchSpec(nproc=1, timeout_s=120), tmp_path / "job", env={"PYTHONPATH": str(tmp_path)},
+                  warm=True)
+    assert done.result["forked"] is None and warm._AGENT is None
+
+
+@pytest.mark.parametrize("case, body, expect_log", [
+    ("raises", """
+        import os, time
+
+        def main(argv):
+            print("rank", os.environ["RANK"], "up", flush=True)
+            if os.environ["RANK"] == "1":
+                raise RuntimeError("boom from rank 1")
+            time.sleep(600)
+    """, "boom from rank 1"),
+    ("returns_nonzero", """
+        import os
+
+        def main(argv):
+            print("rank", os.environ["RANK"], "giving up", flush=True)
+            return 3 if os.environ["RANK"] == "0" else 0
+    """, "giving up"),
+], ids=["raises", "returns_nonzero"])
+def test_a_failing_rank_fails_its_job_with_every_ranks_log_and_the_agent_serves_on(tmp_path, case, body, expect_log):
+    worker = _module(tmp_path, f"warm_{case}_worker", body)
+    env = {"PYTHONPATH": str(tmp_path)}
+    start = time.monotonic()
+    with pytest.raises(LaunchError) as info:
+        launch(worker, LaunchSpec(nproc=2, timeout_s=120), tmp_path / "job", env=env, warm=True)
+    assert time.monotonic() - start < 60
+    err = info.value
+    assert not err.timed_out and err.returncode == 1
+    text = str(err)
+    assert "warm launcher" in text and expect_log in text
+    assert "rank 0 stdout" in text and "rank 1 stdout" in text and "rank 1 stderr" in text
+    agent = warm._AGENT
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _with_token(agent.token) != [agent.proc.pid]:
+        time.sleep(0.1)
+    assert _with_token(agent.token) == [agent.proc.pid]  # the failed job's ranks are gone, the agent is not
+    ok = _module(tmp_path, "warm_after_worker", RESULT)
+    assert launch(ok, LaunchSpec(nproc=2, timeout_s=120), tmp_path / "job2", env=env, warm=True).result["world"] == "2"
+    assert warm._AGENT is agent
+
+
+def test_a_hung_job_is_killed_at_its_timeout_with_the_agent_and_the_next_job_gets_a_new_agent(tmp_path):
+    hung = _module(tmp_path, "warm_hung_worker", """
+        import os, time
+
+        def main(argv):
+            print("rank", os.environ["RANK"], "waiting forever", flush=True)
+            time.sleep(600)
+    """)
+    env = {"PYTHONPATH": str(tmp_path)}
+    launch(_module(tmp_path, "warm_first_worker", RESULT), LaunchSpec(nproc=2, timeout_s=120), tmp_path / "job0",
+           env=env, warm=True)  # the agent is warm: the timeout below covers the job alone
+    agent = warm._AGENT
+    start = time.monotonic()
+    with pytest.raises(LaunchError) as info:
+        launch(hung, LaunchSpec(nproc=2, timeout_s=8), tmp_path / "job", env=env, warm=True)
+    assert time.monotonic() - start < 8 + 10
+    err = info.value
+    assert err.timed_out and err.returncode is None
+    assert "timed out" in str(err) and "waiting forever" in str(err)
+    assert warm._AGENT is None and not agent.alive()
+    assert not _with_token(agent.token)  # the agent and both ranks
+    done = launch(_module(tmp_path, "warm_next_worker", RESULT), LaunchSpec(nproc=2, timeout_s=120),
+                  tmp_path / "job2", env=env, warm=True)
+    assert done.result["world"] == "2" and warm._AGENT is not agent
+
+
+def test_env_changes():
+    assert warm.env_changes({"A": "1", "B": "2"}, {"A": "1", "B": "3", "C": "4"}) == {"B": "3", "C": "4"}
+    assert warm.env_changes({"A": "1", "GONE": "x"}, {"A": "1"}) == {"GONE": None}
+
+
+@pytest.mark.parametrize("value, on", [(None, True), ("1", True), ("0", False), ("off", False), ("no", False)])
+def test_the_switch(value, on):
+    assert warm.enabled({} if value is None else {warm.SWITCH_ENV: value}) is on
+
+
+HUNG_WARM_TEST = """
+from pathlib import Path
+
+from pytest_genai.runtime.launcher import LaunchSpec, launch
+
+
+def test_hung_warm_job():
+    here = Path(__file__).parent
+    launch(["-m", "warm_sleeper"], LaunchSpec(nproc=2, timeout_s=300), here / "job", env={"PYTHONPATH": str(here)},
+           warm=True)
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+def test_a_killed_pytest_leaves_neither_agent_nor_ranks_behind(tmp_path, sig):
+    """SIGTERM (a CI job's timeout) or SIGKILL to a pytest whose warm job hangs: the agent and both ranks end."""
+    import signal
+    import subprocess
+    import sys
+
+    _module(tmp_path, "warm_sleeper", """
+        import os, time
+
+        def main(argv):
+            print("rank", os.environ["RANK"], "up", os.environ["%s"], flush=True)
+            time.sleep(600)
+    """ % TOKEN_ENV)
+    (tmp_path / "test_hung_warm.py").write_text(HUNG_WARM_TEST)
+    inner = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                              str(tmp_path / "test_hung_warm.py")], cwd=tmp_path, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    up = []
+    while time.monotonic() < deadline and len(up) < 2:
+        time.sleep(0.2)
+        logs = list((tmp_path / "job" / "logs").rglob("stdout.log")) if (tmp_path / "job").exists() else []
+        up = [p.read_text().split()[-1] for p in logs if " up " in p.read_text()]
+    if len(up) < 2:
+        inner.kill()
+        pytest.fail("the hung warm job never started both ranks:\n" + inner.communicate(timeout=60)[0].decode()[-2000:])
+    token = up[0]
+    assert len(_with_token(token)) == 3  # the agent and its two ranks
+    inner.send_signal(getattr(signal, sig))
+    out, _ = inner.communicate(timeout=60)
+    deadline = time.monotonic() + 15  # SIGKILL: the parent-death signal and the watchdog (5 polls a second)
+    while time.monotonic() < deadline and _with_token(token):
+        time.sleep(0.2)
+    assert not _with_token(token), out.decode(errors="replace")[-2000:]
+    if sig == "SIGTERM":
+        assert b"KeyboardInterrupt" in out or b"Interrupted" in out, out.decode(errors="replace")[-2000:]
