@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -18,6 +19,22 @@ import pytest
 pytest.importorskip("sqlalchemy", reason="the results store needs SQLAlchemy: pip install 'pytest-genai[store]'")
 
 START_TIMEOUT_S = 90
+#: Run beside the server: once the pytest that started it is gone (a SIGTERM, which pytest does not turn into a
+#: teardown, or a SIGKILL), stop the server and delete its folder. argv: pytest's pid, the folder, the stop command.
+_REAPER = """
+import os, shutil, subprocess, sys, time
+parent, base, stop = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
+while alive(parent):
+    time.sleep(0.5)
+subprocess.run(stop, capture_output=True, timeout=60)
+shutil.rmtree(base, ignore_errors=True)
+"""
 
 
 def _pg_bin(name: str) -> str | None:
@@ -42,6 +59,7 @@ class PostgresServer:
         self.base: str | None = None
         self.port = _free_port()
         self.prefix: list[str] = []
+        self.reaper: subprocess.Popen | None = None
 
     def _run(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run([*self.prefix, *args], capture_output=True, text=True, timeout=START_TIMEOUT_S)
@@ -81,6 +99,11 @@ class PostgresServer:
                 log = Path(self.base, "log")
                 tail = log.read_text().strip().splitlines()[-1:] if log.exists() else []
                 self.reason = f"pg_ctl start failed: {(done.stderr or done.stdout).strip()} {tail}"
+                return
+            # pg_ctl daemonizes the server: nothing would stop it if this pytest died without its teardown
+            self.reaper = subprocess.Popen([sys.executable, "-c", _REAPER, str(os.getpid()), self.base, *self._stop()],
+                                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL, start_new_session=True)
         except (OSError, subprocess.TimeoutExpired) as exc:
             self.reason = f"the PostgreSQL server could not be started: {exc}"
 
@@ -97,9 +120,16 @@ class PostgresServer:
         engine.dispose()
         return self.url(name)
 
+    def _stop(self) -> list[str]:
+        return [*self.prefix, _pg_bin("pg_ctl") or "pg_ctl", "-D", os.path.join(self.base, "data"), "-m", "immediate",
+                "stop"]
+
     def stop(self) -> None:
+        if self.reaper is not None:
+            self.reaper.kill()
+            self.reaper.wait()
         if self.base and self.reason is None:
-            self._run(_pg_bin("pg_ctl") or "pg_ctl", "-D", os.path.join(self.base, "data"), "-m", "immediate", "stop")
+            subprocess.run(self._stop(), capture_output=True, text=True, timeout=START_TIMEOUT_S)
         if self.base:
             shutil.rmtree(self.base, ignore_errors=True)
 
