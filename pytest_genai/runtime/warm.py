@@ -142,15 +142,25 @@ class WarmAgent:
         self.env = dict(env)
         self.token = self.env[TOKEN_ENV]
         self.log_path = Path(log_path)
-        self.proc = subprocess.Popen([sys.executable, "-m", "pytest_genai.runtime.warm", str(self.log_path)],
-                                     env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "pytest_genai.runtime.warm", str(self.log_path)],
+                                         env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, start_new_session=True,
+                                         preexec_fn=_die_with_parent)
+        except OSError as exc:
+            raise AgentGone(f"the warm launcher's agent did not start ({exc}); {SWITCH_ENV}=0 launches every job "
+                            "through a fresh torchrun") from None
         watchdog_env = {k: v for k, v in self.env.items() if k != TOKEN_ENV}
         self.watchdog = _start_watchdog(self.proc.pid, self.token, watchdog_env)
         self._buffer = b""
-        ready = self._answer(READY_TIMEOUT_S)
-        if not ready.get("ready"):
-            raise AgentGone(f"the warm launcher's agent did not start: {ready}{self.log_tail()}")
+        try:
+            ready = self._answer(READY_TIMEOUT_S)
+            if not ready.get("ready"):
+                raise AgentGone(f"it answered {ready}")
+        except (TimeoutError, AgentGone, ValueError) as exc:
+            self.kill()
+            raise AgentGone(f"the warm launcher's agent did not start ({exc}); {SWITCH_ENV}=0 launches every job "
+                            f"through a fresh torchrun{self.log_tail()}") from None
 
     def log_tail(self, lines: int = 30) -> str:
         from pytest_genai.runtime.launcher import _tail
@@ -172,7 +182,7 @@ class WarmAgent:
             if ready:
                 chunk = os.read(out.fileno(), 65536)
                 if not chunk:
-                    raise AgentGone(f"the warm launcher's agent exited (code {self.proc.wait()}){self.log_tail()}")
+                    raise AgentGone(f"the warm launcher's agent exited (code {self.proc.wait()})")
                 self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         return json.loads(line)
@@ -187,7 +197,10 @@ class WarmAgent:
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             raise AgentGone(f"the warm launcher's agent exited (code {self.proc.poll()}){self.log_tail()}") from None
-        return self._answer(timeout_s)
+        try:
+            return self._answer(timeout_s)
+        except AgentGone as exc:
+            raise AgentGone(f"{exc}{self.log_tail()}") from None
 
     def kill(self) -> None:
         """The agent, every rank it forked and its watchdog."""

@@ -202,3 +202,45 @@ def test_a_killed_pytest_leaves_neither_agent_nor_ranks_behind(tmp_path, sig):
     assert not _with_token(token), out.decode(errors="replace")[-2000:]
     if sig == "SIGTERM":
         assert b"KeyboardInterrupt" in out or b"Interrupted" in out, out.decode(errors="replace")[-2000:]
+
+
+def test_an_agent_that_cannot_start_fails_the_job_naming_the_switch_and_leaves_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(warm, "PRELOAD", ())
+    monkeypatch.setattr(warm, "READY_TIMEOUT_S", 5.0)
+    # an interpreter that dies before the agent says ready
+    fake = tmp_path / "broken-python"
+    fake.write_text("#!/bin/sh\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(warm.sys, "executable", str(fake))
+    with pytest.raises(LaunchError, match=f"(?s)did not start.*{warm.SWITCH_ENV}=0"):
+        launch(_module(tmp_path, "warm_never_worker", RESULT), LaunchSpec(nproc=1, timeout_s=60), tmp_path / "job",
+               env={"PYTHONPATH": str(tmp_path)}, warm=True)
+    assert warm._AGENT is None
+    monkeypatch.setattr(warm.sys, "executable", str(tmp_path / "no-python-here"))  # cannot even be started
+    with pytest.raises(LaunchError, match=f"(?s)did not start.*{warm.SWITCH_ENV}=0"):
+        launch(["-m", "warm_never_worker"], LaunchSpec(nproc=1, timeout_s=60), tmp_path / "job2",
+               env={"PYTHONPATH": str(tmp_path)}, warm=True)
+
+
+def test_an_agent_killed_during_a_job_fails_that_job_and_its_ranks_are_killed(tmp_path):
+    killer = _module(tmp_path, "warm_killer_worker", """
+        import os, signal, time
+
+        def main(argv):
+            print("rank", os.environ["RANK"], "up", flush=True)
+            if os.environ["RANK"] == "0":
+                time.sleep(0.5)
+                os.kill(os.getppid(), signal.SIGKILL)  # the agent
+            time.sleep(600)
+    """)
+    env = {"PYTHONPATH": str(tmp_path)}
+    launch(_module(tmp_path, "warm_before_worker", RESULT), LaunchSpec(nproc=2, timeout_s=120), tmp_path / "job0",
+           env=env, warm=True)
+    agent = warm._AGENT
+    with pytest.raises(LaunchError, match="agent exited") as info:
+        launch(killer, LaunchSpec(nproc=2, timeout_s=60), tmp_path / "job", env=env, warm=True)
+    assert not info.value.timed_out and "rank 1 stdout" in str(info.value)
+    assert warm._AGENT is None and not _with_token(agent.token)  # both orphaned ranks were found and killed
+    done = launch(_module(tmp_path, "warm_again_worker", RESULT), LaunchSpec(nproc=2, timeout_s=120),
+                  tmp_path / "job2", env=env, warm=True)
+    assert done.result["world"] == "2"
