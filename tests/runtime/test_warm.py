@@ -45,7 +45,8 @@ RESULT = """
     def main(argv):
         if os.environ["RANK"] == "0":
             json.dump({"world": os.environ["WORLD_SIZE"], "argv": argv, "forked": os.environ.get("%s"),
-                       "parent": os.getppid(), "extra": os.environ.get("GENAI_TEST_EXTRA")},
+                       "parent": os.getppid(), "extra": os.environ.get("GENAI_TEST_EXTRA"),
+                       "pid": os.getpid(), "sid": os.getsid(0)},
                       open(os.environ["PYTEST_GENAI_RESULT"], "w"))
         return 0
 
@@ -65,6 +66,8 @@ def test_ranks_are_forked_from_one_agent_that_serves_every_job(tmp_path):
     assert second.result["argv"] == ["b"] and second.result["extra"] == "second"  # each job's own environment
     agent_pid = warm._AGENT.proc.pid
     assert first.result["parent"] == second.result["parent"] == agent_pid  # forked by the same agent
+    # each rank leads a session of its own, as under torchrun (autogroup scheduling shares CPU time by session)
+    assert first.result["sid"] == first.result["pid"] != os.getsid(agent_pid)
     assert _with_token(warm._AGENT.token) == [agent_pid]  # between jobs only the agent carries the token
 
 
