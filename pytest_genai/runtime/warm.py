@@ -38,9 +38,10 @@ RETURN_ENV = "PYTEST_GENAI_RANK_RETURNS"
 #: ``0`` turns the warm launcher off (every job through a fresh ``torchrun``).
 SWITCH_ENV = "PYTEST_GENAI_WARM_LAUNCH"
 READY_TIMEOUT_S = 180.0
-#: What the agent imports before its first fork (what the workers import at their start).
+#: What the agent imports before its first fork (what the workers import at their start); each job's worker module
+#: is imported by the agent before its ranks are forked.
 PRELOAD = ("torch", "torch.distributed", "torch.distributed.run", "transformers", "transformers.modeling_utils",
-           "transformers.models.llama.modeling_llama", "pytest_genai.train.worker", "pytest_genai.runtime.rank")
+           "transformers.models.llama.modeling_llama", "pytest_genai.runtime.rank")
 
 _RESPONSE_FD: int | None = None  # the agent's answer channel; a forked rank closes its copy
 
@@ -85,6 +86,8 @@ def _rank_entry(module: str, argv: list[str], env: dict[str, str | None]) -> Non
 
 
 def _serve(request: Mapping[str, Any]) -> dict[str, Any]:
+    import importlib
+
     import torch.distributed.run as trun
     from torch.distributed.launcher.api import elastic_launch
 
@@ -93,6 +96,10 @@ def _serve(request: Mapping[str, Any]) -> dict[str, Any]:
     if args.master_port is None:
         args.master_port = 29500
     config, _cmd, _cmd_args = trun.config_from_args(args)
+    try:
+        importlib.import_module(request["module"])  # once in the agent: its later jobs' ranks start with it imported
+    except Exception:  # the rank's own import will raise it, into that rank's log
+        pass
     try:
         elastic_launch(config=config, entrypoint=_rank_entry)(request["module"], request["argv"], request["env"])
     except Exception as exc:  # ChildFailedError (a rank raised or died) or a rendezvous failure
