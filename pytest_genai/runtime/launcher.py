@@ -149,14 +149,18 @@ def job_processes(root_pid: int, token: str) -> list[int]:
             if kid not in found:
                 found.append(kid)
                 stack.append(kid)
-    if os.path.isdir("/proc"):
-        needle = f"{TOKEN_ENV}={token}".encode()
-        me = os.getpid()
-        for entry in os.listdir("/proc"):
-            if entry.isdigit() and int(entry) not in (me, root_pid) and int(entry) not in found:
-                if _proc_env_has(int(entry), needle):
-                    found.append(int(entry))
+    found += [pid for pid in token_processes(token) if pid != root_pid and pid not in found]
     return found
+
+
+def token_processes(token: str) -> list[int]:
+    """Every process (but this one) whose environment carries the launch ``token``."""
+    if not os.path.isdir("/proc"):
+        return []
+    needle = f"{TOKEN_ENV}={token}".encode()
+    me = os.getpid()
+    return [int(entry) for entry in os.listdir("/proc")
+            if entry.isdigit() and int(entry) != me and _proc_env_has(int(entry), needle)]
 
 
 def _signal_all(pids: Sequence[int], sig: int) -> None:
@@ -384,6 +388,8 @@ def _launch_warm(cmd: Sequence[str], worker: Sequence[str], spec: LaunchSpec, ch
             warm.discard()
             raise
     wall = time.monotonic() - start
+    strays = [p for p in token_processes(agent.token) if p != agent.proc.pid and _alive(p)]
+    _signal_all(strays, signal.SIGKILL)  # a rank's detached child (the job's ranks have all exited)
     if not answer.get("ok"):
         raise LaunchError(f"distributed job failed ({what}): {answer.get('error')}", returncode=1, timed_out=False,
                           logs=rank_logs(log_dir))

@@ -221,8 +221,11 @@ class WarmAgent:
         _stop_watchdog(self.watchdog)
 
     def close(self, grace_s: float = 10.0) -> None:
-        """Stop after the current job: close stdin, wait, then kill whatever is left."""
-        from pytest_genai.runtime.launcher import _stop_watchdog
+        """Stop after the current job: close stdin, wait, then kill whatever is left (the agent, and any process
+        still carrying its launch token)."""
+        import signal
+
+        from pytest_genai.runtime.launcher import _alive, _signal_all, _stop_watchdog, token_processes
 
         try:
             if self.proc.stdin is not None:
@@ -232,6 +235,7 @@ class WarmAgent:
             pass
         if self.alive():
             self.kill()
+        _signal_all([p for p in token_processes(self.token) if _alive(p)], signal.SIGKILL)
         _stop_watchdog(self.watchdog)
 
 

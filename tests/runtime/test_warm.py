@@ -247,3 +247,26 @@ def test_an_agent_killed_during_a_job_fails_that_job_and_its_ranks_are_killed(tm
     done = launch(_module(tmp_path, "warm_again_worker", RESULT), LaunchSpec(nproc=2, timeout_s=120),
                   tmp_path / "job2", env=env, warm=True)
     assert done.result["world"] == "2"
+
+
+def test_a_detached_child_of_a_rank_does_not_outlive_its_job(tmp_path):
+    """A rank's child that leaves its session and ignores SIGTERM: found by the launch token once the job is done."""
+    marker = str(tmp_path / "detached-marker")
+    worker = _module(tmp_path, "warm_detaching_worker", """
+        import json, os, subprocess, sys, time
+
+        def main(argv):
+            if os.environ["RANK"] == "0":
+                subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, "
+                                  "signal.SIG_IGN); time.sleep(600)", %r], start_new_session=True)
+                json.dump({"ok": 1}, open(os.environ["PYTEST_GENAI_RESULT"], "w"))
+            return 0
+    """ % marker)
+    done = launch(worker, LaunchSpec(nproc=2, timeout_s=120), tmp_path / "job", env={"PYTHONPATH": str(tmp_path)},
+                  warm=True)
+    assert done.result == {"ok": 1}
+    agent = warm._AGENT
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _with_token(agent.token) != [agent.proc.pid]:
+        time.sleep(0.1)
+    assert _with_token(agent.token) == [agent.proc.pid]
