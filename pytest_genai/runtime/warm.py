@@ -16,7 +16,8 @@ The client (:class:`WarmAgent`, used by :func:`pytest_genai.runtime.launcher.lau
 guarantees: the agent gets a parent-death signal and a watchdog, carries the launch token (so do the forked ranks,
 whose environment is the agent's), and a job that hangs past its timeout or an interrupt kills the agent and every
 rank; the next job starts a new agent. Only for one node without an explicit rendezvous endpoint, and only where
-the caller asks (the CPU: CUDA must not be initialized before a fork, Gaudi runs its own launcher);
+the caller asks (the fine-tuning jobs on the CPU: CUDA must not be initialized before a fork, Gaudi runs its own
+launcher; the DDP scaling benchmarks keep plain torchrun, their claims compare one rank with two);
 ``PYTEST_GENAI_WARM_LAUNCH=0`` turns it off.
 """
 from __future__ import annotations
