@@ -158,8 +158,11 @@ def test_parallel_scaling(benchmark, genai, genai_device, genai_settings, strate
 
     if why := ranks_problem(genai_device.kind, genai_settings["nproc"]):  # per node: one rank per core / GPU
         pytest.skip(why)
-    workload = scaling_config.parallel_workload(genai_device.kind, scale)
-    head = scaling_config.pipeline_head_vocab(genai_device.kind, scale) if strategy == "pp" else 0
+    if strategy == "pp":
+        workload = scaling_config.pipeline_workload(genai_device.kind, scale)
+        head = scaling_config.pipeline_head_vocab(genai_device.kind, scale)
+    else:
+        workload, head = scaling_config.parallel_workload(genai_device.kind, scale), 0
     # 10 interleaved rounds: the timing claims are judged on the 95% interval of the per-round values.
     cfg = ParallelConfig(strategy, workload, world_size=world, head_vocab=head, repeats=10)
     genai.start(config=cfg, model=MODEL)
