@@ -19,6 +19,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -89,17 +90,21 @@ def run_bare(cfg: ThroughputConfig, nproc: int, *, timeout_s: float = 300.0,
     child_env = {**os.environ, **(env or {}), TOKEN_ENV: token}
     package_root = str(Path(__file__).resolve().parents[2])
     child_env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, child_env.get("PYTHONPATH")) if p)
-    start = time.monotonic()
-    proc = subprocess.Popen(cmd, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout_s)
-    except BaseException:
-        kill_job(proc, token)
-        stdout, stderr = proc.communicate()
-        raise RuntimeError(f"the bare DDP job was killed (timeout {timeout_s:g} s or interrupt): "
-                           f"{' '.join(cmd[:6])}\n{stderr[-2000:]}") from None
-    wall = time.monotonic() - start
+    # torchrun without --log-dir makes a torchelastic_* folder in the temporary folder per job and leaves it there:
+    # the job gets a temporary folder of its own (TMPDIR), removed after it; the command line stays the user's.
+    with tempfile.TemporaryDirectory(prefix="genai-bare-ddp-", ignore_cleanup_errors=True) as job_tmp:
+        child_env["TMPDIR"] = job_tmp
+        start = time.monotonic()
+        proc = subprocess.Popen(cmd, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout_s)
+        except BaseException:
+            kill_job(proc, token)
+            stdout, stderr = proc.communicate()
+            raise RuntimeError(f"the bare DDP job was killed (timeout {timeout_s:g} s or interrupt): "
+                               f"{' '.join(cmd[:6])}\n{stderr[-2000:]}") from None
+        wall = time.monotonic() - start
     if proc.returncode != 0:
         raise RuntimeError(f"the bare DDP job exited {proc.returncode}: {' '.join(cmd[:6])}\n"
                            f"stdout: {stdout[-1000:]}\nstderr: {stderr[-2000:]}")

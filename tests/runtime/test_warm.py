@@ -97,9 +97,13 @@ def test_off_switch_runs_a_fresh_torchrun(tmp_path, monkeypatch):
             return 3 if os.environ["RANK"] == "0" else 0
     """, "giving up"),
 ], ids=["raises", "returns_nonzero"])
-def test_a_failing_rank_fails_its_job_with_every_ranks_log_and_the_agent_serves_on(tmp_path, case, body, expect_log):
+def test_a_failing_rank_fails_its_job_with_every_ranks_log_and_the_agent_serves_on(tmp_path, monkeypatch, case, body,
+                                                                                   expect_log):
     worker = _module(tmp_path, f"warm_{case}_worker", body)
     env = {"PYTHONPATH": str(tmp_path)}
+    temp = tmp_path / "tmp"  # the agent's temporary folder: torch leaves an error file per failed rank there
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
     start = time.monotonic()
     with pytest.raises(LaunchError) as info:
         launch(worker, LaunchSpec(nproc=2, timeout_s=120), tmp_path / "job", env=env, warm=True)
@@ -114,6 +118,7 @@ def test_a_failing_rank_fails_its_job_with_every_ranks_log_and_the_agent_serves_
     while time.monotonic() < deadline and _with_token(agent.token) != [agent.proc.pid]:
         time.sleep(0.1)
     assert _with_token(agent.token) == [agent.proc.pid]  # the failed job's ranks are gone, the agent is not
+    assert not [p.name for p in temp.iterdir() if p.name.startswith(("pytorch-errorfile", "genai-warm-job"))]
     ok = _module(tmp_path, "warm_after_worker", RESULT)
     assert launch(ok, LaunchSpec(nproc=2, timeout_s=120), tmp_path / "job2", env=env, warm=True).result["world"] == "2"
     assert warm._AGENT is agent

@@ -93,3 +93,18 @@ def test_a_load_change_between_alternated_jobs_widens_the_interval():
                                         [_job(rng, 0.057), _job(rng, 0.066), _job(rng, 0.066)], 3)
     assert changed.interval.hi - changed.interval.lo > 2 * (steady.interval.hi - steady.interval.lo)
     assert changed.interval.lo < 0.95 < changed.interval.hi  # inconclusive, not a false fail
+
+
+def test_run_bare_gives_the_job_a_temporary_folder_of_its_own_and_removes_it(tmp_path, monkeypatch):
+    """torchrun without --log-dir leaves a torchelastic_* folder per job in the temporary folder; run_bare points
+    TMPDIR at a folder of its own for the job and removes it (the command line stays torchrun's defaults)."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    out = json.dumps({"bare_ddp": {"step_s": [[0.1, 0.1]], "losses": [1.0, 0.9], "threads": 1}})
+    script = ("import json, os, tempfile; d = tempfile.mkdtemp(prefix='torchelastic_'); "
+              f"assert os.path.dirname(d) != {str(temp)!r}, d; print({out!r})")
+    monkeypatch.setattr(bare_ddp, "command", lambda cfg, nproc: [sys.executable, "-c", script])
+    run = bare_ddp.run_bare(CFG, 1, timeout_s=60)
+    assert run.losses == (1.0, 0.9)
+    assert list(temp.iterdir()) == []
