@@ -104,6 +104,11 @@ class GenaiRecorder:
         self._state = state
         self._device: Device | None = None
         self._data: dict[str, Any] | None = None
+        from pytest_genai.runtime.pressure import Window
+
+        # CPU contention over the test, from its setup (benchmarks may measure before genai.start) to genai.record
+        self._window = Window.open()
+        self._stall_share: float | None = None  # its reading at record() (or check())
 
     # -- filling ---------------------------------------------------------------------------------------------
     @property
@@ -179,6 +184,16 @@ class GenaiRecorder:
             self.label(name, text)
         for name, obj in (getattr(result, "attachments", None) or {}).items():
             self.attach(name, obj)
+        self._read_contention()
+
+    def _read_contention(self) -> float | None:
+        """CPU contention from the test's setup to now (attachment ``cpu_contention``); its share, or None."""
+        reading = self._window.reading() if self._window is not None else None
+        if reading is None:
+            return None
+        self.data["attachments"]["cpu_contention"] = reading
+        self._stall_share = reading["stall_share_measured"]
+        return self._stall_share
 
     def metric(self, name: str, value: float, *, source: str | None = None, unit: str | None = None,
                rounds: Any = None, interval: Interval | None = None) -> float:
@@ -240,6 +255,9 @@ class GenaiRecorder:
         claims = self._state.claims()
         data = self.data
         device = self._device
+        stall_share = self._stall_share
+        if stall_share is None:  # checked without genai.record: the window up to now
+            stall_share = self._read_contention()
         declared = {cid for mark in self._request.node.iter_markers("claims") for cid in mark.args}
         verdicts = []
         for cid in claim_ids:
@@ -272,7 +290,7 @@ class GenaiRecorder:
                 interval = Interval(**recorded) if recorded else None
             elif claim.metric not in data["metrics"]:
                 self.metric(claim.metric, measured)
-            verdicts.append(check_value(claim, measured, interval))
+            verdicts.append(check_value(claim, measured, interval, stall_share=stall_share))
         device_text = device.generation if device else "-"
         for verdict in verdicts:
             entry = verdict.to_json()

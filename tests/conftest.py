@@ -18,6 +18,18 @@ except ImportError:  # plots are optional
     pass
 
 
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _no_cpu_pressure(monkeypatch, tmp_path_factory):
+    """Verdicts in these tests must not depend on how loaded the machine running them is: the PSI reading
+    (pytest_genai.runtime.pressure) is off unless a test points it at a file of its own."""
+    from pytest_genai.runtime import pressure
+
+    monkeypatch.setattr(pressure, "PSI_CPU", str(tmp_path_factory.getbasetemp() / "no-psi"))
+
+
 # -- a tokenizer and a model built here, for the evaluation, composition and quantizer tests (no download) --------
 BOS, EOS = "<s>", "</s>"
 VOCAB = 260  # 256 byte tokens + specials; the tiny model's vocab_size

@@ -31,7 +31,7 @@ def test_record_and_start_defaults(pytester):
     assert genai["metric_rounds"]["scaling_throughput_ratio"] == [1.7, 1.8, 1.9, 1.8, 1.85]
     assert genai["metric_intervals"]["scaling_throughput_ratio"]["n"] == 5
     assert genai["labels"] == {"note": "two ranks"}
-    assert genai["attachments"] == {"curve": [{"batch": 1}, {"batch": 2}]}
+    assert genai["attachments"] == {"curve": [{"batch": 1}, {"batch": 2}]}  # no PSI in tests: no cpu_contention
 
 
 def test_start_outside_a_registered_file_names_the_fix(pytester):

@@ -16,6 +16,11 @@ from pytest_genai.claims.stats import Interval
 
 PASS, FAIL, INCONCLUSIVE, NOT_APPLICABLE = "pass", "fail", "inconclusive", "not_applicable"
 VERDICTS = (PASS, FAIL, INCONCLUSIVE, NOT_APPLICABLE)
+#: Above this share of the test with a task waiting for a CPU (:mod:`pytest_genai.runtime.pressure`), a timing
+#: claim whose interval lies outside its bounds reads ``inconclusive``, not ``fail``: the interval covers noise
+#: between rounds, not a load that shifts every round alike. Measured on 2 vCPUs (2026-12-01), the benchmarks with
+#: timing claims read 0.00-0.20 idle (the most: ZeRO-3's extra threads) and 0.47-0.87 beside two CPU burners.
+CONTENDED_SHARE = 0.3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,8 +59,13 @@ def _outside(claim: Claim, x: float) -> str | None:
     return None
 
 
-def check_value(claim: Claim, measured: float, interval: Interval | None = None) -> Verdict:
-    """Compare ``measured`` (and, for timing claims, its ``interval``) with the claim's inclusive bounds."""
+def check_value(claim: Claim, measured: float, interval: Interval | None = None,
+                stall_share: float | None = None) -> Verdict:
+    """Compare ``measured`` (and, for timing claims, its ``interval``) with the claim's inclusive bounds.
+
+    ``stall_share``: how much of the measurement a task waited for a CPU (None: unknown). A timing claim that would
+    fail on a machine contended past :data:`CONTENDED_SHARE` reads ``inconclusive`` and says why.
+    """
     def verdict(kind: str, message: str) -> Verdict:
         value = float(measured) if isinstance(measured, (int, float)) and not isinstance(measured, bool) else None
         return Verdict(claim.id, claim.metric, value, claim.min, claim.max,
@@ -72,7 +82,12 @@ def check_value(claim: Claim, measured: float, interval: Interval | None = None)
         span = f"{head}{shown}, interval {interval.text()}"
         lo_out, hi_out = _outside(claim, interval.lo), _outside(claim, interval.hi)
         if lo_out and hi_out and lo_out[0] == hi_out[0]:  # both ends past the same bound
-            return verdict(FAIL, f"{span} {lo_out if lo_out[0] == '>' else hi_out}")
+            outside = lo_out if lo_out[0] == '>' else hi_out
+            if claim.timing and stall_share is not None and stall_share > CONTENDED_SHARE:
+                return verdict(INCONCLUSIVE, f"{span} {outside}, but a task waited for a CPU {stall_share:.0%} of "
+                                             f"the measurement (over {CONTENDED_SHARE:.0%}): a contended machine "
+                                             "cannot fail a timing claim")
+            return verdict(FAIL, f"{span} {outside}")
         if lo_out is None and hi_out is None:
             return verdict(PASS, f"{span} within {claim.bound_text()}")
         return verdict(INCONCLUSIVE, f"{span} straddles {claim.bound_text()}: noise could put it on either side")

@@ -9,6 +9,7 @@ Modules, one job each (importing any of them imports nothing heavy; torch is imp
 - ``timing``    synchronized, warmed-up timings and medians; the slowest rank per step
 - ``memtrack``  peak live tensor bytes on the CPU, with an optional budget standing in for the device memory
 - ``threads``   the cores this process may use and torch's intra-op thread count
+- ``pressure``  how contended the CPU was during a measurement (Linux PSI), for timing verdicts
 
 Experiments import the core (devices, claims, results), this package and themselves, never each other.
 """

@@ -105,3 +105,23 @@ def test_registered_sources_are_fixed_in_the_packaged_metrics() -> None:
     metrics = load_metrics()
     assert metrics["memory_budget_bytes"].source == "config" and metrics["ceiling_gbs_spec"].source == "spec"
     assert metrics["world_size"].source == "config"
+
+
+@pytest.mark.parametrize(("interval", "share", "expected"), [
+    ((0.5, 0.7), None, "fail"),  # no PSI: as before
+    ((0.5, 0.7), 0.03, "fail"),  # the suite's own ranks on idle cores
+    ((0.5, 0.7), 0.2, "fail"),  # ZeRO-3's own threads, idle
+    ((0.5, 0.7), 0.65, "inconclusive"),  # beside two CPU burners
+    ((1.2, 1.4), 0.65, "pass"),  # a pass stays a pass
+    ((0.8, 1.2), 0.65, "inconclusive"),
+])
+def test_a_contended_machine_cannot_fail_a_timing_claim(interval, share, expected) -> None:
+    v = check_value(_claim(basis="physics"), sum(interval) / 2, _iv(*interval), stall_share=share)
+    assert v.verdict == expected
+    if share == 0.65 and expected == "inconclusive" and interval[1] < 1:
+        assert "waited for a CPU 65% of the measurement" in v.message and "< min 1" in v.message
+
+
+def test_contention_does_not_touch_deterministic_claims() -> None:
+    assert check_value(_claim(timing=False), 0.5, stall_share=0.9).verdict == "fail"
+    assert check_value(_claim(timing=False), 0.5, _iv(0.4, 0.6), stall_share=0.9).verdict == "fail"

@@ -223,6 +223,43 @@ def test_timing_verdicts_in_a_run(pytester: pytest.Pytester, ratio, rounds, mode
     assert entry["basis"] == "physics" and entry["interval"]["n"] == 5 and entry["verdict"] == verdict.lower()
 
 
+CONTENDED_TEST = """
+import pytest
+from pytest_genai.runtime import pressure
+
+PSI = "some avg10=0.00 avg60=0.00 avg300=0.00 total={}\\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\\n"
+
+@pytest.fixture(autouse=True)
+def psi(tmp_path, monkeypatch):  # set up before the genai fixture, which opens the window
+    path = tmp_path / "cpu"
+    path.write_text(PSI.format(0))
+    monkeypatch.setattr(pressure, "PSI_CPU", str(path))
+    return path
+
+@pytest.mark.claims("B2.cpu_dp_weak_scaling", kinds=("cpu",))
+def test_t(benchmark, genai, cpu, psi):
+    genai.start(experiment="dabench_level2", device=cpu, config=dict(strategy="dp"), model="m")
+    benchmark.pedantic(lambda: psi.write_text(PSI.format(STALL)), rounds=1)
+    genai.metric("scaling_throughput_ratio", 0.6, rounds=[0.5, 0.6, 0.7, 0.55, 0.65])
+    genai.check("B2.cpu_dp_weak_scaling")
+"""
+
+
+@pytest.mark.parametrize(("stall_us", "outcome", "verdict"), [(0, "failed", "fail"), (10**12, "passed", "inconclusive")])
+def test_a_timing_claim_measured_on_a_contended_cpu_is_inconclusive(pytester, stall_us, outcome, verdict) -> None:
+    """The PSI stall share from the test's setup to the check is recorded (attachment cpu_contention); past 30% a
+    failing timing claim reads inconclusive and says why."""
+    pytester.makepyfile(CONTENDED_TEST.replace("STALL", str(stall_us)))
+    result = pytester.runpytest("--benchmark-json=out.json", "-p", "no:cacheprovider")
+    result.assert_outcomes(**{outcome: 1})
+    genai = json.loads((pytester.path / "out.json").read_text())["benchmarks"][0]["extra_info"]["genai"]
+    assert genai["claims"][0]["verdict"] == verdict
+    share = genai["attachments"]["cpu_contention"]["stall_share_measured"]
+    assert share == (0.0 if stall_us == 0 else 1.0)
+    if verdict == "inconclusive":
+        assert "waited for a CPU 100% of the measurement" in genai["claims"][0]["message"]
+
+
 @pytest.mark.parametrize(
     ("args", "env", "needle"),
     [
