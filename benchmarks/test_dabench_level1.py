@@ -220,7 +220,7 @@ def _read_profile(request, benchmark, genai, device, cfg):
     from pytest_genai.dabench.vendor import VendorUnavailable, read_profile
 
     root = _profiles_root(request, "dataflow profiles (<DIR>/<kind>/<config id>/<file>)")
-    genai.start(device=device, config=cfg, model=MODEL)
+    genai.start(device=device, config=cfg, model=MODEL, measured_here=False)
     try:
         profile = benchmark.pedantic(read_profile, args=(root, device.kind, cfg), rounds=1, iterations=1)
     except (VendorUnavailable, ImportError) as exc:  # ImportError: profile.pop needs pva (Poplar SDK)
@@ -267,7 +267,7 @@ def test_capacity_wse(request, benchmark, genai, wse):
         pytest.skip(f"{exc}: compile the decoder stack at rising layer counts (Cerebras Model Zoo, "
                     "`python run.py CSX --compile_only --params params.yaml`) and keep each count's compile_report.txt "
                     "or, where it failed, its log (docs/dabench.md)")
-    genai.start(device=wse, config={"sweep": group, "layers": "searched"}, model=MODEL)
+    genai.start(device=wse, config={"sweep": group, "layers": "searched"}, model=MODEL, measured_here=False)
     report = read_compile_report(folders[outcome.max_fitting] / "compile_report.txt") if outcome.max_fitting else None
     genai.record(wse_capacity_result(outcome, report))
     if outcome.first_failing is not None:  # else the capacity is at least the largest count: not judged
@@ -294,7 +294,8 @@ def test_capacity_ipu(request, benchmark, genai, ipu):
                     "Graphcore's GPT-2 with its layers-per-IPU layout) and keep per count its console log "
                     "(`python ... 2>&1 | tee compile.log`: 'Graph compilation: 100%' or Poplar's 'Out of memory') "
                     "or profile.pop (docs/dabench.md)")
-    genai.start(device=ipu, config={"sweep": ", ".join(sweeps), "layers": "searched"}, model=MODEL)
+    genai.start(device=ipu, config={"sweep": ", ".join(sweeps), "layers": "searched"}, model=MODEL,
+                measured_here=False)
     result = ipu_capacity_result(sweeps)
     genai.record(result)
     if "min_failing_layers" in result.metrics:  # else no config failed: where one would is unknown, not judged
@@ -340,7 +341,7 @@ def test_compile_modes_rdu(request, benchmark, genai, rdu):
     if "o3_li_deepest_over_shallowest" not in result.metrics:
         pytest.skip(f"{result.labels['o3_trend_not_judged']}: {howto}")
     genai.start(device=rdu, config={"sweep": group, "layers": "swept", "compile_modes": ", ".join(sorted(sweeps))},
-                model=MODEL)
+                model=MODEL, measured_here=False)
     genai.record(result)
     genai.check("B1.rdu_o3_balance_falls")
 

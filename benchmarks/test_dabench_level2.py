@@ -75,7 +75,8 @@ def test_vendor_precision(request, benchmark, genai, genai_device):
     except ArtifactsMissing as exc:
         pytest.skip(f"{exc} under DIR/{kind}/level2/ (docs/dabench_level2.md)")
     genai.start(config={"precision": "mixed", "baseline_precision": MIXED_PRECISION_BASELINE[kind][0],
-                        "chips": comparison.run.chips, "layers": comparison.run.layers}, model=VENDOR_MODEL)
+                        "chips": comparison.run.chips, "layers": comparison.run.layers}, model=VENDOR_MODEL,
+                measured_here=False)
     genai.record(vendor_precision_result(comparison, kind))
     genai.check({"rdu": "B2.rdu_mixed_precision", "ipu": "B2.ipu_mixed_precision",
                  "wse": "B2.wse2_mixed_precision"}[kind])
@@ -94,7 +95,8 @@ def test_vendor_tp_scaling(request, benchmark, genai, rdu):
         pytest.skip(f"{exc} under DIR/rdu/level2/ (docs/dabench_level2.md)")
     run = comparison.run
     genai.start(device=rdu, config={"strategy": "tp", "chips": run.chips, "baseline_chips": comparison.baseline.chips,
-                                    "precision": run.precision, "layers": run.layers}, model=VENDOR_MODEL)
+                                    "precision": run.precision, "layers": run.layers}, model=VENDOR_MODEL,
+                measured_here=False)
     genai.record(vendor_tp_result(comparison))
     genai.check("B2.rdu_tp_2_to_4_chips")
 
@@ -126,7 +128,7 @@ def test_vendor_batch_scaling(request, benchmark, genai, genai_device):
                     f"{list(sweep.batches)}): {BATCH_HOWTO[kind]} (docs/dabench_level2.md)")
     run = sweep.runs[0]
     genai.start(config={"sweep": "batch", "batches": ", ".join(map(str, sweep.batches)), "precision": run.precision,
-                        "chips": run.chips, "layers": run.layers}, model=VENDOR_MODEL)
+                        "chips": run.chips, "layers": run.layers}, model=VENDOR_MODEL, measured_here=False)
     genai.record(result)
     genai.check(claim)
 

@@ -118,9 +118,12 @@ class GenaiRecorder:
         return self._data
 
     def start(self, experiment: str | None = None, device: Device | None = None, config: Any = None,
-              model: str | None = None) -> "GenaiRecorder":
+              model: str | None = None, *, measured_here: bool = True) -> "GenaiRecorder":
         """Begin this benchmark's record. ``experiment`` defaults to the registered experiment of the test's file
-        (``pytest_genai/experiments.py``), ``device`` to the test's ``genai_device`` parameter."""
+        (``pytest_genai/experiments.py``), ``device`` to the test's ``genai_device`` parameter.
+
+        ``measured_here=False``: the numbers are read from files another machine wrote (vendor run logs and
+        profiles), so this machine's CPU contention is neither recorded nor used in their verdicts."""
         if experiment is None:
             experiment = self._default_experiment()
         if not experiment or not isinstance(experiment, str):
@@ -150,6 +153,9 @@ class GenaiRecorder:
             data.setdefault(key, {})
         data.setdefault("claims", [])
         self._data = data
+        if not measured_here:
+            self._window, self._stall_share = None, None
+            data["attachments"].pop("cpu_contention", None)
         _LOG.info("%s on %s: recording %s", experiment, data["device"]["generation"] if data["device"] else "-",
                   self._request.node.name)
         self._state.records.append({"name": self._request.node.name, "fullname": self._request.node.nodeid,
