@@ -105,13 +105,13 @@ def _serve(request: Mapping[str, Any]) -> dict[str, Any]:
     # torch's process starter leaves one ``pytorch-errorfile-*.pickle`` per failed rank in the temporary folder, and
     # nobody removes them: each job gets a folder of its own, removed once the agent has read them.
     with tempfile.TemporaryDirectory(prefix="genai-warm-job-", ignore_cleanup_errors=True) as job_tmp:
-        tempfile.tempdir = job_tmp
+        before, tempfile.tempdir = tempfile.tempdir, job_tmp
         try:
             elastic_launch(config=config, entrypoint=_rank_entry)(request["module"], request["argv"], request["env"])
         except Exception as exc:  # ChildFailedError (a rank raised or died) or a rendezvous failure
             return {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[-3000:]}"}
         finally:
-            tempfile.tempdir = None
+            tempfile.tempdir = before
     return {"ok": True}
 
 
