@@ -230,10 +230,11 @@ class _SigtermAsInterrupt:
             signal.signal(signal.SIGTERM, self.previous)
 
 
-def _start_watchdog(root: int, token: str, env: Mapping[str, str]) -> subprocess.Popen | None:
+def _start_watchdog(root: int, token: str, env: Mapping[str, str], remove: str | None = None
+                    ) -> subprocess.Popen | None:
     try:
         return subprocess.Popen([sys.executable, "-m", "pytest_genai.runtime.watchdog", str(os.getpid()), str(root),
-                                 token], env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 token, *([remove] if remove else [])], env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:  # pragma: no cover - the job still runs; only the SIGKILL safety net is missing
         return None

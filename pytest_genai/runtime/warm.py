@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -103,15 +104,19 @@ def _serve(request: Mapping[str, Any]) -> dict[str, Any]:
     except Exception:  # the rank's own import will raise it, into that rank's log
         pass
     # torch's process starter leaves one ``pytorch-errorfile-*.pickle`` per failed rank in the temporary folder, and
-    # nobody removes them: each job gets a folder of its own, removed once the agent has read them.
-    with tempfile.TemporaryDirectory(prefix="genai-warm-job-", ignore_cleanup_errors=True) as job_tmp:
-        before, tempfile.tempdir = tempfile.tempdir, job_tmp
-        try:
-            elastic_launch(config=config, entrypoint=_rank_entry)(request["module"], request["argv"], request["env"])
-        except Exception as exc:  # ChildFailedError (a rank raised or died) or a rendezvous failure
-            return {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[-3000:]}"}
-        finally:
-            tempfile.tempdir = before
+    # nobody removes them: each job gets a folder of its own. The client made it and removes it, also when it kills
+    # the agent mid-job (a timeout, an interrupt: the ranks write their error files as they die, and no code here
+    # runs on); the client's watchdog removes it if the client itself is killed.
+    job_tmp = request.get("tmp") or tempfile.mkdtemp(prefix="genai-warm-job-")
+    before, tempfile.tempdir = tempfile.tempdir, job_tmp
+    try:
+        elastic_launch(config=config, entrypoint=_rank_entry)(request["module"], request["argv"], request["env"])
+    except Exception as exc:  # ChildFailedError (a rank raised or died) or a rendezvous failure
+        return {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[-3000:]}"}
+    finally:
+        tempfile.tempdir = before
+        if not request.get("tmp"):
+            shutil.rmtree(job_tmp, ignore_errors=True)
     return {"ok": True}
 
 
@@ -161,16 +166,22 @@ class WarmAgent:
         self.env = dict(env)
         self.token = self.env[TOKEN_ENV]
         self.log_path = Path(log_path)
+        # Each job's ranks get a temporary folder of their own (torch leaves an error file per failed rank there),
+        # inside one folder for this agent: removed here, or by the watchdog if this process is killed.
+        where = self.env.get("TMPDIR")  # where the agent's own temporary files would go
+        self.tmp = tempfile.mkdtemp(prefix="genai-warm-", dir=where if where and os.path.isdir(where) else None)
+        self._job_tmp: str | None = None
         try:
             self.proc = subprocess.Popen([sys.executable, "-m", "pytest_genai.runtime.warm", str(self.log_path)],
                                          env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL, start_new_session=True,
                                          preexec_fn=_die_with_parent)
         except OSError as exc:
+            shutil.rmtree(self.tmp, ignore_errors=True)
             raise AgentGone(f"the warm launcher's agent did not start ({exc}); {SWITCH_ENV}=0 launches every job "
                             "through a fresh torchrun") from None
         watchdog_env = {k: v for k, v in self.env.items() if k != TOKEN_ENV}
-        self.watchdog = _start_watchdog(self.proc.pid, self.token, watchdog_env)
+        self.watchdog = _start_watchdog(self.proc.pid, self.token, watchdog_env, remove=self.tmp)
         self._buffer = b""
         try:
             ready = self._answer(READY_TIMEOUT_S)
@@ -209,7 +220,10 @@ class WarmAgent:
     def run(self, torchrun_args: Sequence[str], module: str, argv: Sequence[str], env: Mapping[str, str | None],
             timeout_s: float) -> dict[str, Any]:
         """One job; its answer. TimeoutError past ``timeout_s``, AgentGone if the agent died (kill it after either)."""
-        request = {"torchrun_args": list(torchrun_args), "module": module, "argv": list(argv), "env": dict(env)}
+        self._drop_job_tmp()
+        self._job_tmp = tempfile.mkdtemp(prefix="job-", dir=self.tmp)
+        request = {"torchrun_args": list(torchrun_args), "module": module, "argv": list(argv), "env": dict(env),
+                   "tmp": self._job_tmp}
         assert self.proc.stdin is not None
         try:
             self.proc.stdin.write((json.dumps(request) + "\n").encode())
@@ -217,9 +231,17 @@ class WarmAgent:
         except (BrokenPipeError, OSError):
             raise AgentGone(f"the warm launcher's agent exited (code {self.proc.poll()}){self.log_tail()}") from None
         try:
-            return self._answer(timeout_s)
+            answer = self._answer(timeout_s)
         except AgentGone as exc:
             raise AgentGone(f"{exc}{self.log_tail()}") from None
+        self._drop_job_tmp()  # answered: its ranks are gone
+        return answer
+
+    def _drop_job_tmp(self) -> None:
+        """Remove the current job's temporary folder; only once its ranks are gone (answered, or killed)."""
+        if self._job_tmp:
+            shutil.rmtree(self._job_tmp, ignore_errors=True)
+            self._job_tmp = None
 
     def kill(self) -> None:
         """The agent, every rank it forked and its watchdog."""
@@ -227,6 +249,8 @@ class WarmAgent:
 
         kill_job(self.proc, self.token)
         _stop_watchdog(self.watchdog)
+        self._job_tmp = None
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def close(self, grace_s: float = 10.0) -> None:
         """Stop after the current job: close stdin, wait, then kill whatever is left (the agent, and any process
@@ -245,6 +269,8 @@ class WarmAgent:
             self.kill()
         _signal_all([p for p in token_processes(self.token) if _alive(p)], signal.SIGKILL)
         _stop_watchdog(self.watchdog)
+        self._job_tmp = None
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 _AGENT: WarmAgent | None = None

@@ -118,13 +118,18 @@ def test_a_failing_rank_fails_its_job_with_every_ranks_log_and_the_agent_serves_
     while time.monotonic() < deadline and _with_token(agent.token) != [agent.proc.pid]:
         time.sleep(0.1)
     assert _with_token(agent.token) == [agent.proc.pid]  # the failed job's ranks are gone, the agent is not
-    assert not [p.name for p in temp.iterdir() if p.name.startswith(("pytorch-errorfile", "genai-warm-job"))]
+    assert [p.name for p in temp.iterdir() if p.name.startswith(("pytorch-errorfile", "genai-warm"))] == [
+        os.path.basename(agent.tmp)]  # the agent's folder, while it lives; empty: the job's went with it
+    assert not os.listdir(agent.tmp)
     ok = _module(tmp_path, "warm_after_worker", RESULT)
     assert launch(ok, LaunchSpec(nproc=2, timeout_s=120), tmp_path / "job2", env=env, warm=True).result["world"] == "2"
     assert warm._AGENT is agent
 
 
-def test_a_hung_job_is_killed_at_its_timeout_with_the_agent_and_the_next_job_gets_a_new_agent(tmp_path):
+def test_a_hung_job_is_killed_at_its_timeout_with_the_agent_and_the_next_job_gets_a_new_agent(tmp_path, monkeypatch):
+    temp = tmp_path / "tmp"  # killed ranks leave error files in their job's temporary folder: it goes with them
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
     hung = _module(tmp_path, "warm_hung_worker", """
         import os, time
 
@@ -145,6 +150,7 @@ def test_a_hung_job_is_killed_at_its_timeout_with_the_agent_and_the_next_job_get
     assert "timed out" in str(err) and "waiting forever" in str(err)
     assert warm._AGENT is None and not agent.alive()
     assert not _with_token(agent.token)  # the agent and both ranks
+    assert not [p.name for p in temp.iterdir() if p.name.startswith(("genai-warm", "pytorch-errorfile"))]
     done = launch(_module(tmp_path, "warm_next_worker", RESULT), LaunchSpec(nproc=2, timeout_s=120),
                   tmp_path / "job2", env=env, warm=True)
     assert done.result["world"] == "2" and warm._AGENT is not agent
@@ -188,9 +194,11 @@ def test_a_killed_pytest_leaves_neither_agent_nor_ranks_behind(tmp_path, sig):
             time.sleep(600)
     """ % TOKEN_ENV)
     (tmp_path / "test_hung_warm.py").write_text(HUNG_WARM_TEST)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
     inner = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                               str(tmp_path / "test_hung_warm.py")], cwd=tmp_path, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT)
+                             stderr=subprocess.STDOUT, env={**os.environ, "TMPDIR": str(temp)})
     deadline = time.monotonic() + 120
     up = []
     while time.monotonic() < deadline and len(up) < 2:
@@ -208,6 +216,11 @@ def test_a_killed_pytest_leaves_neither_agent_nor_ranks_behind(tmp_path, sig):
     while time.monotonic() < deadline and _with_token(token):
         time.sleep(0.2)
     assert not _with_token(token), out.decode(errors="replace")[-2000:]
+    # the killed ranks' error files: removed by pytest (SIGTERM) or by the watchdog (SIGKILL)
+    left = lambda: [p.name for p in temp.iterdir() if p.name.startswith(("genai-warm", "pytorch-errorfile"))]  # noqa
+    while time.monotonic() < deadline and left():
+        time.sleep(0.2)
+    assert not left()
     if sig == "SIGTERM":
         assert b"KeyboardInterrupt" in out or b"Interrupted" in out, out.decode(errors="replace")[-2000:]
 
@@ -230,7 +243,10 @@ def test_an_agent_that_cannot_start_fails_the_job_naming_the_switch_and_leaves_n
                env={"PYTHONPATH": str(tmp_path)}, warm=True)
 
 
-def test_an_agent_killed_during_a_job_fails_that_job_and_its_ranks_are_killed(tmp_path):
+def test_an_agent_killed_during_a_job_fails_that_job_and_its_ranks_are_killed(tmp_path, monkeypatch):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
     killer = _module(tmp_path, "warm_killer_worker", """
         import os, signal, time
 
@@ -249,6 +265,7 @@ def test_an_agent_killed_during_a_job_fails_that_job_and_its_ranks_are_killed(tm
         launch(killer, LaunchSpec(nproc=2, timeout_s=60), tmp_path / "job", env=env, warm=True)
     assert not info.value.timed_out and "rank 1 stdout" in str(info.value)
     assert warm._AGENT is None and not _with_token(agent.token)  # both orphaned ranks were found and killed
+    assert not [p.name for p in temp.iterdir() if p.name.startswith(("genai-warm", "pytorch-errorfile"))]
     done = launch(_module(tmp_path, "warm_again_worker", RESULT), LaunchSpec(nproc=2, timeout_s=120),
                   tmp_path / "job2", env=env, warm=True)
     assert done.result["world"] == "2"
