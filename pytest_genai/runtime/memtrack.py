@@ -37,14 +37,14 @@ def make_tracker(budget_bytes: int | None = None) -> Any:
             super().__init__()
             self.budget_bytes = budget_bytes
             self.live: dict[int, tuple[Any, int]] = {}
-            self.current_bytes = 0
+            self._counted = 0
             self.peak_bytes = 0
             self.exceeded = False
 
         def _sweep(self) -> None:
             dead = [key for key, (ref, _) in self.live.items() if ref.expired()]
             for key in dead:
-                self.current_bytes -= self.live.pop(key)[1]
+                self._counted -= self.live.pop(key)[1]
 
         def _add(self, tensor: Any) -> None:
             local = getattr(tensor, "_local_tensor", None)  # DTensor (FSDP2): count its local shard
@@ -57,24 +57,40 @@ def make_tracker(budget_bytes: int | None = None) -> Any:
             except (RuntimeError, NotImplementedError):  # tensor subclasses without a storage
                 return
             key = storage.data_ptr()
-            if key == 0 or key in self.live:
+            if key == 0:
                 return
+            held = self.live.get(key)
+            if held is not None:
+                if not held[0].expired():
+                    return
+                self._counted -= held[1]  # a freed storage's address, reused before a sweep
             nbytes = storage.nbytes()
             self.live[key] = (StorageWeakRef(storage), nbytes)
-            self.current_bytes += nbytes
-            self.peak_bytes = max(self.peak_bytes, self.current_bytes)
+            self._counted += nbytes
 
         def track(self, tensors: Any) -> None:
             """Account tensors (any pytree of them) that already exist, e.g. made before the tracker was entered."""
-            self._sweep()
             for leaf in tree_leaves(tensors):
                 if isinstance(leaf, torch.Tensor):
                     self._add(leaf)
-            if self.budget_bytes is not None and self.current_bytes > self.budget_bytes:
+            # Between sweeps the count also includes storages freed since the last one: an upper bound on the live
+            # bytes. Only when that bound passes the peak (or the budget) can either change, so only then is the
+            # table swept (a sweep per operator made warm-up steps several times slower); the peak stays exact.
+            limit = self.peak_bytes if self.budget_bytes is None else min(self.peak_bytes, self.budget_bytes)
+            if self._counted > limit:
+                self._sweep()
+                self.peak_bytes = max(self.peak_bytes, self._counted)
+            if self.budget_bytes is not None and self._counted > self.budget_bytes:
                 self.exceeded = True
                 raise MemoryBudgetExceeded(
-                    f"live tensor memory {self.current_bytes} B exceeds the budget of {self.budget_bytes} B"
+                    f"live tensor memory {self._counted} B exceeds the budget of {self.budget_bytes} B"
                 )
+
+        @property
+        def current_bytes(self) -> int:
+            """The bytes of the tracked storages alive now."""
+            self._sweep()
+            return self._counted
 
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             out = func(*args, **(kwargs or {}))

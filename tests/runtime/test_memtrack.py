@@ -58,8 +58,10 @@ def test_counts_each_storage_once_and_forgets_freed_ones():
         b = torch.empty(500, dtype=torch.float64)  # 4,000 B
         assert tracker.current_bytes == 8000
         del b
-        torch.empty(1)  # any op lets the tracker notice the free
+        c = torch.empty(1)  # may reuse b's address: counted anew all the same
         assert tracker.current_bytes == 4000 + 4
+        del c
+        assert tracker.current_bytes == 4000  # reading it notices the frees
     assert tracker.peak_bytes == 8000
     del view, a
 
@@ -95,3 +97,22 @@ def test_budget_must_be_positive():
 
     with pytest.raises(ValueError, match="budget_bytes"):
         make_tracker(0)
+
+
+def test_a_freed_address_reused_before_a_sweep_is_counted_and_the_peak_stays_exact():
+    """Between sweeps the tracker holds freed storages; a new storage at a freed one's address replaces it, and a
+    run of short-lived temporaries never raises the peak above the largest live set."""
+    import torch
+
+    from pytest_genai.runtime.memtrack import make_tracker
+
+    tracker = make_tracker()
+    with tracker:
+        keep = torch.empty(250)  # 1,000 B
+        for _ in range(200):
+            torch.empty(1000).add_(1.0)  # 4,000 B, freed at once (the allocator tends to hand back the same address)
+        assert tracker.peak_bytes == 1000 + 4000
+        big = torch.empty(2000)  # 8,000 B
+        assert tracker.peak_bytes == 1000 + 8000
+        assert tracker.current_bytes == 1000 + 8000
+    del keep, big
