@@ -100,9 +100,16 @@ def _serve(request: Mapping[str, Any]) -> dict[str, Any]:
         args.master_port = 29500
     config, _cmd, _cmd_args = trun.config_from_args(args)
     try:
-        importlib.import_module(request["module"])  # once in the agent: its later jobs' ranks start with it imported
+        # once in the agent: the ranks it forks start with the module imported, and with what the module lists in
+        # ``WARM_IMPORTS`` (heavy imports its code makes later, e.g. inside functions)
+        worker = importlib.import_module(request["module"])
     except Exception:  # the rank's own import will raise it, into that rank's log
-        pass
+        worker = None
+    for name in getattr(worker, "WARM_IMPORTS", ()):
+        try:
+            importlib.import_module(name)
+        except Exception:  # not installed: the rank that needs it reports that
+            pass
     # torch's process starter leaves one ``pytorch-errorfile-*.pickle`` per failed rank in the temporary folder, and
     # nobody removes them: each job gets a folder of its own. The client made it and removes it, also when it kills
     # the agent mid-job (a timeout, an interrupt: the ranks write their error files as they die, and no code here

@@ -71,6 +71,25 @@ def test_ranks_are_forked_from_one_agent_that_serves_every_job(tmp_path):
     assert _with_token(warm._AGENT.token) == [agent_pid]  # between jobs only the agent carries the token
 
 
+def test_the_agent_imports_a_worker_modules_warm_imports_once_before_forking_its_ranks(tmp_path):
+    (tmp_path / "warm_heavy_dep.py").write_text("import os\nIMPORTED_IN = os.getpid()\n")
+    worker = _module(tmp_path, "warm_importing_worker", """
+        import json, os, sys
+
+        WARM_IMPORTS = ("warm_heavy_dep", "no_such_module_anywhere")  # a missing one is skipped
+
+        def main(argv):
+            dep = sys.modules.get("warm_heavy_dep")  # this module never imports it itself
+            if os.environ["RANK"] == "0":
+                json.dump({"imported_in": getattr(dep, "IMPORTED_IN", None), "agent": os.getppid(),
+                           "me": os.getpid()}, open(os.environ["PYTEST_GENAI_RESULT"], "w"))
+            return 0
+    """)
+    done = launch(worker, LaunchSpec(nproc=2, timeout_s=120), tmp_path / "job", env={"PYTHONPATH": str(tmp_path)},
+                  warm=True)
+    assert done.result["imported_in"] == done.result["agent"] == warm._AGENT.proc.pid != done.result["me"]
+
+
 def test_off_switch_runs_a_fresh_torchrun(tmp_path, monkeypatch):
     monkeypatch.setenv(warm.SWITCH_ENV, "0")
     worker = _module(tmp_path, "warm_off_worker", RESULT)
