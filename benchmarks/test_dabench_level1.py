@@ -132,7 +132,7 @@ def test_level1_hpu(benchmark, genai, hpu, level1_cfg, measured_ceilings):
 
 
 def _capacity(benchmark, genai, device, budget: int | None, *, limit: int) -> None:
-    from pytest_genai.dabench.capacity import largest_fitting
+    from pytest_genai.dabench.capacity import largest_fitting, predicted_max_layers
     from pytest_genai.dabench.fit import probe
     from pytest_genai.dabench.results import capacity_result
 
@@ -144,10 +144,14 @@ def _capacity(benchmark, genai, device, budget: int | None, *, limit: int) -> No
         probes[n] = probe(cfg, n, device, budget)
         return probes[n].ok
 
-    search = benchmark.pedantic(largest_fitting, args=(fits,), kwargs={"limit": limit}, rounds=1, iterations=1)
+    foreach = device.kind != "cpu"
+    # The search starts at the memory model's answer: the same result as searching from one layer (the search only
+    # assumes that a count that fails makes every larger one fail), with fewer of the slow probes at large counts.
+    guess = predicted_max_layers(cfg, budget, foreach_optimizer=foreach) if budget is not None else None
+    search = benchmark.pedantic(largest_fitting, args=(fits,), kwargs={"limit": limit, "guess": guess or None},
+                                rounds=1, iterations=1)
     assert search.max_fitting >= 1, f"not even one layer of {cfg.id} fits (budget {budget} B)"
     assert not search.hit_limit, f"{limit} layers still fit; raise the limit to find the capacity"
-    foreach = device.kind != "cpu"
     if budget is None and device.kind == "cuda":
         import torch
 

@@ -23,8 +23,13 @@ class CapacitySearch:
     hit_limit: bool  # True when ``limit`` itself fitted, so the real capacity may be larger
 
 
-def largest_fitting(fits: Callable[[int], bool], *, start: int = 1, limit: int = 4096) -> CapacitySearch:
-    """Largest ``n`` in ``[start, limit]`` with ``fits(n)``, by doubling then bisection (O(log n) probes)."""
+def largest_fitting(fits: Callable[[int], bool], *, start: int = 1, limit: int = 4096,
+                    guess: int | None = None) -> CapacitySearch:
+    """Largest ``n`` in ``[start, limit]`` with ``fits(n)``, by doubling then bisection (O(log n) probes).
+
+    ``guess`` (e.g. the memory model's answer): gallop from it instead, in steps of 1, 2, 4, ... up while counts
+    fit or down while they fail, then bisect. The answer is the same for any guess (``fits`` being monotone); a good
+    guess only spares the probes far from the capacity, which at large counts are the slow ones."""
     if start < 1 or limit < start:
         raise ValueError(f"need 1 <= start <= limit, got start={start}, limit={limit}")
     probes: list[tuple[int, bool]] = []
@@ -34,17 +39,42 @@ def largest_fitting(fits: Callable[[int], bool], *, start: int = 1, limit: int =
         probes.append((n, ok))
         return ok
 
-    if not probe(start):
-        return CapacitySearch(0, tuple(probes), False)
-    good, bad = start, None
-    while bad is None:
-        if good == limit:
-            return CapacitySearch(limit, tuple(probes), True)
-        n = min(limit, good * 2)
-        if probe(n):
-            good = n
+    good: int | None
+    bad: int | None
+    if guess is not None and start < min(guess, limit):
+        first = min(guess, limit)
+        if probe(first):
+            good, bad, step = first, None, 1
+            while bad is None:
+                if good == limit:
+                    return CapacitySearch(limit, tuple(probes), True)
+                n = min(limit, good + step)
+                if probe(n):
+                    good, step = n, step * 2
+                else:
+                    bad = n
         else:
-            bad = n
+            good, bad, step = None, first, 1
+            while good is None:
+                n = max(start, bad - step)
+                if probe(n):
+                    good = n
+                elif n == start:
+                    return CapacitySearch(0, tuple(probes), False)
+                else:
+                    bad, step = n, step * 2
+    else:
+        if not probe(start):
+            return CapacitySearch(0, tuple(probes), False)
+        good, bad = start, None
+        while bad is None:
+            if good == limit:
+                return CapacitySearch(limit, tuple(probes), True)
+            n = min(limit, good * 2)
+            if probe(n):
+                good = n
+            else:
+                bad = n
     while bad - good > 1:
         mid = (good + bad) // 2
         if probe(mid):

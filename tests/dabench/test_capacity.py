@@ -32,6 +32,24 @@ def test_bisection_returns_exactly_the_capacity(cap, start):
     assert tuple(zip(fake.calls, (n <= cap for n in fake.calls))) == result.probes
 
 
+@settings(max_examples=60, deadline=None)
+@given(cap=st.integers(0, 3000), guess=st.integers(1, 4000), start=st.integers(1, 8),
+       limit=st.sampled_from([64, 2048, 1 << 16]))
+def test_a_guess_changes_the_probes_never_the_answer(cap, guess, start, limit):
+    plain = capacity.largest_fitting(FakeAllocator(cap), start=start, limit=limit)
+    fake = FakeAllocator(cap)
+    guessed = capacity.largest_fitting(fake, start=start, limit=limit, guess=guess)
+    assert (guessed.max_fitting, guessed.hit_limit) == (plain.max_fitting, plain.hit_limit)
+    assert tuple(zip(fake.calls, (n <= cap for n in fake.calls))) == guessed.probes
+    assert len(fake.calls) <= 2 * (abs(guess - cap).bit_length() + 2) + 1  # logarithmic in the guess's error
+
+
+def test_a_close_guess_probes_near_the_capacity_only():
+    fake = FakeAllocator(21)
+    assert capacity.largest_fitting(fake, limit=1024, guess=20).max_fitting == 21
+    assert fake.calls == [20, 21, 23, 22]
+
+
 def test_limit_and_first_failure():
     assert capacity.largest_fitting(FakeAllocator(10), limit=8).hit_limit
     assert capacity.largest_fitting(FakeAllocator(10), limit=8).max_fitting == 8
