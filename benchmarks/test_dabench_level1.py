@@ -193,6 +193,7 @@ OVERHEAD_CFG = DecoderConfig(layers=2, hidden=256, heads=default_heads(256))
 OVERHEAD_STEPS, OVERHEAD_ROUNDS = 2, 40
 
 
+@pytest.mark.selfcheck
 @pytest.mark.claims("B1.target.timer_path_vs_bare", kinds=("cpu",))
 def test_timer_path_vs_bare_cpu(benchmark, genai, cpu, pinned_threads):
     """The same decoder-block forward through the Level 1 timer and through a bare loop, in interleaved rounds

@@ -192,6 +192,7 @@ def _overhead_config() -> ThroughputConfig:
     return dataclasses.replace(cfg, steps=OVERHEAD_STEPS, seq_len=OVERHEAD_SEQ_LEN)
 
 
+@pytest.mark.selfcheck
 @pytest.mark.claims("A2.target.launcher_vs_bare", kinds=("cpu",))
 def test_launcher_vs_bare_cpu(benchmark, genai, cpu, launch_spec, tmp_path):
     """The same tiny DDP training step through the suite's launcher + worker and through a bare torchrun script

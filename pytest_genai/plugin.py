@@ -16,6 +16,11 @@ from pytest_genai.session import SessionState
 STATE = pytest.StashKey[SessionState]()
 BENCHMARK_JSON = pytest.StashKey["str | None"]()  # absolute --benchmark-json path, "-" for stdout
 EXPERIMENT_MARKERS = experiments.markers()  # derived from the one table of experiments
+#: The benchmarks that check this suite against other tools and bare code paths rather than run a paper's experiment.
+SELFCHECK_MARKER = "selfcheck"
+SELFCHECK_TEXT = ("checks the suite itself against other tools and bare code paths (lm-eval, torchao, INC, a bare "
+                  "torchrun script, a bare timing loop, the memory bandwidth); not a paper experiment: "
+                  "-m 'cpu and not selfcheck' runs the papers' experiments alone")
 _HELP = {
     "devices": "device kinds to run genai_device-parametrized tests on, comma separated (default: all kinds; absent ones skip with the reason, broken ones (the SDK imports but its probe raises) error)",
     "claims": "'enforce' (default): a failed paper or physics claim fails its test (a timing claim fails only when its whole interval is past the bound, else it reads inconclusive); 'strict': inconclusive fails too; 'report': record verdicts without failing. Project targets never fail a test",
@@ -63,6 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{kind}: runs on a {kind} device ({ENABLE_HINTS[kind]})")
     for marker, text in EXPERIMENT_MARKERS.items():
         config.addinivalue_line("markers", f"{marker}: {text}")
+    config.addinivalue_line("markers", f"{SELFCHECK_MARKER}: {SELFCHECK_TEXT}")
     config.addinivalue_line(
         "markers", "claims(*ids, kinds=()): the claim ids this benchmark checks and the device kinds it checks them on "
         "(genai.check refuses undeclared ids; pytest-genai claims --coverage lists them)")

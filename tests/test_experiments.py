@@ -125,3 +125,43 @@ def test_the_readme_stays_under_10_kb_and_ci_runs_its_test_command():
     assert blocks[1] == "python3 -m pytest tests benchmarks"
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert ci[-1] == blocks[1] and ci[-2] == "# --- the README's test command ---"
+
+
+LIST_PLUGIN = '''
+import json
+
+
+def pytest_collection_finish(session):
+    rows = [{"id": item.nodeid, "selfcheck": item.get_closest_marker("selfcheck") is not None,
+             "claims": [c for m in item.iter_markers("claims") for c in m.args]} for item in session.items]
+    print("ITEMS=" + json.dumps(rows))
+'''
+
+
+def test_leaving_out_the_selfchecks_keeps_every_paper_claim_of_the_cpu_run(tmp_path):
+    """``-m 'cpu and not selfcheck'`` (the papers' experiments alone) drops only the suite's comparisons with other
+    tools and bare code paths: every paper and physics claim of the CPU run is still checked by some benchmark."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "genai_list_items.py").write_text(LIST_PLUGIN)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-m", "pytest", "benchmarks", "-m", "cpu", "--collect-only", "-q",
+                          "-p", "genai_list_items", "-p", "no:cacheprovider"], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=300)
+    line = next((x for x in out.stdout.splitlines() if x.startswith("ITEMS=")), None)
+    assert line, out.stdout[-2000:] + out.stderr[-2000:]
+    items = json.loads(line[len("ITEMS="):])
+    selfchecks = {i["id"].split("::")[1].split("[")[0] for i in items if i["selfcheck"]}
+    assert selfchecks == {"test_wikitext_word_perplexity_and_speed_vs_lm_eval",
+                          "test_multiple_choice_accuracy_and_speed_vs_lm_eval",
+                          "test_quantizer_speed_and_memory_vs_torchao_and_inc", "test_sensitivity_analysis_bandwidth",
+                          "test_launcher_vs_bare_cpu", "test_timer_path_vs_bare_cpu"}
+    basis = {c.id: c.basis for c in load_claims()}
+    kept = {c for i in items if not i["selfcheck"] for c in i["claims"]}
+    for item in items:
+        if item["selfcheck"]:
+            lost = {c for c in item["claims"] if basis[c] != "target" and c not in kept}
+            assert not lost, f"{item['id']} is the only CPU benchmark checking {sorted(lost)}"
