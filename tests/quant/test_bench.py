@@ -4,7 +4,7 @@ import os
 import pytest
 import torch
 
-from pytest_genai.quant.bench import (ArchConfig, ModelFactory, build_random_model, probe_memory, reset_peak_rss,
+from pytest_genai.quant.bench import (ArchConfig, ModelFactory, build_random_model,
                                       run_quantizer)
 
 
@@ -51,22 +51,32 @@ def test_quantizers_store_int8(name):
         run_quantizer("bnb", model)
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="needs Linux /proc/self/clear_refs")
-def test_probe_memory_in_process_sees_the_model_and_little_more():
-    import ctypes
+PROBE_IN_A_FRESH_INTERPRETER = """
+import dataclasses, json
+from pytest_genai.quant.bench import ArchConfig, probe_memory
+print("PROBE=" + json.dumps(dataclasses.asdict(probe_memory("pytest-genai", ArchConfig(layers=1, vocab=64)))))
+"""
 
-    try:  # hand the free heap this (already used) process holds back to the kernel: the model's pages then count
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
-    assert reset_peak_rss()
-    probe = probe_memory("pytest-genai", ArchConfig(layers=1, vocab=64))
-    assert probe.model_fp32_bytes == 4 * sum(
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="needs Linux /proc/self/clear_refs")
+def test_probe_memory_sees_the_model_and_little_more():
+    """probe_memory in a fresh interpreter, as the benchmark runs it. In this test process the heap holds pages
+    freed by earlier tests, which the model can take without the resident set growing: there the growth read
+    anywhere from 0.2 to 1 (a flaky test until 2026-12-01)."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", PROBE_IN_A_FRESH_INTERPRETER], capture_output=True, text=True,
+                         timeout=300)
+    line = next((x for x in out.stdout.splitlines() if x.startswith("PROBE=")), None)
+    assert line, out.stdout[-2000:] + out.stderr[-2000:]
+    probe = json.loads(line[len("PROBE="):])
+    assert probe["model_fp32_bytes"] == 4 * sum(
         p.numel() for p in build_random_model(ArchConfig(layers=1, vocab=64)).parameters())
-    assert probe.peak_rss_bytes >= probe.model_rss_bytes
-    # in this (already used) process the baseline may hold reusable heap, so only a loose sanity range
-    assert 0.5 < probe.peak_rss_growth_ratio < 2.0
-    assert 3.0 < probe.compression_ratio < 4.0
+    assert probe["peak_rss_bytes"] >= probe["model_rss_bytes"]
+    assert 0.8 < probe["peak_rss_growth_ratio"] < 1.5  # the fp32 model, plus what quantizing it holds at once
+    assert 3.0 < probe["compression_ratio"] < 4.0
 
 
 def _busy(seconds: float) -> None:
