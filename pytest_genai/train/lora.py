@@ -14,7 +14,9 @@ on Gaudi, where the recipe casts them to bf16 too. Runs record both dtypes (``ba
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,10 +90,37 @@ def apply_lora(model: Any, spec: LoraSpec, base_dtype: str = "float32", adapter_
     import torch
 
     model = model.to(getattr(torch, base_dtype))
-    peft_model = get_peft_model(model, LoraConfig(**spec.peft_kwargs()))
+    with _inc_probe_only_if_loaded():
+        peft_model = get_peft_model(model, LoraConfig(**spec.peft_kwargs()))
     wanted = getattr(torch, adapter_dtype)
     for p in peft_model.parameters():
         if p.requires_grad and p.dtype != wanted:
             p.data = p.data.to(wanted)
     return peft_model
 
+
+
+#: The module that defines INC FP8's ``PatchedLinear`` (what peft's ``dispatch_inc`` looks for).
+INC_PATCHED_LINEAR_MODULE = "neural_compressor.torch.algorithms.fp8_quant._quant_common.helper_modules"
+
+
+@contextlib.contextmanager
+def _inc_probe_only_if_loaded():
+    """peft's LoRA dispatch asks, for each target layer, whether it is INC FP8's ``PatchedLinear``, importing INC
+    to ask whenever neural-compressor is installed: 1.3 s per process here (INC's import also runs py-cpuinfo in a
+    subprocess), in every rank of every LoRA job. A layer can only be a ``PatchedLinear`` once the module defining
+    it is imported (INC's FP8 conversion, Gaudi), so while it is not, the answer is "no" without the import; when
+    it is, peft asks as usual."""
+    try:
+        from peft.tuners.lora import inc
+    except ImportError:  # another peft layout: leave it alone
+        inc = None
+    if inc is None or INC_PATCHED_LINEAR_MODULE in sys.modules or not callable(getattr(inc, "is_inc_available", None)):
+        yield
+        return
+    original = inc.is_inc_available
+    inc.is_inc_available = lambda: False
+    try:
+        yield
+    finally:
+        inc.is_inc_available = original

@@ -48,3 +48,29 @@ def test_apply_lora_freezes_the_base_and_trains_adapters_in_their_dtype():
     assert {p.dtype for p in model.parameters() if not p.requires_grad} == {torch.bfloat16}
     with pytest.raises(ValueError, match="base_dtype='float16'"):
         apply_lora(build_model(arch, "eager"), LoraSpec(), base_dtype="float16")
+
+
+@pytest.mark.skipif(not (installed("peft") and installed("neural_compressor")),
+                    reason="needs peft and neural-compressor installed")
+def test_apply_lora_does_not_import_inc_to_rule_out_inc_layers():
+    """peft's dispatch imports INC (1.3 s, a py-cpuinfo subprocess) to ask whether a layer is INC FP8's PatchedLinear;
+    no layer can be one before that module is imported, so apply_lora answers without it. Run in a fresh
+    interpreter: the test session may have imported INC already."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from pytest_genai.train.archs import get_arch\n"
+        "from pytest_genai.train.build import build_model\n"
+        "from pytest_genai.train.lora import LoraSpec, apply_lora\n"
+        "from peft.tuners.lora import inc\n"
+        "before = inc.is_inc_available\n"
+        "model = apply_lora(build_model(get_arch('llama-3.1-8b', 'tiny'), 'eager'), LoraSpec(rank=4))\n"
+        "assert any('lora_' in n for n, _ in model.named_parameters())\n"
+        "assert inc.is_inc_available is before, 'peft left patched'\n"
+        "print('loaded' if 'neural_compressor' in sys.modules else 'absent')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-1] == "absent"
