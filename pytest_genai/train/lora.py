@@ -5,7 +5,7 @@ optimum-habana (``examples/language-modeling/run_lora_clm.py``, read at commit 1
 bias="none", task_type=TaskType.CAUSAL_LM)``, wraps the bf16 model with ``get_peft_model`` and, under ``--bf16``,
 casts the whole PEFT model (adapters too) to bf16. Its defaults are rank 8, alpha 16, dropout 0.05; its README's
 Llama-3.1-8B (Ulysses) and Llama-70B LoRA recipes target ``q_proj k_proj v_proj o_proj``, which is the default
-here. Everything but :func:`apply_lora` is pure (no torch or peft import).
+here. Everything but :func:`apply_lora` (and the context it runs peft in) is pure (no torch or peft import).
 
 Base-weight dtype per device (:func:`base_dtype_for`): bf16 on CUDA and Gaudi (as the recipe), fp32 on the CPU:
 bf16 matmuls on this suite's CPUs run without AMX/AVX512-BF16 and cost more than fp32, and fp32 keeps the CPU
@@ -97,7 +97,6 @@ def apply_lora(model: Any, spec: LoraSpec, base_dtype: str = "float32", adapter_
         if p.requires_grad and p.dtype != wanted:
             p.data = p.data.to(wanted)
     return peft_model
-
 
 
 #: The module that defines INC FP8's ``PatchedLinear`` (what peft's ``dispatch_inc`` looks for).
