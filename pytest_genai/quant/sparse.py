@@ -18,6 +18,7 @@ paper's one global magnitude threshold; :func:`semi_structured_support` says whe
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .formats import SCALE_BYTES, get_format
@@ -124,17 +125,72 @@ def sparsify(qw) -> SparseWeight:
     return SparseWeight(qw.fmt, values, pack_bitmask(nonzero), qw.scale, tuple(qw.shape), qw.group_size)
 
 
+_DENSIFY_KERNEL = Path(__file__).parent / "csrc" / "bitmask.c"
+
+
+def _densify_library():
+    """The compiled densify kernel with its C signature, or None (no C compiler, or disabled)."""
+    from ctypes import c_int64, c_void_p
+
+    from pytest_genai.runtime import native
+
+    return native.bind(_DENSIFY_KERNEL, {"genai_densify_bitmask": (c_int64, (c_void_p, c_int64, c_int64, c_void_p,
+                                                                             c_int64, c_int64, c_void_p))})
+
+
+def _count_mismatch(sw: SparseWeight, set_bits: int | None = None) -> ValueError:
+    has = f"more set bits than its {sw.nonzeros}" if set_bits is None else f"{set_bits} set bits for its {sw.nonzeros}"
+    return ValueError(f"bitmask weight of shape {tuple(sw.shape)}: the mask has {has} stored codes (mask and values "
+                      "from different weights?); rebuild it from the dense codes with sparsify()")
+
+
+def _densify_native(sw: SparseWeight, values_bits):
+    """The dense code bits through the C kernel (``csrc/bitmask.c``: one read of the mask and the codes, each output
+    byte written once), or None where it does not apply: not on the CPU, not contiguous, or no compiled kernel.
+    The boolean-mask scatter it replaces took 3.9 ms for a 1536x576 int8 weight, more than the layer's matmul over
+    512 tokens (3.2 ms); a real-mode forward densifies every pruned layer."""
+    torch = _torch()
+    mask = sw.mask
+    rows, cols = sw.shape
+    if not (mask.device.type == "cpu" and values_bits.device.type == "cpu" and mask.dtype == torch.uint8
+            and mask.is_contiguous() and values_bits.is_contiguous() and tuple(mask.shape) == (rows, (cols + 7) // 8)):
+        return None
+    lib = _densify_library()
+    if lib is None:
+        return None
+    out = torch.empty((rows, cols), dtype=values_bits.dtype)
+    placed = lib.genai_densify_bitmask(mask.data_ptr(), rows, cols, values_bits.data_ptr(), values_bits.numel(),
+                                       values_bits.element_size(), out.data_ptr())
+    if placed != values_bits.numel():
+        raise _count_mismatch(sw, None if placed < 0 else placed)
+    return out
+
+
 def densify(sw: SparseWeight):
-    """The dense :class:`~pytest_genai.quant.codecs.QuantizedWeight` of ``sw`` (same codes, bit for bit)."""
+    """The dense :class:`~pytest_genai.quant.codecs.QuantizedWeight` of ``sw`` (same codes, bit for bit). On the
+    CPU through a small C kernel where one is compiled; torch ops elsewhere (same bits)."""
     from .codecs import QuantizedWeight
 
-    torch = _torch()
     rows, cols = sw.shape
     values_bits = _int_view(sw.values)
-    dense_bits = torch.zeros(rows * cols, dtype=values_bits.dtype, device=sw.values.device)
-    dense_bits[unpack_bitmask(sw.mask, cols).reshape(-1)] = values_bits
+    dense_bits = _densify_native(sw, values_bits)
+    if dense_bits is None:
+        dense_bits = _densify_torch(sw, values_bits)
     data = dense_bits.view(sw.values.dtype).reshape(rows, cols)
     return QuantizedWeight(sw.fmt, data, sw.scale, (rows, cols), sw.group_size)
+
+
+def _densify_torch(sw: SparseWeight, values_bits):
+    """The dense code bits, flat, with torch ops (any device)."""
+    torch = _torch()
+    rows, cols = sw.shape
+    set_mask = unpack_bitmask(sw.mask, cols).reshape(-1)
+    set_bits = int(set_mask.sum())
+    if set_bits != values_bits.numel():
+        raise _count_mismatch(sw, set_bits)
+    dense_bits = torch.zeros(rows * cols, dtype=values_bits.dtype, device=values_bits.device)
+    dense_bits[set_mask] = values_bits
+    return dense_bits
 
 
 def semi_structured_support(device) -> str | None:

@@ -1,6 +1,7 @@
 """Bitmask sparse storage (prune-then-quantize): codec round trip, mask correctness, byte accounting with and without
 the mask, and the model path (prune_ with the global threshold, quantize_model(sparse="bitmask"), report, save/load)."""
 import copy
+import dataclasses
 
 import pytest
 import torch
@@ -11,8 +12,11 @@ from pytest_genai.quant import (PlanConfig, SensitivityConfig, analyze_sensitivi
 from pytest_genai.quant.codecs import dequantize, error_bound, quantize
 from pytest_genai.quant.formats import get_format
 from pytest_genai.quant.modules import QuantLinear, SparseQuantLinear
+from pytest_genai.quant import sparse
 from pytest_genai.quant.sparse import (densify, mask_bytes, pack_bitmask, semi_structured_support, sparse_stored_bytes,
                                        sparsify, unpack_bitmask)
+
+from pytest_genai.runtime import native
 
 from .conftest import tiny_llama
 
@@ -92,6 +96,95 @@ def test_sparse_accounting_example():
         sparse_stored_bytes("int4", (10, 8), 3)
     with pytest.raises(ValueError, match="outside"):
         sparse_stored_bytes("int8", (2, 2), 5)
+
+
+@st.composite
+def code_bits(draw):
+    """Dense code bit patterns of 1 or 2 bytes, some zero: rows x cols with cols past one 64-column chunk."""
+    rows, cols = draw(st.integers(1, 6)), draw(st.integers(1, 200))
+    dtype = draw(st.sampled_from((torch.uint8, torch.int16)))
+    g = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
+    hi = 256 if dtype == torch.uint8 else 2**15
+    bits = torch.randint(-hi if dtype == torch.int16 else 0, hi, (rows, cols), generator=g).to(dtype)
+    bits[torch.rand(rows, cols, generator=g) < draw(st.floats(0.0, 1.0))] = 0
+    return bits
+
+
+def _sparse_of_bits(bits):
+    fmt, dtype = ("int8", torch.int8) if bits.dtype == torch.uint8 else ("bf16", torch.bfloat16)
+    set_mask = bits != 0
+    return sparse.SparseWeight(fmt, bits[set_mask].view(dtype), pack_bitmask(set_mask), None, tuple(bits.shape), None)
+
+
+def _kernel_or_skip():
+    if sparse._densify_library() is None:
+        pytest.skip(f"no compiled densify kernel here ({native.why_not(sparse._DENSIFY_KERNEL)})")
+
+
+@settings(max_examples=150, deadline=None)
+@given(bits=code_bits())
+def test_the_densify_kernel_places_the_codes_like_torch(bits):
+    _kernel_or_skip()
+    sw = _sparse_of_bits(bits)
+    values = sparse._int_view(sw.values)
+    got = sparse._densify_native(sw, values)
+    assert got is not None  # the CPU path runs the kernel
+    assert torch.equal(got.reshape(-1), sparse._densify_torch(sw, values))
+    assert torch.equal(got.view(bits.dtype), bits)
+
+
+@pytest.fixture(scope="module")
+def portable_densify(tmp_path_factory):
+    """The kernel built without AVX-512 (its bit-walking loop, what CPUs without VBMI2 run), loaded with ctypes."""
+    import ctypes
+    import platform
+    import subprocess
+
+    cc = native.compiler()
+    if cc is None:
+        pytest.skip("no C compiler")
+    out = tmp_path_factory.mktemp("densify") / "portable.so"
+    arch = ["-march=x86-64"] if platform.machine() in ("x86_64", "AMD64") else []
+    subprocess.run([cc, "-O2", *arch, "-shared", "-fPIC", "-o", str(out), str(sparse._DENSIFY_KERNEL)], check=True)
+    fn = ctypes.CDLL(str(out)).genai_densify_bitmask
+    fn.restype, fn.argtypes = ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
+                                               ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+    return fn
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16])
+@pytest.mark.parametrize("seed", range(4))
+def test_the_portable_densify_loop_places_the_codes_like_torch(portable_densify, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    rows, cols = 3, (1, 63, 64, 130)[seed]
+    bits = torch.randint(1, 127, (rows, cols), generator=g).to(dtype)
+    bits[torch.rand(rows, cols, generator=g) < 0.4] = 0
+    sw = _sparse_of_bits(bits)
+    values = sparse._int_view(sw.values)
+    out = torch.empty_like(bits)
+    placed = portable_densify(sw.mask.data_ptr(), rows, cols, values.data_ptr(), values.numel(),
+                              values.element_size(), out.data_ptr())
+    assert placed == values.numel()
+    assert torch.equal(out, bits)
+    assert portable_densify(sw.mask.data_ptr(), rows, cols, values.data_ptr(), values.numel() - 1,
+                            values.element_size(), out.data_ptr()) == -1  # never reads past the codes
+
+
+@pytest.mark.parametrize("path", ["kernel", "torch"])
+def test_a_mask_that_does_not_match_its_codes_is_refused_with_the_counts(path, monkeypatch):
+    if path == "kernel":
+        _kernel_or_skip()
+    else:
+        monkeypatch.setattr(sparse, "_densify_library", lambda: None)
+    bits = torch.tensor([[3, 0, 5, 0, 0, 7, 0, 0, 9]], dtype=torch.uint8)
+    sw = _sparse_of_bits(bits)
+    extra = dataclasses.replace(sw, mask=pack_bitmask(torch.ones(1, 9, dtype=torch.bool)))
+    fewer = dataclasses.replace(sw, mask=pack_bitmask(bits == 3))
+    with pytest.raises(ValueError, match=r"shape \(1, 9\): the mask has (more set bits than its|9 set bits for its) 4 "
+                                         r"stored codes.*sparsify\(\)"):
+        densify(extra)
+    with pytest.raises(ValueError, match=r"the mask has 1 set bits for its 4 stored codes"):
+        densify(fewer)
 
 
 def test_semi_structured_2_4_is_recorded_unavailable_on_cpu():
