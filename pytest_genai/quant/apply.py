@@ -92,7 +92,7 @@ def quantize_model(model, plan, mode: str = "fake", backend: str = "native", *, 
                    calibrate=None):
     """Quantize ``model`` in place following ``plan`` and return it (with ``model.genai_quant``).
 
-    mode: "fake" (weights replaced by dequantize(quantize(w)) in their fp32 storage: the paper's
+    mode: "fake" (weights replaced by dequantize(quantize(w)), kept fp32 (a new tensor per weight): the paper's
     simulated mode) or "real" (nn.Linear -> QuantLinear, nn.Embedding -> QuantEmbedding storing
     the low-precision tensors). backend: "native" (pytest-genai codecs, every device), "torchao"
     (int8 weight-only via torchao.quantize_) or "inc" (Intel Neural Compressor RTN int8/int4 on
@@ -124,10 +124,12 @@ def quantize_model(model, plan, mode: str = "fake", backend: str = "native", *, 
     if mode == "fake":
         with torch.no_grad():
             from .codecs import fake_quantize
+            from .eligibility import replace_weight_values
 
             for name, module in modules.items():
                 w = module.weight
-                w.copy_(fake_quantize(w, plan.formats[name], plan.group_size, where=f"module {name!r}"))
+                replace_weight_values(w, fake_quantize(w, plan.formats[name], plan.group_size,
+                                                       where=f"module {name!r}"))
                 done[name] = "native"
     else:
         tied = _tied_groups(model, modules)

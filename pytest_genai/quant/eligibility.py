@@ -112,6 +112,19 @@ def collect_eligible(model, *, include_embeddings: bool = False, include_lm_head
     return eligible, excluded
 
 
+def replace_weight_values(weight, values) -> None:
+    """Give ``weight`` (a model's parameter) the values ``values``, a tensor of its shape, as a tensor of its own
+    swapped in through ``.data``: the parameter object stays, so tied uses and the module see the new values. Not
+    written into the old storage: a model loaded from safetensors keeps its weights in copy-on-write file mappings,
+    where the first write to each page faults (SmolLM2-135M's 106 M linear weights: 1.65 s written in place, 0.27 s
+    into new tensors, measured 2026-12-01)."""
+    if tuple(values.shape) != tuple(weight.shape):
+        raise ValueError(f"new weight values of shape {tuple(values.shape)} for a weight of shape {tuple(weight.shape)}")
+    if values.data_ptr() == weight.data_ptr():
+        return
+    weight.data = values.to(dtype=weight.dtype, device=weight.device).contiguous()
+
+
 def module_weight(model, name: str):
     """The weight tensor of module ``name``; ValueError naming the module if the model lacks it."""
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .config import SensitivityConfig
-from .eligibility import collect_eligible, module_weight
+from .eligibility import collect_eligible, module_weight, replace_weight_values
 from .metrics import SENSITIVITY_DEFINITIONS
 
 
@@ -124,7 +124,8 @@ def analyze_sensitivity(model, cfg: SensitivityConfig | None = None) -> Sensitiv
 
 
 def prune_(model, result: SensitivityResult) -> dict:
-    """Zero every eligible weight with ``|w| <= tau`` in place (optional, explicit step).
+    """Zero every eligible weight with ``|w| <= tau`` (optional, explicit step; the model is changed, each weight
+    gets a tensor of its own: ``eligibility.replace_weight_values``).
 
     Storage stays dense: the zeros take as many bytes as before, so no compression is claimed
     for them (``sparse_storage: False`` in the returned summary) until the model is quantized with
@@ -138,7 +139,7 @@ def prune_(model, result: SensitivityResult) -> dict:
             w = module_weight(model, name)
             mask = w.abs() <= result.threshold
             pruned += int(mask.sum())
-            w.masked_fill_(mask, 0.0)
+            replace_weight_values(w, w.masked_fill(mask, 0.0))
     return {"pruned_params": pruned, "eligible_params": result.eligible_params,
             "pruned_fraction": pruned / result.eligible_params, "threshold": result.threshold,
             "sparse_storage": False}

@@ -57,3 +57,40 @@ def test_model_without_linear_layers_rejected():
         collect_eligible(nn.Sequential(nn.LayerNorm(4)))
     with pytest.raises(ValueError, match="no eligible"):
         collect_eligible(nn.Sequential())
+
+
+def test_replaced_weight_values_live_in_a_tensor_of_their_own_seen_by_every_tied_use():
+    """Fake mode and prune_ swap new tensors in (a freshly loaded model's weights are copy-on-write file mappings,
+    slow to write in place): the parameter object stays, so a tied use sees the new values; the old storage is not
+    written."""
+    import torch
+
+    from pytest_genai.quant.eligibility import replace_weight_values
+
+    emb = nn.Embedding(5, 3)
+    head = nn.Linear(3, 5, bias=False)
+    head.weight = emb.weight  # tied, as transformers ties them: one parameter object
+    old = emb.weight.detach().clone()
+    old_storage = emb.weight.data
+    new = torch.arange(15, dtype=torch.float64).reshape(5, 3)
+    replace_weight_values(head.weight, new)
+    assert head.weight is emb.weight and emb.weight.dtype == torch.float32
+    assert torch.equal(emb.weight.detach(), new.float()) and torch.equal(old_storage, old)
+    with pytest.raises(ValueError, match=r"shape \(3, 5\) for a weight of shape \(5, 3\)"):
+        replace_weight_values(emb.weight, torch.zeros(3, 5))
+
+
+def test_fake_mode_and_prune_give_each_weight_a_tensor_of_its_own(llama):
+    import torch
+
+    from pytest_genai.quant import PlanConfig, SensitivityConfig, analyze_sensitivity, make_plan, prune_, quantize_model
+
+    res = analyze_sensitivity(llama, SensitivityConfig())
+    first = next(iter(res.module_shapes))
+    weight = llama.get_submodule(first).weight
+    before, ptr = weight.detach().clone(), weight.data_ptr()
+    prune_(llama, res)
+    assert weight.data_ptr() != ptr and torch.equal(weight.detach(), before.masked_fill(before.abs() <= res.threshold, 0))
+    ptr = weight.data_ptr()
+    quantize_model(llama, make_plan(res, PlanConfig()), mode="fake")
+    assert llama.get_submodule(first).weight is weight and weight.data_ptr() != ptr
