@@ -6,8 +6,9 @@ libraries, thread stacks and allocator caches, so the CPU paths count tensor mem
 ``TorchDispatchMode`` that sees every tensor an operator returns (including those made from C++ by DDP, FSDP and
 DeepSpeed on the calling thread), accounts each storage once (views and in-place results share their base's
 storage; a DTensor counts its local shard), keeps a weak reference to it, and forgets it once freed (checked at
-each operator). Buffers outside torch (gloo's own) are not counted, as on CUDA. When a budget is set, the operator
-that takes live bytes above it raises :class:`MemoryBudgetExceeded`, like an allocation failure would.
+each operator) or when the tracker is left. Buffers outside torch (gloo's own) are not counted, as on CUDA. When a
+budget is set, the operator that takes live bytes above it raises :class:`MemoryBudgetExceeded`, like an
+allocation failure would.
 
 Used by the fine-tuning workers over model construction and the untimed warm-up steps (it costs Python work per
 operator) and by DABench's CPU capacity search (with a budget).
@@ -91,6 +92,16 @@ def make_tracker(budget_bytes: int | None = None) -> Any:
             """The bytes of the tracked storages alive now."""
             self._sweep()
             return self._counted
+
+        def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> Any:
+            """Leaving keeps ``peak_bytes`` and drops the weak references (``current_bytes`` then reads 0): each one
+            keeps its storage's bookkeeping alive after the storage is freed, and while the fine-tuning worker held
+            those of its probe, its timed steps ran ~2% slower (docs/finetune.md)."""
+            try:
+                return super().__exit__(exc_type, exc_value, traceback)
+            finally:
+                self.live.clear()
+                self._counted = 0
 
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             out = func(*args, **(kwargs or {}))

@@ -17,6 +17,7 @@ def test_counts_allocations_frees_and_views():
         d = c + 1                      # the free of `a` is seen at the next operator
         assert tracker.current_bytes == 4000
     assert tracker.peak_bytes == 6000
+    assert not tracker.live  # left: no storage stays weakly referenced (they slowed later steps down)
     del c, d
 
 
