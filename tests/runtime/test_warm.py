@@ -46,7 +46,7 @@ RESULT = """
         if os.environ["RANK"] == "0":
             json.dump({"world": os.environ["WORLD_SIZE"], "argv": argv, "forked": os.environ.get("%s"),
                        "parent": os.getppid(), "extra": os.environ.get("GENAI_TEST_EXTRA"),
-                       "pid": os.getpid(), "sid": os.getsid(0)},
+                       "pid": os.getpid(), "sid": os.getsid(0), "frozen": __import__("gc").get_freeze_count()},
                       open(os.environ["PYTEST_GENAI_RESULT"], "w"))
         return 0
 
@@ -69,6 +69,8 @@ def test_ranks_are_forked_from_one_agent_that_serves_every_job(tmp_path):
     # each rank leads a session of its own, as under torchrun (autogroup scheduling shares CPU time by session)
     assert first.result["sid"] == first.result["pid"] != os.getsid(agent_pid)
     assert _with_token(warm._AGENT.token) == [agent_pid]  # between jobs only the agent carries the token
+    # the agent's objects were frozen before the fork: the ranks' collections leave their pages shared
+    assert first.result["frozen"] > 1000 and second.result["frozen"] >= first.result["frozen"]
 
 
 def test_the_agent_imports_a_worker_modules_warm_imports_once_before_forking_its_ranks(tmp_path):
