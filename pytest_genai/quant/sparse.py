@@ -139,9 +139,12 @@ def _densify_library():
 
 
 def _count_mismatch(sw: SparseWeight, set_bits: int | None = None) -> ValueError:
-    has = f"more set bits than its {sw.nonzeros}" if set_bits is None else f"{set_bits} set bits for its {sw.nonzeros}"
-    return ValueError(f"bitmask weight of shape {tuple(sw.shape)}: the mask has {has} stored codes (mask and values "
-                      "from different weights?); rebuild it from the dense codes with sparsify()")
+    if set_bits is None:
+        has = f"more set bits than its {sw.nonzeros} stored codes"
+    else:
+        has = f"{set_bits} set bit{'' if set_bits == 1 else 's'} for its {sw.nonzeros} stored codes"
+    return ValueError(f"bitmask weight of shape {tuple(sw.shape)}: the mask has {has} (mask and values from different "
+                      "weights?); rebuild it from the dense codes with sparsify()")
 
 
 def _densify_native(sw: SparseWeight, values_bits):

@@ -183,7 +183,7 @@ def test_a_mask_that_does_not_match_its_codes_is_refused_with_the_counts(path, m
     with pytest.raises(ValueError, match=r"shape \(1, 9\): the mask has (more set bits than its|9 set bits for its) 4 "
                                          r"stored codes.*sparsify\(\)"):
         densify(extra)
-    with pytest.raises(ValueError, match=r"the mask has 1 set bits for its 4 stored codes"):
+    with pytest.raises(ValueError, match=r"the mask has 1 set bit for its 4 stored codes"):
         densify(fewer)
 
 

@@ -5,7 +5,7 @@
  * codes of `width` bytes (1: int8 / fp8; 2: bf16 / fp16), copied as bit patterns.
  *
  * With AVX-512 VBMI2 (compiled with -march=native on a CPU that has it) 64 one-byte or 32 two-byte codes are placed
- * per masked expand-load, which reads only the codes it places; elsewhere each row is zeroed and the set bits are
+ * per masked expand-load, which reads only the codes it places; elsewhere each chunk is zeroed and its set bits are
  * walked. Both read the mask and the codes once and write each output byte once.
  *
  * Returns the number of codes placed (the caller checks it equals the number stored), or -1 when the mask has more
@@ -24,6 +24,14 @@ static uint64_t chunk_bits(const uint8_t *row_mask, int64_t col, int64_t n) {
     return n == 64 ? bits : bits & ((UINT64_C(1) << n) - 1);
 }
 
+/* the portable path: zero the chunk's n codes, then place one stored code per set bit */
+static inline void place_codes(uint8_t *restrict o, const uint8_t *restrict v, uint64_t bits, int64_t n,
+                               int64_t width) {
+    memset(o, 0, (size_t)(n * width));
+    for (int64_t i = 0; bits; i++, bits &= bits - 1)
+        memcpy(o + (int64_t)__builtin_ctzll(bits) * width, v + i * width, (size_t)width);
+}
+
 int64_t genai_densify_bitmask(const uint8_t *restrict mask, int64_t rows, int64_t cols, const void *restrict values,
                               int64_t n_values, int64_t width, void *restrict out) {
     if (width != 1 && width != 2) return -1;
@@ -34,29 +42,22 @@ int64_t genai_densify_bitmask(const uint8_t *restrict mask, int64_t rows, int64_
         const uint8_t *m = mask + r * mask_row;
         for (int64_t c = 0; c < cols; c += step) {
             const int64_t n = cols - c < step ? cols - c : step;
-            uint64_t bits = chunk_bits(m, c, n);
+            const uint64_t bits = chunk_bits(m, c, n);
             const int64_t set = __builtin_popcountll(bits);
             if (set > n_values - k) return -1;
+            uint8_t *o = (uint8_t *)out + (r * cols + c) * width;
+            const uint8_t *v = (const uint8_t *)values + k * width;
 #if defined(__AVX512VBMI2__) && defined(__AVX512BW__)
-            if (width == 1) {
-                const __m512i v = _mm512_maskz_expandloadu_epi8((__mmask64)bits, (const uint8_t *)values + k);
-                _mm512_mask_storeu_epi8((uint8_t *)out + r * cols + c, (__mmask64)(n == 64 ? ~UINT64_C(0) : (UINT64_C(1) << n) - 1), v);
-            } else {
-                const __m512i v = _mm512_maskz_expandloadu_epi16((__mmask32)bits, (const uint16_t *)values + k);
-                _mm512_mask_storeu_epi16((uint16_t *)out + r * cols + c, (__mmask32)((UINT64_C(1) << n) - 1), v);
-            }
+            const uint64_t lanes = n == 64 ? ~UINT64_C(0) : (UINT64_C(1) << n) - 1;  /* the chunk's columns */
+            if (width == 1)
+                _mm512_mask_storeu_epi8(o, (__mmask64)lanes, _mm512_maskz_expandloadu_epi8((__mmask64)bits, v));
+            else
+                _mm512_mask_storeu_epi16(o, (__mmask32)lanes, _mm512_maskz_expandloadu_epi16((__mmask32)bits, v));
 #else
-            if (width == 1) {
-                uint8_t *o = (uint8_t *)out + r * cols + c;
-                const uint8_t *v = (const uint8_t *)values + k;
-                memset(o, 0, (size_t)n);
-                for (int64_t i = 0; bits; i++, bits &= bits - 1) o[__builtin_ctzll(bits)] = v[i];
-            } else {
-                uint16_t *o = (uint16_t *)out + r * cols + c;
-                const uint16_t *v = (const uint16_t *)values + k;
-                memset(o, 0, (size_t)n * 2);
-                for (int64_t i = 0; bits; i++, bits &= bits - 1) o[__builtin_ctzll(bits)] = v[i];
-            }
+            if (width == 1)
+                place_codes(o, v, bits, n, 1);  /* constant widths: the memcpy becomes one load and one store */
+            else
+                place_codes(o, v, bits, n, 2);
 #endif
             k += set;
         }
