@@ -225,3 +225,23 @@ def test_packed_layout_and_mask():
     assert allowed[4] == [0, 1, 2, 4]          # continuation 2 does not see continuation 0
     assert allowed[5] == [0, 1, 2, 4, 5]
     assert allowed[6] == [6]                   # padding sees only itself
+
+
+def test_a_one_token_context_is_not_shared(model, monkeypatch):
+    """Documents' first rolling windows all start from the prefix token: sharing it would save one token per window
+    and pack the windows into one wide masked row. They are batched as plain causal rows instead."""
+    from pytest_genai.evals import scoring
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a one-token context was packed")
+
+    monkeypatch.setattr(scoring, "_score_packed", refuse)
+    monkeypatch.setattr(scoring, "_score_shared_context", refuse)
+    requests = [Window((0,), tuple(range(10 + d, 18 + d))) for d in range(3)]
+    run = score_requests(model, requests, max_length=32, batch_size=4)
+    assert run.forward_calls == 1 and run.input_tokens == 3 * 8
+    for req, score in zip(requests, run.scores):
+        assert score.logprob == pytest.approx(reference_logprob(model, req.context, req.continuation, 32), abs=1e-4)
+    two = [Window((0, 1), e) for e in ((20, 21), (30, 31))]  # two tokens: shared, one packed row
+    monkeypatch.undo()
+    assert score_requests(model, two, max_length=32).input_tokens == 2 + 1 + 1
