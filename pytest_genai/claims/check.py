@@ -3,7 +3,8 @@
 A deterministic number (perplexity, a compression ratio) is judged on its value. A number derived from measured
 times (``Claim.timing``) is judged on a confidence interval over rounds (:mod:`pytest_genai.claims.stats`): ``pass``
 when the whole interval lies within the bounds, ``fail`` when it lies wholly outside, ``inconclusive`` when noise
-could put it on either side — or when only one value was measured, which says nothing about noise.
+could put it on either side — or when only one value was measured, which says nothing about noise, or too few rounds
+for the interval to cover the value with at least :data:`MIN_LEVEL` confidence.
 """
 from __future__ import annotations
 
@@ -21,6 +22,10 @@ VERDICTS = (PASS, FAIL, INCONCLUSIVE, NOT_APPLICABLE)
 #: between rounds, not a load that shifts every round alike. Measured on 2 vCPUs (2026-12-01), the benchmarks with
 #: timing claims read 0.00-0.20 idle (the most: ZeRO-3's extra threads) and 0.47-0.87 beside two CPU burners.
 CONTENDED_SHARE = 0.3
+#: An interval that covers the true value less often than this decides nothing: the order-statistic interval of the
+#: median spans every round up to 4 rounds, at 50% (2 rounds), 75% (3) or 88% (4) coverage, so two rounds that both
+#: land on one side of a bound (even odds) would otherwise pass or fail it. 5 rounds give 94%.
+MIN_LEVEL = 0.9
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +86,10 @@ def check_value(claim: Claim, measured: float, interval: Interval | None = None,
     if interval is not None:
         span = f"{head}{shown}, interval {interval.text()}"
         lo_out, hi_out = _outside(claim, interval.lo), _outside(claim, interval.hi)
+        decides = (lo_out is None and hi_out is None) or bool(lo_out and hi_out and lo_out[0] == hi_out[0])
+        if decides and interval.level < MIN_LEVEL:
+            return verdict(INCONCLUSIVE, f"{span}: a {interval.level:.0%} interval (under {MIN_LEVEL:.0%}) is too "
+                                         f"wide a net to judge {claim.bound_text()}; record 5 rounds or more")
         if lo_out and hi_out and lo_out[0] == hi_out[0]:  # both ends past the same bound
             outside = lo_out if lo_out[0] == '>' else hi_out
             if claim.timing and stall_share is not None and stall_share > CONTENDED_SHARE:

@@ -52,6 +52,24 @@ def test_interval_verdicts_pass_fail_inconclusive() -> None:
     assert check_value(both, 1.15, _iv(1.0, 1.3)).verdict == INCONCLUSIVE  # wider than the band
 
 
+@pytest.mark.parametrize(("rounds", "expected"), [
+    ([1.47, 1.50], INCONCLUSIVE), ([1.46, 1.48, 1.52], INCONCLUSIVE), ([1.2, 1.22, 1.21, 1.19], INCONCLUSIVE),
+    ([1.47, 1.50, 1.49, 1.46, 1.48], "fail"), ([1.30, 1.32, 1.31, 1.29, 1.33], "pass"),
+])
+def test_too_few_rounds_decide_nothing(rounds, expected) -> None:
+    """Up to 4 rounds the median's interval is [min, max] at 50-88% coverage: two rounds above a bound (even odds
+    under noise) must not fail it, nor two inside it pass it. 5 rounds (94%) decide."""
+    from pytest_genai.claims import median_interval
+
+    c = _claim(min=1.25, max=1.45)
+    v = check_value(c, sorted(rounds)[len(rounds) // 2], median_interval(rounds))
+    assert v.verdict == expected
+    if expected == INCONCLUSIVE:
+        assert "too wide a net" in v.message and "5 rounds" in v.message
+    straddling = check_value(c, 1.4, median_interval([1.4, 1.5]))
+    assert straddling.verdict == INCONCLUSIVE and "straddles" in straddling.message
+
+
 def test_a_timing_claim_with_one_value_is_inconclusive_and_a_value_claim_is_not() -> None:
     assert check_value(_claim(), 5.0).verdict == INCONCLUSIVE
     assert check_value(_claim(timing=False), 5.0).verdict == "pass"
