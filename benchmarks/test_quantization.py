@@ -139,6 +139,7 @@ def test_quantized_model_quality(benchmark, genai, genai_device, genai_settings,
                        rounds=settings.rounds, warmup_rounds=0 if device.kind == "cpu" else 1, iterations=1)
     genai.record(quality_result(case.task, result, baseline, data_note=data.source_note(case.task, source),
                                 forward_tokens=ids.numel(), forward_s=benchmark.stats.stats.median,
+                                forward_round_s=benchmark.stats.stats.data,
                                 peak_memory_bytes=device.peak_memory_bytes(), model_bytes=model_stored_bytes(model),
                                 quantized=quantized))
     if quantized is not None:

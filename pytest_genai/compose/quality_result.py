@@ -9,7 +9,7 @@ session's fp32 baseline on the same examples. Every other metric is ``measured``
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from pytest_genai.claims.stats import paired_drop_interval
 from pytest_genai.compose.quantized_eval import compute_path_counts
@@ -30,12 +30,15 @@ def _m(value: float, source: str = MEASURED, **kw: Any) -> Measurement:
 
 def quality_result(task: str, result: "TaskResult", baseline: "TaskResult", *, data_note: str,
                    forward_tokens: int, forward_s: float, peak_memory_bytes: int | None, model_bytes: int,
-                   quantized: "QuantizedModel | None" = None) -> Result:
+                   quantized: "QuantizedModel | None" = None, forward_round_s: Sequence[float] = ()) -> Result:
     """One row: ``result`` (the row's model on ``task``) and, when ``quantized`` (the fp32 row passes None),
     everything the quantization did and the comparison with ``baseline`` (the session's fp32 run on the same
     examples). ``forward_tokens`` / ``forward_s``: the throughput batch's tokens and the median seconds of its timed
-    forwards; ``data_note``: where the task's data came from (``evals.data.source_note``)."""
-    out: dict[str, Measurement] = {"tokens_per_s": _m(tokens_per_s(forward_tokens, forward_s))}
+    forwards, ``forward_round_s`` each timed round's seconds (two or more: ``tokens_per_s`` records every round's
+    rate, so a timing claim on it is judged on their interval); ``data_note``: where the task's data came from
+    (``evals.data.source_note``)."""
+    rates = tuple(tokens_per_s(forward_tokens, t) for t in forward_round_s) if len(forward_round_s) >= 2 else None
+    out: dict[str, Measurement] = {"tokens_per_s": _m(tokens_per_s(forward_tokens, forward_s), rounds=rates)}
     if peak_memory_bytes is not None:
         out["peak_memory_bytes"] = _m(peak_memory_bytes)
     out["model_bytes"] = _m(model_bytes)

@@ -122,3 +122,18 @@ def test_boolq_row_has_no_acc_norm_drop():
     out = comparison_metrics("boolq", choice("boolq", [1, 1, 0]), choice("boolq", [1, 1, 0]))
     assert list(out) == list(CHOICE_VS_FP32)
     assert out["acc_drop"].value == 0 and out["flips_to_wrong"].value == 0 and out["flips_to_right"].value == 0
+
+
+def test_throughput_rounds_are_recorded_so_its_timing_claim_can_be_judged():
+    """A1.gaudi2_fake_tokens_per_s is a timing claim: from the median alone it could only read inconclusive."""
+    from pytest_genai.claims import check_value, load_claims, median_interval
+
+    one = row("wikitext", wikitext(), wikitext())
+    assert one.metrics["tokens_per_s"].rounds is None
+    rounds = quality_result("wikitext", wikitext(), wikitext(), data_note="x", forward_tokens=512, forward_s=0.5,
+                            forward_round_s=[0.5, 0.25, 1.0, 0.5, 0.5], peak_memory_bytes=None, model_bytes=1)
+    m = rounds.metrics["tokens_per_s"]
+    assert m.value == 1024.0 and m.rounds == (1024.0, 2048.0, 512.0, 1024.0, 1024.0)
+    claim = {c.id: c for c in load_claims()}["A1.gaudi2_fake_tokens_per_s"]
+    assert check_value(claim, m.value, median_interval(m.rounds)).verdict == "fail"  # far below 30K tokens/s
+    assert check_value(claim, m.value).verdict == "inconclusive"
