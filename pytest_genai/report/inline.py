@@ -91,6 +91,18 @@ def _baseline_file(config: Any, path: str) -> str:
     return str(resolve_storage_id(raw, storage, machine_id(), config.invocation_params.dir))
 
 
+def _refuse_overwrite(config: pytest.Config, baseline_path: str) -> None:
+    """--benchmark-json naming the baseline file would replace the run this one is compared with."""
+    from pytest_genai.outputs import STDOUT, benchmark_json_path, same_path
+
+    if config is None:  # built outside a pytest session (tests): there is no --benchmark-json
+        return
+    out = benchmark_json_path(config.getoption("benchmark_json", None), config.invocation_params.dir)
+    if out not in (None, STDOUT) and same_path(out, baseline_path):
+        raise pytest.UsageError(f"--genai-baseline {baseline_path}: is the same file as --benchmark-json {out}; this "
+                                "run would overwrite its own baseline — write the new run to another path")
+
+
 class BaselinePlugin:
     """Registered by the plugin as ``BaselinePlugin(config, baseline_path, thresholds_text)``."""
 
@@ -104,6 +116,7 @@ class BaselinePlugin:
         self.config = config
         try:
             baseline_path = _baseline_file(config, baseline_path)
+            _refuse_overwrite(config, baseline_path)
             self.baseline = load_run(baseline_path)
             self.thresholds = parse_thresholds(thresholds_text, option="--genai-max-regression")
         except (ReportInputError, ThresholdError) as exc:

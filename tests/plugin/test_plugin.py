@@ -427,6 +427,9 @@ def test_genai_report_without_benchmark_json_and_as_html(pytester: pytest.Pytest
          "overwrite it — choose another path"),
         (["--genai-baseline", "base.json", "--genai-report", "./sub/../base.json"],
          "--genai-report {path}/base.json: is the same path as --genai-baseline;"),
+        (["--genai-baseline", "base.json", "--benchmark-json", "./sub/../base.json"],
+         "--genai-baseline {path}/base.json: is the same file as --benchmark-json {path}/base.json; this run would "
+         "overwrite its own baseline"),
         (["--genai-report", "missing/report.md"],
          "--genai-report {path}/missing/report.md: the folder {path}/missing does not exist; create it first"),
     ],
