@@ -144,12 +144,13 @@ def test_repeated_runs_give_rounds(tmp_path):
 
 def test_benchmark_checks_rdu_tp_from_run_logs_without_the_sdk(tmp_path):
     """End to end: the rdu kind is an artifact device (benchmarks/conftest.py), test_vendor_tp_scaling reads the run
-    logs and judges B2.rdu_tp_2_to_4_chips on the repeated runs' interval."""
+    logs and judges B2.rdu_tp_2_to_4_chips on the repeated runs' interval (5 runs: with fewer, the median's interval
+    covers under 90% and decides nothing, tests/claims/test_verdicts.py)."""
     import json
     import subprocess
     import sys
 
-    for r in range(3):
+    for r in range(5):
         _run(tmp_path, "rdu", f"r{r}-tp2", vendor_fixtures.sambaflow_log(1000.0 + r), precision="fp32", chips=2,
              layers=24)
         _run(tmp_path, "rdu", f"r{r}-tp4", vendor_fixtures.sambaflow_log(600.0 + 2 * r), precision="fp32", chips=4,
@@ -164,7 +165,7 @@ def test_benchmark_checks_rdu_tp_from_run_logs_without_the_sdk(tmp_path):
     (bench,) = json.loads(out.read_text())["benchmarks"]
     genai = bench["extra_info"]["genai"]
     assert genai["device"]["generation"] == "sn30" and "artifacts in" in genai["device"]["name"]
-    assert genai["metrics"]["scaling_throughput_ratio"] == pytest.approx(602.0 / 1001.0)
+    assert genai["metrics"]["scaling_throughput_ratio"] == pytest.approx(604.0 / 1002.0)
     (verdict,) = genai["claims"]
     assert verdict["id"] == "B2.rdu_tp_2_to_4_chips" and verdict["verdict"] == "pass"
 
