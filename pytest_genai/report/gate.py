@@ -11,8 +11,9 @@ Hardware-upgrade mode: for a matched pair whose two devices are of different
 generations, the claims data may hold a *generation claim* for that pair (kind
 "generation", ``from_generation`` → ``to_generation``, e.g. Gaudi1 → Gaudi2 2.5–3x).
 The measured speedup of the claim's metric (:func:`.deltas.speedup`) is checked against
-the claim's bounds instead of the ordinary threshold; the pair's other metrics are gated
-as usual.
+the claim's bounds, instead of the ordinary threshold where the claim's lower bound is at
+least 1x (it rules out a slowdown itself); a claim with only an upper bound keeps the
+threshold too. The pair's other metrics are gated as usual.
 """
 
 from __future__ import annotations
@@ -234,7 +235,11 @@ def gate_runs(
                 )
                 continue
             checks.append(check)
-            replaced.add(check.metric)
+            low = getattr(claim, "min", None)
+            if low is not None and low >= 1.0:  # the claim itself rules out a slowdown: it replaces the threshold
+                replaced.add(check.metric)
+            # a claim without such a floor (A3.gen.gaudi2_gaudi3: "at most 3.4x") would pass a newer generation 10x
+            # slower: the metric keeps its regression threshold as well
         if not applicable:
             unclaimed.add(gens)
         metrics = tuple(

@@ -131,3 +131,19 @@ def test_claim_without_usable_metric_is_noted() -> None:
     cur = run(bench("t", "finetune", {}, {"loss": 1.0}, device=("hpu", "gaudi3")))
     result = gate_runs(base, cur, REAL_INFO, parse_thresholds(None), CLAIMS)
     assert result.generation_checks == () and "share no metric" in result.notes[0]
+
+
+def test_a_claim_without_a_floor_keeps_the_regression_threshold() -> None:
+    """A3.gen.gaudi2_gaudi3 says only "at most 3.4x": a Gaudi3 run 10x slower passes the claim, and the gate must
+    still fail it as a regression."""
+    diffusion = lambda gen, v: bench("test_sr", "diffusion", {"res": 64}, {"images_per_s": v},  # noqa: E731
+                                     device=("hpu", gen), model=None)
+    info = dict(REAL_INFO, images_per_s=MetricInfo("images_per_s", "images/s", "higher"))
+    slower = gate_runs(run(diffusion("gaudi2", 100.0)), run(diffusion("gaudi3", 10.0)), info, parse_thresholds(None),
+                       CLAIMS)
+    (check,) = slower.generation_checks
+    assert check.claim_id == "A3.gen.gaudi2_gaudi3" and check.verdict == "pass" and not slower.passed
+    assert statuses(slower.comparison)[("test_sr", "images_per_s")] != CLAIM_CHECKED
+    faster = gate_runs(run(diffusion("gaudi2", 100.0)), run(diffusion("gaudi3", 150.0)), info,
+                       parse_thresholds(None), CLAIMS)
+    assert faster.passed and faster.generation_checks[0].verdict == "pass"
