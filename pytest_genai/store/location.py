@@ -36,8 +36,10 @@ def normalize_url(text: str) -> str:
     file (``results.sqlite`` -> ``sqlite:////abs/results.sqlite``)."""
     text = str(text).strip()
     if not text:
-        raise ValueError("an empty store URL; give a SQLAlchemy URL (sqlite:///PATH, postgresql+psycopg://...) or a "
-                         "file path")
+        from .errors import StoreError  # a ValueError too: option parsers report it as bad input
+
+        raise StoreError("an empty store URL (--store, --genai-store); give a SQLAlchemy URL (sqlite:///PATH, "
+                         "postgresql+psycopg://...) or a file path")
     if "://" in text:
         return text
     return "sqlite:///" + os.path.abspath(os.path.expanduser(text))

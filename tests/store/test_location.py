@@ -32,3 +32,14 @@ def test_genai_store_and_plain_paths(tmp_path) -> None:
 
 def test_messages_never_show_the_password() -> None:
     assert shown_url("postgresql+psycopg://ci:s3cret@db:5432/results") == "postgresql+psycopg://ci:***@db:5432/results"
+
+
+@pytest.mark.parametrize("argv", [["gate", "--baseline", "latest", "cur.json"], ["history", "tokens_per_s"],
+                                  ["store", "list"], ["compare", "run=1", "run=2"]])
+def test_an_empty_store_url_is_one_line_bad_input_in_every_command(argv, capsys) -> None:
+    """It was a ValueError traceback and exit 1, which for gate means 'regression'."""
+    from pytest_genai.cli import main
+
+    assert main([*argv, "--store", " "]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "an empty store URL" in err and "Traceback" not in err
