@@ -90,13 +90,14 @@ def emit(text: str, outputs: Sequence[str]) -> None:
         write_output(out, text if text.endswith("\n") else text + "\n")
 
 
-def _load_ref(text: str, role: str, store: str | None, info: Mapping[str, MetricInfo] | None = None) -> Run:
+def _load_ref(text: str, role: str, store: str | None, info: Mapping[str, MetricInfo] | None = None,
+              exclude_hash: str | None = None) -> Run:
     """A run argument: a file, a pytest-benchmark storage id or a store query (:mod:`pytest_genai.store.refs`)."""
     if Path(text).exists():
         return _load_nonempty(text, role)
     from pytest_genai.store.refs import load_ref
 
-    run = load_ref(text, store, info)
+    run = load_ref(text, store, info, exclude_hash)
     if not run.records:
         raise ReportInputError(f"{text}: the {role} run contains no benchmarks")
     return run
@@ -109,10 +110,19 @@ def _refs(args: argparse.Namespace) -> list[str]:
 def _load_runs(args: argparse.Namespace, info: Mapping[str, MetricInfo] | None = None) -> list[Run]:
     """The runs of compare/gate (files, storage ids, store queries), refused when -o names one of them or a run has
     indistinguishable benchmarks."""
+    from pytest_genai.store.read import looks_like_query
+    from pytest_genai.store.refs import file_content_hash, input_files
+
     refs = _refs(args)
-    check_outputs(args.output, [r for r in refs if Path(r).exists()])
+    # every file a reference reads: a run file, the file a storage id resolves to, a SQLite store
+    check_outputs(args.output, [f for r in refs for f in input_files(r, args.store)])
     roles = ["baseline"] + ["current" if len(refs) == 2 else f"#{i + 2}" for i in range(len(refs) - 1)]
-    runs = [_load_ref(ref, role, args.store, info) for ref, role in zip(refs, roles)]
+    # a baseline store query never picks the current run file's own stored copy (--genai-store stored it last)
+    exclude = None
+    if len(refs) == 2 and not Path(refs[0]).exists() and looks_like_query(refs[0].strip()) and Path(refs[1]).is_file():
+        exclude = file_content_hash(refs[1])
+    runs = [_load_ref(ref, role, args.store, info, exclude if i == 0 else None)
+            for i, (ref, role) in enumerate(zip(refs, roles))]
     for run in runs:
         check_unique(run)
     warn([w for run in runs for w in run.warnings])

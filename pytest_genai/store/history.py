@@ -81,11 +81,18 @@ def _history(args: argparse.Namespace) -> int:
 
     from .engine import open_store
     from .errors import StoreError
-    from .location import default_url, normalize_url
+    from .location import default_url, is_sqlite, normalize_url
 
     filters = [(k, v) for k, v in (("experiment", args.experiment), ("config", args.config), ("model", args.model),
                                    ("generation", args.device_generation)) if v]
     url = normalize_url(args.store) if args.store else default_url()
+    if is_sqlite(url) and url.startswith("sqlite:///"):  # neither the table nor the plot may replace the store
+        from pytest_genai.report.output import check_outputs
+
+        store_file = [url[len("sqlite:///"):]]
+        check_outputs(args.output, store_file)
+        if args.plot:
+            check_outputs([args.plot], store_file, option="--plot")
     with open_store(url, create=False) as store:
         points, bounds = series(store, args.metric, StoreQuery(tuple(filters)))
         shown = store.shown

@@ -193,10 +193,22 @@ def best_run(runs: Sequence[Run], info: Mapping[str, Any], label: str) -> Run:
     return Run(label, tuple(chosen[k] for k in order), newest.devices, (), newest.datetime, newest.absent, newest.stack)
 
 
-def query_run(store: Store, text: str, info: Mapping[str, Any] | None = None) -> Run:
-    """The run a query names (``latest``: the newest matching one; ``best``: :func:`best_run` over every match)."""
+def query_run(store: Store, text: str, info: Mapping[str, Any] | None = None, exclude_hash: str | None = None) -> Run:
+    """The run a query names (``latest``: the newest matching one; ``best``: :func:`best_run` over every match).
+    ``exclude_hash``: leave out the stored run with this content hash (the run a gate compares with the query's:
+    a session stored with ``--genai-store`` is the newest run there, and a run compared with itself passes)."""
     query = parse_query(text)
     ids = matching_runs(store, query)
+    if ids and exclude_hash:
+        from sqlalchemy import select
+
+        r = store.table("runs")
+        same = set(store.transaction(lambda conn: conn.execute(
+            select(r.c.id).where(r.c.content_hash == exclude_hash)).scalars().all()))
+        if same and not [i for i in ids if i not in same]:
+            raise StoreError(f"store query {query.text!r}: the only run in {store.shown} that matches is the run "
+                             f"compared with it (run {min(same)}); add the earlier run to the store or name it")
+        ids = [i for i in ids if i not in same]
     if not ids:
         raise StoreError(f"store query {query.text!r}: no run in {store.shown} matches; `pytest-genai store list` "
                          "shows what it holds")

@@ -22,21 +22,66 @@ from .read import looks_like_query, query_run
 STORAGE_PREFIX = "storage:"
 
 
-def load_ref(text: str, store_url: str | None, info: Mapping[str, Any] | None = None) -> Run:
-    """The run ``text`` names (see the module); one line naming it and the three forms when it names none."""
+def _storage_form(text: str) -> str | None:
+    """The storage id ``text`` names (``0003``, ``storage:latest``), else None."""
+    word = text.strip()
+    if word.startswith(STORAGE_PREFIX):
+        return word[len(STORAGE_PREFIX):]
+    return word if is_storage_id(word) and word != LATEST else None
+
+
+def _store_url(store_url: str | None) -> str:
+    from .location import default_url, normalize_url
+
+    return normalize_url(store_url) if store_url else default_url()
+
+
+def input_files(text: str, store_url: str | None) -> list[str]:
+    """The files reading ``text`` reads (a run file, the storage file an id resolves to, a SQLite store's file), for
+    refusing an output path that names one; [] for what cannot be resolved (loading it reports that)."""
+    if Path(text).exists():
+        return [text]
+    ident = _storage_form(text)
+    try:
+        if ident is not None:
+            return [str(resolve_storage_id(ident, None, machine_id(), os.getcwd()))]
+        if looks_like_query(text.strip()):
+            from .location import is_sqlite
+
+            url = _store_url(store_url)
+            return [url[len("sqlite:///"):]] if is_sqlite(url) and url.startswith("sqlite:///") else []
+    except (StoreError, ValueError, OSError):
+        return []
+    return []
+
+
+def file_content_hash(path: str) -> str | None:
+    """The store's identity of the run file ``path`` (what ``store add`` would key it by), None if unreadable."""
+    import json
+
+    from .ingest import content_hash
+
+    try:
+        return content_hash(json.loads(Path(path).read_bytes().decode("utf-8-sig")))
+    except (OSError, ValueError, RecursionError):  # loading the file names the problem
+        return None
+
+
+def load_ref(text: str, store_url: str | None, info: Mapping[str, Any] | None = None,
+             exclude_hash: str | None = None) -> Run:
+    """The run ``text`` names (see the module); one line naming it and the three forms when it names none.
+    ``exclude_hash``: a store query leaves out the stored copy of the run it is compared with (:func:`query_run`)."""
     if Path(text).exists():
         return load_run(text)
     word = text.strip()
-    if word.startswith(STORAGE_PREFIX) or (is_storage_id(word) and word != LATEST):
-        ident = word[len(STORAGE_PREFIX):] if word.startswith(STORAGE_PREFIX) else word
+    ident = _storage_form(text)
+    if ident is not None:
         return load_run(resolve_storage_id(ident, None, machine_id(), os.getcwd()))
     if looks_like_query(word):
         from .engine import open_store
-        from .location import default_url, normalize_url
 
-        url = normalize_url(store_url) if store_url else default_url()
-        with open_store(url, create=False) as store:
-            return query_run(store, word, info)
+        with open_store(_store_url(store_url), create=False) as store:
+            return query_run(store, word, info, exclude_hash)
     if not any(c in word for c in "/\\") and not word.endswith(".json"):
         raise StoreError(f"{text}: neither a run file, a pytest-benchmark storage id (0003, storage:latest) nor a "
                          "store query (generation=a100 latest, best, run=12)")
