@@ -278,7 +278,7 @@ def test_rdu_batch_sweep_near_linear_passes_and_saturating_fails(tmp_path):
     _run(tmp_path / "near", "rdu", "other-layers", vendor_fixtures.sambaflow_log(9.0), precision="fp32", chips=2,
          layers=12, batch=8)  # one batch at another depth: not a sweep, left out
     sweep = batch_sweep(read_runs(tmp_path / "near", "rdu"))
-    assert sweep.batches == (8, 16, 32, 64) and len(sweep.rounds) == 3
+    assert sweep.batches == (8, 16, 32, 64) and len(sweep.rounds) == 5
     result = vendor_batch_result(sweep)
     assert result.metrics["batch_scaling_efficiency"].value == pytest.approx(7400.0 / 1000.0 / 8)
     assert "batch_gain_per_doubling_from_200" not in result.metrics  # no batch >= 200 swept

@@ -264,11 +264,11 @@ def write_ipu_capacity_sweep(root: Path, capacity: dict[str, int | None],
     return sweep
 
 
-def write_batch_sweep(root: Path, kind: str, samples_per_s: dict[int, float], *, repeats: int = 3,
+def write_batch_sweep(root: Path, kind: str, samples_per_s: dict[int, float], *, repeats: int = 5,
                       precision: str = "fp32", chips: int = 2, layers: int = 24) -> list[Path]:
     """Level-2 runs of ``kind`` at every batch of ``samples_per_s`` (``repeats`` each, folders ``r<i>-b<batch>``,
-    a little spread between repeats): the WSE states batch, layers, systems and precision in its Model Zoo
-    ``params.yaml``; RDU and IPU runs in ``run.toml``."""
+    a little spread between repeats; 5 is the fewest whose interval decides a claim): the WSE states batch, layers,
+    systems and precision in its Model Zoo ``params.yaml``; RDU and IPU runs in ``run.toml``."""
     folders = []
     for batch, rate in samples_per_s.items():
         for r in range(repeats):
