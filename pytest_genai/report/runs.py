@@ -88,11 +88,12 @@ class Record:
         """Matching key across runs: (experiment, config identity, model) — deliberately not the node id, the device
         or the environment (paths, threads: :mod:`pytest_genai.identity`).
 
-        Benchmarks without the genai object have no experiment or config; they fall back
-        to their test name (without its parameter id), plus the parameter id.
+        Benchmarks without the genai object have no experiment or config; they fall back to their node id without
+        its parameter id (``tests/test_a.py::TestA::test_sort``: two files or classes may each have a
+        ``test_sort``, and pytest-benchmark pairs by node id too), plus the parameter id.
         """
         if self.experiment is None:
-            base = self.name.split("[", 1)[0]
+            base = (self.fullname or self.name).split("[", 1)[0]
             return ("pytest-benchmark:" + base, self.param or "", "")
         return (self.experiment, self.config_key, self.model or "")
 

@@ -122,7 +122,23 @@ def test_plain_pytest_benchmark_entries_keep_their_timing() -> None:
              "stats": {"median": 0.5}}
     (rec,) = run_from_json({"benchmarks": [entry]}, "x").records
     assert rec.experiment is None and rec.metrics == {BENCH_MEDIAN_METRIC: 0.5}
-    assert rec.key == ("pytest-benchmark:test_sort", "100", "")
+    assert rec.key == ("pytest-benchmark:t.py::test_sort", "100", "")
+
+
+def test_plain_benchmarks_of_the_same_name_in_two_files_or_classes_are_not_duplicates(tmp_path: Path, capsys) -> None:
+    from pytest_genai.report.cli import gate_main
+
+    def entry(fullname, median):
+        return {"name": "test_sort", "fullname": fullname, "param": None, "extra_info": {}, "stats": {"median": median}}
+
+    names = ["tests/test_a.py::test_sort", "tests/test_b.py::test_sort", "tests/test_c.py::TestC::test_sort"]
+    base, cur = tmp_path / "base.json", tmp_path / "cur.json"
+    base.write_text(json.dumps({"benchmarks": [entry(n, 1.0) for n in names]}))
+    cur.write_text(json.dumps({"benchmarks": [entry(n, 1.0) for n in names]}))
+    assert gate_main([str(base), str(cur)]) == 0, capsys.readouterr().err
+    cur.write_text(json.dumps({"benchmarks": [entry(n, 2.0 if "test_b" in n else 1.0) for n in names]}))
+    assert gate_main([str(base), str(cur)]) == 1  # test_b's slowdown, paired with test_b only
+    assert "test_sort" in capsys.readouterr().out
 
 
 def _recs(*entries):
