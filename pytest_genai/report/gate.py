@@ -49,8 +49,9 @@ class GenerationCheck:
     min: float | None
     max: float | None
     paper: str
-    verdict: str  # "pass" | "fail"
+    verdict: str  # "pass" | "fail" | "inconclusive"
     message: str
+    interval: dict | None = None  # the speedup's bootstrap interval, where both runs recorded the metric's rounds
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,8 @@ def check_generation(claim: Any, pc: PairComparison, info: Mapping[str, MetricIn
     metric, direction = basis
     b, c = base.metrics[metric], cur.metrics[metric]
     s = speedup(float(b), float(c), direction)
-    verdict, message = _check(claim, s)
+    interval = speedup_interval(base.rounds.get(metric), cur.rounds.get(metric), direction)
+    verdict, message = _check(claim, s, interval)
     moved = f"{base.device.generation}→{cur.device.generation}" if base.device and cur.device else "?"
     return GenerationCheck(
         claim_id=claim.id,
@@ -181,16 +183,33 @@ def check_generation(claim: Any, pc: PairComparison, info: Mapping[str, MetricIn
         paper=_paper_text(claim),
         verdict=verdict,
         message=f"{moved} speedup of {metric}: {message}",
+        interval=None if interval is None else interval.to_json(),
     )
 
 
-def _check(claim: Any, value: float) -> tuple[str, str]:
+def speedup_interval(base_rounds: Any, cur_rounds: Any, direction: str) -> Any:
+    """The bootstrap interval of the speedup (ratio of the two runs' median rounds, oriented by ``direction``) when
+    both runs recorded two or more rounds of the metric, else None (the speedup is then judged on its value)."""
+    if not base_rounds or not cur_rounds or len(base_rounds) < 2 or len(cur_rounds) < 2:
+        return None
+    try:
+        from pytest_genai.claims.stats import bootstrap_ratio_interval
+    except ImportError:  # pragma: no cover - the claims package ships with this one
+        return None
+    num, den = (cur_rounds, base_rounds) if direction == "higher" else (base_rounds, cur_rounds)
+    try:
+        return bootstrap_ratio_interval(num, den)
+    except ValueError:  # a non-positive round: no ratio to bootstrap
+        return None
+
+
+def _check(claim: Any, value: float, interval: Any = None) -> tuple[str, str]:
     try:
         from pytest_genai.claims import check_value
     except ImportError:  # pragma: no cover - the claims package ships with this one
         check_value = None
     if check_value is not None:
-        verdict = check_value(claim, value)
+        verdict = check_value(claim, value, interval)
         return verdict.verdict, verdict.message
     lo, hi = claim.min, claim.max
     ok = math.isfinite(value) and (lo is None or value >= lo) and (hi is None or value <= hi)

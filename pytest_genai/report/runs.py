@@ -77,6 +77,9 @@ class Record:
     timing: Mapping[str, float] = field(default_factory=dict)
     """pytest-benchmark's round-time statistics (``min``, ``mean``, ...; seconds); only the median is a metric of
     every comparison, the others are compared when a threshold names them (``mean:5%``)."""
+    rounds: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    """Every round's value of a metric, where the run recorded two or more (``metric_rounds``; pytest-benchmark's
+    ``stats.data`` for :data:`BENCH_MEDIAN_METRIC`): a generation claim's speedup is then judged on an interval."""
 
     @property
     def config_key(self) -> str:
@@ -251,6 +254,8 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
         raise ReportInputError(f"{where}: 'extra_info' is a {type(extra).__name__}, expected an object")
     timing = _stats_times(bench.get("stats"))
     median = timing.get("median")
+    stats = bench.get("stats")
+    bench_rounds = _round_list(stats.get("data")) if isinstance(stats, dict) and median is not None else None
     genai = extra.get("genai")
     if genai is None:
         metrics = {BENCH_MEDIAN_METRIC: median} if median is not None else {}
@@ -266,6 +271,7 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
             units={k: "s" for k in metrics},
             param=param if isinstance(param, str) else None,
             timing=timing,
+            rounds={BENCH_MEDIAN_METRIC: bench_rounds} if bench_rounds else {},
         )
     if not isinstance(genai, dict):
         raise ReportInputError(f"{where}: extra_info.genai is a {type(genai).__name__}, expected an object")
@@ -331,7 +337,40 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
         param=param if isinstance(param, str) else None,
         environment=environment,
         timing=timing,
+        rounds=_metric_rounds(genai.get("metric_rounds"), metrics, bench_rounds),
     )
+
+
+def _round_list(value: Any) -> tuple[float, ...] | None:
+    """Two or more finite numbers (a metric's rounds), else None: odd input is ignored here, never an error."""
+    if not isinstance(value, list) or len(value) < 2:
+        return None
+    out = []
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return None
+        try:
+            f = float(v)
+        except OverflowError:
+            return None
+        if not math.isfinite(f):
+            return None
+        out.append(f)
+    return tuple(out)
+
+
+def _metric_rounds(recorded: Any, metrics: Mapping[str, float],
+                   bench_rounds: tuple[float, ...] | None) -> dict[str, tuple[float, ...]]:
+    """The rounds of the metrics this record kept (``metric_rounds``; ``stats.data`` for the median round time)."""
+    out = {}
+    if isinstance(recorded, dict):
+        for name, value in recorded.items():
+            these = _round_list(value)
+            if these and name in metrics:
+                out[str(name)] = these
+    if bench_rounds and BENCH_MEDIAN_METRIC in metrics:
+        out[BENCH_MEDIAN_METRIC] = bench_rounds
+    return out
 
 
 def _stats_times(stats: Any) -> dict[str, float]:

@@ -159,7 +159,8 @@ def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Mapping[str, Any]
         config=_loads(row.config_json), metrics={x.name: number_from(x.value, x.nonfinite) for x in metrics},
         sources={x.name: x.source for x in metrics if x.source}, units={x.name: x.unit for x in metrics if x.unit},
         claims=tuple(claims), labels=_loads(row.labels_json), attachments=_loads(row.attachments_json),
-        param=row.param, environment=_loads(row.environment_json), timing=_loads(row.timing_json))
+        param=row.param, environment=_loads(row.environment_json), timing=_loads(row.timing_json),
+        rounds={x.name: tuple(r) for x in metrics if len(r := _loads(x.rounds_json) or []) >= 2})
 
 
 def best_run(runs: Sequence[Run], info: Mapping[str, Any], label: str) -> Run:

@@ -147,3 +147,25 @@ def test_a_claim_without_a_floor_keeps_the_regression_threshold() -> None:
     faster = gate_runs(run(diffusion("gaudi2", 100.0)), run(diffusion("gaudi3", 150.0)), info,
                        parse_thresholds(None), CLAIMS)
     assert faster.passed and faster.generation_checks[0].verdict == "pass"
+
+
+def _with_rounds(entry, rounds):
+    entry["extra_info"]["genai"]["metric_rounds"] = {"tokens_per_s": list(rounds)}
+    return entry
+
+
+@pytest.mark.parametrize(("new_rounds", "verdict"), [
+    ([2700.0, 2750.0, 2720.0, 2760.0, 2740.0], "pass"),  # clear of 2.5-3x
+    ([2300.0, 2750.0, 2600.0, 2450.0, 2900.0], "inconclusive"),  # the interval straddles 2.5x
+    ([2000.0, 2050.0, 2010.0, 2030.0, 2020.0], "fail"),
+])
+def test_a_generation_speedup_with_rounds_is_judged_on_its_interval(new_rounds, verdict) -> None:
+    """Both runs recorded the throughput's rounds: the speedup's bootstrap interval, not one ratio, decides."""
+    old = _with_rounds(finetune("gaudi", 1000.0), [990.0, 1000.0, 1010.0, 1005.0, 995.0])
+    new = _with_rounds(finetune("gaudi2", sorted(new_rounds)[2]), new_rounds)
+    result = gate_runs(run(old), run(new), REAL_INFO, parse_thresholds(None), CLAIMS)
+    (check,) = result.generation_checks
+    assert check.verdict == verdict and check.interval is not None and check.interval["n"] == 5
+    assert result.passed == (verdict != "fail")
+    one_sided = gate_runs(run(finetune("gaudi", 1000.0)), run(new), REAL_INFO, parse_thresholds(None), CLAIMS)
+    assert one_sided.generation_checks[0].interval is None  # rounds on one side only: judged on the value

@@ -164,3 +164,15 @@ def test_matching_one_config_on_several_devices_pairs_by_device() -> None:
 def test_matching_model_is_part_of_the_key() -> None:
     m = match_records(_recs(bench("a", model="m1")), _recs(bench("a", model="m2")))
     assert m.pairs == () and len(m.only_baseline) == len(m.only_current) == 1
+
+
+def test_rounds_are_read_where_two_or_more_finite_numbers_were_recorded() -> None:
+    entry = bench("test_q", metrics={"tokens_per_s": 100.0, "perplexity": 12.0, "loss": 1.0})
+    entry["extra_info"]["genai"]["metric_rounds"] = {"tokens_per_s": [99.0, 101.0], "perplexity": [12.0],
+                                                     "loss": [1.0, "x"], "gone": [1.0, 2.0], "flops": [10**400, 1]}
+    entry["stats"] = {"median": 0.5, "data": [0.4, 0.5, 0.6]}
+    (rec,) = run_from_json(run_doc([entry]), "x").records
+    assert rec.rounds == {"tokens_per_s": (99.0, 101.0), BENCH_MEDIAN_METRIC: (0.4, 0.5, 0.6)}
+    plain = {"name": "t", "fullname": "t.py::t", "extra_info": {}, "stats": {"median": 0.5, "data": [0.5, math.nan]}}
+    (rec,) = run_from_json({"benchmarks": [plain]}, "x").records
+    assert rec.rounds == {}

@@ -106,6 +106,10 @@ def test_every_round_and_interval_is_kept(store_url: str) -> None:
     timing = sum(len(b["stats"]["data"]) for b in doc["benchmarks"])
     assert sum(len(json.loads(r.rounds_json)) for r in rows) == recorded + timing == 149 + 103
     assert any(r.interval_json for r in rows if r.name == "scaling_throughput_ratio")
+    with open_store(store_url) as store:  # and a stored run reads them back, as the file does (gate intervals)
+        stored = {r.label: r.rounds for r in query_run(store, "latest").records}
+    from_file = {r.label: r.rounds for r in run_from_json(doc, "out.json").records}
+    assert stored == from_file and sum(len(v) for rounds in stored.values() for v in rounds.values()) > 100
 
 
 def test_non_finite_values_survive(store_url: str) -> None:
