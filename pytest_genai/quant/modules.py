@@ -70,6 +70,7 @@ class QuantLinear(_QuantStore):
             qweight, scale = _empty_qweight(fmt, (out_features, in_features), group_size, device)
         self._init_store(fmt, (out_features, in_features), group_size, qweight, scale)
         self._init_bias(bias, bias_tensor, device)
+        self.activation_dtype = None  # the replaced layer's dtype (from_linear), which compute_path reports for
 
     def _init_bias(self, bias: bool, bias_tensor, device) -> None:
         if bias_tensor is not None:
@@ -82,21 +83,29 @@ class QuantLinear(_QuantStore):
     @classmethod
     def from_linear(cls, linear: nn.Linear, fmt: str, group_size=None, *, where: str = "linear") -> "QuantLinear":
         qw = quantize(linear.weight, fmt, group_size, where=where)
-        return cls(linear.in_features, linear.out_features, fmt, group_size, bias=linear.bias is not None,
-                   qweight=qw.data, scale=qw.scale, bias_tensor=linear.bias)
+        layer = cls(linear.in_features, linear.out_features, fmt, group_size, bias=linear.bias is not None,
+                    qweight=qw.data, scale=qw.scale, bias_tensor=linear.bias)
+        layer.activation_dtype = linear.weight.dtype
+        return layer
+
+    def _scales_outputs(self, dtype) -> bool:
+        """Per-row scales are applied to the outputs, except in fp16: ``x @ codes`` is the output divided by the
+        scale (x127 for int8, up to x448 for e4m3) and passes fp16's 65504 where the output does not."""
+        return self.scale is not None and self.scale.shape[1] == 1 and dtype != torch.float16
 
     def forward(self, x):
         bias = None if self.bias is None else self.bias.to(x.dtype)
-        if self.scale is not None and self.scale.shape[1] == 1:  # per output channel: scale the outputs
+        if self._scales_outputs(x.dtype):  # per output channel: scale the outputs
             y = F.linear(x, codes_as(self.quantized_weight(), x.dtype)) * self.scale.reshape(-1).to(x.dtype)
             return y if bias is None else y + bias
         return F.linear(x, self.dequantized_weight(x.dtype), bias)
 
     @property
     def compute_path(self) -> str:
-        """What forward runs: ``weight_only_<fmt>_scaled_output`` (codes widened, outputs scaled per row) or
-        ``weight_only_<fmt>_dequant`` (dequantize, then ``F.linear``); recorded per layer in ``QuantInfo``."""
-        per_row = self.scale is not None and self.scale.shape[1] == 1
+        """What forward runs for the replaced layer's dtype: ``weight_only_<fmt>_scaled_output`` (codes widened,
+        outputs scaled per row) or ``weight_only_<fmt>_dequant`` (dequantize, then ``F.linear``; grouped scales, and
+        fp16 activations); recorded per layer in ``QuantInfo``."""
+        per_row = self._scales_outputs(getattr(self, "activation_dtype", None))
         return f"weight_only_{self.fmt}_{'scaled_output' if per_row else 'dequant'}"
 
     def extra_repr(self) -> str:
@@ -131,13 +140,16 @@ class SparseQuantLinear(QuantLinear):
         else:
             self.scale = None
         self._init_bias(bias, bias_tensor, device)
+        self.activation_dtype = None
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, fmt: str, group_size=None, *, where: str = "linear"):
         sparse_stored_bytes(fmt, tuple(linear.weight.shape), 0)  # rejects int4 / fp32 with the fix named
         sw = sparsify(quantize(linear.weight, fmt, group_size, where=where))
-        return cls(linear.in_features, linear.out_features, fmt, group_size, bias=linear.bias is not None,
-                   sparse=sw, bias_tensor=linear.bias)
+        layer = cls(linear.in_features, linear.out_features, fmt, group_size, bias=linear.bias is not None,
+                    sparse=sw, bias_tensor=linear.bias)
+        layer.activation_dtype = linear.weight.dtype
+        return layer
 
     def sparse_weight(self):
         return SparseWeight(self.fmt, self.qvalues, self.mask, self.scale, self.weight_shape, self.group_size)

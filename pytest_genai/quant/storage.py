@@ -245,6 +245,8 @@ def load_quantized(model_skeleton, path):
                                   bias=module.bias is not None, device=module.weight.device)
                 if name in fp8:  # same buffers; the FP8-compute forward
                     new = Fp8Linear(new.quantized_weight(), new.bias)
+            if hasattr(new, "activation_dtype"):  # what its forward will see: the skeleton's dtype
+                new.activation_dtype = module.weight.dtype
             set_module(model_skeleton, name, new)
     expected = set(model_skeleton.state_dict())
     missing = expected - set(state)

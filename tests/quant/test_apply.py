@@ -142,3 +142,22 @@ def test_bf16_model_quantizes_and_predicts_exactly(tokens):
     s = plan.summary()
     assert rep["compression_ratio"] == pytest.approx(s["predicted_compression_ratio"], rel=1e-3)
     assert rep["compression_ratio_model"] == pytest.approx(s["predicted_compression_ratio_model"], rel=1e-3)
+
+
+@pytest.mark.parametrize("fmt", ["int8", "fp8_e4m3"])
+def test_fp16_real_layers_with_row_scales_do_not_overflow(fmt):
+    """x @ codes is the output divided by the row's scale (x127 for int8): in fp16 it passed 65504 and the layer
+    returned inf. fp16 layers dequantize first and say so in their compute path."""
+    linear = torch.nn.Linear(2048, 4, bias=False)
+    with torch.no_grad():
+        linear.weight.fill_(0.01)
+    x = torch.ones(2, 2048)
+    want = linear(x)
+    fp16 = QuantLinear.from_linear(copy.deepcopy(linear).half(), fmt)
+    got = fp16(x.half())
+    assert torch.isfinite(got).all()
+    torch.testing.assert_close(got.float(), want, rtol=2e-2, atol=0)
+    assert fp16.compute_path == f"weight_only_{fmt}_dequant"
+    fp32 = QuantLinear.from_linear(linear, fmt)
+    assert fp32.compute_path == f"weight_only_{fmt}_scaled_output"
+    torch.testing.assert_close(fp32(x), want, rtol=2e-2, atol=0)
