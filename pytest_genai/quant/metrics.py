@@ -10,6 +10,7 @@ more sensitive unit. Both are invariant to scaling every weight by the same ``c 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 
 def fraction_above_global_threshold(n: int, n_above: int, sum_abs: float, tau: float) -> float:
@@ -54,7 +55,9 @@ def threshold_rank(sparsity: float, n: int) -> int:
         raise ValueError(f"sparsity={sparsity}: must lie strictly between 0 and 1 (e.g. 0.3 for 30%)")
     if n <= 0:
         raise ValueError(f"n={n}: need at least one eligible weight")
-    return min(n, max(1, math.ceil(sparsity * n - 1e-9 * n)))
+    # exact: the sparsity as the decimal it was written as (0.3, not the double just below it), times n, rounded up.
+    # ``ceil(sparsity * n - 1e-9 * n)`` undershot by one once 1e-9 * n passed the fraction (0.3 x 969M weights).
+    return min(n, max(1, math.ceil(Fraction(repr(float(sparsity))) * n)))
 
 
 def compression_ratio(fp32_bytes: float, stored_bytes: float) -> float:

@@ -19,7 +19,8 @@ def test_mean_abs_over_zero_threshold_says_how_to_fix():
         M.mean_abs_over_threshold(4, 0, 0.0, 0.0)
 
 
-@pytest.mark.parametrize("sparsity, n, k", [(0.3, 10, 3), (0.3, 11, 4), (0.5, 1, 1), (0.01, 50, 1), (0.99, 100, 99)])
+@pytest.mark.parametrize("sparsity, n, k", [(0.3, 10, 3), (0.3, 11, 4), (0.5, 1, 1), (0.01, 50, 1), (0.99, 100, 99),
+                                            (0.1, 10, 1), (0.3, 968_884_224, 290_665_268)])  # TinyLlama's linears
 def test_threshold_rank_examples(sparsity, n, k):
     assert M.threshold_rank(sparsity, n) == k
 
@@ -45,6 +46,12 @@ def test_definitions_invariant_to_power_of_two_scaling(n, frac, s, c):
     scale = 2.0 ** c
     for f in M.SENSITIVITY_DEFINITIONS.values():
         assert f(n, above, s * n, s) == f(n, above, s * n * scale, s * scale)
+
+
+@given(permille=st.integers(1, 999), n=st.integers(1, 10**12))
+def test_threshold_rank_is_the_exact_ceiling_for_a_decimal_sparsity(permille, n):
+    """k = ceil(s n) exactly, at any model size (a 1e-9 n slack undershot by one past ~1e8 weights)."""
+    assert M.threshold_rank(permille / 1000, n) == min(n, max(1, -(-permille * n // 1000)))
 
 
 @settings(max_examples=25, deadline=None)
