@@ -52,10 +52,13 @@ def _missing(module: str) -> bool:
 def cuda_generation(name: str, total_memory_bytes: int | None = None) -> str:
     """Map a CUDA device name (``torch.cuda.get_device_name``) to a spec generation slug."""
     upper = name.upper()
+    # Grace Hopper superchips and the NVL cards are other parts (memory, clocks, power): no datasheet of ours fits
+    if "GH200" in upper or "GH100" in upper:
+        return "gh200"
     if "H200" in upper:
-        return "h200"
+        return "h200-nvl" if "NVL" in upper else "h200"
     if "H100" in upper:
-        return "h100-pcie" if "PCIE" in upper else "h100-sxm"
+        return "h100-nvl" if "NVL" in upper else "h100-pcie" if "PCIE" in upper else "h100-sxm"
     if "A100" in upper:
         big = "80GB" in upper or (total_memory_bytes or 0) > 50 * 1024**3
         return "a100-sxm4-80gb" if big else "a100-sxm4-40gb"
@@ -109,8 +112,9 @@ def hpu_generation(name: str) -> str:
 
 
 def probe_hpu() -> ProbeResult:
-    if _missing("habana_frameworks"):
-        return ProbeResult("hpu", reason="habana_frameworks is not installed (no Intel Gaudi software stack)")
+    # habana_frameworks is a shared package name (habana-media-loader, habana-pyhlml): only its torch part counts
+    if _missing("habana_frameworks.torch"):
+        return ProbeResult("hpu", reason="habana_frameworks.torch is not installed (no Intel Gaudi PyTorch stack)")
     import habana_frameworks.torch.hpu as hthpu
 
     if not hthpu.is_available():
@@ -127,7 +131,7 @@ def _generation_from_env(kind: str, default: str) -> str:
 
 
 def probe_wse() -> ProbeResult:
-    if _missing("cerebras"):
+    if _missing("cerebras.pytorch"):  # not just `cerebras`: cerebras-cloud-sdk installs that package too
         return ProbeResult("wse", reason="the Cerebras PyTorch SDK (cerebras.pytorch) is not installed")
     importlib.import_module("cerebras.pytorch")
     system = os.environ.get("GENAI_WSE_SYSTEM")

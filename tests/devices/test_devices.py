@@ -41,10 +41,29 @@ def test_unknown_generation_and_dtype_errors_name_the_input() -> None:
     [("NVIDIA H100 80GB HBM3", None, "h100-sxm"), ("NVIDIA H100 PCIe", None, "h100-pcie"),
      ("NVIDIA H200", None, "h200"), ("NVIDIA A100-SXM4-40GB", 40 * 2**30, "a100-sxm4-40gb"),
      ("NVIDIA A100-SXM4-80GB", 80 * 2**30, "a100-sxm4-80gb"), ("Tesla V100-SXM2-32GB", None, "v100"),
-     ("NVIDIA GeForce RTX 4090", None, "nvidia-geforce-rtx-4090")],
+     ("NVIDIA GeForce RTX 4090", None, "nvidia-geforce-rtx-4090"),
+     # other parts than the datasheets we hold: named apart, so no spec (memory, peaks) is attached to them
+     ("NVIDIA H100 NVL", None, "h100-nvl"), ("NVIDIA GH200 480GB", None, "gh200"), ("NVIDIA H200 NVL", None, "h200-nvl")],
 )
 def test_cuda_generation(name, memory, generation) -> None:
     assert cuda_generation(name, memory) == generation
+
+
+@pytest.mark.parametrize(("kind", "package"), [("wse", "cerebras/cloud/sdk"), ("hpu", "habana_frameworks/mediapipe")])
+def test_an_unrelated_package_of_the_same_name_leaves_the_device_absent(tmp_path, monkeypatch, kind, package) -> None:
+    """cerebras-cloud-sdk installs `cerebras`, habana-media-loader `habana_frameworks`: neither is the PyTorch SDK."""
+    import sys
+
+    from pytest_genai.devices.probes import PROBES
+
+    (tmp_path / package).mkdir(parents=True)
+    for part in range(1, package.count("/") + 2):
+        (tmp_path / "/".join(package.split("/")[:part]) / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [m for m in sys.modules if m.split(".")[0] == package.split("/")[0]]:
+        monkeypatch.delitem(sys.modules, name)
+    result = run_probe(kind, PROBES[kind])
+    assert not result.available and not result.broken and "not installed" in skip_reason(result)
 
 
 def test_hpu_generation() -> None:
