@@ -17,7 +17,7 @@ _BYTE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**1
 def parse_devices(text: str) -> tuple[str, ...]:
     """``"cuda,hpu"`` → ``("cuda", "hpu")``; ``"all"`` → every kind. Unknown names are an error naming them."""
     text = text.strip()
-    if text in ("", "all"):
+    if text.lower() in ("", "all"):
         return KINDS
     kinds = tuple(dict.fromkeys(t.strip().lower() for t in text.split(",") if t.strip()))
     bad = [k for k in kinds if k not in KINDS]
@@ -40,7 +40,10 @@ def parse_bytes(text: str) -> int:
     unit = match.group(2).lower() if match else None
     if not match or unit not in _BYTE_UNITS:
         raise ValueError(f"{text!r} is not a size; write e.g. 512MiB, 2GiB or 3GB")
-    return int(float(match.group(1)) * _BYTE_UNITS[unit])
+    size = int(float(match.group(1)) * _BYTE_UNITS[unit])
+    if size < 1:
+        raise ValueError(f"{text!r} is under one byte; give a size that fits a model, e.g. 512MiB or 2GiB")
+    return size
 
 
 def parse_path(text: str) -> str:
@@ -49,6 +52,16 @@ def parse_path(text: str) -> str:
     if not str(text).strip():
         raise ValueError("an empty path; give a folder or file")
     return os.path.abspath(os.path.expanduser(str(text)))
+
+
+def parse_profiles_dir(text: str) -> str:
+    """``--genai-dabench-profiles``: a folder that exists; a misspelled one would leave every vendor test skipped
+    with a hint to give the option that was given."""
+    path = parse_path(text)
+    if not os.path.isdir(path):
+        raise ValueError(f"{path}: no such folder; give the folder holding the vendor runs' <kind>/ folders "
+                         "(docs/dabench_level2.md), or leave it unset")
+    return path
 
 
 def parse_data_dir(text: str) -> str:
@@ -164,7 +177,7 @@ SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | No
     "scale": ("--genai-scale", "GENAI_SCALE", "genai_scale", parse_scale, "tiny"),
     "memory_budget": ("--genai-memory-budget", "GENAI_MEMORY_BUDGET", None, parse_bytes, None),
     "timeout": ("--genai-timeout", "GENAI_TIMEOUT", "genai_timeout", parse_timeout, 300.0),
-    "dabench_profiles": ("--genai-dabench-profiles", "GENAI_DABENCH_PROFILES", None, parse_path, None),
+    "dabench_profiles": ("--genai-dabench-profiles", "GENAI_DABENCH_PROFILES", None, parse_profiles_dir, None),
     "baseline": ("--genai-baseline", None, None, parse_path, None),
     "max_regression": ("--genai-max-regression", None, None, None, None),
     "report": ("--genai-report", "GENAI_REPORT", None, parse_path, None),

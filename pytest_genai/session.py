@@ -50,7 +50,9 @@ class SessionState:
         """The first device of ``kind``; the CPU gets its spec measured here, once per session. Raises
         :class:`DeviceBroken` for a kind whose probe failed and LookupError for an absent one."""
         if kind not in self._devices:
-            result = self.probe_results()[kind]
+            result = self.probe_results().get(kind)
+            if result is None:  # a pytest_genai_probes hook removed it
+                raise LookupError(f"{kind}: no probe registered")
             if result.broken:
                 raise DeviceBroken(broken_message(result))
             if not result.devices:

@@ -111,6 +111,15 @@ def test_probe_that_raises_makes_the_kind_broken_its_tests_error_and_the_rest_ru
     assert "Traceback" not in result.stdout.str()
 
 
+def test_a_kind_whose_probe_a_hook_removed_skips_naming_why(pytester: pytest.Pytester) -> None:
+    """Asked for through request.getfixturevalue, its skip reason was the bare KeyError text 'ipu'."""
+    pytester.makeconftest("def pytest_genai_probes(config, probes):\n    del probes['ipu']\n")
+    pytester.makepyfile("def test_a(request):\n    request.getfixturevalue('ipu')\n")
+    result = pytester.runpytest("-rs", "-p", "no:cacheprovider")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED *ipu: no probe registered*"])
+
+
 def test_minus_m_on_a_broken_kind_does_not_go_green_having_run_nothing(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(BROKEN_HPU_CONFTEST)
     pytester.makepyfile(DEVICE_TEST)
@@ -284,6 +293,11 @@ def test_a_timing_claim_measured_on_a_contended_cpu_is_inconclusive(pytester, st
         ([], {"GENAI_MODEL": "not a model"}, "environment variable GENAI_MODEL: 'not a model' is neither an existing folder"),
         (["--genai-timeout", "inf"], {}, "command-line option --genai-timeout: 'inf' must be a positive, finite number"),
         ([], {"GENAI_DATA_DIR": "/no/such/data"}, "environment variable GENAI_DATA_DIR: /no/such/data: no such folder"),
+        # review 2026-12-02: accepted before, then every vendor test skipped / the budget silently became the default
+        (["--genai-dabench-profiles", "/no/such/runs"], {},
+         "command-line option --genai-dabench-profiles: /no/such/runs: no such folder"),
+        (["--genai-memory-budget", "0"], {}, "command-line option --genai-memory-budget: '0' is under one byte"),
+        ([], {"GENAI_MEMORY_BUDGET": "0.1B"}, "environment variable GENAI_MEMORY_BUDGET: '0.1B' is under one byte"),
     ],
 )
 def test_bad_settings_name_their_source(pytester: pytest.Pytester, monkeypatch, args, env, needle) -> None:
