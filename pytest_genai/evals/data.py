@@ -34,7 +34,7 @@ import random
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
 
@@ -315,9 +315,16 @@ def read_wikitext_file(path: str | os.PathLike[str]) -> WikiTextCorpus:
     return WikiTextCorpus(tuple(wikitext_pages(text.splitlines(keepends=True), str(path))), source=str(path))
 
 
+def raw_wikitext_lines(rows: Iterable[str]) -> Iterator[str]:
+    """The raw file's lines from the hub's rows: its loader yields ``""`` for each blank line, which in
+    ``wiki.test.raw`` is ``" \\n"`` (lm-eval's document-level pages keep those lines); every other row is its line."""
+    for row in rows:
+        yield row if row else " \n"
+
+
 def wikitext_from_rows(rows: Iterable[str], source: str) -> WikiTextCorpus:
-    """Pages from the hub's line rows (``{"text": " = Title = \\n"}``, blank rows included)."""
-    return WikiTextCorpus(tuple(wikitext_pages(rows, source)), source=source)
+    """Pages from the hub's line rows (``{"text": " = Title = \\n"}``, blank rows restored as the file's ``" \\n"``)."""
+    return WikiTextCorpus(tuple(wikitext_pages(raw_wikitext_lines(rows), source)), source=source)
 
 
 # -- JSON lines ----------------------------------------------------------------------------------------------------
@@ -652,7 +659,7 @@ def wikitext_raw_file(data_dir: str | os.PathLike[str] | None, workdir: str | os
     origin = resolve_origin("wikitext", data_dir, allow_embedded=allow_embedded)
     dataset, split = DATASETS["wikitext"]
     if origin.kind == "hf_cache":
-        text = "".join(row["text"] for row in _load_hub("wikitext"))
+        text = "".join(raw_wikitext_lines(row["text"] for row in _load_hub("wikitext")))
         path = Path(workdir) / "wikitext-2-raw-test.raw"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -674,6 +681,8 @@ SHARED_COPY_NOTES = {
 def source_note(task: str, source: str) -> str:
     """What to know about ``task``'s numbers given where the data came from (``data_source``)."""
     if source.startswith("hub:"):
+        if task == "wikitext":
+            return f"{source}: the raw test lines, blank ones restored (the hub's empty rows), split at article titles"
         return f"{source}: read as lm-eval reads it"
     if source.startswith("embedded:"):
         return ("embedded slice (the tiny selection, cut byte for byte from the offline copy; same examples as the "

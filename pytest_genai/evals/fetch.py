@@ -37,8 +37,10 @@ class FetchError(Exception):
 
 # -- hub rows -> data dir files (pure) -----------------------------------------------------------------------------
 def wikitext_bytes(rows: Iterable[dict[str, Any]]) -> bytes:
-    """The hub's line rows joined as they are (each text row ends in ``\\n``; the blank rows are empty): LF."""
-    return "".join(_field(row, "text", i) for i, row in enumerate(rows)).encode("utf-8")
+    """The hub's line rows joined into the raw file (each text row ends in ``\\n``; the blank rows, empty on the hub,
+    become the file's ``" \\n"`` again: :func:`~pytest_genai.evals.data.raw_wikitext_lines`): LF."""
+    texts = (_field(row, "text", i) for i, row in enumerate(rows))
+    return "".join(data.raw_wikitext_lines(texts)).encode("utf-8")
 
 
 def hellaswag_bytes(rows: Iterable[dict[str, Any]]) -> bytes:

@@ -106,10 +106,13 @@ def test_wikitext_lf_and_crlf_give_the_same_pages(tmp_path):
     assert [p.title for p in a.pages] == ["A", "B"]
 
 
-def test_hub_rows_group_into_pages():
+def test_hub_rows_group_into_pages_with_the_blank_lines_the_hub_emptied():
+    """The hub's loader yields "" for wiki.test.raw's blank " \\n" lines (lm-eval's pages keep them): restored, so
+    the page bytes and the scored text are the raw file's (they lost 2 bytes per blank line before)."""
     rows = ["", " = A = \n", "", " x \n", " = = H = = \n", " = B = \n", " y \n"]
     corpus = data.wikitext_from_rows(rows, "hub:test")
-    assert [p.text for p in corpus.pages] == [" = A = \n x \n = = H = = \n", " = B = \n y \n"]
+    assert [p.text for p in corpus.pages] == [" = A = \n \n x \n = = H = = \n", " = B = \n y \n"]
+    assert "".join(data.raw_wikitext_lines(rows)) == " \n = A = \n \n x \n = = H = = \n = B = \n y \n"
 
 
 def test_hellaswag_hub_row_built_as_lm_eval_does():
@@ -187,7 +190,7 @@ def test_without_a_data_dir_the_hf_cache_comes_before_the_embedded_slice(fake_hu
     cached.update(r for r, _, _ in data.HUB_DATASETS.values())
     assert {data.resolve_origin(t, None).kind for t in data.TASKS} == {"hf_cache"}
     corpus = data.load_task("wikitext", None)
-    assert [p.text for p in corpus.pages] == [" = Hub Page = \n hub text . \n"] and corpus.source == "hub:Salesforce/wikitext"
+    assert [p.text for p in corpus.pages] == [" = Hub Page = \n \n hub text . \n"] and corpus.source == "hub:Salesforce/wikitext"
     item = data.load_task("hellaswag", None)[0]
     assert item.query == "Baking: A man. mixes flour. Then he" and item.label == 1  # lm-eval's preprocessing
     assert data.load_task("boolq", None)[0].label == 1
@@ -362,7 +365,7 @@ def test_wikitext_raw_file_follows_the_same_order(tmp_path, fake_hub):
     cached.add("Salesforce/wikitext")
     path, ident = data.wikitext_raw_file(None, tmp_path / "work", allow_embedded=False)
     assert path.parent == tmp_path / "work" and ident["data_origin"] == "hf_cache"
-    assert path.read_text() == " = Hub Page = \n hub text . \n"
+    assert path.read_text() == " \n = Hub Page = \n \n hub text . \n"  # the raw file, blank lines restored
 
 
 # -- the session skips what no origin serves, before loading a model ---------------------------------------------------
@@ -485,6 +488,8 @@ def test_fetch_writes_the_data_dir_layout_with_checksums(tmp_path, fake_hub, mon
         assert data.sha256_file(target / rel) == digest == manifest["files"][rel]["sha256"]
     assert set(sums) == set(data.DATA_FILES.values())
     assert json.loads((target / data.MANIFEST).read_text())["files"]["boolq/validation.jsonl"]["records"] == 2
+    raw = (target / data.DATA_FILES["wikitext"]).read_text()
+    assert raw.startswith(" \n = Alpha = \n \n first line")  # wiki.test.raw's layout: blank lines are " \n"
     # the folder serves as --genai-data-dir and reads as the Hugging Face cache does
     cached.update(r for r, _, _ in data.HUB_DATASETS.values())
     monkeypatch.setattr(pytest.importorskip("datasets"), "load_dataset", _fake_load)
