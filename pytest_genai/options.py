@@ -157,9 +157,24 @@ def parse_timeout(text: str) -> float:
 
 def parse_store(text: str) -> str:
     """``--genai-store``: a SQLAlchemy URL, or a file path for a SQLite store (made absolute)."""
-    from pytest_genai.store.location import normalize_url
+    from pytest_genai.store.location import normalize_url, shown_url
 
-    return normalize_url(text)
+    url = normalize_url(text)
+    try:  # checked now: a URL no dialect serves was found only after every benchmark ran ("run not stored")
+        from sqlalchemy.engine import make_url
+    except ImportError:
+        raise ValueError("the results store needs SQLAlchemy: pip install 'pytest-genai[store]'") from None
+    try:
+        dialect = make_url(url).get_dialect()
+    except Exception as exc:  # ArgumentError (not a URL), NoSuchModuleError (no such dialect)
+        raise ValueError(f"{shown_url(url)}: not a database URL SQLAlchemy can open ({type(exc).__name__}); give "
+                         "sqlite:///PATH, postgresql+psycopg://USER@HOST/DB or a file path") from None
+    try:
+        dialect.import_dbapi()
+    except ImportError as exc:
+        raise ValueError(f"{shown_url(url)}: its database driver is not installed ({exc}); install it (PostgreSQL: "
+                         "pip install 'psycopg[binary]') or use a SQLite file path") from None
+    return url
 
 
 #: name -> (cli option, env var, ini key, parser, default)

@@ -298,6 +298,10 @@ def test_a_timing_claim_measured_on_a_contended_cpu_is_inconclusive(pytester, st
          "command-line option --genai-dabench-profiles: /no/such/runs: no such folder"),
         (["--genai-memory-budget", "0"], {}, "command-line option --genai-memory-budget: '0' is under one byte"),
         ([], {"GENAI_MEMORY_BUDGET": "0.1B"}, "environment variable GENAI_MEMORY_BUDGET: '0.1B' is under one byte"),
+        (["--genai-store", "bad://"], {},  # found only after the whole run before ("run not stored")
+         "command-line option --genai-store: bad://: not a database URL SQLAlchemy can open (NoSuchModuleError)"),
+        ([], {"GENAI_STORE": "mysql://ci@db/results"},
+         "environment variable GENAI_STORE: mysql://ci@db/results: its database driver is not installed"),
     ],
 )
 def test_bad_settings_name_their_source(pytester: pytest.Pytester, monkeypatch, args, env, needle) -> None:
