@@ -121,13 +121,18 @@ def _check_finite(amax, where: str) -> None:
 
 def compute_scales(w, spec: FormatSpec, group_size: int | None, where: str = "weight"):
     """fp32 scales ``(rows, groups)``: ``amax / qmax`` rounded up (1.0 where a row/group is all zero)."""
-    torch = _torch()
     g = spec.effective_group_size(group_size) or w.shape[1]
     amax = _row_amax(w, g)  # two reductions: much faster on CPU than aminmax or abs().amax()
     _check_finite(amax, where)
-    scale = amax / spec.qmax
-    scale = torch.where(amax > 0, scale, torch.ones_like(scale))
-    return round_scale_up(scale)
+    return _scales_from_amax(amax, spec.qmax)
+
+
+def _scales_from_amax(amax, qmax: float):
+    """``amax / qmax`` rounded up; 1.0 where that is 0: an all-zero row, or one so small (subnormal) that the
+    division underflows -- a 0 scale saturated its codes, and they dequantized to 0 anyway."""
+    torch = _torch()
+    scale = amax / qmax
+    return round_scale_up(torch.where(scale > 0, scale, torch.ones_like(scale)))
 
 
 def _row_chunks(rows: int, cols: int):
@@ -170,7 +175,7 @@ def _quantize_int8_native(w, where: str) -> QuantizedWeight | None:
     if bad >= 0:
         raise _nonfinite(where)
     spec = get_format("int8")
-    want = round_scale_up(torch.where(amax > 0, amax / spec.qmax, torch.ones_like(amax)))
+    want = _scales_from_amax(amax, spec.qmax)
     differ = (want != scale).nonzero().flatten()
     if differ.numel():
         redo = _quantize_torch(w[differ], spec, None)

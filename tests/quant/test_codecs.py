@@ -188,3 +188,16 @@ def test_the_int8_kernel_redoes_no_row_it_computed_like_torch(monkeypatch):
     assert redone == [1]  # the differing row only
     want = original(w, get_format("int8"), None)
     assert torch.equal(got.data, want.data) and torch.equal(got.scale, want.scale)
+
+
+@pytest.mark.parametrize("fmt", ["int8", "fp8_e4m3", "fp8_e5m2", "bf16"])
+def test_a_row_too_small_for_a_scale_gets_scale_one_and_zero_codes(fmt):
+    """amax / qmax underflowed to 0 for a subnormal row: a 0 scale saturated its codes (127, -127), which the bitmask
+    layout would store as nonzeros."""
+    w = torch.tensor([[1e-44, -1e-44, 0.0, 0.0], [0.5, -0.25, 0.1, 0.0]])
+    qw = C.quantize(w, fmt, None)
+    if qw.scale is None:
+        return  # a float format stored without scales: nothing to underflow
+    assert bool((qw.scale > 0).all())
+    assert float(qw.scale[0, 0]) == 1.0 and not bool(qw.data[0].float().ne(0).any())
+    assert float(C.dequantize(qw)[0].abs().max()) <= 1e-44
