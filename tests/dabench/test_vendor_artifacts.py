@@ -63,6 +63,18 @@ def test_poptorch_log_skips_the_first_step_and_sambaflow_reads_its_summary(tmp_p
     assert read_run(folder, "rdu").samples_per_s == 1234.5
 
 
+@pytest.mark.parametrize("later", ["throughput: 52,000 tokens/s\n", "Throughput: 3.2 ms/step\n"])
+def test_a_sambaflow_throughput_line_in_another_unit_is_not_read_as_samples(tmp_path, later):
+    """The last 'throughput: N' of the log was taken whatever followed N: a tokens/s or ms/step figure became
+    samples/s, and with it the RDU TP, precision and batch ratios."""
+    folder = _run(tmp_path, "rdu", "r", vendor_fixtures.sambaflow_log(1234.5) + later, precision="fp32", chips=2,
+                  layers=24)
+    assert read_run(folder, "rdu").samples_per_s == 1234.5
+    only = _run(tmp_path, "rdu", "only", later, precision="fp32", chips=2, layers=24)
+    with pytest.raises(LayoutError, match="'throughput: X samples/s' or 'samples_per_sec: X'"):
+        read_run(only, "rdu")
+
+
 def test_a_log_in_an_unknown_format_names_the_file(tmp_path):
     folder = _run(tmp_path, "wse", "r", "step 100 loss 2.0 speed 12 it/s\n", precision="fp16", chips=1, layers=2)
     with pytest.raises(LayoutError, match=rf"{folder / 'run.log'}: expected '\| Train Device=CSX"):

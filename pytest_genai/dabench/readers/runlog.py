@@ -42,7 +42,10 @@ LOG_FILE, SETTINGS_FILE, CEREBRAS_PARAMS = "run.log", "run.toml", "params.yaml"
 _NUM = r"(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
 _CEREBRAS_TRAIN = re.compile(r"\|\s*Train Device=\w+, Step=(\d+),.*GlobalRate=" + _NUM + r" samples/sec")
 _CEREBRAS_CSX = re.compile(r"execute using (\d+) CSX")
-_SAMBA_RATE = re.compile(r"(?:throughput|samples_per_sec(?:ond)?)['\"]?\s*[:=]\s*" + _NUM, re.I)
+# "throughput: N samples/s[ec]" (the unit required: a tokens/s or ms/step figure on a throughput line is not one),
+# or a "samples_per_sec[ond]" key, whose name is the unit
+_SAMBA_RATE = re.compile(r"throughput['\"]?\s*[:=]\s*" + _NUM + r"\s*samples?/s(?:ec(?:ond)?)?\b"
+                         r"|samples_per_sec(?:ond)?['\"]?\s*[:=]\s*" + _NUM, re.I)
 _POPTORCH_RATE = re.compile(r"throughput:\s*" + _NUM + r"\s*samples/sec", re.I)
 
 
@@ -79,7 +82,7 @@ def cerebras_throughput(text: str, source: str) -> tuple[float, dict[str, int]]:
 
 
 def sambaflow_throughput(text: str, source: str) -> tuple[float, dict[str, int]]:
-    found = [parse_number(m.group(1), field=f"{source}: throughput") for m in _SAMBA_RATE.finditer(text)]
+    found = [parse_number(m.group(1) or m.group(2), field=f"{source}: throughput") for m in _SAMBA_RATE.finditer(text)]
     if not found:
         raise LayoutError(source, None, "a 'throughput: X samples/s' or 'samples_per_sec: X' line (SambaFlow "
                                         "app run with --measure-performance)")
