@@ -208,7 +208,7 @@ def layer_backward_ops(cfg: DecoderConfig) -> tuple[OpWork, ...]:
                 "sdpa.grad",
                 "attention",
                 5 * bmm,
-                e * (4 * mh + 3 * mh),  # read q, k, v, out, dout; write dq, dk, dv (dout counted with out)
+                e * (5 * mh + 3 * mh),  # read q, k, v, out and dout; write dq, dk and dv
                 nominal_flops=2 * NOMINAL_FLOPS_PER_ELEMENT["softmax"] * ss,
             )
         )

@@ -38,6 +38,13 @@ def test_sdpa_moves_no_score_matrix():
     assert saved > 4 * 4 * 256 * 256 * 4  # at least the scores written, masked and soft-maxed
 
 
+def test_fused_attention_backward_reads_five_tensors_and_writes_three():
+    """q, k, v, out and dout in; dq, dk, dv out -- the count had dout folded into out (seven tensors)."""
+    cfg = DecoderConfig(layers=1, hidden=64, heads=1, seq_len=128, batch=1, attention="sdpa", mode="train")
+    (grad,) = [op for op in counts.layer_backward_ops(cfg) if op.name == "sdpa.grad"]
+    assert grad.bytes == 4 * 8 * (128 * 64)
+
+
 def test_classes_partition_the_ops():
     cfg = DecoderConfig(layers=2, hidden=32, heads=2, seq_len=8, mode="train")
     work = counts.stack_counts(cfg)

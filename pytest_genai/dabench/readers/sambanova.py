@@ -18,7 +18,7 @@ reports O3 balance falling as layers grow). ``--`` and other no-figure cells are
 left out; a section with no latency on any chip is left out of the balance and counted), never zeros.
 Assumed (not shown in the docs' text): utilization cells are percents with or without a ``%`` sign; numbers may
 carry thousands separators; header names are matched ignoring case and surrounding spaces; without ``chip_id``
-every row is its own section.
+the rows of one ``section_id`` are taken as that section's chips (its slowest latency, their mean utilization).
 """
 from __future__ import annotations
 
