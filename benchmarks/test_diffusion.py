@@ -9,12 +9,13 @@ baseline in the same job, and checks the scaling claims where one exists: the pa
 so on hpu the scaling is recorded without a claim. Images are synthetic dust-like fields (see
 pytest_genai.diffusion.data).
 """
+import contextlib
 import dataclasses
 
 import pytest
 
 from pytest_genai.diffusion import DiffusionConfig, train_steps
-from pytest_genai.diffusion.results import scaling_result, throughput_result
+from pytest_genai.diffusion.results import run_peak_tflops, scaling_result, throughput_result
 
 pytestmark = pytest.mark.diffusion
 
@@ -28,15 +29,18 @@ def test_diffusion_training_throughput(benchmark, genai, genai_device, dtype):
     base = SIZE_BY_KIND.get(genai_device.kind)
     if base is None:
         pytest.skip(f"the diffusion workload runs through torch devices; {genai_device.kind} has no torch device")
-    cfg = dataclasses.replace(base, dtype=dtype)
-    if genai_device.kind == "cpu":
-        import torch
+    from pytest_genai.runtime.threads import torch_threads
 
-        torch.set_num_threads(1)  # pinned: 2 shared cores make multi-threaded timings noisy
+    cfg = dataclasses.replace(base, dtype=dtype)
+    cpu = genai_device.kind == "cpu"
     genai.start(config=cfg, model="sr-unet-synthetic-dust")  # experiment and device: this file's and genai_device
     genai_device.reset_peak_memory()
-    result = benchmark.pedantic(train_steps, args=(cfg, genai_device), rounds=1, iterations=1)
-    peak = genai_device.spec.peak_tflops(cfg.dtype) if genai_device.spec else None
+    # one thread on the CPU (2 shared cores make multi-threaded timings noisy), and the session's number after
+    with torch_threads(1) if cpu else contextlib.nullcontext():
+        result = benchmark.pedantic(train_steps, args=(cfg, genai_device), rounds=1, iterations=1)
+    spec = genai_device.spec
+    peak = run_peak_tflops(spec.peak_tflops(cfg.dtype) if spec else None, genai_device.kind,
+                           spec.threads if spec else None, threads=1)  # the CPU run had one thread
     genai.record(throughput_result(result, peak, genai_device.peak_memory_bytes()))
     # The training is real: the noise-prediction loss falls over the run.
     assert sum(result.losses[-3:]) / 3 < 0.8 * result.losses[0], f"loss did not fall: {result.losses}"

@@ -142,7 +142,7 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
     genai.start(config=config, model=cfg.model)
     counted = counted_training_flops(get_arch(cfg.model, cfg.scale), cfg.seq_len, summary.global_batch,
                                      attention="eager", lora=cfg.lora)
-    result = results.throughput_result(summary, cfg, genai_device, nproc=launch_spec.nproc, world=world,
+    result = results.throughput_result(summary, cfg, genai_device, world=world,
                                        estimate=estimate, fit=fit, counted_flops=counted)
     genai.record(result)
     flops = result.metrics["flops_per_step_modeled"].value

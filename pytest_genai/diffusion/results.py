@@ -21,6 +21,16 @@ def _m(value: float, source: str = MEASURED, rounds: Any = None) -> Measurement:
     return Measurement(value, source=source, rounds=None if rounds is None else tuple(rounds))
 
 
+def run_peak_tflops(spec_peak: float | None, kind: str, spec_threads: int | None, threads: int) -> float | None:
+    """The peak a run on ``threads`` CPU threads is measured against: the CPU's measured peak is for
+    ``spec_threads`` threads, so it scales per thread (None when unknown); other devices keep the spec's peak."""
+    if not spec_peak:
+        return None
+    if kind != "cpu":
+        return spec_peak
+    return spec_peak * threads / spec_threads if spec_threads else None
+
+
 def throughput_result(result: TrainResult, peak_tflops: float | None = None,
                       peak_memory_bytes: int | None = None) -> Result:
     """The single-device run: throughput, step time, achieved TFLOP/s (and MFU against the device's peak when

@@ -40,23 +40,24 @@ def speed_ratio_interval(slow_steps: Sequence[float], fast_steps: Sequence[float
     return bootstrap_ratio_interval(list(slow_steps), list(fast_steps))
 
 
-def training_mfu(achieved: float, cfg: ThroughputConfig, device: Device, *, nproc: int, world: int,
+def training_mfu(achieved: float, cfg: ThroughputConfig, device: Device, *, world: int,
                  threads_per_rank: int) -> float | None:
     """Model FLOPs utilization of a run's ``achieved`` TFLOP/s against the device spec's peak for its precision
     (None when the peak is unknown). The CPU's peak was measured with ``spec.threads`` threads; the job used
-    ``nproc`` ranks x ``threads_per_rank``, so the peak is scaled per thread (None when the probe's threads are
-    unknown). Other devices: the peak of one device x ``world`` devices."""
+    ``world`` ranks (over every node: ``achieved`` is the whole job's) x ``threads_per_rank``,
+    so the peak is scaled per thread (None when the probe's threads are unknown). Other devices: the peak of one
+    device x ``world`` devices."""
     dtype = "fp32" if cfg.precision == "fp32" else "bf16"
     spec = device.spec
     peak = spec.peak_tflops(dtype) if spec else None
     if not peak:
         return None
     if device.kind == "cpu":
-        return metrics.mfu(achieved, peak / spec.threads, nproc * threads_per_rank) if spec.threads else None
+        return metrics.mfu(achieved, peak / spec.threads, world * threads_per_rank) if spec.threads else None
     return metrics.mfu(achieved, peak, world)
 
 
-def throughput_result(summary: RunSummary, cfg: ThroughputConfig, device: Device, *, nproc: int, world: int,
+def throughput_result(summary: RunSummary, cfg: ThroughputConfig, device: Device, *, world: int,
                       estimate: MemoryEstimate, fit: Plan | None, counted_flops: int) -> Result:
     """One throughput run: how it ran (attention implementation, memory measure, method, dtypes, the Gaudi Flash
     Attention route), throughput, step and launch time, first and last loss, the analytic FLOPs per step (what LoRA
@@ -91,7 +92,7 @@ def throughput_result(summary: RunSummary, cfg: ThroughputConfig, device: Device
         "flop_counter_ratio": _m(counted_flops / flops),
         "achieved_tflops": _m(achieved),
     })
-    mfu = training_mfu(achieved, cfg, device, nproc=nproc, world=world,
+    mfu = training_mfu(achieved, cfg, device, world=world,
                        threads_per_rank=int(extra.get("threads", 1)))
     if mfu is not None:
         out["mfu"] = _m(mfu)

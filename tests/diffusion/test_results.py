@@ -4,7 +4,7 @@ its source is one the recorder accepts. Summaries are built by hand: no training
 import pytest
 
 from pytest_genai.diffusion.ddp import DdpSummary
-from pytest_genai.diffusion.results import scaling_result, throughput_result
+from pytest_genai.diffusion.results import run_peak_tflops, scaling_result, throughput_result
 from pytest_genai.diffusion.train import TrainResult
 from pytest_genai.results import result_problems
 
@@ -57,3 +57,11 @@ def test_scaling_result_with_every_rounds_ratio():
     assert m["step_time_s"].rounds is None
     assert m["loss_end"].value == pytest.approx((0.8 + 0.6 + 0.5) / 3)
     assert result.labels == {} and result.attachments == {}
+
+
+def test_a_one_thread_cpu_run_is_measured_against_one_threads_peak():
+    """The CPU's peak is measured on all its threads; the CPU diffusion run pins one (its MFU read 1/threads)."""
+    assert run_peak_tflops(0.4, "cpu", 2, threads=1) == pytest.approx(0.2)
+    assert run_peak_tflops(0.4, "cpu", None, threads=1) is None
+    assert run_peak_tflops(900.0, "cuda", None, threads=1) == 900.0
+    assert run_peak_tflops(None, "cpu", 2, threads=1) is None

@@ -69,7 +69,7 @@ def test_full_fine_tune_records_throughput_flops_memory_and_the_planner():
     s = summary()
     est, fit = planned(CFG, capacity=2**40)
     flops = training_flops_per_step(get_arch(CFG.model, CFG.scale), CFG.seq_len, s.global_batch)
-    result = throughput_result(s, CFG, CPU, nproc=2, world=2, estimate=est, fit=fit, counted_flops=flops)
+    result = throughput_result(s, CFG, CPU, world=2, estimate=est, fit=fit, counted_flops=flops)
     assert sources(result) == {**THROUGHPUT, "mfu": "measured"}
     assert list(result.metrics)[:2] == ["tokens_per_s", "samples_per_s"]
     assert_recordable(result)
@@ -94,7 +94,7 @@ def test_lora_adds_trainable_params_and_the_adapter_dtype_and_counts_what_lora_r
                                             "base_dtype": "bfloat16", "flash_attention_route": "habana",
                                             "flash_attention_caveat": ""})
     est, _ = planned(LORA)
-    result = throughput_result(s, LORA, CPU, nproc=2, world=2, estimate=est, fit=None, counted_flops=7)
+    result = throughput_result(s, LORA, CPU, world=2, estimate=est, fit=None, counted_flops=7)
     assert sources(result) == {"trainable_params": "measured", **THROUGHPUT, "mfu": "measured"}
     assert list(result.metrics)[0] == "trainable_params"  # recorded before the throughput, as it was
     assert_recordable(result)
@@ -111,11 +111,13 @@ def test_lora_adds_trainable_params_and_the_adapter_dtype_and_counts_what_lora_r
 
 def test_mfu_on_the_cpu_scales_the_measured_peak_per_thread_and_elsewhere_per_device():
     # CPU: 1 TFLOP/s measured with 4 threads; 2 ranks x 3 threads used
-    assert training_mfu(0.3, CFG, CPU, nproc=2, world=2, threads_per_rank=3) == pytest.approx(0.3 / (0.25 * 6))
+    assert training_mfu(0.3, CFG, CPU, world=2, threads_per_rank=3) == pytest.approx(0.3 / (0.25 * 6))
+    # two CPU nodes of 2 ranks: achieved is the whole job's, so is the peak (it read 2x too high with ranks per node)
+    assert training_mfu(0.6, CFG, CPU, world=4, threads_per_rank=3) == pytest.approx(0.6 / (0.25 * 12))
     # GPU: the spec's peak for the precision, times world devices
-    assert training_mfu(5.0, CFG, GPU, nproc=2, world=4, threads_per_rank=1) == pytest.approx(5.0 / 40)
+    assert training_mfu(5.0, CFG, GPU, world=4, threads_per_rank=1) == pytest.approx(5.0 / 40)
     amp = dataclasses.replace(CFG, precision="amp")
-    assert training_mfu(5.0, amp, GPU, nproc=2, world=4, threads_per_rank=1) == pytest.approx(5.0 / 400)
+    assert training_mfu(5.0, amp, GPU, world=4, threads_per_rank=1) == pytest.approx(5.0 / 400)
 
 
 @pytest.mark.parametrize("device", [
@@ -124,9 +126,9 @@ def test_mfu_on_the_cpu_scales_the_measured_peak_per_thread_and_elsewhere_per_de
     Device("cuda", 0, "gpu", "gpu-test", DeviceSpec("gpu-test", "cuda", "gpu", "datasheet", {"bf16": 1.0})),
 ], ids=["no-spec", "no-probe-threads", "no-fp32-peak"])
 def test_no_mfu_when_the_peak_is_unknown(device):
-    assert training_mfu(1.0, CFG, device, nproc=2, world=2, threads_per_rank=1) is None
+    assert training_mfu(1.0, CFG, device, world=2, threads_per_rank=1) is None
     est, _ = planned(CFG)
-    result = throughput_result(summary(), CFG, device, nproc=2, world=2, estimate=est, fit=None, counted_flops=1)
+    result = throughput_result(summary(), CFG, device, world=2, estimate=est, fit=None, counted_flops=1)
     assert sources(result) == THROUGHPUT
     assert_recordable(result)
 
