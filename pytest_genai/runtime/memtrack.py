@@ -5,8 +5,8 @@ The CPU allocator keeps no resettable statistics (``ru_maxrss`` only grows) and 
 libraries, thread stacks and allocator caches, so the CPU paths count tensor memory themselves: the tracker is a
 ``TorchDispatchMode`` that sees every tensor an operator returns (including those made from C++ by DDP, FSDP and
 DeepSpeed on the calling thread), accounts each storage once (views and in-place results share their base's
-storage; a DTensor counts its local shard), keeps a weak reference to it, and forgets it once freed (checked at
-each operator) or when the tracker is left. Buffers outside torch (gloo's own) are not counted, as on CUDA. When a
+storage; a DTensor counts its local shard) at its current size (a storage resized in place is re-read), keeps a weak
+reference to it, and forgets it once freed (checked at each operator) or when the tracker is left. Buffers outside torch (gloo's own) are not counted, as on CUDA. When a
 budget is set, the operator that takes live bytes above it raises :class:`MemoryBudgetExceeded`, like an
 allocation failure would.
 
@@ -43,9 +43,17 @@ def make_tracker(budget_bytes: int | None = None) -> Any:
             self.exceeded = False
 
         def _sweep(self) -> None:
-            dead = [key for key, (ref, _) in self.live.items() if ref.expired()]
-            for key in dead:
-                self._counted -= self.live.pop(key)[1]
+            """Forget freed storages and re-read the size of the live ones: a storage can be shrunk or regrown in
+            place (``untyped_storage().resize_``, how FSDP2 frees and re-allocates its all-gather buffers), which no
+            operator returns."""
+            for key, (ref, held) in list(self.live.items()):
+                if ref.expired():
+                    self._counted -= self.live.pop(key)[1]
+                    continue
+                now = torch.UntypedStorage._new_with_weak_ptr(ref.cdata).nbytes()
+                if now != held:
+                    self._counted += now - held
+                    self.live[key] = (ref, now)
 
         def _add(self, tensor: Any) -> None:
             local = getattr(tensor, "_local_tensor", None)  # DTensor (FSDP2): count its local shard
@@ -57,15 +65,16 @@ def make_tracker(budget_bytes: int | None = None) -> Any:
                 storage = tensor.untyped_storage()
             except (RuntimeError, NotImplementedError):  # tensor subclasses without a storage
                 return
-            key = storage.data_ptr()
-            if key == 0:
-                return
+            key = storage._cdata  # the storage itself (its address changes when it is resized in place)
+            nbytes = storage.nbytes()
             held = self.live.get(key)
             if held is not None:
                 if not held[0].expired():
+                    if nbytes != held[1]:  # resized in place since it was last seen
+                        self._counted += nbytes - held[1]
+                        self.live[key] = (held[0], nbytes)
                     return
-                self._counted -= held[1]  # a freed storage's address, reused before a sweep
-            nbytes = storage.nbytes()
+                self._counted -= held[1]  # a freed storage's slot, reused before a sweep
             self.live[key] = (StorageWeakRef(storage), nbytes)
             self._counted += nbytes
 

@@ -65,9 +65,10 @@ PRECISIONS: dict[str, Precision] = {
 #: |measured / predicted - 1| the benchmarks accept between a strategy's predicted per-rank peak and the
 #: measured one (the allocator's peak on CUDA/HPU, live tensor bytes on the CPU; neither counts communication
 #: libraries' own buffers). Set from CPU measurements with 2 ranks (docs/finetune.md): DDP, ZeRO-2 and ZeRO-3
-#: came within 1-8% at the tiny and small scales; FSDP2 held up to 27% more than modeled at the small scale
-#: (a full-size copy of the tied embedding stays alive on each rank), so its tolerance is wider.
-PLANNER_TOLERANCE = {"ddp": 0.10, "zero2": 0.15, "zero3": 0.15, "fsdp": 0.35}
+#: came within 1-8% at the tiny and small scales. FSDP2 read up to 27% over the model until the CPU tracker
+#: re-read storages that FSDP2 frees and regrows in place (2026-12-02): since then -4% (tiny, 2 ranks) and +6.5%
+#: (gemma-2-27b@small, one rank), so it gets the other sharded strategies' tolerance.
+PLANNER_TOLERANCE = {"ddp": 0.10, "zero2": 0.15, "zero3": 0.15, "fsdp": 0.15}
 
 
 @dataclass(frozen=True)
