@@ -12,9 +12,10 @@ changes nothing for sequences up to 4096.
 LoRA (:func:`lora_training_flops_per_token`) counts what runs when only adapters train: the base matmuls'
 forward (``2·N``) and their activation gradients (``2·N``) but no weight gradients, the adapters' ``6·N_lora``,
 the attention core as above; and nothing below the first trainable module (layer 0's q, k, v and their
-``lora_A`` produce no input gradient: the embedding and first norm are frozen; layer 0's attention backward
-computes dQ, dK, dV only for targeted projections). Equal to ``FlopCounterMode`` on a
-peft model (tested).
+``lora_A`` produce no input gradient: the embedding and first norm are frozen; nor do its later linears until one
+before them trains, e.g. o_proj and the MLP when only the MLP is targeted; layer 0's attention backward computes
+dQ, dK, dV only for targeted projections). Equal to ``FlopCounterMode`` on a peft model (tested, for target sets
+with and without q, k, v).
 """
 
 from __future__ import annotations
@@ -32,21 +33,35 @@ def training_flops_per_token(arch: ArchSpec, seq_len: int) -> int:
     return 6 * arch.matmul_params() + 12 * arch.num_layers * seq_len * arch.q_dim
 
 
+#: A decoder layer's linears in the order their outputs feed each other (the attention core sits between the first
+#: two stages): a stage's input gradient is needed only when some earlier stage of layer 0 trains.
+_LAYER_STAGES = (("q_proj", "k_proj", "v_proj"), ("o_proj",), ("gate_proj", "up_proj"), ("down_proj",))
+
+
 def lora_training_flops_per_token(arch: ArchSpec, seq_len: int, rank: int,
                                   targets: tuple[str, ...] = LORA_TARGETS) -> int:
-    """Analytic FLOPs per token of a LoRA step (see module docstring): ``4·N - 2·N_qkv(layer 0) + 6·N_lora
-    - 2·r·H·|targets ∩ {q,k,v}| + 12·L·S·d_attn`` less layer 0's skipped attention gradients."""
+    """Analytic FLOPs per token of a LoRA step (see module docstring): ``4·N + 6·N_lora + 12·L·S·d_attn``, less
+    what layer 0 skips because nothing before it trains: the input gradients (base and ``lora_A``) of each of its
+    stages that no earlier stage's target feeds, and the attention gradients no targeted q, k or v needs."""
     if seq_len <= 0:
         raise ValueError(f"seq_len={seq_len} must be positive")
+    unknown = set(targets) - {t for stage in _LAYER_STAGES for t in stage}
+    if unknown:
+        raise ValueError(f"LoRA targets {sorted(unknown)} are not decoder linears; use some of "
+                         f"{', '.join(t for stage in _LAYER_STAGES for t in stage)}")
     shapes = linear_shapes(arch)
-    qkv = ("q_proj", "k_proj", "v_proj")
-    first_layer_base = sum(shapes[t][0] * shapes[t][1] for t in qkv)
-    first_layer_lora_a = rank * sum(shapes[t][0] for t in qkv if t in targets)
+    skipped_first_layer = 0
+    trains_before = False
+    for stage in _LAYER_STAGES:
+        if not trains_before:  # nothing before this stage trains: no gradient for its input, base or adapter
+            skipped_first_layer += sum(2 * shapes[t][0] * shapes[t][1] for t in stage)
+            skipped_first_layer += sum(2 * rank * shapes[t][0] for t in stage if t in targets)
+        trains_before = trains_before or any(t in targets for t in stage)
     # layer 0's attention backward: dQ, dK, dV only for the targeted projections, dP only if q or k is
     q, k, v = ("q_proj" in targets), ("k_proj" in targets), ("v_proj" in targets)
     skipped_first_attention = 2 * seq_len * arch.q_dim * (4 - (q or k) - q - k - v)
-    return (4 * arch.matmul_params() - 2 * first_layer_base + 6 * lora_params(arch, rank, targets)
-            - 2 * first_layer_lora_a + 12 * arch.num_layers * seq_len * arch.q_dim - skipped_first_attention)
+    return (4 * arch.matmul_params() + 6 * lora_params(arch, rank, targets) + 12 * arch.num_layers * seq_len
+            * arch.q_dim - skipped_first_layer - skipped_first_attention)
 
 
 def training_flops_per_step(arch: ArchSpec, seq_len: int, global_batch: int, lora: Any = None) -> int:
