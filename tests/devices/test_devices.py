@@ -56,13 +56,18 @@ def test_an_unrelated_package_of_the_same_name_leaves_the_device_absent(tmp_path
 
     from pytest_genai.devices.probes import PROBES
 
+    root = package.split("/")[0]
     (tmp_path / package).mkdir(parents=True)
     for part in range(1, package.count("/") + 2):
         (tmp_path / "/".join(package.split("/")[:part]) / "__init__.py").write_text("")
     monkeypatch.syspath_prepend(str(tmp_path))
-    for name in [m for m in sys.modules if m.split(".")[0] == package.split("/")[0]]:
+    for name in [m for m in sys.modules if m.split(".")[0] == root]:
         monkeypatch.delitem(sys.modules, name)
-    result = run_probe(kind, PROBES[kind])
+    try:
+        result = run_probe(kind, PROBES[kind])
+    finally:  # the stand-in package must not stay imported: later tests ask whether the real one is installed
+        for name in [m for m in sys.modules if m.split(".")[0] == root]:
+            del sys.modules[name]
     assert not result.available and not result.broken and "not installed" in skip_reason(result)
 
 
