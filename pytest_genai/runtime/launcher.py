@@ -13,11 +13,14 @@ worker if the launching process is killed outright (SIGKILL runs no cleanup).
 
 Rendezvous: one node uses ``--standalone`` (a free port). Several nodes need ``nnodes`` and an endpoint
 ``host:port``; under Slurm the node rank and job id come from its environment (``SLURM_NODEID``,
-``SLURM_JOB_ID``) when not given.
+``SLURM_JOB_ID``) when not given. Elsewhere (no node rank: c10d rendezvous) every node must name the same
+rendezvous for the same job: the id is the session's launch number (``genai-1``, ``genai-2``, ...), the same on
+every node when each runs the same pytest command (a random id per node, as before, never met).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -93,6 +96,15 @@ class LaunchSpec:
                 node_rank = int(env["SLURM_NODEID"])
         return cls(nproc=nproc, nnodes=nnodes, rdzv_endpoint=rdzv_endpoint, node_rank=node_rank,
                    rdzv_id=rdzv_id, timeout_s=timeout_s)
+
+
+_RENDEZVOUS_SEQ = itertools.count(1)
+
+
+def next_rendezvous_id() -> str:
+    """The c10d rendezvous id of this session's next multi-node launch: its number, so every node running the same
+    pytest command names the same rendezvous for the same job."""
+    return f"genai-{next(_RENDEZVOUS_SEQ)}"
 
 
 def torchrun_command(spec: LaunchSpec, log_dir: Path, worker: Sequence[str], run_id: str) -> list[str]:
@@ -246,6 +258,13 @@ def _stop_watchdog(watchdog: subprocess.Popen | None) -> None:
         watchdog.wait()
 
 
+def _stop_watchdog_if_done(watchdog: subprocess.Popen | None, proc: subprocess.Popen, token: str) -> None:
+    """Stop the watchdog once the job is gone; while any of it lives (a second signal cut ``kill_job`` short) the
+    watchdog stays, and kills it when pytest exits."""
+    if proc.poll() is not None and not any(_alive(p) for p in job_processes(proc.pid, token)):
+        _stop_watchdog(watchdog)
+
+
 def _tail(path: Path, lines: int = TAIL_LINES) -> str:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -291,12 +310,15 @@ def launch(
     """
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
-    log_dir = work_dir / "logs"
-    log_dir.mkdir(exist_ok=True)
+    run_id = uuid.uuid4().hex[:12]
+    rendezvous = next_rendezvous_id() if spec.nnodes > 1 and spec.node_rank is None else run_id
+    # a folder of this launch's own: a job relaunched in the same work_dir (RunCache fresh=True) must not report
+    # an earlier run's rank logs as its own (rank_logs names them by rank, so one would hide the other)
+    log_dir = work_dir / "logs" / run_id
+    log_dir.mkdir(parents=True)
     result_path = work_dir / result_name
     if result_path.exists():
         result_path.unlink()
-    run_id = uuid.uuid4().hex[:12]
     token = uuid.uuid4().hex
     child_env = dict(os.environ)
     child_env.update(env or {})
@@ -305,7 +327,7 @@ def launch(
     child_env[TOKEN_ENV] = token
     child_env["PYTEST_GENAI_RESULT"] = str(result_path)
     child_env.setdefault("PYTHONUNBUFFERED", "1")
-    cmd = torchrun_command(spec, log_dir, worker, run_id)
+    cmd = torchrun_command(spec, log_dir, worker, rendezvous)
     if warm and _warm_eligible(spec, worker):
         return _launch_warm(cmd, worker, spec, child_env, log_dir, result_path)
     launcher_log = log_dir / "torchrun.log"
@@ -313,9 +335,10 @@ def launch(
     with open(launcher_log, "wb") as out, _SigtermAsInterrupt():
         proc = subprocess.Popen(cmd, env=child_env, stdout=out, stderr=subprocess.STDOUT, cwd=work_dir,
                                 start_new_session=True, preexec_fn=_die_with_parent)
-        watchdog_env = {k: v for k, v in child_env.items() if k != TOKEN_ENV}  # not itself a job process
-        watchdog = _start_watchdog(proc.pid, token, watchdog_env)
-        try:
+        watchdog = None
+        try:  # an interrupt from here on (the watchdog's start included) kills the job
+            watchdog_env = {k: v for k, v in child_env.items() if k != TOKEN_ENV}  # not itself a job process
+            watchdog = _start_watchdog(proc.pid, token, watchdog_env)
             returncode = proc.wait(timeout=spec.timeout_s)
         except subprocess.TimeoutExpired:
             kill_job(proc, token)
@@ -328,7 +351,7 @@ def launch(
             kill_job(proc, token)
             raise
         finally:
-            _stop_watchdog(watchdog)
+            _stop_watchdog_if_done(watchdog, proc, token)
     wall = time.monotonic() - start
     leftovers = [p for p in job_processes(proc.pid, token) if _alive(p)]
     if leftovers:

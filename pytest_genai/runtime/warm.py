@@ -295,6 +295,8 @@ def agent(env: Mapping[str, str], log_path: Path) -> WarmAgent:
     if _AGENT is None or not _AGENT.alive():
         import atexit
 
+        if _AGENT is not None:  # died while idle (e.g. the OOM killer): stop its watchdog, remove its folder
+            _AGENT.kill()
         _AGENT = WarmAgent(env, log_path)
         atexit.register(shutdown)
     return _AGENT

@@ -83,7 +83,8 @@ def run_bare(cfg: ThroughputConfig, nproc: int, *, timeout_s: float = 300.0,
     The job carries a launch token so that, on a timeout, torchrun and every rank are found and killed (as the
     suite's launcher does); nothing else of the launcher is used.
     """
-    from pytest_genai.runtime.launcher import TOKEN_ENV, kill_job
+    from pytest_genai.runtime.launcher import (TOKEN_ENV, _die_with_parent, _SigtermAsInterrupt, _start_watchdog,
+                                               _stop_watchdog_if_done, kill_job)
 
     cmd = command(cfg, nproc)
     token = uuid.uuid4().hex
@@ -95,15 +96,25 @@ def run_bare(cfg: ThroughputConfig, nproc: int, *, timeout_s: float = 300.0,
     with tempfile.TemporaryDirectory(prefix="genai-bare-ddp-", ignore_cleanup_errors=True) as job_tmp:
         child_env["TMPDIR"] = job_tmp
         start = time.monotonic()
-        proc = subprocess.Popen(cmd, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
-        try:
-            stdout, stderr = proc.communicate(timeout=timeout_s)
-        except BaseException:
-            kill_job(proc, token)
-            stdout, stderr = proc.communicate()
-            raise RuntimeError(f"the bare DDP job was killed (timeout {timeout_s:g} s or interrupt): "
-                               f"{' '.join(cmd[:6])}\n{stderr[-2000:]}") from None
+        # the launcher's guarantees: SIGTERM to pytest kills the job, a dead pytest takes torchrun with it (parent
+        # death signal) and the ranks (the watchdog, by token); an interrupt stays an interrupt
+        with _SigtermAsInterrupt():
+            proc = subprocess.Popen(cmd, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    start_new_session=True, preexec_fn=_die_with_parent)
+            watchdog = None
+            try:
+                watchdog = _start_watchdog(proc.pid, token, {k: v for k, v in child_env.items() if k != TOKEN_ENV})
+                stdout, stderr = proc.communicate(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                kill_job(proc, token)
+                stdout, stderr = proc.communicate()
+                raise RuntimeError(f"the bare DDP job timed out after {timeout_s:g} s and was killed: "
+                                   f"{' '.join(cmd[:6])}\n{stderr[-2000:]}") from None
+            except BaseException:
+                kill_job(proc, token)
+                raise
+            finally:
+                _stop_watchdog_if_done(watchdog, proc, token)
         wall = time.monotonic() - start
     if proc.returncode != 0:
         raise RuntimeError(f"the bare DDP job exited {proc.returncode}: {' '.join(cmd[:6])}\n"

@@ -1,6 +1,8 @@
 """The torchrun launcher: results come back; a raising, hanging or failing worker fails fast, with every rank's
 log tail, and leaves nothing running."""
 import os
+import subprocess
+import sys
 import textwrap
 import time
 
@@ -78,6 +80,37 @@ def test_failing_worker_fails_fast_with_every_ranks_log(tmp_path, case, body, ti
     assert "rank 0 stdout" in text and "rank 1 stdout" in text and "rank 1 stderr" in text
     assert ("timed out" in text) if timed_out else ("exit code" in text)
     assert not _no_leftovers(tmp_path), f"{case}: processes left running"
+
+
+def test_a_relaunch_in_the_same_folder_reports_its_own_logs(tmp_path):
+    """RunCache(fresh=True) relaunches into the same work_dir: rank logs were named by rank over every run's
+    folder, so the earlier run's 'rank 0 stderr' could stand in for the failure's."""
+    import json as _json
+
+    ok = """
+        import json, os, sys
+        print("earlier run, all fine", file=sys.stderr, flush=True)
+        if os.environ["RANK"] == "0":
+            open(os.environ["PYTEST_GENAI_RESULT"], "w").write(json.dumps({"ok": 1}))
+    """
+    first = launch(_script(tmp_path, ok), LaunchSpec(nproc=1, timeout_s=60), tmp_path / "job")
+    second = launch(_script(tmp_path, ok), LaunchSpec(nproc=1, timeout_s=60), tmp_path / "job")
+    assert first.result == second.result == {"ok": 1}
+    assert first.log_dir != second.log_dir and first.log_dir.parent == second.log_dir.parent  # one folder per launch
+    assert len(list(second.log_dir.rglob("stderr.log"))) == 1
+    with pytest.raises(LaunchError) as info:
+        launch(_script(tmp_path, "import sys; sys.exit('the relaunch failed')\n"), LaunchSpec(nproc=1, timeout_s=60),
+               tmp_path / "job")
+    assert "the relaunch failed" in str(info.value) and "earlier run" not in str(info.value)
+    assert _json.dumps(info.value.logs).count("rank 0 stderr") == 1
+
+
+def test_multi_node_rendezvous_ids_are_the_launch_numbers_on_every_node():
+    """Without a node rank (no Slurm) the nodes meet in a c10d rendezvous by id: a random id per node never met."""
+    code = "from pytest_genai.runtime.launcher import next_rendezvous_id as n; print(n(), n(), n())"
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+            for _ in range(2)]
+    assert runs[0] == runs[1] == "genai-1 genai-2 genai-3\n"
 
 
 def test_exit_zero_without_result_is_an_error(tmp_path):

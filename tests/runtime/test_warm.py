@@ -313,3 +313,18 @@ def test_a_detached_child_of_a_rank_does_not_outlive_its_job(tmp_path):
     while time.monotonic() < deadline and _with_token(agent.token) != [agent.proc.pid]:
         time.sleep(0.1)
     assert _with_token(agent.token) == [agent.proc.pid]
+
+
+def test_an_agent_that_died_idle_is_cleaned_up_before_a_new_one_starts(tmp_path):
+    """An agent killed between jobs (the OOM killer) was replaced with its watchdog still running: at the end of the
+    session that watchdog signalled the dead agent's pid, which may be another process's by then."""
+    worker = _module(tmp_path, "warm_result_worker", RESULT)
+    env = {"PYTHONPATH": str(tmp_path)}
+    launch(worker, LaunchSpec(nproc=1, timeout_s=120), tmp_path / "job1", env=env, warm=True)
+    old = warm._AGENT
+    old.proc.kill()
+    old.proc.wait()
+    launch(worker, LaunchSpec(nproc=1, timeout_s=120), tmp_path / "job2", env=env, warm=True)
+    assert warm._AGENT is not old
+    assert old.watchdog is None or old.watchdog.poll() is not None  # stopped, not left to signal a stale pid
+    assert not os.path.exists(old.tmp)

@@ -1,5 +1,5 @@
-"""The bare torchrun DDP script's pure parts (issue 17): its command, its output, the comparison; nothing launched
-(benchmarks/test_finetune.py::test_launcher_vs_bare_cpu runs it)."""
+"""The bare torchrun DDP script (issue 17): its command, its output, the comparison, and how a hung or interrupted
+job ends (a sleeping stand-in; benchmarks/test_finetune.py::test_launcher_vs_bare_cpu runs the real one)."""
 import dataclasses
 import json
 import statistics
@@ -108,3 +108,51 @@ def test_run_bare_gives_the_job_a_temporary_folder_of_its_own_and_removes_it(tmp
     run = bare_ddp.run_bare(CFG, 1, timeout_s=60)
     assert run.losses == (1.0, 0.9)
     assert list(temp.iterdir()) == []
+
+
+def _sleeping_job(monkeypatch, tmp_path):
+    """The bare job replaced by a process that sleeps (its pid in a file), started the way run_bare starts it."""
+    pid_file = tmp_path / "pid"
+    code = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    monkeypatch.setattr(bare_ddp, "command", lambda cfg, nproc: [sys.executable, "-c", code])
+    return pid_file
+
+
+def _gone(pid_file, within_s=10.0):
+    import os
+    import time
+
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_hung_bare_job_is_killed_at_its_timeout(monkeypatch, tmp_path):
+    pid_file = _sleeping_job(monkeypatch, tmp_path)
+    with pytest.raises(RuntimeError, match="timed out after 2 s and was killed"):
+        bare_ddp.run_bare(CFG, 2, timeout_s=2)
+    assert _gone(pid_file)
+
+
+def test_sigterm_during_a_bare_job_kills_it_and_stays_an_interrupt(monkeypatch, tmp_path):
+    """It had no SIGTERM handling (the job outlived a terminated pytest) and turned an interrupt into a
+    RuntimeError, so pytest went on to the next job."""
+    import os
+    import signal
+    import threading
+
+    pid_file = _sleeping_job(monkeypatch, tmp_path)
+    timer = threading.Timer(2.0, lambda: os.kill(os.getpid(), signal.SIGTERM))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            bare_ddp.run_bare(CFG, 2, timeout_s=30)
+    finally:
+        timer.cancel()
+    assert _gone(pid_file)
