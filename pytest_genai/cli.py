@@ -125,12 +125,13 @@ def claims_main(argv: list[str]) -> int:
             print(f"pytest-genai claims: {exc}", file=sys.stderr)
             return 2
         checked = {c.id: checked_on(c, by_claim.get(c.id, [])) for c in claims}
-    if args.json:
+    dead = [c.id for c in claims if args.coverage and not checked[c.id]]
+    if args.json:  # the same exit status as the table's: a dead claim is 1 either way
         import dataclasses
 
         out = [{**dataclasses.asdict(c), **({"checked_by": checked[c.id]} if args.coverage else {})} for c in claims]
         print(json.dumps(out, indent=2, default=list))
-        return 0
+        return 1 if dead else 0
     rows = [[c.id, c.basis, c.metric, c.bound_text(), "" if c.paper_value is None else f"{c.paper_value:g}",
              ",".join(c.devices) or "any",
              f"{c.from_generation}->{c.to_generation}" if c.kind == "generation" else ",".join(c.models) or "any"]
@@ -138,7 +139,6 @@ def claims_main(argv: list[str]) -> int:
     headers = ["claim", "basis", "metric", "bound", "paper", "devices", "models / generations"]
     for line in text_table(headers + (["checked by [kinds]"] if args.coverage else []), rows):
         print(line)
-    dead = [c.id for c in claims if args.coverage and not checked[c.id]]
     if dead:
         print(f"{len(dead)} dead claim(s): no benchmark checks {', '.join(dead)}", file=sys.stderr)
         return 1

@@ -39,7 +39,7 @@ def test_a_claim_scoped_to_a_kind_no_benchmark_reaches_is_dead() -> None:
     assert dead_claims([claim], markers) == []
 
 
-def test_claims_command_lists_basis_and_checker(capsys) -> None:
+def test_claims_command_lists_basis_and_checker(capsys, tmp_path) -> None:
     from pytest_genai.cli import main
 
     assert main(["claims", "--basis", "target"]) == 0
@@ -52,4 +52,7 @@ def test_claims_command_lists_basis_and_checker(capsys) -> None:
     assert all(row["checked_by"] for row in rows)
     assert {row["basis"] for row in rows} == {"paper", "target", "physics"}
     assert main(["claims", "--coverage", "/nonexistent/benchmarks"]) == 2
+    # a benchmarks folder that checks nothing: every claim is dead, whether printed as a table or as JSON
+    assert main(["claims", "--coverage", str(tmp_path)]) == 1
+    assert main(["claims", "--coverage", str(tmp_path), "--json"]) == 1
     assert "not a folder" in capsys.readouterr().err
