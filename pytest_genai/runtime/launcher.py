@@ -356,6 +356,7 @@ def launch(
     leftovers = [p for p in job_processes(proc.pid, token) if _alive(p)]
     if leftovers:
         _signal_all(leftovers, signal.SIGKILL)
+    _stop_watchdog(watchdog)  # the job ended and what it left is killed: the watchdog has nothing left to guard
     if returncode != 0:
         raise LaunchError(
             f"distributed job failed with exit code {returncode} ({spec.world_size} ranks, {' '.join(worker)})",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -83,8 +84,9 @@ def run_bare(cfg: ThroughputConfig, nproc: int, *, timeout_s: float = 300.0,
     The job carries a launch token so that, on a timeout, torchrun and every rank are found and killed (as the
     suite's launcher does); nothing else of the launcher is used.
     """
-    from pytest_genai.runtime.launcher import (TOKEN_ENV, _die_with_parent, _SigtermAsInterrupt, _start_watchdog,
-                                               _stop_watchdog_if_done, kill_job)
+    from pytest_genai.runtime.launcher import (TOKEN_ENV, _alive, _die_with_parent, _signal_all, _SigtermAsInterrupt,
+                                               _start_watchdog, _stop_watchdog, _stop_watchdog_if_done, job_processes,
+                                               kill_job)
 
     cmd = command(cfg, nproc)
     token = uuid.uuid4().hex
@@ -116,6 +118,8 @@ def run_bare(cfg: ThroughputConfig, nproc: int, *, timeout_s: float = 300.0,
             finally:
                 _stop_watchdog_if_done(watchdog, proc, token)
         wall = time.monotonic() - start
+        _signal_all([p for p in job_processes(proc.pid, token) if _alive(p)], signal.SIGKILL)  # what it left
+        _stop_watchdog(watchdog)
     if proc.returncode != 0:
         raise RuntimeError(f"the bare DDP job exited {proc.returncode}: {' '.join(cmd[:6])}\n"
                            f"stdout: {stdout[-1000:]}\nstderr: {stderr[-2000:]}")
