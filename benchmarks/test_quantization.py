@@ -15,7 +15,7 @@ as bitmask + nonzeros) with the device's tiers and with bf16/fp8. Each records w
 fails when the case's mechanics did not happen (a fallen-back FP8 layer, an unpaid mask).
 
 Default CPU run (``--genai-scale tiny``): WikiText as the opening ~682 tokens of each of 3 seeded articles (2,048
-tokens), 40 HellaSwag and 40 BoolQ examples.
+tokens), 40 HellaSwag and 40 BoolQ examples; HellaSwag and BoolQ for fp32 and real mode only (``_TINY_SKIP``).
 """
 from __future__ import annotations
 
@@ -43,6 +43,15 @@ TASK_CLAIMS = {"wikitext": WIKITEXT_CLAIMS, "hellaswag": ("A1.hellaswag_acc_drop
 #: record perplexity and accuracy against fp32 but are not judged on the paper's quality bounds.
 PAPER_METHOD_QUALITY = frozenset({"A1.ppl_ratio", "A1.gaudi2_tinyllama_ppl", "A1.a100_tinyllama_ppl_delta",
                                   "A1.hellaswag_acc_drop", "A1.boolq_acc_drop"})
+
+
+#: At ``--genai-scale tiny`` (the default CPU run) the HellaSwag and BoolQ rows are run for fp32 and real mode only:
+#: the fake model's rows carry the same plan as the real ones (on SmolLM2 at n=40: the same accuracy and the same flips
+#: against fp32),
+#: and at 40 examples no accuracy-drop verdict is decided either way (McNemar intervals of about +-0.15); the extra
+#: methods' rows are beyond the paper's plan. Each of these keeps its WikiText row; all run at small and full.
+_TINY_SKIP = ("at --genai-scale tiny the HellaSwag and BoolQ rows run for fp32 and real mode; fake mode's and the "
+              "extra methods' run at small and full (each keeps its WikiText row: perplexity, compression, speed)")
 
 
 def _extra_method(case) -> bool:
@@ -83,9 +92,8 @@ def test_quantized_model_quality(benchmark, genai, genai_device, genai_settings,
 
     session = fp32_eval_baseline
     device = genai_device
-    if _extra_method(case) and case.task != "wikitext" and genai_settings["scale"] == "tiny":
-        pytest.skip("the extra methods' HellaSwag and BoolQ rows run at --genai-scale small and full; the tiny run "
-                    "keeps each one's WikiText row (compression and perplexity)")
+    if case.task != "wikitext" and genai_settings["scale"] == "tiny" and (_extra_method(case) or case.mode == "fake"):
+        pytest.skip(_TINY_SKIP)
     if device.torch_device is None:
         pytest.skip(f"the A1 evaluation runs through torch; {device.kind} has no torch device")
     try:

@@ -48,8 +48,9 @@ def test_quantization_and_lm_eval_benchmarks_run_and_record_the_contract(setup, 
     import importlib.util
 
     has_lm_eval = importlib.util.find_spec("lm_eval") is not None
-    # 9 paper-plan rows + 4 extra methods' WikiText rows (their 8 HellaSwag/BoolQ rows skip at tiny) + 3 lm-eval rows
-    result.assert_outcomes(passed=16 if has_lm_eval else 13, skipped=8 if has_lm_eval else 11)
+    # 7 paper-plan rows (fake mode's HellaSwag/BoolQ skip at tiny) + 4 extra methods' WikiText rows (their 8
+    # HellaSwag/BoolQ rows skip at tiny) + 3 lm-eval rows
+    result.assert_outcomes(passed=14 if has_lm_eval else 11, skipped=10 if has_lm_eval else 13)
     rows = {b["name"]: b["extra_info"]["genai"] for b in json.loads(out.read_text())["benchmarks"]}
     real = rows["test_quantized_model_quality[tiny-llama-cpu-real-wikitext]"]
     assert real["experiment"] == "quant" and real["model"] == "tiny-llama"
@@ -66,12 +67,15 @@ def test_quantization_and_lm_eval_benchmarks_run_and_record_the_contract(setup, 
     assert {name: run_source_problems(g, registry) for name, g in rows.items() if run_source_problems(g, registry)} == {}
     assert {c["id"] for c in real["claims"]} >= {"A1.compression_ratio", "A1.ppl_ratio"}
     assert "plan" in real["attachments"]
-    fake = rows["test_quantized_model_quality[tiny-llama-cpu-fake-hellaswag]"]
-    assert {"acc", "acc_stderr", "acc_norm", "acc_norm_stderr", "acc_drop", "acc_drop_lcb95"} <= set(fake["metrics"])
+    hellaswag_real = rows["test_quantized_model_quality[tiny-llama-cpu-real-hellaswag]"]
+    assert {"acc", "acc_stderr", "acc_norm", "acc_norm_stderr", "acc_drop", "acc_drop_lcb95"} <= set(
+        hellaswag_real["metrics"])
     # the drop claim is judged on McNemar's exact test of the flipped answers, named in the interval and the verdict
-    assert fake["metric_intervals"]["acc_drop"]["method"].startswith("McNemar exact, discordant ")
-    (drop_verdict,) = [c for c in fake["claims"] if c["id"] == "A1.hellaswag_acc_drop"]
+    assert hellaswag_real["metric_intervals"]["acc_drop"]["method"].startswith("McNemar exact, discordant ")
+    (drop_verdict,) = [c for c in hellaswag_real["claims"] if c["id"] == "A1.hellaswag_acc_drop"]
     assert "McNemar exact" in drop_verdict["message"] and drop_verdict["verdict"] == "inconclusive"  # 3 examples
+    assert "test_quantized_model_quality[tiny-llama-cpu-fake-hellaswag]" not in rows  # tiny: fp32 and real only
+    fake = rows["test_quantized_model_quality[tiny-llama-cpu-fake-wikitext]"]
     assert "compression_ratio" not in fake["metrics"]  # nothing is stored in low precision in fake mode
     fp32 = rows["test_quantized_model_quality[tiny-llama-cpu-fp32-boolq]"]
     assert fp32["claims"] == [] and fp32["metrics"]["n_examples"] == 3
