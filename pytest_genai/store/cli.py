@@ -32,13 +32,14 @@ def _url(args: argparse.Namespace) -> str:
 
 def _add(args: argparse.Namespace) -> int:
     from .engine import open_store
-    from .write import add_file, run_files
+    from .write import add_file, read_document, run_files
 
-    files = list(run_files(args.runs))  # every path checked before anything is written
+    # every file read and checked before anything is written: one bad file in a folder adds none of them
+    files = [(path, read_document(path)) for path in run_files(args.runs)]
     added = 0
     with open_store(_url(args)) as store:
-        for path in files:
-            result = add_file(store, path)
+        for path, doc in files:
+            result = add_file(store, path, doc=doc)
             added += result.new
             what = "added as" if result.new else "already stored as"
             print(f"{path}: {what} run {result.run_id} ({result.rows} rows)")

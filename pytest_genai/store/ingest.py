@@ -66,11 +66,23 @@ class RunRows:
             + len(self.claims)
 
 
+def _float(value: Any) -> float | None:
+    """A JSON number as a float (nan/inf kept); None for anything else, a bool, or an int too large for a float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
+
+
 def _float_list(value: Any) -> tuple[float, ...] | None:
+    """Every value of a non-empty list as a float, else None (odd rounds are not stored; the file reader ignores
+    them too: :func:`pytest_genai.report.runs._round_list`)."""
     if not isinstance(value, list) or not value:
         return None
-    out = [float(v) for v in value if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return tuple(out) if len(out) == len(value) else None
+    out = [_float(v) for v in value]
+    return None if any(v is None for v in out) else tuple(out)  # type: ignore[arg-type]
 
 
 def _genai(bench: Any) -> Mapping[str, Any]:
@@ -153,6 +165,14 @@ def number_from(value: float | None, nonfinite: str | None) -> float | None:
 def claim_numbers(claim: Mapping[str, Any], keys: Sequence[str]) -> list[float | None]:
     out: list[float | None] = []
     for key in keys:
-        v = claim.get(key)
-        out.append(float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None)
+        v = _float(claim.get(key))
+        out.append(v if v is not None and math.isfinite(v) else None)
     return out
+
+
+def claim_text(claim: Mapping[str, Any], key: str) -> str | None:
+    """A claim's text field as text (a JSON list or object where text belongs is stored as its JSON)."""
+    v = claim.get(key)
+    if v is None or isinstance(v, str):
+        return v
+    return canonical(v)

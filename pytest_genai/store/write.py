@@ -12,7 +12,7 @@ from pytest_genai.report.errors import ReportInputError
 
 from .engine import Store, utc_now
 from .errors import StoreError
-from .ingest import RunRows, canonical, claim_numbers, number_columns, run_rows
+from .ingest import RunRows, canonical, claim_numbers, claim_text, number_columns, run_rows
 
 
 @dataclass(frozen=True)
@@ -79,10 +79,10 @@ def _insert(conn: Any, store: Store, rows: RunRows) -> tuple[int, bool]:
             measured, lo, hi, paper = claim_numbers(c.claim, ("measured", "min", "max", "paper"))
             interval = c.claim.get("interval")
             claim_rows.append({"run_id": run_id, "benchmark_id": bench_ids.get(c.fullname or ""),
-                               "claim_id": str(c.claim.get("id", "")), "metric": c.claim.get("metric"),
+                               "claim_id": str(c.claim.get("id", "")), "metric": claim_text(c.claim, "metric"),
                                "measured": measured, "bound_min": lo, "bound_max": hi, "paper": paper,
-                               "verdict": c.claim.get("verdict"), "basis": c.claim.get("basis"),
-                               "message": c.claim.get("message"),
+                               "verdict": claim_text(c.claim, "verdict"), "basis": claim_text(c.claim, "basis"),
+                               "message": claim_text(c.claim, "message"),
                                "interval_json": canonical(interval) if isinstance(interval, dict) else None})
         conn.execute(store.table("claims").insert(), claim_rows)
     return run_id, True
@@ -100,12 +100,22 @@ def add_document(store: Store, doc: Any, source: str, command: str | None = None
     return Added(source, run_id, new, rows.row_count)
 
 
-def add_file(store: Store, path: str | os.PathLike[str], command: str | None = None) -> Added:
-    """Add the run file ``path`` (read as ``pytest-genai report`` reads it)."""
-    from pytest_genai.report.runs import load_run  # validates and names the file on any problem
+def read_document(path: str | os.PathLike[str]) -> Any:
+    """The run file ``path`` as a document, validated as ``pytest-genai report`` reads it and as the store takes it
+    (an error naming the file on any problem)."""
+    from pytest_genai.report.runs import load_run
 
     load_run(path)
     doc = json.loads(Path(path).read_bytes().decode("utf-8-sig"))
+    run_rows(doc, os.path.basename(path))
+    return doc
+
+
+def add_file(store: Store, path: str | os.PathLike[str], command: str | None = None,
+             doc: Any = None) -> Added:
+    """Add the run file ``path`` (``doc``: its document when :func:`read_document` has read it already)."""
+    if doc is None:
+        doc = read_document(path)
     return add_document(store, doc, os.path.basename(path), command)
 
 

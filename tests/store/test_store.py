@@ -284,6 +284,32 @@ def test_store_add_refuses_a_bad_file_and_writes_nothing(store_url: str, tmp_pat
     out = cli("store", "add", str(bad), "--store", store_url)
     assert out.returncode == 2 and "bad.json: invalid JSON" in out.stderr
     assert counts(store_url)["runs"] == 0
+    # a bad file after a good one: nothing is added (every file is read before the store is written)
+    out = cli("store", "add", str(REFERENCE), str(bad), "--store", store_url)
+    assert out.returncode == 2 and "bad.json: invalid JSON" in out.stderr and "added as run" not in out.stdout
+    assert counts(store_url)["runs"] == 0
+
+
+def test_store_add_takes_odd_numbers_and_texts_the_report_reader_takes(store_url: str, tmp_path: Path) -> None:
+    """A round, a timing sample or a claim's number too large for a float, and a claim's text field given as a
+    list, are read by ``report`` (odd rounds ignored); ``store add`` stores the run as well, never a traceback."""
+    claim = {"id": "A1.ppl_ratio", "metric": ["ppl_ratio"], "measured": 10**400, "min": None, "max": 1.035,
+             "paper": 1.0308, "verdict": "pass", "message": {"text": "m"}, "basis": "paper", "interval": None}
+    doc = run_doc([bench("test_odd", metrics={"tokens_per_s": 5.0}, claims=[claim], median=0.5)])
+    genai = doc["benchmarks"][0]["extra_info"]["genai"]
+    genai["metric_rounds"] = {"tokens_per_s": [10**400, 1.0]}
+    doc["benchmarks"][0]["stats"]["data"] = [10**400, 1.0]
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(doc))
+    assert cli("report", str(path)).returncode == 0
+    out = cli("store", "add", str(path), "--store", store_url)
+    assert out.returncode == 0, out.stderr
+    with open_store(store_url) as store:
+        rec = query_run(store, "latest").records[0]
+        claims = store.transaction(lambda c: c.execute(store.table("claims").select()).mappings().all())
+    assert rec.metrics["tokens_per_s"] == 5.0 and not rec.rounds
+    (row,) = [c for c in claims if c["claim_id"] == "A1.ppl_ratio"]
+    assert row["measured"] is None and row["metric"] == '["ppl_ratio"]' and row["message"] == '{"text":"m"}'
 
 
 def test_schema_v1_json_imports() -> None:
