@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from pytest_genai.report.runs import DeviceRef, Record, Run
+from pytest_genai.report.runs import BENCH_MEDIAN_METRIC, DeviceRef, Record, Run
 
 from .engine import Store
 from .errors import StoreError
@@ -165,8 +165,9 @@ def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Mapping[str, Any]
 
 def best_run(runs: Sequence[Run], info: Mapping[str, Any], label: str) -> Run:
     """One run holding every benchmark of ``runs`` with each metric at its best value among them (``higher`` or
-    ``lower`` by the metric's direction in ``info``; a metric without one keeps the newest value). ``runs`` newest
-    first."""
+    ``lower`` by the metric's direction in ``info``; a metric without one keeps the newest value). A metric's rounds
+    (and the pytest-benchmark timing of the median round time) come from the run its value came from, so an interval
+    judged on them describes that value. ``runs`` newest first."""
     import dataclasses
 
     chosen: dict[tuple[Any, ...], Record] = {}
@@ -179,16 +180,22 @@ def best_run(runs: Sequence[Run], info: Mapping[str, Any], label: str) -> Run:
                 order.append(key)
                 continue
             have = chosen[key]
-            metrics = dict(have.metrics)
+            metrics, rounds, timing = dict(have.metrics), dict(have.rounds), have.timing
             for name, value in rec.metrics.items():
                 direction = getattr(info.get(name), "direction", None)
                 old = metrics.get(name)
-                if old is None or (isinstance(old, float) and not math.isfinite(old)):
-                    metrics[name] = value
-                elif math.isfinite(value) and ((direction == "higher" and value > old)
-                                               or (direction == "lower" and value < old)):
-                    metrics[name] = value
-            chosen[key] = dataclasses.replace(have, metrics=metrics,
+                if not (old is None or (isinstance(old, float) and not math.isfinite(old))
+                        or (math.isfinite(value) and ((direction == "higher" and value > old)
+                                                      or (direction == "lower" and value < old)))):
+                    continue
+                metrics[name] = value
+                if name in rec.rounds:
+                    rounds[name] = rec.rounds[name]
+                else:
+                    rounds.pop(name, None)
+                if name == BENCH_MEDIAN_METRIC:
+                    timing = rec.timing
+            chosen[key] = dataclasses.replace(have, metrics=metrics, rounds=rounds, timing=timing,
                                               sources={**rec.sources, **have.sources}, units={**rec.units, **have.units})
     newest = runs[0]
     return Run(label, tuple(chosen[k] for k in order), newest.devices, (), newest.datetime, newest.absent, newest.stack)

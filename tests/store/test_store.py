@@ -207,6 +207,30 @@ def test_queries_latest_and_best(store_url: str) -> None:
     assert "best of 2 run(s)" in best.source
 
 
+def test_best_takes_each_metrics_rounds_and_timing_from_the_run_its_value_came_from(store_url: str) -> None:
+    """``best`` picks the older a100 run's 260 tokens/s: its rounds (and, for the median round time, its timing)
+    come along, so an interval judged on them describes 260, not the newest run's 250."""
+    from pytest_genai.report.registry import default_metric_info
+
+    docs = []
+    for name, when, tps in (("a100-old.json", "2026-02-01T00:00:00", 260.0), ("a100.json", "2026-03-01T00:00:00", 250.0)):
+        doc = generation_doc("a100", when, tps)
+        decode = doc["benchmarks"][0]
+        decode["extra_info"]["genai"]["metric_rounds"] = {"tokens_per_s": [tps - 1, tps, tps + 1]}
+        decode["stats"]["data"] = [1.0 / tps] * 3
+        docs.append((name, doc))
+    info, _ = default_metric_info()
+    with open_store(store_url) as store:
+        for name, doc in docs:
+            add_document(store, doc, name)
+        best = query_run(store, "generation=a100 best", info)
+    decode = next(r for r in best.records if r.name == "test_decode[a100]")
+    assert decode.metrics["tokens_per_s"] == 260.0 and decode.rounds["tokens_per_s"] == (259.0, 260.0, 261.0)
+    assert decode.metrics["benchmark_median_s"] == pytest.approx(1 / 260)
+    assert decode.rounds["benchmark_median_s"] == pytest.approx((1 / 260,) * 3)
+    assert decode.timing["median"] == pytest.approx(1 / 260)
+
+
 def test_compare_n_runs_in_three_formats(store_url: str) -> None:
     _three_generations(store_url)
     base = ["compare", "generation=v100", "generation=a100 latest", "generation=h100", "--store", store_url]
