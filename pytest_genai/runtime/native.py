@@ -54,11 +54,18 @@ def _cpu_key() -> str:
     return "\n".join(sorted(set(keep)))
 
 
-def library_path(source: Path, cc: str) -> Path:
+#: Added for a kernel loaded with ``openmp=True``. Its ``#pragma omp`` loops then run on the process's OpenMP runtime:
+#: loaded after torch, the library's ``libgomp.so.1`` is torch's own (the loader reuses a loaded soname), so the
+#: loops run on torch's intra-op threads instead of competing with them (they spin for milliseconds after each torch
+#: op: a thread pool of our own ran a 2-thread scan 40% slower right after one).
+OPENMP_FLAGS = ("-fopenmp",)
+
+
+def library_path(source: Path, cc: str, flags: tuple[str, ...] = FLAGS) -> Path:
     """Where the compiled ``source`` lives in the cache (keyed by source, flags, compiler and CPU)."""
     from pytest_genai.runtime.cachedir import cache_root
 
-    key = hashlib.sha256(b"\0".join([source.read_bytes(), " ".join(FLAGS).encode(), cc.encode(),
+    key = hashlib.sha256(b"\0".join([source.read_bytes(), " ".join(flags).encode(), cc.encode(),
                                      _cpu_key().encode()])).hexdigest()[:16]
     return cache_root() / "native" / f"{source.stem}-{key}.so"
 
@@ -94,8 +101,9 @@ def why_not(source: Path) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def load(source: Path) -> ctypes.CDLL | None:
-    """The compiled kernel library of ``source``, or None (see :func:`why_not`)."""
+def load(source: Path, openmp: bool = False) -> ctypes.CDLL | None:
+    """The compiled kernel library of ``source``, or None (see :func:`why_not`). ``openmp``: built with
+    :data:`OPENMP_FLAGS` where the compiler takes them, else as without (the kernel must work both ways)."""
     source = Path(source)
     if os.environ.get(DISABLE_ENV, "1").strip().lower() in ("0", "no", "false", "off"):
         _WHY_NOT[str(source)] = f"{DISABLE_ENV}=0"
@@ -104,15 +112,24 @@ def load(source: Path) -> ctypes.CDLL | None:
     if cc is None:
         _WHY_NOT[str(source)] = "no C compiler on PATH (set CC)"
         return None
+    if openmp:
+        lib = _build(source, cc, FLAGS + OPENMP_FLAGS)
+        if lib is not None:
+            return lib
+        _LOG.info("native kernel %s: built without OpenMP (%s)", source.name, _WHY_NOT.pop(str(source), ""))
+    return _build(source, cc, FLAGS)
+
+
+def _build(source: Path, cc: str, flags: tuple[str, ...]) -> ctypes.CDLL | None:
     try:
-        path = library_path(source, cc)
+        path = library_path(source, cc, flags)
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".so", dir=path.parent)
             os.close(fd)
             try:
                 with progress.phase(f"compiling {source.name} with {Path(cc).name}", log=_LOG, hint="once per CPU type"):
-                    proc = subprocess.run([cc, *FLAGS, "-o", tmp, str(source)], capture_output=True, text=True,
+                    proc = subprocess.run([cc, *flags, "-o", tmp, str(source)], capture_output=True, text=True,
                                           timeout=COMPILE_TIMEOUT_S)
                 if proc.returncode != 0:
                     raise OSError(f"{Path(cc).name} exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
@@ -127,9 +144,9 @@ def load(source: Path) -> ctypes.CDLL | None:
         return None
 
 
-def bind(source: Path, signatures: dict[str, tuple[Any, tuple[Any, ...]]]) -> ctypes.CDLL | None:
+def bind(source: Path, signatures: dict[str, tuple[Any, tuple[Any, ...]]], openmp: bool = False) -> ctypes.CDLL | None:
     """:func:`load` with each named function's C signature, ``{name: (restype, argtypes)}``, set; None as load."""
-    lib = load(source)
+    lib = load(source, openmp)
     if lib is not None:
         for name, (restype, argtypes) in signatures.items():
             fn = getattr(lib, name)

@@ -194,3 +194,62 @@ def test_the_portable_kernel_matches_torch_too(monkeypatch, tmp_path):
             assert T.global_threshold(ws, 0.3).tau == _reference(ws, 0.3)[0]
     finally:
         native.load.cache_clear()
+
+
+@settings(max_examples=200, deadline=None)
+@given(sizes=st.lists(st.integers(1, 3 * 10**6), min_size=1, max_size=12), threads=st.integers(1, 16))
+def test_scan_pieces_cover_each_tensor_in_order_on_kernel_blocks(sizes, threads):
+    pieces = T.scan_pieces(sizes, threads)
+    step = max(b - a for _, a, b in pieces)
+    for i, size in enumerate(sizes):
+        mine = [(a, b) for j, a, b in pieces if j == i]
+        assert mine[0][0] == 0 and mine[-1][1] == size
+        assert all(b0 == a1 for (_, b0), (a1, _) in zip(mine, mine[1:]))  # contiguous, in order
+        assert all(a % T._KERNEL_BLOCK == 0 and b > a for a, b in mine)
+    assert [j for j, _, _ in pieces] == sorted(j for j, _, _ in pieces)
+    # no piece much longer than an even share: the threads finish together whatever the tensors' sizes
+    assert step <= max(T._KERNEL_BLOCK, -(-sum(sizes) // (threads * T._PIECES_PER_THREAD)) + T._KERNEL_BLOCK)
+
+
+def test_one_large_tensor_is_read_by_every_thread():
+    """A layer of TinyLlama's shape: the MLP's three 2048x5632 weights are split, not one per thread."""
+    sizes = [2048 * 2048, 2048 * 256, 2048 * 256, 2048 * 2048] + [2048 * 5632] * 3
+    pieces = T.scan_pieces(sizes, 2)
+    assert len(pieces) >= 2 * T._PIECES_PER_THREAD
+    assert max(b - a for _, a, b in pieces) <= -(-sum(sizes) // 16) + T._KERNEL_BLOCK
+
+
+def test_pieces_keep_each_tensors_candidates_in_order_when_one_piece_overflows(monkeypatch):
+    """The bracket's values sit in the middle of one tensor: the piece holding them overflows its region and is read
+    again; counts, candidates (in tensor order) and sums still equal the torch pass's."""
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 4)
+    g = torch.Generator().manual_seed(11)
+    big = torch.full((200_000,), 5.0)
+    big[90_000:95_000] = torch.rand(5_000, generator=g) * 0.5 + 0.25  # in [0.25, 0.75]
+    ws = [torch.randn(5000, generator=g), big, torch.randn(70_000, generator=g)]
+    assert len({j for j, _, _ in T.scan_pieces([w.numel() for w in ws], 4)}) == 3
+    with _scan_through("native_c"):
+        got = T._scan(ws, 0.25, 0.75, keep=True, expected=1000)
+    with _scan_through("torch"):
+        want = T._scan(ws, 0.25, 0.75, keep=True, expected=1000)
+    assert got[0] == want[0] and got[1] == want[1] and got[1][1] == 5000
+    assert torch.equal(got[3].values(), want[3].values()) and got[3].spans == want[3].spans
+    assert got[2] == pytest.approx(want[2], rel=1e-6)
+
+
+def test_the_thread_pool_path_gives_what_the_openmp_path_does(monkeypatch):
+    """Where the kernel is built without OpenMP the pieces run on a thread pool: the same counts, candidates and
+    sums, and the recorded path says which ran."""
+    if T._native_kernel([torch.ones(1)]) is None:
+        pytest.skip("the C kernel is not available here")
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    g = torch.Generator().manual_seed(12)
+    ws = [torch.randn(300, 700, generator=g), torch.randn(50_000, generator=g)]
+    lib = T._library()
+    first = T._scan(ws, 0.2, 0.25, keep=True, expected=1000)
+    used = T.scan_path()
+    monkeypatch.setattr(lib, "genai_scan_openmp", lambda: 0)
+    pooled = T._scan(ws, 0.2, 0.25, keep=True, expected=1000)
+    assert T.scan_path() == "native_c" and used in ("native_c", "native_c (openmp)")
+    assert first[0] == pooled[0] and first[1] == pooled[1] and first[2] == pooled[2]
+    assert torch.equal(first[3].values(), pooled[3].values()) and first[3].spans == pooled[3].spans

@@ -48,3 +48,29 @@ def test_no_compiler_on_path(monkeypatch):
     monkeypatch.setenv("PATH", "")
     monkeypatch.setattr(native.sysconfig, "get_config_var", lambda name: "")
     assert native.load(KERNEL) is None and "no C compiler" in native.why_not(KERNEL)
+
+
+def test_an_openmp_kernel_runs_on_torchs_openmp_runtime_and_builds_without_it_where_it_cannot():
+    if native.compiler() is None:
+        pytest.skip("no C compiler here")
+    import ctypes
+
+    import torch
+
+    torch.ones(1 << 16).abs()  # torch's OpenMP runtime is loaded (it is whenever a kernel gets torch tensors)
+    lib = native.load(KERNEL, openmp=True)
+    assert lib is not None
+    lib.genai_scan_openmp.restype = ctypes.c_int
+    gomp = {line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines() if "libgomp" in line}
+    if lib.genai_scan_openmp():  # one OpenMP runtime in the process: torch's (the loaded soname is reused)
+        assert len(gomp) <= 1, gomp
+    native.load.cache_clear()
+    original = native.OPENMP_FLAGS
+    native.OPENMP_FLAGS = ("-fno-such-flag-here",)  # a compiler without OpenMP: built as without, not None
+    try:
+        plain = native.load(KERNEL, openmp=True)
+    finally:
+        native.OPENMP_FLAGS = original
+    assert plain is not None and native.why_not(KERNEL) == ""
+    plain.genai_scan_openmp.restype = ctypes.c_int
+    assert plain.genai_scan_openmp() == 0

@@ -118,6 +118,31 @@ int64_t genai_scan_f32(const float *restrict w, int64_t n, float lo, float hi, i
 }
 #endif
 
+/* Many pieces (weight ranges) in one call: on the OpenMP threads of the process when built with -fopenmp (torch's
+ * runtime when torch loaded it first: its threads, spinning after the last torch op, pick the pieces up at once),
+ * else one after another. Piece j: w[j] and n[j] in, out[j] with room for cap[j] in-bracket values; its results in
+ * n_above[j], sum_abs[j] and inside[j] (as genai_scan_f32's). threads: how many threads to use (torch's count). */
+void genai_scan_pieces_f32(const float *const *w, const int64_t *n, int64_t pieces, float lo, float hi, int keep,
+                           float *const *out, const int64_t *cap, int64_t *n_above, double *sum_abs,
+                           int64_t *inside, int threads) {
+#if defined(_OPENMP)
+    #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+#else
+    (void)threads;
+#endif
+    for (int64_t j = 0; j < pieces; j++)
+        inside[j] = genai_scan_f32(w[j], n[j], lo, hi, keep, out[j], cap[j], &n_above[j], &sum_abs[j]);
+}
+
+/* 1 when built with OpenMP (genai_scan_pieces_f32 runs its pieces in parallel), else 0. */
+int genai_scan_openmp(void) {
+#if defined(_OPENMP)
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 /* The k-th smallest (0-based) of n non-negative floats (magnitudes: the sample, or the bracket's candidates), by
  * radix selection on their bit patterns, which order non-negative floats as unsigned integers (NaN patterns sort
  * above inf, as numpy's partition puts NaN last). v is not modified; tmp has room for n values. Each level counts
