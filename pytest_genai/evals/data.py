@@ -300,11 +300,11 @@ def wikitext_pages(lines: Iterable[str], where: str = "<wikitext>") -> list[Wiki
 
 
 def read_wikitext_file(path: str | os.PathLike[str]) -> WikiTextCorpus:
-    """Read a ``wiki.test.raw`` copy (LF or CRLF endings) into pages."""
+    """Read a ``wiki.test.raw`` copy (LF or CRLF endings, a UTF-8 byte-order mark or none) into pages."""
     path = Path(path)
     raw = _read_bytes(path)
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise DataFormatError(f"{path}:{line}: not UTF-8 ({exc.reason}); the WikiText raw file must be UTF-8") from None
@@ -331,7 +331,7 @@ def wikitext_from_rows(rows: Iterable[str], source: str) -> WikiTextCorpus:
 def read_jsonl(path: str | os.PathLike[str], fields: Sequence[str], parse: Callable[[dict[str, Any], str], T]) -> list[T]:
     """Parse a JSON-lines file whose objects have exactly ``fields``; ``parse(obj, where)`` builds a record."""
     path = Path(path)
-    raw = _read_bytes(path)
+    raw = _read_bytes(path).removeprefix(b"\xef\xbb\xbf")  # a byte-order mark (a Windows editor's save)
     records: list[T] = []
     expected = set(fields)
     for lineno, line in enumerate(raw.split(b"\n"), start=1):
@@ -429,29 +429,39 @@ def hellaswag_from_hub_row(row: dict[str, Any], idx: int) -> HellaSwagItem:
 
 
 # -- resolution ------------------------------------------------------------------------------------------------------
-def hub_cached(repo_id: str) -> bool:
-    """True when the hub dataset has files in the local Hugging Face caches (checked without any network call)."""
-    roots = []
+def hub_cached(repo_id: str, config: str | None = None) -> bool:
+    """True when the hub dataset (its ``config``, when it names one) has files in the local Hugging Face caches
+    (checked without any network call): a cache holding another config of the same repo (lm-eval's other super_glue
+    tasks share BoolQ's repo) does not count."""
+    found = []
     try:
         from huggingface_hub import constants
 
-        roots.append(Path(constants.HF_HUB_CACHE) / f"datasets--{repo_id.replace('/', '--')}")
+        hub = Path(constants.HF_HUB_CACHE) / f"datasets--{repo_id.replace('/', '--')}"
+        # the repo's files by config folder (``<config>/validation-*.parquet``), or the whole repo without a config
+        found.append(any(hub.glob(f"snapshots/*/{config}")) if config else hub.is_dir())
     except ImportError:  # pragma: no cover - huggingface_hub comes with transformers/datasets
         pass
     try:
         import datasets.config
 
-        roots.append(Path(datasets.config.HF_DATASETS_CACHE) / repo_id.replace("/", "___"))
+        prepared = Path(datasets.config.HF_DATASETS_CACHE) / repo_id.replace("/", "___")
+        found.append((prepared / config).is_dir() if config else prepared.is_dir())
     except ImportError:  # pragma: no cover
         pass
-    return any(root.is_dir() for root in roots)
+    return any(found)
 
 
 def _load_hub(task: str) -> Any:
     repo, name, split = HUB_DATASETS[task]
     import datasets
 
-    return datasets.load_dataset(repo, name, split=split)
+    try:
+        return datasets.load_dataset(repo, name, split=split)
+    except (OSError, ValueError) as exc:  # ConnectionError, FileNotFoundError, DatasetNotFoundError, a missing split
+        raise DataUnavailable(f"{task}: {repo} ({name or 'default'}, {split}) is in the Hugging Face cache but could "
+                              f"not be read from it: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}; "
+                              f"{DATA_FLAG_HINT}") from exc
 
 
 @dataclasses.dataclass(frozen=True)
@@ -483,8 +493,8 @@ def resolve_origin(task: str, data_dir: str | os.PathLike[str] | None = None, bu
         if path.is_file():
             return Origin(task, "data_dir", path)
         lacks = f"the data dir has no {DATA_FILES[task]}, "
-    repo = HUB_DATASETS[task][0]
-    if hub_cached(repo):
+    repo, config, _ = HUB_DATASETS[task]
+    if hub_cached(repo, config):
         return Origin(task, "hf_cache")
     embedded = EMBEDDED_DIR / DATA_FILES[task]
     if not allow_embedded:

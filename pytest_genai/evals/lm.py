@@ -57,9 +57,11 @@ class EvalLM:
 
     def encode_pair(self, context: str, continuation: str) -> Window:
         """lm-eval's ``_encode_pair``: trailing spaces of the context move to the continuation; the continuation's
-        tokens are those of ``context + continuation`` after the context's own tokens."""
+        tokens are those of ``context + continuation`` after the context's own tokens. An empty context is lm-eval's
+        ``loglikelihood`` rule: the continuation without special tokens, after the prefix token (or split after its
+        own first token when that is the prefix token)."""
         if not context:
-            tokens = self.encode(continuation)
+            tokens = list(self.tokenizer.encode(continuation, add_special_tokens=False))
             if tokens and tokens[0] == self.prefix_token_id:
                 return Window(tuple(tokens[:1]), tuple(tokens[1:]))
             return Window((int(self.prefix_token_id),), tuple(tokens))

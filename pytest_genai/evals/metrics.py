@@ -67,12 +67,12 @@ def choice_correct(loglikelihoods: Sequence[float], gold: int) -> float:
 
 def choice_correct_norm(loglikelihoods: Sequence[float], choices: Sequence[str], gold: int) -> float:
     """lm-eval ``acc_norm`` of one question: the log-likelihood of each choice divided by the choice's length in
-    characters (the choice text without the leading delimiter space) before the argmax."""
+    characters (the choice text without the leading delimiter space) before the argmax. An empty choice (HellaSwag's
+    preprocessing can leave one) scores -inf, as lm-eval's division by a zero length does: never picked over another,
+    and the question still counts."""
     if len(loglikelihoods) != len(choices):
         raise ValueError(f"{len(loglikelihoods)} log-likelihoods for {len(choices)} choices")
-    if any(len(c) == 0 for c in choices):
-        raise ValueError("acc_norm divides by the choice length; an empty choice has none")
-    return choice_correct([ll / len(c) for ll, c in zip(loglikelihoods, choices)], gold)
+    return choice_correct([ll / len(c) if c else -math.inf for ll, c in zip(loglikelihoods, choices)], gold)
 
 
 def mean(values: Sequence[float]) -> float:

@@ -106,6 +106,20 @@ def test_wikitext_lf_and_crlf_give_the_same_pages(tmp_path):
     assert [p.title for p in a.pages] == ["A", "B"]
 
 
+def test_a_byte_order_mark_is_read_past(tmp_path):
+    """A copy saved by a Windows editor starts with a UTF-8 byte-order mark: the same pages and records as without
+    (it was 'expected the first article's title line, got \\ufeff = A = ')."""
+    text = " = A = \n x \n = B = \n w \n"
+    plain, marked = tmp_path / "plain.raw", tmp_path / "bom.raw"
+    plain.write_bytes(text.encode())
+    marked.write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
+    assert [p.text for p in data.read_wikitext_file(marked).pages] == \
+        [p.text for p in data.read_wikitext_file(plain).pages]
+    rows = tmp_path / "rows.jsonl"
+    rows.write_bytes(b"\xef\xbb\xbf" + b'{"a": 1}\n{"a": 2}\n')
+    assert data.read_jsonl(rows, ["a"], lambda obj, where: obj["a"]) == [1, 2]
+
+
 def test_hub_rows_group_into_pages_with_the_blank_lines_the_hub_emptied():
     """The hub's loader yields "" for wiki.test.raw's blank " \\n" lines (lm-eval's pages keep them): restored, so
     the page bytes and the scored text are the raw file's (they lost 2 bytes per blank line before)."""
@@ -166,13 +180,13 @@ def fake_hub(monkeypatch):
         return list(HUB_ROWS[task])
 
     monkeypatch.setattr(datasets, "load_dataset", load_dataset)
-    monkeypatch.setattr(data, "hub_cached", lambda repo: repo in cached)
+    monkeypatch.setattr(data, "hub_cached", lambda repo, config=None: repo in cached)
     return cached, calls
 
 
 @pytest.fixture
 def no_hub(monkeypatch):
-    monkeypatch.setattr(data, "hub_cached", lambda repo: False)
+    monkeypatch.setattr(data, "hub_cached", lambda repo, config=None: False)
 
 
 def test_the_data_dir_comes_first(tmp_path, fake_hub):
@@ -570,3 +584,33 @@ def test_data_is_a_pytest_genai_subcommand(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["data", "fetch", "--help"])
     assert exc.value.code == 0 and "--force" in capsys.readouterr().out
+
+
+def test_the_hf_cache_counts_for_a_task_only_with_its_config(tmp_path, monkeypatch):
+    """lm-eval's other super_glue tasks cache ``aps/super_glue`` too: a cache holding only its ``rte`` config is not
+    BoolQ's (the embedded slice serves instead); the ``boolq`` folder, in either cache, is."""
+    hub_constants = pytest.importorskip("huggingface_hub.constants")
+    datasets_config = pytest.importorskip("datasets.config")
+    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(datasets_config, "HF_DATASETS_CACHE", str(tmp_path / "datasets"))
+    (tmp_path / "hub" / "datasets--aps--super_glue" / "snapshots" / "abc" / "rte").mkdir(parents=True)
+    (tmp_path / "datasets" / "aps___super_glue" / "rte").mkdir(parents=True)
+    assert not data.hub_cached("aps/super_glue", "boolq") and data.hub_cached("aps/super_glue", "rte")
+    assert data.resolve_origin("boolq", None).kind == "embedded"
+    (tmp_path / "hub" / "datasets--aps--super_glue" / "snapshots" / "abc" / "boolq").mkdir()
+    assert data.hub_cached("aps/super_glue", "boolq") and data.resolve_origin("boolq", None).kind == "hf_cache"
+    (tmp_path / "datasets" / "Rowan___hellaswag").mkdir()
+    assert data.hub_cached("Rowan/hellaswag") and data.resolve_origin("hellaswag", None).kind == "hf_cache"
+
+
+def test_a_cached_dataset_that_cannot_be_read_is_unavailable_with_the_reason(monkeypatch):
+    datasets = pytest.importorskip("datasets")
+
+    def offline(repo, name=None, split=None):
+        raise ConnectionError(f"Couldn't reach '{repo}' on the Hub (OfflineModeIsEnabled)")
+
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    monkeypatch.setattr(data, "hub_cached", lambda repo, config=None: True)
+    with pytest.raises(data.DataUnavailable, match=r"boolq: aps/super_glue \(boolq, validation\) is in the Hugging "
+                                                   r"Face cache but could not be read from it: Couldn't reach"):
+        data.load_task("boolq", None)

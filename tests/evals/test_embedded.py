@@ -33,7 +33,7 @@ def full_data():
 
 @pytest.fixture
 def no_hub(monkeypatch):
-    monkeypatch.setattr(data, "hub_cached", lambda repo: False)
+    monkeypatch.setattr(data, "hub_cached", lambda repo, config=None: False)
 
 
 def test_each_file_matches_its_manifest_sha256(manifest):

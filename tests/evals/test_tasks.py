@@ -41,6 +41,22 @@ def test_encode_pair_with_empty_context_conditions_on_the_prefix_token(lm):
     assert pair.context == (lm.prefix_token_id,) and pair.continuation == tuple(lm.encode("abc"))
 
 
+def test_an_empty_context_takes_the_continuation_without_special_tokens(model):
+    """lm-eval's ``loglikelihood`` for an empty context: a tokenizer that appends EOS (or prepends BOS) scores the
+    continuation's own tokens after the prefix token, never an added EOS or a second BOS."""
+    from tokenizers import processors
+
+    tok = byte_tokenizer(add_bos=True)
+    bos, eos = tok.bos_token_id, tok.eos_token_id
+    tok._tokenizer.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", special_tokens=[("<s>", bos), ("</s>", eos)])
+    assert tok.encode("ab")[-1] == eos  # the tokenizer's own rule appends EOS
+    lm = EvalLM(model, tok)
+    pair = lm.encode_pair("", "ab")
+    assert pair.context == (bos,) and pair.continuation == tuple(tok.encode("ab", add_special_tokens=False))
+    assert eos not in pair.continuation
+
+
 def test_a_bos_adding_tokenizer_is_not_given_a_second_bos(model):
     tok = byte_tokenizer(add_bos=True)
     lm = EvalLM(model, tok)
