@@ -154,6 +154,22 @@ def _check_threshold_names(thresholds: Thresholds, info: Mapping[str, MetricInfo
     thresholds.check_known(metrics, _known_experiments(runs), option="--max-regression")
 
 
+def _check_metric_names(names: Sequence[str], info: Mapping[str, MetricInfo], runs: Sequence[Run]) -> None:
+    """``--metric`` names a metric of the registry or of the runs; a typo is a usage error, not an empty table."""
+    import difflib
+
+    recorded = {m for run in runs for r in run.records for m in r.metrics}
+    known = set(info) | recorded
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        parts = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise ReportInputError(f"--metric: unknown metric {', '.join(parts)}; the runs record: "
+                               f"{', '.join(sorted(recorded)) or 'no metric'}")
+
+
 # --- report ---------------------------------------------------------------------------------------
 
 def _report_parser() -> argparse.ArgumentParser:
@@ -392,6 +408,7 @@ def _compare(args: argparse.Namespace) -> int:
         raise ReportInputError("give at least two runs to compare (baseline first)")
     runs = _load_runs(args, info)
     _check_threshold_names(thresholds, info, runs)
+    _check_metric_names(args.metric, info, runs)
     if len(runs) > 2 or args.metric:
         return _compare_many(args, runs)
     baseline, current = runs

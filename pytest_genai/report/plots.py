@@ -104,8 +104,13 @@ def write_plots(records: Iterable[Any], outdir: str | Path, info: Mapping[str, M
 
 # --- roofline ---------------------------------------------------------------------------------
 
+def _finite_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
 def _finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+    """A finite positive number: a value a log axis can show."""
+    return _finite_number(x) and x > 0
 
 
 def roofline_ceilings(recs: Sequence[Record]) -> list[tuple[str, float, float]]:
@@ -592,10 +597,10 @@ def trend_plot(lines: Mapping[str, Sequence[tuple[Any, float]]], bands: Sequence
     claim's bounds shaded (``(claim id, min, max)``; a one-sided bound is shaded to the edge of the plot)."""
     fig = _new_figure((8.0, 4.8))
     ax = fig.add_subplot()
-    values = [v for pts in lines.values() for _, v in pts if _finite(v)]
-    values += [x for _, low, high in bands for x in (low, high) if x is not None and _finite(x)] if values else []
+    values = [v for pts in lines.values() for _, v in pts if _finite_number(v)]  # linear axis: 0 and below shown
+    values += [x for _, low, high in bands for x in (low, high) if x is not None and _finite_number(x)] if values else []
     for label, pts in lines.items():
-        shown = [(t, v) for t, v in pts if _finite(v)]
+        shown = [(t, v) for t, v in pts if _finite_number(v)]
         if shown:
             ax.plot([t for t, _ in shown], [v for _, v in shown], marker="o", label=label)
     if values:

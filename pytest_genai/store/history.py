@@ -40,14 +40,31 @@ def line_label(p: Point, several: bool) -> str:
     return f"{gen} · {p.config_id or p.benchmark}" if several else gen
 
 
+def _line_key(p: Point) -> tuple[Any, ...]:
+    return (p.generation, p.benchmark, p.model, p.config_id)
+
+
 def lines(points: Sequence[Point]) -> dict[str, list[tuple[Any, float]]]:
-    """Points per line: one per generation, or per (generation, config) when several benchmarks match."""
+    """Points per line: one line per (generation, benchmark, model, config), labelled by the generation alone when
+    one benchmark matches, by generation and config when several do, and by the benchmark (and model) where two
+    lines would otherwise share a label (benchmarks of one parameter id, ``cpu``, are not one series)."""
     several = len({(p.benchmark, p.model) for p in points}) > 1
+    labels: dict[tuple[Any, ...], str] = {}
+    for p in points:
+        labels.setdefault(_line_key(p), line_label(p, several))
+    taken: dict[str, set[tuple[Any, ...]]] = {}
+    for key, label in labels.items():
+        taken.setdefault(label, set()).add(key)
+    for key in labels:
+        if len(taken[labels[key]]) > 1:
+            generation, benchmark, model, _ = key
+            same_benchmark = sum(1 for k in taken[labels[key]] if k[1] == benchmark) > 1
+            labels[key] = f"{generation or 'no device'} · {benchmark}" + (f" · {model}" if same_benchmark else "")
     out: dict[str, list[tuple[Any, float]]] = {}
     for p in points:
         when = _when(p.run_time)
         if when is not None:
-            out.setdefault(line_label(p, several), []).append((when, p.value))
+            out.setdefault(labels[_line_key(p)], []).append((when, p.value))
     return out
 
 

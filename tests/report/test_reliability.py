@@ -120,6 +120,14 @@ def test_unknown_threshold_names_are_bad_input_listing_known_metrics(tmp_path: P
         assert "tokens_per_s" in known and "perplexity" in known and "benchmark_median_s" in known
 
 
+def test_a_misspelled_compare_metric_is_bad_input_not_an_empty_table(tmp_path: Path, capsys) -> None:
+    base = write_run(tmp_path / "base.json", [quant()])
+    assert compare_main([str(base), str(base), "--metric", "tokens_pr_s"]) == EXIT_BAD_INPUT
+    one_line_error(capsys, "--metric", "unknown metric 'tokens_pr_s' (did you mean 'tokens_per_s'?)")
+    assert compare_main([str(base), str(base), "--metric", "acc"]) == EXIT_OK  # a registry metric these runs lack
+    assert "No metric to show." in capsys.readouterr().out
+
+
 def test_threshold_names_from_the_registry_or_the_runs_are_known(tmp_path: Path, capsys) -> None:
     base = write_run(tmp_path / "base.json", [quant()])
     # acc is in the registry, finetune in the claims data, neither in these runs: a CI-wide spec stays valid
