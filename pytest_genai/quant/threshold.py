@@ -233,8 +233,9 @@ def scan_pieces(sizes, threads: int) -> list[tuple[int, int, int]]:
 
 def _scan_native(lib, weights, lo: float, hi: float, keep: bool, expected: int):
     """``_scan`` through the C kernel: one read of each weight, in pieces of about equal size spread over the torch
-    threads (:func:`scan_pieces`; on torch's OpenMP threads where the kernel is built with OpenMP, else a pool). Each piece's in-bracket values go straight into its region of one buffer (sized
-    from ``expected``); the regions are moved together after, so each tensor's values stay contiguous and in order."""
+    threads (:func:`scan_pieces`; on torch's OpenMP threads where the kernel is built with OpenMP, else a pool).
+    Each piece's in-bracket values go straight into its region of one buffer (sized from ``expected``); the regions
+    are moved together after, so each tensor's values stay contiguous and in order."""
     import ctypes
     from concurrent.futures import ThreadPoolExecutor
 
