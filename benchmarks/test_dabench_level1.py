@@ -273,7 +273,9 @@ def test_capacity_wse(request, benchmark, genai, wse):
                     "`python run.py CSX --compile_only --params params.yaml`) and keep each count's compile_report.txt "
                     "or, where it failed, its log (docs/dabench.md)")
     genai.start(device=wse, config={"sweep": group, "layers": "searched"}, model=MODEL, measured_here=False)
-    report = read_compile_report(folders[outcome.max_fitting] / "compile_report.txt") if outcome.max_fitting else None
+    # a count that compiled may have kept only its log ("Compile was successful"): its allocation and LI are not read
+    report_path = folders[outcome.max_fitting] / "compile_report.txt" if outcome.max_fitting else None
+    report = read_compile_report(report_path) if report_path is not None and report_path.is_file() else None
     genai.record(wse_capacity_result(outcome, report))
     if outcome.first_failing is not None:  # else the capacity is at least the largest count: not judged
         genai.check("B1.wse2_max_layers")
@@ -321,9 +323,12 @@ def test_level1_rdu(request, benchmark, genai, rdu, level1_cfg):
     peak_tflops = rdu.spec.peak_tflops("bf16") if rdu.spec is not None else None
     result = rdu_level1_result(profile, level1_cfg, peak_tflops)
     genai.record(result)
-    genai.check("B1.rdu_allocation")
-    if "compute_bound_modeled" in result.metrics:
-        genai.check("B1.rdu_memory_bound")
+    # a '--' PCU utilization column leaves the allocation unjudged, as no DDR figures leave the bound unjudged
+    claims = [claim for claim, metric in (("B1.rdu_allocation", "allocation_ratio"),
+                                          ("B1.rdu_memory_bound", "compute_bound_modeled"))
+              if metric in result.metrics]
+    if claims:
+        genai.check(*claims)
 
 
 @pytest.mark.claims("B1.rdu_o3_balance_falls", kinds=("rdu",))

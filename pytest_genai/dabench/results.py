@@ -136,15 +136,16 @@ def wse_level1_result(profile: DataflowProfile) -> Result:
 
 def rdu_level1_result(profile: DataflowProfile, cfg: DecoderConfig, peak_tflops: float | None) -> Result:
     """A SambaTune section report: its profile and, when it measured DDR traffic and the vendor's bf16 peak is
-    known, the analytic FLOPs over the measured DDR bytes against the ridge of that peak over the highest section
-    DDR bandwidth of the run."""
+    known, the analytic FLOPs over the measured DDR bytes against the ridge of the report's chips' peak (one RDU's
+    times the chips) over the highest section DDR bandwidth of the run (summed over those chips)."""
     out = profile_result(profile)
     ddr_bytes, ddr_gbs_max = profile.extra.get("ddr_total_bytes"), profile.extra.get("ddr_total_bw_gbs_max")
     if not (ddr_bytes and ddr_gbs_max and peak_tflops):
         return out
+    chips = max(1, int(profile.extra.get("chips") or 1))
     flops = stack_counts(cfg).flops
     intensity = arithmetic_intensity(flops, ddr_bytes)
-    ridge = peak_tflops * 1e12 / (ddr_gbs_max * 1e9)
+    ridge = chips * peak_tflops * 1e12 / (ddr_gbs_max * 1e9)
     return _joined(out, Result(
         {
             "flops_modeled": _m(flops, MODELED),
@@ -152,8 +153,8 @@ def rdu_level1_result(profile: DataflowProfile, cfg: DecoderConfig, peak_tflops:
             "compute_bound_modeled": _m(1.0 if classify_bound(intensity, ridge) == "compute" else 0.0, MODELED),
         },
         {"bound_source": f"analytic FLOPs / SambaTune measured DDR bytes, against the ridge {ridge:.4g} "
-                         f"FLOP/B = {peak_tflops:g} TFLOP/s bf16 (vendor) / {ddr_gbs_max:.4g} GB/s "
-                         "(highest section DDR bandwidth measured in this run)"},
+                         f"FLOP/B = {chips} chip(s) x {peak_tflops:g} TFLOP/s bf16 (vendor) / {ddr_gbs_max:.4g} GB/s "
+                         "(highest section DDR bandwidth measured in this run, summed over the chips)"},
     ))
 
 

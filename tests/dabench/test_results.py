@@ -187,6 +187,21 @@ def test_rdu_level1_bound_against_the_runs_own_ddr_ridge(peak):
         assert f"ridge {ridge:.4g} FLOP/B" in result.labels["bound_source"]
 
 
+def test_a_two_chip_section_report_is_judged_against_two_chips_peak():
+    """Two RDUs: each section's DDR bandwidth is summed over the chips, so the ridge is two chips' peak over it, and
+    the bytes are each chip's bandwidth over its own latency (a chip that finished early moved fewer)."""
+    profile = parse_section_report(vendor_fixtures.section_report([
+        ("0", "0", "Forward", "0.004", "100.0", "50%"), ("0", "1", "Forward", "0.002", "100.0", "50%"),
+        ("1", "0", "Backward", "0.004", "100.0", "20%"), ("1", "1", "Backward", "0.004", "100.0", "20%")]))
+    assert profile.extra["chips"] == 2 and profile.extra["ddr_total_bw_gbs_max"] == 200
+    assert profile.extra["ddr_total_bytes"] == pytest.approx((100 * 0.004 + 100 * 0.002 + 2 * 100 * 0.004) * 1e9)
+    result = rdu_level1_result(profile, CFG, 688.0)
+    ridge = 2 * 688.0 * 1e12 / (200 * 1e9)
+    intensity = stack_counts(CFG).flops / profile.extra["ddr_total_bytes"]
+    assert values(result)["compute_bound_modeled"] == (1.0 if intensity >= ridge else 0.0)
+    assert f"ridge {ridge:.4g} FLOP/B = 2 chip(s) x 688 TFLOP/s" in result.labels["bound_source"]
+
+
 CAPACITY_WSE = {"max_layers": "measured", "capacity_probes": "measured"}
 
 

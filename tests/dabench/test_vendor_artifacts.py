@@ -406,3 +406,37 @@ def test_benchmarks_check_ipu_capacity_and_batch_sweeps_without_the_sdks(tmp_pat
         verdicts.update({v["id"]: v["verdict"] for v in genai["claims"]})
     assert verdicts == {"B1.ipu_fails_at_10_layers": "pass", "B1.rdu_o3_balance_falls": "pass",
                         "B2.rdu_batch_near_linear": "pass", "B2.wse2_batch_plateau": "fail"}
+
+
+def test_benchmarks_take_a_log_only_capacity_count_and_unreported_pcu_cells_without_erroring(tmp_path):
+    """End to end through benchmarks/test_dabench_level1.py: a WSE sweep whose largest compiled count kept only its
+    log ('Compile was successful', no compile_report.txt) records the capacity without that count's allocation; a
+    SambaTune report whose PCU utilization cells are all '--' records the sections without an allocation verdict.
+    Both were errors (a missing file; a check of an unrecorded metric)."""
+    import json
+    import subprocess
+    import sys
+
+    sweep = tmp_path / "wse" / "capacity"
+    (sweep / "L64-h768-a12-s1024-b8-fp16-train").mkdir(parents=True)
+    (sweep / "L64-h768-a12-s1024-b8-fp16-train" / "compile_report.txt").write_text(vendor_fixtures.compile_report(64))
+    (sweep / "L72-h768-a12-s1024-b8-fp16-train").mkdir()
+    (sweep / "L72-h768-a12-s1024-b8-fp16-train" / "compile.log").write_text(vendor_fixtures.cerebras_log(100.0))
+    (sweep / "L80-h768-a12-s1024-b8-fp16-train").mkdir()
+    (sweep / "L80-h768-a12-s1024-b8-fp16-train" / "compile.log").write_text(OOM_LOG)
+    cfg = "L4-h768-a12-s1024-b8-fp16-train"
+    (tmp_path / "rdu" / cfg).mkdir(parents=True)
+    (tmp_path / "rdu" / cfg / "section_report.csv").write_text(vendor_fixtures.section_report([
+        ("0", "0", "Forward", "0.002", "40.0", "--"), ("1", "0", "Backward", "0.004", "60.0", "--")]))
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "out.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "benchmarks/test_dabench_level1.py", "-k", f"capacity_wse or ({cfg} and rdu)",
+         "-q", "-p", "no:cacheprovider", f"--genai-dabench-profiles={tmp_path}", f"--benchmark-json={out}"],
+        cwd=repo, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = {b["name"]: b["extra_info"]["genai"] for b in json.loads(out.read_text())["benchmarks"]}
+    capacity = next(g for name, g in rows.items() if "capacity_wse" in name)
+    assert capacity["metrics"]["max_layers"] == 72 and "allocation_ratio" not in capacity["metrics"]
+    rdu = next(g for name, g in rows.items() if "level1_rdu" in name)
+    assert "allocation_ratio" not in rdu["metrics"] and "B1.rdu_allocation" not in {c["id"] for c in rdu["claims"]}

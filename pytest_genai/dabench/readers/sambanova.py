@@ -74,7 +74,7 @@ def parse_section_report(text: str, *, li_definition: str = "mean_over_max",
     if not sections:
         raise LayoutError(source, None, "at least one section row after the header")
 
-    latencies, pcu, pmu, ddr, no_latency = [], [], [], [], 0
+    latencies, pcu, pmu, ddr, ddr_bytes, no_latency = [], [], [], [], [], 0
     chips = {chip for per_chip in sections.values() for chip in per_chip}
     for per_chip in sections.values():
         def values(col: str) -> list[float]:
@@ -88,6 +88,9 @@ def parse_section_report(text: str, *, li_definition: str = "mean_over_max",
         pcu.append(_mean([u / 100.0 for u in values(PCU_UTIL)]))
         pmu.append(_mean([u / 100.0 for u in values(PMU_UTIL)]))
         ddr.append(sum(values(DDR_TOTAL)) if values(DDR_TOTAL) else None)
+        # bytes each chip moved: its own bandwidth over its own latency (the section's, a chip without one)
+        ddr_bytes.append(sum(v[DDR_TOTAL] * 1e9 * (v.get(latency_col) if v.get(latency_col) is not None else max(lat))
+                             for v in per_chip.values() if v.get(DDR_TOTAL) is not None) if values(DDR_TOTAL) else None)
     if not latencies:
         raise LayoutError(source, None, f"a figure in {latency_col!r} for at least one section (all are missing)")
     total = sum(latencies)
@@ -107,10 +110,11 @@ def parse_section_report(text: str, *, li_definition: str = "mean_over_max",
         extra["pmu_utilization_time_weighted"] = pmu_w
     if any(x is not None for x in ddr):
         extra["ddr_total_bw_gbs_time_weighted"] = weighted(ddr)
-        extra["ddr_total_bw_gbs_max"] = max(x for x in ddr if x is not None)  # the run's own DDR ceiling
+        # the run's own DDR ceiling: the highest section bandwidth, summed over the chips (so over len(chips) RDUs)
+        extra["ddr_total_bw_gbs_max"] = max(x for x in ddr if x is not None)
         if latency_col == LATENCY_S:
-            # Bytes each section moved to and from DDR: its measured bandwidth over its measured latency.
-            extra["ddr_total_bytes"] = sum(bw * 1e9 * t for bw, t in zip(ddr, latencies) if bw is not None)
+            # Bytes each section moved to and from DDR: each chip's measured bandwidth over its measured latency.
+            extra["ddr_total_bytes"] = sum(b for b in ddr_bytes if b is not None)
     if latency_col == LATENCY_S:
         extra["total_latency_s"] = total
     return DataflowProfile(
