@@ -23,8 +23,9 @@ class DiffusionConfig:
         for name in ("image_size", "scale_factor", "channels", "base_width", "groups", "timesteps", "batch_size", "steps"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"DiffusionConfig.{name} must be positive, got {getattr(self, name)}")
-        if self.warmup_steps < 0:
-            raise ValueError("DiffusionConfig.warmup_steps must be >= 0")
+        if self.warmup_steps < 1:
+            raise ValueError(f"DiffusionConfig.warmup_steps must be >= 1, got {self.warmup_steps}: the first step runs "
+                             "under torch's FLOP counter and is never timed, so it is the first warm-up step")
         if self.image_size % self.scale_factor or self.image_size % 2:
             raise ValueError(
                 f"DiffusionConfig.image_size {self.image_size} must be even and divisible by scale_factor {self.scale_factor}"

@@ -267,7 +267,8 @@ def estimate(w: Workload, strategy: str) -> MemoryEstimate:
     gathered = 0
     if shard_weights and world > 1:
         unit = _largest_unit_params(w.arch)
-        per_param = b.weight + (b.grad if w.method == "full" else 0)
+        # the gathered units are the base weights: frozen under LoRA (bf16 under amp), with their gradients in full
+        per_param = b.weight + b.grad if w.method == "full" else b.frozen_weight
         gathered = 2 * unit * per_param
     attention = "eager" if w.attention == "eager" else "sdpa"
     if w.method == "lora":
@@ -347,11 +348,20 @@ def plan(w: Workload, capacity_bytes: int, usable_fraction: float = 0.9) -> Plan
 
 def min_world_size(w: Workload, strategy: str, capacity_bytes: int, usable_fraction: float = 0.9,
                    limit: int = 4096) -> int | None:
-    """Smallest data-parallel size at which ``strategy`` fits, or None up to ``limit`` devices."""
+    """Smallest data-parallel size at which ``strategy`` fits, or None up to ``limit`` devices: the first power of two
+    that fits, then bisection below it (the memory per device never grows with the world size)."""
     usable = int(capacity_bytes * usable_fraction)
+
+    def fits(world: int) -> bool:
+        return estimate(dataclasses.replace(w, world=world), strategy).total <= usable
+
     world = 1
-    while world <= limit:
-        if estimate(dataclasses.replace(w, world=world), strategy).total <= usable:
-            return world
+    while world <= limit and not fits(world):
         world *= 2
-    return None
+    if world > limit:
+        return limit if world // 2 < limit and fits(limit) else None
+    low, high = world // 2, world  # low does not fit (or is 0), high fits
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if fits(mid) else (mid, high)
+    return high

@@ -12,6 +12,9 @@ def test_config_validation_names_the_field():
         DiffusionConfig(image_size=30)
     with pytest.raises(ValueError, match="DiffusionConfig.dtype 'fp8'"):
         DiffusionConfig(dtype="fp8")
+    # step 0 runs under the FLOP counter, untimed: with no warm-up step `steps` would time one step fewer (none at 1)
+    with pytest.raises(ValueError, match="DiffusionConfig.warmup_steps must be >= 1, got 0: the first step runs under"):
+        DiffusionConfig(warmup_steps=0)
     assert DiffusionConfig().id == "sr32x4-w32-b8-fp32"
 
 

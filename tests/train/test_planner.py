@@ -157,6 +157,29 @@ def test_min_world_size():
     assert estimate(dataclasses.replace(w, world=world // 2), "zero3").total > 0.9 * cap
 
 
+def test_min_world_size_finds_a_world_that_is_not_a_power_of_two():
+    """Capacity for 12 devices but not 11: the answer is 12, not the next power of two."""
+    w = Workload(L8B, world=1, seq_len=2048)
+    totals = {n: estimate(dataclasses.replace(w, world=n), "zero3").total for n in range(1, 17)}
+    assert totals[11] > totals[12]
+    cap = int(totals[12] / 0.9) + 1
+    expected = min(n for n, t in totals.items() if t <= int(cap * 0.9))
+    assert min_world_size(w, "zero3", cap) == expected == 12
+    assert min_world_size(w, "zero3", cap, limit=10) is None and min_world_size(w, "zero3", cap, limit=12) == 12
+
+
+def test_lora_gathers_its_frozen_base_at_the_frozen_weights_bytes():
+    """Under amp the LoRA base is bf16: FSDP / ZeRO-3 gather two of its units at 2 bytes a weight, not fp32's 4."""
+    from pytest_genai.train.planner import _largest_unit_params
+
+    for precision, per_param in (("amp", 2), ("fp32", 4)):
+        w = Workload(L8B, world=8, seq_len=2048, method="lora", precision=precision)
+        for strategy in ("fsdp", "zero3"):
+            assert estimate(w, strategy).gathered == 2 * _largest_unit_params(L8B) * per_param
+    full = Workload(L8B, world=8, seq_len=2048, method="full", precision="amp")
+    assert estimate(full, "fsdp").gathered == 2 * _largest_unit_params(L8B) * (4 + 4)  # fp32 weight + its gradient
+
+
 @pytest.mark.parametrize("change, message", [
     ({"world": 0}, "world"), ({"precision": "int4"}, "precision"), ({"method": "qlora"}, "method"),
     ({"attention": "linear"}, "attention"),
