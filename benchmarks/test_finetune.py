@@ -102,14 +102,17 @@ def _capacity_per_rank(device, nproc: int) -> int | None:
     return capacity // nproc if device.kind == "cpu" else capacity
 
 
-def _planner(cfg: ThroughputConfig, world: int, capacity: int | None):
-    """The planner's estimate for this run, and its plan when the device's memory is known."""
+def _planner(cfg: ThroughputConfig, world: int, capacity: int | None, device_kind: str):
+    """The planner's estimate for this run (in the precision it computes in on ``device_kind``), and its plan when
+    the device's memory is known."""
     from pytest_genai.train.archs import get_arch
+    from pytest_genai.train.lora import run_precision
     from pytest_genai.train.planner import Workload, estimate, plan
 
     lora = {} if cfg.lora is None else cfg.lora.planner_kwargs()
+    precision = run_precision(cfg.precision, cfg.lora is not None, device_kind)
     workload = Workload(get_arch(cfg.model, cfg.scale), world=world, micro_batch=cfg.micro_batch,
-                        seq_len=cfg.seq_len, precision=cfg.precision, **lora,
+                        seq_len=cfg.seq_len, precision=precision, **lora,
                         # unfused: eager attention, or SDPA's math backend, which materializes the scores too
                         attention="eager" if cfg.attention == "unfused" else "sdpa")
     return estimate(workload, cfg.strategy), (plan(workload, capacity) if capacity else None)
@@ -129,7 +132,7 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
 
     kind = genai_device.kind
     world = launch_spec.world_size
-    estimate, fit = _planner(cfg, world, _capacity_per_rank(genai_device, launch_spec.nproc))
+    estimate, fit = _planner(cfg, world, _capacity_per_rank(genai_device, launch_spec.nproc), genai_device.kind)
     if fit is not None and not fit.fits(cfg.strategy):  # the planner as a tool: do not launch what cannot fit
         pytest.skip(f"planner: {cfg.strategy} needs {estimate.total / 2**30:.1f} GiB per device, more than "
                     f"{fit.usable_bytes / 2**30:.1f} GiB usable ({fit.reason})")
@@ -157,7 +160,8 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
         genai.check("A2.ddp_vs_zero3", "A2.ddp_vs_fsdp")  # scoped to fits = true: not applicable otherwise
     if cfg.attention == "fused":  # Paper A: Flash Attention +10-20% on Gaudi (CPU: SDPA vs eager, no claim)
         baseline = dataclasses.replace(cfg, attention="unfused")
-        _, baseline_fit = _planner(baseline, world, _capacity_per_rank(genai_device, launch_spec.nproc))
+        _, baseline_fit = _planner(baseline, world, _capacity_per_rank(genai_device, launch_spec.nproc),
+                                   genai_device.kind)
         if baseline_fit is None or baseline_fit.fits(cfg.strategy):
             unfused_runs = _bracketing_baseline(finetune_runs, baseline, kind, launch_spec)
             genai.record(results.flash_attention_result(summary, unfused_runs))

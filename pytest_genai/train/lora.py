@@ -71,6 +71,16 @@ def base_dtype_for(device_kind: str) -> str:
     return "float32" if device_kind == "cpu" else "bfloat16"
 
 
+def run_precision(precision: str, lora: bool, device_kind: str) -> str:
+    """The precision a throughput run computes in on ``device_kind`` (the planner's preset and the peak MFU is
+    judged against): Gaudi's trainer always runs bf16 autocast (``train/gaudi.py``: ``bf16=True``), and a LoRA base
+    is bf16 on accelerators (:func:`base_dtype_for`), so those runs are ``amp`` whatever the config's ``precision``
+    says; otherwise the config's."""
+    if device_kind == "hpu" or (lora and base_dtype_for(device_kind) == "bfloat16"):
+        return "amp"
+    return precision
+
+
 def adapter_dtype_for(device_kind: str) -> str:
     """The adapters' dtype: bf16 on Gaudi (``run_lora_clm.py`` casts the PEFT model under --bf16), else fp32
     (peft keeps adapters in fp32 by default)."""

@@ -46,8 +46,11 @@ def training_mfu(achieved: float, cfg: ThroughputConfig, device: Device, *, worl
     (None when the peak is unknown). The CPU's peak was measured with ``spec.threads`` threads; the job used
     ``world`` ranks (over every node: ``achieved`` is the whole job's) x ``threads_per_rank``,
     so the peak is scaled per thread (None when the probe's threads are unknown). Other devices: the peak of one
-    device x ``world`` devices."""
-    dtype = "fp32" if cfg.precision == "fp32" else "bf16"
+    device x ``world`` devices. The precision is the one the run computes in (:func:`~pytest_genai.train.lora.
+    run_precision`: bf16 on Gaudi and for a LoRA base on accelerators, whatever the config says)."""
+    from pytest_genai.train.lora import run_precision
+
+    dtype = "fp32" if run_precision(cfg.precision, cfg.lora is not None, device.kind) == "fp32" else "bf16"
     spec = device.spec
     peak = spec.peak_tflops(dtype) if spec else None
     if not peak:

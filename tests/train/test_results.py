@@ -120,6 +120,19 @@ def test_mfu_on_the_cpu_scales_the_measured_peak_per_thread_and_elsewhere_per_de
     assert training_mfu(5.0, amp, GPU, world=4, threads_per_rank=1) == pytest.approx(5.0 / 400)
 
 
+def test_mfu_is_judged_in_the_precision_the_run_computes_in():
+    """A LoRA base is bf16 on a GPU and Gaudi's trainer runs bf16 whatever the config says: their MFU is against the
+    bf16 peak (a fp32-config LoRA run on a GPU read its MFU against the fp32 peak, 10x too high); on the CPU a
+    LoRA base stays fp32."""
+    from pytest_genai.train.lora import run_precision
+
+    assert training_mfu(5.0, LORA, GPU, world=4, threads_per_rank=1) == pytest.approx(5.0 / 400)
+    assert training_mfu(5.0, CFG, GPU, world=4, threads_per_rank=1) == pytest.approx(5.0 / 40)
+    assert training_mfu(0.3, LORA, CPU, world=2, threads_per_rank=3) == pytest.approx(0.3 / (0.25 * 6))
+    assert run_precision("fp32", False, "hpu") == run_precision("fp32", True, "cuda") == "amp"
+    assert run_precision("fp32", True, "cpu") == run_precision("fp32", False, "cuda") == "fp32"
+
+
 @pytest.mark.parametrize("device", [
     Device("cpu", 0, "cpu", "cpu-test", None),  # no spec
     Device("cpu", 0, "cpu", "cpu-test", dataclasses.replace(CPU_SPEC, threads=None)),  # probe threads unknown
