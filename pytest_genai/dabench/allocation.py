@@ -2,8 +2,9 @@
 
 Measured only where the runtime exposes a counter; otherwise the metric is absent (None), never invented.
 
-* CPU: process CPU time / (wall time x cores available) over the timed region — the share of the cores' time the
-  workload kept busy.
+* CPU: the threads given to the run / the cores available (``level1``: how a compiler's unit assignment reads on a
+  CPU); :func:`cpu_allocation_ratio`, process CPU time / (wall time x cores) over the timed region, is recorded
+  beside it as ``cpu_utilization``: how busy the assigned cores were.
 * CUDA: from the profiler's kernel records — per kernel ``min(1, grid blocks / SM count)``, weighted by kernel
   duration; and, where the profiler gives it, the time-weighted estimated achieved occupancy.
 """

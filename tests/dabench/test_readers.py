@@ -65,6 +65,16 @@ def test_cerebras_kernel_categories(kind):
     assert kernel_category("attention3") == kernel_category("ffn11") == "layer"
 
 
+def test_cerebras_kernels_named_like_a_category_inside_a_block_are_layers():
+    """Substrings once sorted these out of the load balance: a decoder block's position-wise FFN, attention head
+    and block norm are its parts."""
+    for name in ("position_wise_ffn3", "positionwise_feedforward3", "attn_head", "transformer_block_norm_ffn3",
+                 "multihead_attention2", "optimized_ffn1"):
+        assert kernel_category(name) == "layer", name
+    assert kernel_category("final_layer_norm") == kernel_category("rms_norm7") == "layer_norm"
+    assert kernel_category("position_embeddings") == kernel_category("token_type_embeddings") == "embedding"
+
+
 def test_cerebras_unknown_layout_names_file_line_and_expectation(tmp_path):
     with pytest.raises(LayoutError, match="Estimated Overall Performance"):
         parse_compile_report("Samples/s: 1\n")
@@ -282,3 +292,22 @@ def test_numbers_and_profile_validation():
         parse_number("n/a", field="x")
     with pytest.raises(ValueError, match="allocation_ratio"):
         DataflowProfile("v", "f", 1.5, "u", None, "d", "s", ())
+
+
+@pytest.mark.parametrize("cut", ["before_a_row", "no_table"])
+def test_a_truncated_compile_report_is_refused_not_read_with_fewer_kernels(cut):
+    """Cut at a row boundary the report looked complete: one layer kernel fewer, LI 0.81 -> 1.0 (a fail became a
+    pass); cut before its table it gave no LI and no error."""
+    text = vendor_fixtures.compile_report(12)
+    lines = text.splitlines()
+    if cut == "before_a_row":
+        at = next(i for i, line in enumerate(lines) if line.startswith("| ffn11 "))
+        truncated = "\n".join(lines[:at]) + "\n"
+        match = r"the kernel table's closing \+---\+ rule after its last row \(file truncated\?\)"
+    else:
+        at = lines.index("Compute Utilization:          71%")
+        truncated = "\n".join(lines[:at + 1]) + "\n"
+        match = r"the kernel table \(Kernel Name \| .*\) with its rows after the overall estimate \(file truncated\?\)"
+    with pytest.raises(LayoutError, match=match):
+        parse_compile_report(truncated, source="compile_report.txt")
+    assert parse_compile_report(text).extra["layer_kernels"] == 24  # the whole report still reads

@@ -75,6 +75,23 @@ def test_a_sambaflow_throughput_line_in_another_unit_is_not_read_as_samples(tmp_
         read_run(only, "rdu")
 
 
+@pytest.mark.parametrize("later", ["{'eval_samples_per_sec': 410.7}\n", "eval throughput: 410.7 samples/s\n",
+                                   "throughput: 47.6 samples/s/chip\n", "inference throughput: 9,000 samples/s\n"])
+def test_evaluation_and_per_chip_throughputs_are_not_the_training_throughput(tmp_path, later):
+    """A SambaFlow log's eval, inference or per-chip figure after the training one was taken as the run's training
+    samples/s (the last match won) and entered the TP, precision and batch ratios."""
+    log = vendor_fixtures.sambaflow_log(1234.5) + "{'training_samples_per_sec': 1234.5}\n" + later
+    folder = _run(tmp_path, "rdu", "r", log, precision="fp32", chips=2, layers=24)
+    assert read_run(folder, "rdu").samples_per_s == 1234.5
+
+
+def test_a_poptorch_log_of_one_step_is_refused_not_read_with_its_graph_load(tmp_path):
+    folder = _run(tmp_path, "ipu", "r", vendor_fixtures.poptorch_log([3.1]), precision="mixed", chips=4, layers=8)
+    with pytest.raises(LayoutError, match=r"two or more per-step 'throughput: X samples/sec' lines \(the first step "
+                                          r"includes the graph load"):
+        read_run(folder, "ipu")
+
+
 def test_a_log_in_an_unknown_format_names_the_file(tmp_path):
     folder = _run(tmp_path, "wse", "r", "step 100 loss 2.0 speed 12 it/s\n", precision="fp16", chips=1, layers=2)
     with pytest.raises(LayoutError, match=rf"{folder / 'run.log'}: expected '\| Train Device=CSX"):
@@ -101,6 +118,25 @@ def test_rdu_tp_and_mixed_precision_from_runs(tmp_path):
         mixed_precision_speedup(runs, "wse")  # the WSE's baseline is fp16: fp32 training is impossible there
     with pytest.raises(ArtifactsMissing, match=r"wse/level2/<run name>/ folders from Cerebras Model Zoo"):
         read_runs(tmp_path, "wse")
+
+
+def test_a_repeated_comparison_shows_the_medians_its_ratio_is_taken_from(tmp_path):
+    """Five runs a side: samples/s and the baseline's are the medians (with each side's runs as rounds), so the pair
+    shown divides to the ratio judged; the first run by folder name was shown before (0.5 beside a 0.6 ratio)."""
+    from pytest_genai.dabench.level2.results import vendor_precision_result
+
+    for r, (mixed, fp32) in enumerate(((50.0, 100.0), (60.0, 95.0), (61.0, 99.0), (62.0, 101.0), (70.0, 103.0))):
+        _run(tmp_path, "rdu", f"{chr(97 + r)}-mixed", vendor_fixtures.sambaflow_log(mixed), precision="mixed",
+             chips=2, layers=24)
+        _run(tmp_path, "rdu", f"{chr(97 + r)}-fp32", vendor_fixtures.sambaflow_log(fp32), precision="fp32",
+             chips=2, layers=24)
+    comparison = mixed_precision_speedup(read_runs(tmp_path, "rdu"), "rdu")
+    result = vendor_precision_result(comparison, "rdu")
+    m = result.metrics
+    assert m["samples_per_s"].value == 61.0 and m["baseline_samples_per_s"].value == 100.0
+    ratio = m["samples_per_s"].value / m["baseline_samples_per_s"].value
+    assert m["mixed_precision_speedup"].value == pytest.approx(ratio)
+    assert sorted(m["samples_per_s"].rounds) == [50.0, 60.0, 61.0, 62.0, 70.0]
 
 
 def test_failure_reasons_and_capacity_outcomes():

@@ -121,14 +121,16 @@ def precision_result(result: PrecisionResult, cfg: PrecisionConfig, *,
 
 def _comparison_result(comparison: RunComparison, metric: str) -> Result:
     """A vendor-run comparison (:mod:`.artifacts`): the compared metric (with the per-pair rounds when a setting
-    was repeated), both sides' samples/s, which runs were compared and how their throughput was read."""
-    run, base = comparison.run, comparison.baseline
+    was repeated), both sides' samples/s as the medians of their runs (what the compared ratio is taken from, each
+    side's runs as its rounds when repeated), which runs were compared and how their throughput was read."""
+    run = comparison.run
     rounds = comparison.rounds if len(comparison.rounds) >= 2 else None
-    metrics = {
-        metric: _m(comparison.value, rounds=rounds),
-        "samples_per_s": _m(run.samples_per_s),
-        "baseline_samples_per_s": _m(base.samples_per_s),
-    }
+
+    metrics = {metric: _m(comparison.value, rounds=rounds)}
+    for name, runs in (("samples_per_s", comparison.runs), ("baseline_samples_per_s", comparison.baselines)):
+        values = [r.samples_per_s for r in runs if r.samples_per_s is not None]
+        if values:
+            metrics[name] = _m(statistics.median(values), rounds=tuple(values) if len(values) >= 2 else None)
     labels = {
         "runs": ", ".join(r.name for r in comparison.runs),
         "baseline_runs": ", ".join(r.name for r in comparison.baselines),

@@ -36,21 +36,24 @@ KERNEL_COLUMNS = ("Kernel Name", "Samples/s", "Compute Samples/s", "Transmission
                   "Compute Utilization")
 REQUIRED_OVERALL = ("Samples/s", "Active PEs", "Compute Utilization")
 
-#: Non-layer kernels by what they do (first match wins); every other top-level kernel is a layer kernel.
+#: Non-layer kernels by their whole name (first match wins; an optional layer index at the end); every other
+#: top-level kernel is a layer kernel. Whole names, not substrings: ``position_wise_ffn3``, ``attn_head`` and
+#: ``transformer_block_norm_ffn3`` are parts of a decoder block and count in its load balance.
 NON_LAYER = (
-    ("optimizer", re.compile(r"adam|sgd|lamb|optim|weight_?update|grad_?(norm|clip|accum|scale)")),
-    ("loss", re.compile(r"loss|cross_?entropy")),
-    ("embedding", re.compile(r"embed|wte|wpe|position|token_type")),
-    ("layer_norm", re.compile(r"norm|^ln(_?f|_?final|\d*)$")),
-    ("head", re.compile(r"lm_head|head$|classifier|pooler")),
+    ("optimizer", re.compile(r"(adam\w*|sgd\w*|lamb\w*|\w*optimi[sz]er\w*|weight_?update\w*|"
+                             r"grad(ient)?_?(norm|clip\w*|accum\w*|scal\w*))")),
+    ("loss", re.compile(r"(\w+_)?loss(_\w+)?|cross_?entropy\w*")),
+    ("embedding", re.compile(r"(\w+_)?embed(ding)?s?|wte|wpe|(position|pos|token_type)_?(embed(ding)?s?|ids)")),
+    ("layer_norm", re.compile(r"(final_?|input_?|post_?attention_?)?(layer_?|rms_?)?norm(_?f)?|ln(_?f|_?final)?")),
+    ("head", re.compile(r"lm_?head|head|classifier\w*|pooler\w*")),
 )
 
 
 def kernel_category(name: str) -> str:
     """``layer`` or the non-layer category (optimizer, loss, embedding, layer_norm, head) of a top-level kernel."""
-    low = name.lower()
+    low = re.sub(r"_?\d+$", "", name.lower())  # a layer index: layer_norm3, ln2
     for category, pattern in NON_LAYER:
-        if pattern.search(low):
+        if pattern.fullmatch(low):
             return category
     return "layer"
 
@@ -97,12 +100,16 @@ def parse_compile_report(text: str, *, li_definition: str = "mean_over_max",
     overall: dict[str, float | None] = {}
     rows: dict[str, list[float | None]] = {}
     missing = 0
-    in_table = False
+    in_table = closed = False
+    last = start + 1
     for number, line in enumerate(lines[start + 1:], start=start + 2):
         s = line.strip()
+        last = number
         if not s or set(s) <= set("-+=|"):
+            closed = closed or (in_table and bool(rows) and bool(s))  # the rule after the last kernel row
             continue
         if s.startswith("|"):
+            closed = False
             cells = [c.strip() for c in s.strip("|").split("|")]
             if not in_table:
                 if tuple(cells) != KERNEL_COLUMNS:
@@ -131,6 +138,12 @@ def parse_compile_report(text: str, *, li_definition: str = "mean_over_max",
     for key in REQUIRED_OVERALL:
         if key not in overall:
             raise LayoutError(source, None, f"the overall field {key!r} under {HEADER!r}")
+    # a report cut short (a copy interrupted, a full disk) must not read as a complete one with fewer kernels
+    if not rows:
+        raise LayoutError(source, last, "the kernel table (" + " | ".join(KERNEL_COLUMNS) + ") with its rows after "
+                          "the overall estimate (file truncated?)")
+    if not closed:
+        raise LayoutError(source, last, "the kernel table's closing +---+ rule after its last row (file truncated?)")
     kernels = top_level_kernels(rows)
     layers = [k for k in kernels if k.category == "layer"]
     loads = tuple(1.0 / k.samples_per_s for k in layers if k.samples_per_s)

@@ -42,10 +42,12 @@ LOG_FILE, SETTINGS_FILE, CEREBRAS_PARAMS = "run.log", "run.toml", "params.yaml"
 _NUM = r"(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
 _CEREBRAS_TRAIN = re.compile(r"\|\s*Train Device=\w+, Step=(\d+),.*GlobalRate=" + _NUM + r" samples/sec")
 _CEREBRAS_CSX = re.compile(r"execute using (\d+) CSX")
-# "throughput: N samples/s[ec]" (the unit required: a tokens/s or ms/step figure on a throughput line is not one),
-# or a "samples_per_sec[ond]" key, whose name is the unit
-_SAMBA_RATE = re.compile(r"throughput['\"]?\s*[:=]\s*" + _NUM + r"\s*samples?/s(?:ec(?:ond)?)?\b"
-                         r"|samples_per_sec(?:ond)?['\"]?\s*[:=]\s*" + _NUM, re.I)
+# "throughput: N samples/s[ec]" (the unit required: a tokens/s or ms/step figure on a throughput line is not one,
+# nor a per-chip "samples/s/chip"), or a "[train[ing]_]samples_per_sec[ond]" key, whose name is the unit (not an
+# "eval_samples_per_sec"); lines about evaluation or inference are not the training throughput (_SAMBA_OTHER)
+_SAMBA_RATE = re.compile(r"throughput['\"]?\s*[:=]\s*" + _NUM + r"\s*samples?/s(?:ec(?:ond)?)?(?![\w/])"
+                         r"|(?<!\w)(?:train(?:ing)?_)?samples_per_sec(?:ond)?['\"]?\s*[:=]\s*" + _NUM, re.I)
+_SAMBA_OTHER = re.compile(r"\b(eval\w*|validation|valid|val|inference|infer|predict\w*|test)\b", re.I)
 _POPTORCH_RATE = re.compile(r"throughput:\s*" + _NUM + r"\s*samples/sec", re.I)
 
 
@@ -82,7 +84,12 @@ def cerebras_throughput(text: str, source: str) -> tuple[float, dict[str, int]]:
 
 
 def sambaflow_throughput(text: str, source: str) -> tuple[float, dict[str, int]]:
-    found = [parse_number(m.group(1) or m.group(2), field=f"{source}: throughput") for m in _SAMBA_RATE.finditer(text)]
+    found = []
+    for line in text.splitlines():
+        for m in _SAMBA_RATE.finditer(line):
+            if m.group(1) is not None and _SAMBA_OTHER.search(line[:m.start()]):
+                continue  # "eval throughput: ...", "inference throughput: ..."
+            found.append(parse_number(m.group(1) or m.group(2), field=f"{source}: throughput"))
     if not found:
         raise LayoutError(source, None, "a 'throughput: X samples/s' or 'samples_per_sec: X' line (SambaFlow "
                                         "app run with --measure-performance)")
@@ -93,8 +100,10 @@ def poptorch_throughput(text: str, source: str) -> tuple[float, dict[str, int]]:
     found = [parse_number(m.group(1), field=f"{source}: throughput") for m in _POPTORCH_RATE.finditer(text)]
     if not found:
         raise LayoutError(source, None, "per-step 'throughput: X samples/sec' lines (PopTorch GPT-2 training log)")
-    steady = found[1:] or found
-    return statistics.median(steady), {}
+    if len(found) < 2:
+        raise LayoutError(source, None, "two or more per-step 'throughput: X samples/sec' lines (the first step "
+                                        "includes the graph load; run more steps)")
+    return statistics.median(found[1:]), {}
 
 
 READERS = {
