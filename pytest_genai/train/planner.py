@@ -7,7 +7,8 @@ per-device memory and recommends the first that fits in the order DDP, ZeRO-2, F
 Model states (ZeRO paper, Rajbhandari et al. 2020, sec. 3.1), per parameter:
 
 - ``fp32``: fp32 weights (4 B) + fp32 gradients (4 B) + Adam moments (8 B) = 16 B;
-- ``amp``: the same 16 B (fp32 master weights, bf16 autocast compute); activations are 2-byte;
+- ``amp``: the same 16 B (fp32 master weights, bf16 autocast compute); activations are 2-byte but the norms on the
+  fp32 residual stream, and autocast's bf16 copy of every weight is held until its backward (``transient``);
 - ``mixed``: bf16/fp16 weights (2) + gradients (2) + fp32 master copy and Adam moments (12) = 16 B, the ZeRO
   paper's ``K = 12``.
 
@@ -215,7 +216,8 @@ def lora_saved_activation_bytes_per_token(arch: ArchSpec, seq_len: int, attentio
     return arch.num_layers * layer_bytes - first_norm + head_bytes
 
 
-def saved_activation_bytes_per_token(arch: ArchSpec, seq_len: int, attention: str, act_bytes: int) -> int:
+def saved_activation_bytes_per_token(arch: ArchSpec, seq_len: int, attention: str, act_bytes: int,
+                                     autocast: bool = False) -> int:
     """Bytes transformers' decoder saves for backward per token (all layers plus the LM head).
 
     Per layer, in elements of ``act_bytes``: each RMSNorm keeps its input, its normalized output and one rstd
@@ -225,12 +227,18 @@ def saved_activation_bytes_per_token(arch: ArchSpec, seq_len: int, attention: st
     keys and values expanded to every query head and the softmax probabilities (``heads·S``, fp32); Gemma-2's
     logit soft-capping keeps its tanh output too (``heads·S``). The head keeps the final norm, its output,
     and the fp32 log-softmax (``V``; Gemma-2's final soft-capping another ``V``).
+    Under ``autocast`` (fp32 weights, bf16 compute: the ``amp`` preset) the residual stream stays fp32, so every
+    norm keeps its three tensors in fp32, and each of q, k, v, gate and up saves its own bf16 cast of the normed
+    input (``5H`` instead of the shared ``2H``): a small Llama under CPU autocast saved 30,248 B per layer and token,
+    exactly this, where one activation size for everything gave 23,076.
     Activation checkpointing and fused-attention memory savings beyond SDPA are not modeled.
     """
     if attention not in ATTENTIONS:
         raise ValueError(f"attention={attention!r} is unknown; use one of {ATTENTIONS}")
     h, f, q, kv, heads = arch.hidden, arch.ffn, arch.q_dim, arch.kv_dim, arch.num_heads
-    elems = arch.norms_per_layer * (2 * h + 1) + 2 * h + 4 * f + q  # norms, linear inputs, MLP, o_proj input
+    norm_bytes = 4 if autocast else act_bytes
+    linear_inputs = 5 * h if autocast else 2 * h
+    elems = linear_inputs + 4 * f + q  # linear inputs, MLP, o_proj input (the norms are added below)
     fp32_elems = 0
     if attention in ("sdpa", "flash"):
         elems += q + 2 * kv
@@ -238,8 +246,8 @@ def saved_activation_bytes_per_token(arch: ArchSpec, seq_len: int, attention: st
     else:
         elems += 3 * q  # q, and k and v expanded to every query head
         fp32_elems += heads * seq_len * (2 if arch.family == "gemma2" else 1)
-    layer_bytes = elems * act_bytes + fp32_elems * 4
-    head_bytes = (2 * h + 1 + h) * act_bytes + arch.vocab * 4 * (2 if arch.family == "gemma2" else 1)
+    layer_bytes = elems * act_bytes + arch.norms_per_layer * (2 * h + 1) * norm_bytes + fp32_elems * 4
+    head_bytes = (2 * h + 1) * norm_bytes + h * act_bytes + arch.vocab * 4 * (2 if arch.family == "gemma2" else 1)
     return arch.num_layers * layer_bytes + head_bytes
 
 
@@ -276,14 +284,15 @@ def estimate(w: Workload, strategy: str) -> MemoryEstimate:
                                                           w.lora_targets, w.lora_dropout,
                                                           linear_saves_input=strategy == "zero3")
     else:
-        per_token = saved_activation_bytes_per_token(w.arch, w.seq_len, attention, b.activation)
+        per_token = saved_activation_bytes_per_token(w.arch, w.seq_len, attention, b.activation,
+                                                     autocast=w.precision == "amp")
     activations = w.tokens * per_token
     transient = 2 * w.tokens * w.arch.vocab * 4  # logits' fp32 gradient buffers at the start of backward
-    if w.precision == "amp":  # autocast keeps a bf16 copy of each fp32 weight it used until the forward ends
+    if w.precision == "amp":  # autocast's bf16 copy of each fp32 weight a matmul used, saved for its backward
         if w.method == "lora":  # the frozen base is already bf16: only the fp32 adapters are copied
             transient += 2 * train
-        else:
-            transient += 2 * (2 * _largest_unit_params(w.arch) if shard_weights else total)
+        else:  # sharded too: the copy is not FSDP's unsharded storage, so resharding does not free it
+            transient += 2 * total
     grads_persist = strategy != "fsdp"  # FSDP frees sharded gradients at zero_grad(set_to_none=True)
     return MemoryEstimate(strategy, weights, grads, optim, activations, transient, gathered, grads_persist)
 
