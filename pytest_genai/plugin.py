@@ -91,13 +91,23 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _checked_benchmark_json(config: pytest.Config) -> str | None:
     """The absolute path of --benchmark-json, refused now (not after every benchmark ran) when it cannot be written."""
-    from pytest_genai.outputs import STDOUT, benchmark_json_path, output_file_problem
+    from pytest_genai.outputs import STDOUT, benchmark_json_path, output_file_problem, same_path
 
     path = benchmark_json_path(config.getoption("benchmark_json", None), config.invocation_params.dir)
     problem = output_file_problem(path) if path not in (None, STDOUT) else None
     if problem:
         raise pytest.UsageError(f"--benchmark-json {path}: {problem}")
+    if path not in (None, STDOUT) and _store_file(config) and same_path(path, _store_file(config)):
+        raise pytest.UsageError(f"--benchmark-json {path}: is the --genai-store database; writing the JSON there "
+                                "would overwrite every stored run — choose another path")
     return path
+
+
+def _store_file(config: pytest.Config) -> str | None:
+    """The SQLite file of --genai-store, when it is one (an output written there would replace the stored runs)."""
+    from pytest_genai.store.location import sqlite_file
+
+    return sqlite_file(resolve(config, "store"))
 
 
 def _check_report_path(config: pytest.Config) -> None:
@@ -110,6 +120,7 @@ def _check_report_path(config: pytest.Config) -> None:
     others = [("--benchmark-json", config.stash[BENCHMARK_JSON])]
     others += [(SETTINGS[name][0], resolve(config, name))
                for name in ("baseline", "plots", "data_dir", "dabench_profiles", "model")]
+    others.append(("--genai-store", _store_file(config)))
     clash = clashing_input(report, others)
     if clash:
         raise pytest.UsageError(f"--genai-report {report}: is the same path as {clash}; writing the report there would "

@@ -52,3 +52,12 @@ def shown_url(url: str) -> str:
 
 def is_sqlite(url: str) -> bool:
     return url.startswith("sqlite")
+
+
+def sqlite_file(url: str | None) -> str | None:
+    """The database file of a ``sqlite:///PATH`` URL (without its ``?query``), else None (a server, ``:memory:``):
+    the path an output must never be written to."""
+    if not url or not url.startswith("sqlite:///"):
+        return None
+    path = url[len("sqlite:///"):].split("?", 1)[0]
+    return path if path and path != ":memory:" else None

@@ -450,13 +450,19 @@ def test_genai_report_without_benchmark_json_and_as_html(pytester: pytest.Pytest
          "overwrite its own baseline"),
         (["--genai-report", "missing/report.md"],
          "--genai-report {path}/missing/report.md: the folder {path}/missing does not exist; create it first"),
+        (["--genai-store", "base.json", "--genai-report", "base.json"],
+         "--genai-report {path}/base.json: is the same path as --genai-store; writing the report there would "
+         "overwrite it"),
+        (["--genai-store", "sqlite:///{path}/base.json", "--benchmark-json", "base.json"],
+         "--benchmark-json {path}/base.json: is the --genai-store database; writing the JSON there would overwrite "
+         "every stored run"),
     ],
 )
 def test_genai_report_over_an_input_or_in_a_missing_folder_is_a_usage_error(pytester: pytest.Pytester, args,
                                                                             needle) -> None:
     pytester.makepyfile("def test_a():\n    raise AssertionError('must not run')\n")
     (pytester.path / "base.json").write_text('{"benchmarks": []}')
-    result = pytester.runpytest(*args)
+    result = pytester.runpytest(*[a.format(path=pytester.path) for a in args])
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
     assert len(errors) == 1 and needle.format(path=pytester.path) in errors[0]
