@@ -73,6 +73,17 @@ def result_problems(result: Any, registry: Mapping[str, Any] | None = None) -> l
     return problems
 
 
+
+def _as_number(value: Any) -> Any:
+    """A numpy / torch scalar as a Python float (as ``genai.metric`` records it); anything else as given, for the
+    verdict to refuse with its own message."""
+    if isinstance(value, bool) or isinstance(value, (int, float)):
+        return value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return value
+
 class GenaiWarning(UserWarning):
     pass
 
@@ -296,6 +307,9 @@ class GenaiRecorder:
                 interval = Interval(**recorded) if recorded else None
             elif claim.metric not in data["metrics"]:
                 self.metric(claim.metric, measured)
+                measured = data["metrics"][claim.metric]  # as recorded: a numpy / torch scalar made a float
+            else:
+                measured = _as_number(measured)
             verdicts.append(check_value(claim, measured, interval, stall_share=stall_share))
         device_text = device.generation if device else "-"
         for verdict in verdicts:

@@ -160,6 +160,28 @@ def test_ppl(benchmark, genai, cpu):
     result.stdout.fnmatch_lines(["*A1.ppl_ratio*FAIL*"])
 
 
+def test_a_claim_checked_with_a_numpy_scalar_value_is_judged_on_its_number(pytester: pytest.Pytester) -> None:
+    """``genai.check(id, value=np.float32(1.01))``: the metric recorded 1.01 and the verdict read FAIL ("not a
+    number"); a value within the bound passes, whether or not the metric was recorded first."""
+    pytest.importorskip("numpy")
+    pytester.makepyfile("""
+import numpy as np
+import pytest
+
+@pytest.mark.claims("A1.ppl_ratio", kinds=("cpu",))
+@pytest.mark.parametrize("first", [False, True])
+def test_ppl(benchmark, genai, cpu, first):
+    genai.start(experiment="quant", device=cpu, config={}, model="tiny")
+    benchmark.pedantic(lambda: None, rounds=1)
+    if first:
+        genai.metric("ppl_ratio", 1.01)
+    genai.check("A1.ppl_ratio", value=np.float32(1.01))
+""")
+    result = pytester.runpytest("--genai-claims=strict")
+    result.assert_outcomes(passed=2)
+    result.stdout.no_fnmatch_line("*not a number*")
+
+
 def test_unknown_claim_id_and_unrecorded_metric_are_clear_errors(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("""
 import pytest
