@@ -213,7 +213,16 @@ def given(config: Any, name: str) -> bool:
         return True
     if env and os.environ.get(env):
         return True
-    return bool(ini and config.getini(ini))
+    return bool(ini and _ini(config, ini))
+
+
+def _ini(config: Any, ini: str) -> Any:
+    """``config.getini(ini)``; a native-TOML value that is not a string (``genai_limit = 200`` under ``[pytest]``
+    of pytest.toml or ``[tool.pytest]``) is a setting error naming it, not pytest's internal error."""
+    try:
+        return config.getini(ini)
+    except TypeError as exc:
+        raise SettingError(f"ini setting {ini}: {exc}; write the value as a string, e.g. {ini} = \"200\"") from None
 
 
 def resolve_all(config: Any, env: Any = None) -> dict[str, Any]:
@@ -240,7 +249,7 @@ def resolve(config: Any, name: str) -> Any:
     if raw is None and env and os.environ.get(env):
         raw, where = os.environ[env], f"environment variable {env}"
     if raw is None and ini:
-        value = config.getini(ini)
+        value = _ini(config, ini)
         if value:
             raw, where = value, f"ini setting {ini}"
     if raw is None:

@@ -299,6 +299,17 @@ def test_a_timing_claim_measured_on_a_contended_cpu_is_inconclusive(pytester, st
         assert "waited for a CPU 100% of the measurement" in genai["claims"][0]["message"]
 
 
+def test_a_native_toml_ini_value_that_is_not_a_string_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    """pytest.toml's ``[pytest]`` table takes native TOML values; pytest refuses a non-string for a string ini and
+    the session ended in a 37-line INTERNALERROR."""
+    pytester.makefile(".toml", pytest="[pytest]\ngenai_limit = 200\n")
+    pytester.makepyfile("def test_a():\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "ini setting genai_limit:" in err and 'genai_limit = "200"' in err and "INTERNALERROR" not in err
+
+
 @pytest.mark.parametrize(
     ("args", "env", "needle"),
     [
