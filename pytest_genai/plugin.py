@@ -80,6 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = state
     config.stash[BENCHMARK_JSON] = _checked_benchmark_json(config)
     _check_report_path(config)
+    _sigterm_as_interrupt(config)
     baseline = resolve(config, "baseline")
     if baseline:
         from pytest_genai.report.inline import BaselinePlugin
@@ -380,7 +381,34 @@ def _write_empty_benchmark_json(config: pytest.Config) -> None:
     bs.json = None
 
 
+PREVIOUS_SIGTERM = pytest.StashKey[Any]()
+
+
+def _sigterm_as_interrupt(config: pytest.Config) -> None:
+    """SIGTERM (a CI timeout, a Slurm preemption, ``kill``) stops the session as Ctrl-C does, so the benchmarks that
+    ran are still written (``--benchmark-json``, ``--genai-report``, the store) and jobs are cleaned up; by default it
+    ended the process with nothing written. Only in the main thread of the main process, and only where nothing
+    else (another plugin, the caller) handles SIGTERM already."""
+    import signal
+    import threading
+
+    if hasattr(config, "workerinput") or threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt("SIGTERM: the session stops as after Ctrl-C; the results so far are written")
+
+    config.stash[PREVIOUS_SIGTERM] = signal.signal(signal.SIGTERM, handler)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if PREVIOUS_SIGTERM in config.stash:
+        import signal
+
+        signal.signal(signal.SIGTERM, config.stash[PREVIOUS_SIGTERM])
+        del config.stash[PREVIOUS_SIGTERM]
     warm = sys.modules.get("pytest_genai.runtime.warm")
     if warm is not None:  # the warm launcher's agent ends with the session (imported only when a job used it)
         warm.shutdown()

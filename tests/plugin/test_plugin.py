@@ -502,6 +502,44 @@ def test_genai_report_over_an_input_or_in_a_missing_folder_is_a_usage_error(pyte
     assert (pytester.path / "base.json").read_text() == '{"benchmarks": []}'
 
 
+def test_sigterm_stops_the_session_as_ctrl_c_does_and_the_results_are_written(pytester: pytest.Pytester) -> None:
+    """A CI timeout or a Slurm preemption sends SIGTERM: the JSON and the report keep the benchmark that ran (by
+    default the process ended with neither written)."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pytester.makepyfile("""
+import pathlib, time
+
+def test_a_first(benchmark, genai):
+    genai.start(experiment="quant", device=None, config={}, model="tiny")
+    benchmark.pedantic(lambda: None, rounds=1)
+    genai.metric("tokens_per_s", 5.0)
+
+def test_b_slow():
+    pathlib.Path("started").write_text("")
+    time.sleep(60)
+""")
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--benchmark-json", "r.json",
+                             "--genai-report", "r.md"], cwd=pytester.path, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (pytester.path / "started").exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out[-2000:]
+    assert [b["name"] for b in json.loads((pytester.path / "r.json").read_text())["benchmarks"]] == ["test_a_first"]
+    assert (pytester.path / "r.md").read_text().startswith("# pytest-genai report")
+
+
 def test_benchmark_json_is_not_truncated_at_start_and_is_replaced_whole(pytester: pytest.Pytester) -> None:
     """argparse.FileType('wb') emptied the previous run's file when pytest parsed its options; a run killed later
     left 0 bytes. Now the file keeps the previous run until the new one replaces it, atomically."""
