@@ -39,9 +39,9 @@ def n_rows(predicate) -> int:
     return sum(1 for r in SUITE if predicate(r["config"]))
 
 
-def entry(row, config, *, new_format=True, device=None, metrics=None):
+def entry(row, config, *, new_format=True, device=None, metrics=None, rounds=None):
     """A benchmark as the recorder writes it: new format (config = identity, environment beside it) or as files
-    written before the split (the whole config, no environment)."""
+    written before the split (the whole config, no environment); ``rounds``: its ``metric_rounds``."""
     split = split_config(config)
     kind, generation = device or ("cpu", row["device"] or "cpu")
     genai = {"schema": "pytest-genai/1", "experiment": row["experiment"],
@@ -50,6 +50,8 @@ def entry(row, config, *, new_format=True, device=None, metrics=None):
              "metric_sources": {}, "metric_units": {}, "claims": [], "labels": {}, "attachments": {}}
     if new_format:
         genai["environment"] = split.environment
+    if rounds:
+        genai["metric_rounds"] = dict(rounds)
     return {"group": None, "name": row["name"], "fullname": f"benchmarks/x.py::{row['name']}", "param": None,
             "extra_info": {"genai": genai}, "stats": {"median": 1.0}}
 
@@ -230,10 +232,12 @@ def _finetune_row():
 @pytest.mark.parametrize(("new_tps", "passed"), [(2700.0, True), (1500.0, False)])
 def test_a_hardware_upgrade_pairs_across_machines_and_checks_the_generation_claim(new_tps, passed) -> None:
     row = _finetune_row()
-    old = one_run("gaudi.json", [(row, row["config"])], device=("hpu", "gaudi"),
-                  metrics={"tokens_per_s": 1000.0}, new_format=False)
+    steps = (0.995, 0.998, 1.0, 1.002, 1.005)  # every timed step's tokens/s, as the suite's rows record them
+    old = one_run("gaudi.json", [(row, row["config"])], device=("hpu", "gaudi"), metrics={"tokens_per_s": 1000.0},
+                  new_format=False, rounds={"tokens_per_s": [1000.0 * f for f in steps]})
     moved = rehost(row["config"], "/data", 64, "/scratch/cache", "/home/habana/main", lambda w: (1, w))
-    new = one_run("gaudi2.json", [(row, moved)], device=("hpu", "gaudi2"), metrics={"tokens_per_s": new_tps})
+    new = one_run("gaudi2.json", [(row, moved)], device=("hpu", "gaudi2"), metrics={"tokens_per_s": new_tps},
+                  rounds={"tokens_per_s": [new_tps * f for f in steps]})
     result = gate_runs(old, new, INFO, parse_thresholds(None), CLAIMS)
     assert len(result.comparison.pairs) == 1 and not result.comparison.only_baseline
     (check,) = result.generation_checks

@@ -80,7 +80,9 @@ def test_full_fine_tune_records_throughput_flops_memory_and_the_planner():
     assert m["achieved_tflops"].value == pytest.approx(flops / 0.5 / 1e12)
     assert m["peak_tensor_bytes"].value == 1200 and m["peak_tensor_bytes_predicted"].value == est.total
     assert m["peak_tensor_bytes_over_predicted"].value == pytest.approx(1200 / est.total)
-    assert all(x.interval is None and x.rounds is None for x in m.values())
+    # every timed step's tokens/s is a round (the warm-up steps' are not): generation claims are judged on them
+    assert m["tokens_per_s"].rounds == pytest.approx(tuple(4 * 128 / t for t in (0.5, 0.4, 0.5, 0.6)))
+    assert all(x.interval is None and x.rounds is None for name, x in m.items() if name != "tokens_per_s")
     assert result.labels == {"attention": "eager", "memory_measure": "tracker", "method": "full",
                              "base_dtype": "float32"}
     assert result.attachments == {
