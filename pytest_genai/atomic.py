@@ -32,8 +32,9 @@ def _target_mode(path: Path) -> int:
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """``with atomic_path(target) as tmp:`` write ``tmp`` (for writers that take a file name, e.g. safetensors'
     ``save_file``); when the block succeeds the file is flushed to disk and renamed over ``target``; when it raises,
-    ``tmp`` is removed and ``target`` is left as it was."""
-    path = Path(path)
+    ``tmp`` is removed and ``target`` is left as it was. A ``target`` that is a symbolic link is written through: the
+    file it points to is replaced, the link stays (renaming over the link replaced it with a regular file)."""
+    path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = _target_mode(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

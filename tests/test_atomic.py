@@ -67,3 +67,20 @@ def test_atomic_path_for_writers_that_take_a_file_name(tmp_path):
     with atomic_path(target) as tmp:
         tmp.write_bytes(b"new")
     assert target.read_bytes() == b"new" and sorted(p.name for p in tmp_path.iterdir()) == ["model.bin"]
+
+
+def test_a_symlinked_target_is_written_through_and_stays_a_link(tmp_path):
+    """``--benchmark-json link.json`` with link.json -> results/target.json: the target gets the run, the link
+    stays a link (it became a regular file and the target kept the stale run)."""
+    import os
+
+    from pytest_genai.atomic import write_text_atomic
+
+    (tmp_path / "results").mkdir()
+    target = tmp_path / "results" / "target.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    os.symlink(target, link)
+    write_text_atomic(link, "new")
+    assert link.is_symlink() and target.read_text() == "new" and link.read_text() == "new"
+    assert not [p for p in (tmp_path / "results").iterdir() if p.name.startswith(".")]
