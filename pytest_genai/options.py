@@ -54,6 +54,39 @@ def parse_path(text: str) -> str:
     return os.path.abspath(os.path.expanduser(str(text)))
 
 
+def parse_plots_dir(text: str) -> str:
+    """``--genai-plots``: a folder, or one that can be made; an existing file, or a path under one, was found only
+    after every benchmark ran ("no plots written")."""
+    path = parse_path(text)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"{path}: is a file, not a folder; give a folder for the PNG plots")
+    parent = os.path.dirname(path)
+    while parent and not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if parent and not os.path.isdir(parent):
+        raise ValueError(f"{path}: {parent} is a file, so no folder can be made under it; give a folder path")
+    return path
+
+
+def parse_endpoint(text: str) -> str:
+    """``--genai-rdzv-endpoint``: ``host:port`` (the port 1-65535), checked now rather than in every job's launch."""
+    host, sep, port = str(text).strip().rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{text!r} is not host:port (e.g. node001:29500); give the rendezvous host and a free port")
+    return f"{host}:{int(port)}"
+
+
+def parse_max_regression(text: str) -> str:
+    """``--genai-max-regression``: parsed now (``tokens_per_s=5%,*=10%``), kept as text for the baseline plugin."""
+    from pytest_genai.report.thresholds import ThresholdError, parse_thresholds
+
+    try:
+        parse_thresholds(text, option="the thresholds")
+    except ThresholdError as exc:
+        raise ValueError(str(exc)) from None
+    return text
+
+
 def parse_profiles_dir(text: str) -> str:
     """``--genai-dabench-profiles``: a folder that exists; a misspelled one would leave every vendor test skipped
     with a hint to give the option that was given."""
@@ -185,16 +218,16 @@ SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | No
     "model": ("--genai-model", "GENAI_MODEL", "genai_model", parse_model, None),
     "trust_remote_code": ("--genai-trust-remote-code", "GENAI_TRUST_REMOTE_CODE", None, parse_bool, False),
     "limit": ("--genai-limit", "GENAI_LIMIT", "genai_limit", parse_positive_int, None),
-    "plots": ("--genai-plots", None, None, parse_path, None),
+    "plots": ("--genai-plots", None, None, parse_plots_dir, None),
     "nproc": ("--genai-nproc", "GENAI_NPROC", None, parse_positive_int, 2),
     "nnodes": ("--genai-nnodes", "GENAI_NNODES", None, parse_positive_int, 1),
-    "rdzv_endpoint": ("--genai-rdzv-endpoint", "GENAI_RDZV_ENDPOINT", None, None, None),
+    "rdzv_endpoint": ("--genai-rdzv-endpoint", "GENAI_RDZV_ENDPOINT", None, parse_endpoint, None),
     "scale": ("--genai-scale", "GENAI_SCALE", "genai_scale", parse_scale, "tiny"),
     "memory_budget": ("--genai-memory-budget", "GENAI_MEMORY_BUDGET", None, parse_bytes, None),
     "timeout": ("--genai-timeout", "GENAI_TIMEOUT", "genai_timeout", parse_timeout, 300.0),
     "dabench_profiles": ("--genai-dabench-profiles", "GENAI_DABENCH_PROFILES", None, parse_profiles_dir, None),
     "baseline": ("--genai-baseline", None, None, parse_path, None),
-    "max_regression": ("--genai-max-regression", None, None, None, None),
+    "max_regression": ("--genai-max-regression", None, None, parse_max_regression, None),
     "report": ("--genai-report", "GENAI_REPORT", None, parse_path, None),
     "finetune_methods": ("--genai-finetune-methods", "GENAI_FINETUNE_METHODS", "genai_finetune_methods",
                          parse_finetune_methods, None),

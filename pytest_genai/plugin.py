@@ -82,6 +82,9 @@ def pytest_configure(config: pytest.Config) -> None:
     _check_report_path(config)
     _sigterm_as_interrupt(config)
     baseline = resolve(config, "baseline")
+    if resolve(config, "max_regression") and not baseline:
+        raise pytest.UsageError("--genai-max-regression: thresholds apply to a comparison with --genai-baseline, "
+                                "which is not given (nothing would be gated); add --genai-baseline BASE.json")
     if baseline:
         from pytest_genai.report.inline import BaselinePlugin
 

@@ -331,6 +331,13 @@ def test_a_native_toml_ini_value_that_is_not_a_string_is_a_usage_error(pytester:
          "command-line option --genai-dabench-profiles: /no/such/runs: no such folder"),
         (["--genai-memory-budget", "0"], {}, "command-line option --genai-memory-budget: '0' is under one byte"),
         ([], {"GENAI_MEMORY_BUDGET": "0.1B"}, "environment variable GENAI_MEMORY_BUDGET: '0.1B' is under one byte"),
+        # review 2026-12-02: found only after every test (no plots written) or in every distributed job
+        (["--genai-plots", "test_bad_settings_name_their_source.py"], {}, "is a file, not a folder; give a folder for"),
+        (["--genai-rdzv-endpoint", "nohost"], {}, "command-line option --genai-rdzv-endpoint: 'nohost' is not host:port"),
+        ([], {"GENAI_RDZV_ENDPOINT": "node1:99999"}, "environment variable GENAI_RDZV_ENDPOINT: 'node1:99999' is not"),
+        (["--genai-max-regression", "bogus=zz"], {}, "command-line option --genai-max-regression: "),
+        (["--genai-max-regression", "tokens_per_s=5%"], {}, "--genai-max-regression: thresholds apply to a comparison "
+                                                           "with --genai-baseline, which is not given"),
         (["--genai-store", "bad://"], {},  # found only after the whole run before ("run not stored")
          "command-line option --genai-store: bad://: not a database URL SQLAlchemy can open (NoSuchModuleError)"),
         ([], {"GENAI_STORE": "mysql://ci@db/results"},
