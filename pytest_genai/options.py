@@ -274,6 +274,19 @@ def resolve_all(config: Any, env: Any = None) -> dict[str, Any]:
     return values
 
 
+def source_of(config: Any, name: str) -> str:
+    """Where setting ``name``'s value comes from, as errors name it (``command-line option --genai-report``,
+    ``environment variable GENAI_REPORT``, ``ini setting genai_x``); the option when it is not set at all."""
+    option, env, ini, _parser, _default = SETTINGS[name]
+    if config.getoption(option.lstrip("-").replace("-", "_")) is not None:
+        return f"command-line option {option}"
+    if env and os.environ.get(env):
+        return f"environment variable {env}"
+    if ini and _ini(config, ini):
+        return f"ini setting {ini}"
+    return option
+
+
 def resolve(config: Any, name: str) -> Any:
     """The value of setting ``name``: command line, then environment, then ini file, then the default."""
     option, env, ini, parser, default = SETTINGS[name]

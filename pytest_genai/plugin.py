@@ -10,7 +10,7 @@ import pytest
 from pytest_genai import SCHEMA, experiments
 from pytest_genai.devices.device import ENABLE_HINTS, KINDS, Device
 from pytest_genai.devices.probes import DeviceBroken
-from pytest_genai.options import SETTINGS, SettingError, resolve, resolve_all
+from pytest_genai.options import SETTINGS, SettingError, resolve, resolve_all, source_of
 from pytest_genai.session import SessionState
 
 STATE = pytest.StashKey[SessionState]()
@@ -125,13 +125,14 @@ def _check_report_path(config: pytest.Config) -> None:
     others += [(SETTINGS[name][0], resolve(config, name))
                for name in ("baseline", "plots", "data_dir", "dabench_profiles", "model")]
     others.append(("--genai-store", _store_file(config)))
+    where = source_of(config, "report")  # GENAI_REPORT set in the environment is named as such, not as the option
     clash = clashing_input(report, others)
     if clash:
-        raise pytest.UsageError(f"--genai-report {report}: is the same path as {clash}; writing the report there would "
+        raise pytest.UsageError(f"{where} {report}: is the same path as {clash}; writing the report there would "
                                 "overwrite it — choose another path")
     problem = output_file_problem(report)
     if problem:
-        raise pytest.UsageError(f"--genai-report {report}: {problem}")
+        raise pytest.UsageError(f"{where} {report}: {problem}")
 
 
 def pytest_plugin_registered(plugin: Any, manager: pytest.PytestPluginManager) -> None:

@@ -547,6 +547,18 @@ def test_b_slow():
     assert (pytester.path / "r.md").read_text().startswith("# pytest-genai report")
 
 
+def test_a_bad_report_path_from_the_environment_is_named_as_the_environment(pytester: pytest.Pytester,
+                                                                          monkeypatch) -> None:
+    """GENAI_REPORT set in a CI job's environment: the error names the variable (it named --genai-report, which the
+    user never typed)."""
+    monkeypatch.setenv("GENAI_REPORT", "/nonexistent/r.md")
+    pytester.makepyfile("def test_a():\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "environment variable GENAI_REPORT /nonexistent/r.md: the folder /nonexistent does not exist" in \
+        result.stderr.str()
+
+
 def test_benchmark_json_is_not_truncated_at_start_and_is_replaced_whole(pytester: pytest.Pytester) -> None:
     """argparse.FileType('wb') emptied the previous run's file when pytest parsed its options; a run killed later
     left 0 bytes. Now the file keeps the previous run until the new one replaces it, atomically."""
