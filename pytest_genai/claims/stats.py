@@ -109,7 +109,9 @@ def hierarchical_ratio_interval(num_groups: Sequence[Sequence[float]], den_group
 
     Two-stage bootstrap, seeded: each resample draws each side's jobs with replacement, then each drawn job's
     values with replacement, and takes the medians of those. A load change between jobs (which a bootstrap over
-    one job's values cannot see) shows as a spread of job medians and widens the interval."""
+    one job's values cannot see) shows as a spread of job medians and widens the interval. Its level is capped as
+    :func:`bootstrap_ratio_interval`'s, by the side with fewer *jobs*: resampling 2 jobs stays between their two
+    medians, which miss the jobs' own middle half the time (simulated: 75% coverage while it claimed 95%)."""
     sides = []
     for what, groups in (("numerator", num_groups), ("denominator", den_groups)):
         jobs = [_finite(g, f"hierarchical bootstrap {what}") for g in groups]
@@ -129,7 +131,8 @@ def hierarchical_ratio_interval(num_groups: Sequence[Sequence[float]], den_group
     tail = (1.0 - level) / 2
     lo = ratios[max(0, math.floor(tail * resamples))]
     hi = ratios[min(resamples - 1, math.ceil((1.0 - tail) * resamples) - 1)]
-    return Interval(lo, hi, level, min(len(sides[0]), len(sides[1])),
+    jobs = min(len(sides[0]), len(sides[1]))
+    return Interval(lo, hi, min(level, median_coverage(jobs, 1)), jobs,
                     "ratio of mean job medians, two-stage bootstrap (jobs, then steps)")
 
 

@@ -63,6 +63,17 @@ def test_hierarchical_ratio_interval_covers_the_ratio_of_mean_job_medians_and_is
     assert hierarchical_ratio_interval(num, den) == iv
 
 
+@pytest.mark.parametrize(("jobs", "level"), [(2, 0.5), (4, 0.875), (5, 0.9375), (6, 0.95)])
+def test_a_ratio_interval_from_few_jobs_or_rounds_claims_no_more_than_they_can_cover(jobs, level) -> None:
+    """Resampling k jobs (or k rounds) stays within their range, which misses the middle with probability 2^(1-k):
+    the level is capped there, so under 5 a side MIN_LEVEL makes the verdict inconclusive."""
+    rng = random.Random(3)
+    iv = hierarchical_ratio_interval(_jobs(rng, [1.0] * jobs), _jobs(rng, [1.0] * (jobs + 1)))
+    assert iv.level == pytest.approx(level) and iv.n == jobs
+    rounds = bootstrap_ratio_interval([1.0 + 0.01 * i for i in range(jobs)], [1.0 + 0.01 * i for i in range(jobs + 3)])
+    assert rounds.level == pytest.approx(level) and rounds.n == jobs
+
+
 def test_a_spread_between_jobs_widens_the_hierarchical_interval() -> None:
     # the same values within each job; only the jobs' medians differ (a load change between jobs)
     rng = random.Random(1)
