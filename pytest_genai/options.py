@@ -81,9 +81,9 @@ def parse_max_regression(text: str) -> str:
     from pytest_genai.report.thresholds import ThresholdError, parse_thresholds
 
     try:
-        parse_thresholds(text, option="the thresholds")
-    except ThresholdError as exc:
-        raise ValueError(str(exc)) from None
+        parse_thresholds(text, option="--genai-max-regression")
+    except ThresholdError as exc:  # the caller names the source (option, variable or ini) before the message
+        raise ValueError(str(exc).removeprefix("--genai-max-regression: ")) from None
     return text
 
 
