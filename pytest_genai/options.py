@@ -241,12 +241,7 @@ class SettingError(ValueError):
 
 def given(config: Any, name: str) -> bool:
     """Was setting ``name`` set by the user (command line, environment or ini), rather than left at its default?"""
-    option, env, ini, _parser, _default = SETTINGS[name]
-    if config.getoption(option.lstrip("-").replace("-", "_")) is not None:
-        return True
-    if env and os.environ.get(env):
-        return True
-    return bool(ini and _ini(config, ini))
+    return _given_value(config, name)[0] is not None
 
 
 def _ini(config: Any, ini: str) -> Any:
@@ -274,30 +269,29 @@ def resolve_all(config: Any, env: Any = None) -> dict[str, Any]:
     return values
 
 
+def _given_value(config: Any, name: str) -> tuple[Any, str | None]:
+    """Setting ``name``'s raw value and where it came from (command line, then environment, then ini file), or
+    ``(None, None)`` when it is not set."""
+    option, env, ini, _parser, _default = SETTINGS[name]
+    raw = config.getoption(option.lstrip("-").replace("-", "_"))
+    if raw is not None:
+        return raw, f"command-line option {option}"
+    if env and os.environ.get(env):
+        return os.environ[env], f"environment variable {env}"
+    value = _ini(config, ini) if ini else None
+    return (value, f"ini setting {ini}") if value else (None, None)
+
+
 def source_of(config: Any, name: str) -> str:
     """Where setting ``name``'s value comes from, as errors name it (``command-line option --genai-report``,
     ``environment variable GENAI_REPORT``, ``ini setting genai_x``); the option when it is not set at all."""
-    option, env, ini, _parser, _default = SETTINGS[name]
-    if config.getoption(option.lstrip("-").replace("-", "_")) is not None:
-        return f"command-line option {option}"
-    if env and os.environ.get(env):
-        return f"environment variable {env}"
-    if ini and _ini(config, ini):
-        return f"ini setting {ini}"
-    return option
+    return _given_value(config, name)[1] or SETTINGS[name][0]
 
 
 def resolve(config: Any, name: str) -> Any:
     """The value of setting ``name``: command line, then environment, then ini file, then the default."""
-    option, env, ini, parser, default = SETTINGS[name]
-    dest = option.lstrip("-").replace("-", "_")
-    raw, where = config.getoption(dest), f"command-line option {option}"
-    if raw is None and env and os.environ.get(env):
-        raw, where = os.environ[env], f"environment variable {env}"
-    if raw is None and ini:
-        value = _ini(config, ini)
-        if value:
-            raw, where = value, f"ini setting {ini}"
+    _option, _env, _ini_key, parser, default = SETTINGS[name]
+    raw, where = _given_value(config, name)
     if raw is None:
         return default
     if parser is None or not isinstance(raw, str):

@@ -101,7 +101,8 @@ def _checked_benchmark_json(config: pytest.Config) -> str | None:
     problem = output_file_problem(path) if path not in (None, STDOUT) else None
     if problem:
         raise pytest.UsageError(f"--benchmark-json {path}: {problem}")
-    if path not in (None, STDOUT) and _store_file(config) and same_path(path, _store_file(config)):
+    store = _store_file(config) if path not in (None, STDOUT) else None
+    if store and same_path(path, store):
         raise pytest.UsageError(f"--benchmark-json {path}: is the --genai-store database; writing the JSON there "
                                 "would overwrite every stored run — choose another path")
     return path
