@@ -20,7 +20,12 @@ EXPERIMENT_MARKERS = experiments.markers()  # derived from the one table of expe
 SELFCHECK_MARKER = "selfcheck"
 SELFCHECK_TEXT = ("checks the suite itself against other tools and bare code paths (lm-eval, torchao, INC, a bare "
                   "torchrun script, a bare timing loop, the memory bandwidth); not a paper experiment: "
-                  "-m 'cpu and not selfcheck' runs the papers' experiments alone")
+                  "-m 'cpu and not selfcheck and not extension' runs the papers' experiments alone")
+#: Rows beyond the papers' plans: issue 13's weight-only FP8, FP8-compute and prune-then-quantize A1 rows. They run in
+#: the test command and with ``-m cpu``; the README's main job leaves them out with the self-checks.
+EXTENSION_MARKER = "extension"
+EXTENSION_TEXT = ("a row beyond the papers' plans (Paper A's weight-only FP8, FP8-compute and prune-then-quantize rows): "
+                  "-m 'cpu and not selfcheck and not extension' runs the papers' experiments alone")
 _HELP = {
     "devices": "device kinds to run genai_device-parametrized tests on, comma separated (default: all kinds; absent ones skip with the reason, broken ones (the SDK imports but its probe raises) error)",
     "claims": "'enforce' (default): a failed paper or physics claim fails its test (a timing claim fails only when its whole interval is past the bound, else it reads inconclusive); 'strict': inconclusive fails too; 'report': record verdicts without failing. Project targets never fail a test",
@@ -69,6 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for marker, text in EXPERIMENT_MARKERS.items():
         config.addinivalue_line("markers", f"{marker}: {text}")
     config.addinivalue_line("markers", f"{SELFCHECK_MARKER}: {SELFCHECK_TEXT}")
+    config.addinivalue_line("markers", f"{EXTENSION_MARKER}: {EXTENSION_TEXT}")
     config.addinivalue_line(
         "markers", "claims(*ids, kinds=()): the claim ids this benchmark checks and the device kinds it checks them on "
         "(genai.check refuses undeclared ids; pytest-genai claims --coverage lists them)")

@@ -133,14 +133,16 @@ import json
 
 def pytest_collection_finish(session):
     rows = [{"id": item.nodeid, "selfcheck": item.get_closest_marker("selfcheck") is not None,
+             "extension": item.get_closest_marker("extension") is not None,
              "claims": [c for m in item.iter_markers("claims") for c in m.args]} for item in session.items]
     print("ITEMS=" + json.dumps(rows))
 '''
 
 
-def test_leaving_out_the_selfchecks_keeps_every_paper_claim_of_the_cpu_run(tmp_path):
-    """``-m 'cpu and not selfcheck'`` (the papers' experiments alone) drops only the suite's comparisons with other
-    tools and bare code paths: every paper and physics claim of the CPU run is still checked by some benchmark."""
+def test_leaving_out_the_selfchecks_and_extensions_keeps_every_paper_claim_of_the_cpu_run(tmp_path):
+    """``-m 'cpu and not selfcheck and not extension'`` (the README's main job: the papers' experiments alone) drops
+    only the suite's comparisons with other tools and bare code paths and the A1 rows beyond the paper's plan: every
+    paper and physics claim of the CPU run is still checked by some benchmark, and every fp32 / fake / real row runs."""
     import json
     import os
     import subprocess
@@ -159,9 +161,16 @@ def test_leaving_out_the_selfchecks_keeps_every_paper_claim_of_the_cpu_run(tmp_p
                           "test_multiple_choice_accuracy_and_speed_vs_lm_eval",
                           "test_quantizer_speed_and_memory_vs_torchao_and_inc", "test_sensitivity_analysis_bandwidth",
                           "test_launcher_vs_bare_cpu", "test_timer_path_vs_bare_cpu"}
+    extensions = [i["id"].split("[")[1] for i in items if i["extension"]]
+    # exactly issue 13's extra methods: an explicit tier pair, an FP8 compute backend or pruning, on every task
+    assert extensions and all("bf16-fp8_e4m3" in x or "pruned" in x for x in extensions), extensions
+    assert all(i["id"].split("::")[1].startswith("test_quantized_model_quality[") for i in items if i["extension"])
+    plan = [i["id"] for i in items if "test_quantized_model_quality[" in i["id"] and not i["extension"]]
+    assert {x.split("-cpu-")[1].split("]")[0] for x in plan} == {
+        f"{mode}-{task}" for mode in ("fp32", "fake", "real") for task in ("wikitext", "hellaswag", "boolq")}
     basis = {c.id: c.basis for c in load_claims()}
-    kept = {c for i in items if not i["selfcheck"] for c in i["claims"]}
+    kept = {c for i in items if not (i["selfcheck"] or i["extension"]) for c in i["claims"]}
     for item in items:
-        if item["selfcheck"]:
+        if item["selfcheck"] or item["extension"]:
             lost = {c for c in item["claims"] if basis[c] != "target" and c not in kept}
             assert not lost, f"{item['id']} is the only CPU benchmark checking {sorted(lost)}"
