@@ -4,7 +4,9 @@ A deterministic number (perplexity, a compression ratio) is judged on its value.
 times (``Claim.timing``) is judged on a confidence interval over rounds (:mod:`pytest_genai.claims.stats`): ``pass``
 when the whole interval lies within the bounds, ``fail`` when it lies wholly outside, ``inconclusive`` when noise
 could put it on either side — or when only one value was measured, which says nothing about noise, or too few rounds
-for the interval to cover the value with at least :data:`MIN_LEVEL` confidence.
+for the interval to cover the value with at least :data:`MIN_LEVEL` confidence, or when the value itself lies on the
+other side of a bound than its interval (the two then come from different statistics, and either verdict would
+contradict one of them).
 """
 from __future__ import annotations
 
@@ -90,6 +92,14 @@ def check_value(claim: Claim, measured: float, interval: Interval | None = None,
         if decides and interval.level < MIN_LEVEL:
             return verdict(INCONCLUSIVE, f"{span}: a {interval.level:.0%} interval (under {MIN_LEVEL:.0%}) is too "
                                          f"wide a net to judge {claim.bound_text()}; record 5 rounds or more")
+        point_out = _outside(claim, measured)
+        if decides and (point_out and point_out[0]) != (lo_out and lo_out[0]):
+            # the recorded value and its interval come from different statistics (e.g. a mean ratio and a median
+            # ratio's interval) and disagree about the bound: a verdict either way would contradict one of them
+            where = f"{shown} {point_out}" if point_out else f"{shown} within {claim.bound_text()}"
+            return verdict(INCONCLUSIVE, f"{span}: the value ({where}) and its interval disagree about "
+                                         f"{claim.bound_text()}; record the value of the statistic the interval is "
+                                         "for")
         if lo_out and hi_out and lo_out[0] == hi_out[0]:  # both ends past the same bound
             outside = lo_out if lo_out[0] == '>' else hi_out
             if claim.timing and stall_share is not None and stall_share > CONTENDED_SHARE:

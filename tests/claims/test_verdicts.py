@@ -85,6 +85,31 @@ def test_interval_verdict_is_exactly_interval_arithmetic(lo, width, a, w) -> Non
     assert v == ("pass" if inside else "fail" if outside else INCONCLUSIVE)
 
 
+@pytest.mark.parametrize(("value", "interval", "bounds"), [
+    (0.98, (1.02, 1.10), dict(min=1.0)),             # a mean ratio below the bound, its median's interval above it
+    (1.05, (0.80, 0.95), dict(min=1.0)),             # the value within, the interval wholly below: no fail either
+    (1.25, (1.10, 1.15), dict(min=1.0, max=1.2)),     # past the max, the interval inside the band
+    (1.25, (0.90, 0.95), dict(min=1.0, max=1.2)),     # past the max, the interval past the min: two different sides
+])
+def test_a_value_and_its_interval_on_different_sides_of_a_bound_decide_nothing(value, interval, bounds) -> None:
+    """The recorded value and its interval can come from different statistics (a mean ratio beside a median ratio's
+    interval): when they disagree about a bound, a pass or a fail would contradict the value the report shows."""
+    v = check_value(_claim(**bounds), value, _iv(*interval))
+    assert v.verdict == INCONCLUSIVE and "disagree" in v.message and f"{value:.4g}" in v.message
+
+
+@given(lo=st.floats(-10, 10), width=st.floats(0, 5), a=st.floats(-20, 20), w=st.floats(0, 10),
+       x=st.floats(-30, 30))
+def test_a_decided_interval_verdict_never_contradicts_the_value(lo, width, a, w, x) -> None:
+    c = _claim(min=lo, max=lo + width)
+    v = check_value(c, x, _iv(a, a + w)).verdict
+    x_inside = lo <= x <= lo + width
+    if v == "pass":
+        assert x_inside and lo <= a and a + w <= lo + width
+    if v == "fail":
+        assert not x_inside and (a + w < lo or a > lo + width)
+
+
 @pytest.mark.parametrize(
     ("verdict", "basis", "mode", "fails"),
     [
