@@ -84,6 +84,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except SettingError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE] = state
+    _check_one_timing_process(config)
     config.stash[BENCHMARK_JSON] = _checked_benchmark_json(config)
     _check_report_path(config)
     _sigterm_as_interrupt(config)
@@ -97,6 +98,29 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(
             BaselinePlugin(config, baseline, resolve(config, "max_regression")), "genai-baseline"
         )
+
+
+def _check_one_timing_process(config: pytest.Config) -> None:
+    """Refuse, at start, outputs that would be written empty or partial: under pytest-xdist (``-n``) each worker keeps
+    its own results and pytest-benchmark times nothing; under ``--benchmark-disable`` the benchmarks run once,
+    untimed, and pytest-benchmark saves none of them (the report and plots still show the recorded metrics)."""
+    if hasattr(config, "workerinput"):  # a worker: its controller checked
+        return
+    saved = ["--benchmark-json"] if config.getoption("benchmark_json", None) is not None else []
+    saved += [SETTINGS["store"][0]] if resolve(config, "store") else []
+    if config.getoption("dist", "no") != "no":
+        outputs = saved + [SETTINGS[name][0] for name in ("report", "plots", "baseline") if resolve(config, name)]
+        if outputs:
+            raise pytest.UsageError(
+                f"{', '.join(outputs)} with pytest-xdist (-n/--dist {config.getoption('dist')}): each worker keeps "
+                "its own results and pytest-benchmark times nothing in parallel workers, so they would be written "
+                "empty; run the benchmarks in one process (drop -n)")
+    outputs = saved
+    if config.getoption("benchmark_disable", False) and not config.getoption("benchmark_enable", False) and outputs:
+        raise pytest.UsageError(
+            f"{', '.join(outputs)} with --benchmark-disable: the benchmarks run once, untimed, and none is saved, "
+            "so they would be written empty; drop --benchmark-disable (--genai-report and --genai-plots work "
+            "without timings)")
 
 
 def _checked_benchmark_json(config: pytest.Config) -> str | None:

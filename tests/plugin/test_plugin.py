@@ -574,3 +574,49 @@ def test_a(benchmark):
     data = json.loads((pytester.path / "out.json").read_text())
     assert [b["name"] for b in data["benchmarks"]] == ["test_a"]
     assert not [p.name for p in pytester.path.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("outputs", [["--benchmark-json", "out.json"], ["--genai-store", "runs.sqlite"],
+                                     ["--benchmark-json", "out.json", "--genai-store", "runs.sqlite"]])
+def test_benchmark_disable_with_a_saved_output_is_refused_at_start(pytester: pytest.Pytester, outputs) -> None:
+    """``--benchmark-disable`` runs each benchmark once, untimed, and pytest-benchmark saves none: the JSON and the
+    store were written with 0 benchmarks although every test ran."""
+    pytester.makepyfile(DEVICE_TEST)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--benchmark-disable", *outputs)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "with --benchmark-disable" in err and "drop --benchmark-disable" in err
+    assert all(flag in err for flag in outputs if flag.startswith("--")), err
+    assert not (pytester.path / "out.json").exists() and not (pytester.path / "runs.sqlite").exists()
+
+
+def test_benchmark_disable_still_writes_the_report_from_the_records(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(DEVICE_TEST)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--benchmark-disable", "--genai-report", "r.md")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
+    assert "compression_ratio" in (pytester.path / "r.md").read_text()
+
+
+XDIST_OPTION_CONFTEST = '''
+def pytest_addoption(parser):
+    # pytest-xdist's own option (not installed here): -n N sets --dist load on the controller
+    parser.addoption("--dist", dest="dist", default="no")
+'''
+
+
+@pytest.mark.parametrize(("outputs", "named"), [
+    (["--genai-report", "r.md"], "--genai-report"), (["--genai-plots", "plots"], "--genai-plots"),
+    (["--benchmark-json", "out.json"], "--benchmark-json"), (["--genai-store", "runs.sqlite"], "--genai-store"),
+])
+def test_xdist_with_an_output_is_refused_at_start(pytester: pytest.Pytester, outputs, named) -> None:
+    """Under pytest-xdist each worker keeps its own records and pytest-benchmark disables timing: the controller wrote
+    an empty JSON and a report saying no benchmark ran, and each worker its own plots into one folder."""
+    pytester.makeconftest(XDIST_OPTION_CONFTEST)
+    pytester.makepyfile(DEVICE_TEST)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--dist", "load", *outputs)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert f"{named} with pytest-xdist (-n/--dist load)" in err and "drop -n" in err, err
+    # one process: as before (in a subprocess: a second in-process run re-imports SQLAlchemy's compiled modules)
+    plain = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--dist", "no", *outputs)
+    assert plain.ret == pytest.ExitCode.OK, plain.stdout.str()[-2000:]
