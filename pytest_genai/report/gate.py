@@ -255,7 +255,9 @@ def gate_runs(
                 continue
             checks.append(check)
             low = getattr(claim, "min", None)
-            if low is not None and low >= 1.0:  # the claim itself rules out a slowdown: it replaces the threshold
+            if low is not None and low >= 1.0 and check.verdict in ("pass", "fail"):
+                # a decided claim that itself rules out a slowdown replaces the threshold; an inconclusive one
+                # (one ratio, too few rounds, a straddling interval) decides nothing, so the threshold stays
                 replaced.add(check.metric)
             # a claim without such a floor (A3.gen.gaudi2_gaudi3: "at most 3.4x") would pass a newer generation 10x
             # slower: the metric keeps its regression threshold as well

@@ -5,7 +5,7 @@ import pytest
 
 from pytest_genai.claims import load_claims, load_metrics
 from pytest_genai.report.compare import (
-    BETTER, MISSING_BASELINE, MISSING_CURRENT, NO_DIRECTION, NOT_FINITE, SAME, UNREGISTERED, WORSE,
+    BETTER, MISSING_BASELINE, MISSING_CURRENT, NO_DIRECTION, NOT_FINITE, REGRESSED, SAME, UNREGISTERED, WORSE,
     compare_runs,
 )
 from pytest_genai.report.gate import CLAIM_CHECKED, gate_runs
@@ -158,6 +158,20 @@ def test_a_claim_without_a_floor_keeps_the_regression_threshold() -> None:
     faster = gate_runs(run(diffusion("gaudi2", 100.0)), run(diffusion("gaudi3", 150.0)), info,
                        parse_thresholds(None), CLAIMS)
     assert faster.passed and faster.generation_checks[0].verdict == "pass"
+
+
+def test_an_inconclusive_generation_claim_keeps_the_regression_threshold() -> None:
+    """A100 -> H100 10x slower with no rounds recorded: A3.gen.a100_h100 reads inconclusive (one ratio), and had
+    switched the metric's regression threshold off, so the gate passed a 10x slowdown."""
+    diffusion = lambda gen, v: bench("test_sr", "diffusion", {"res": 64}, {"images_per_s": v},  # noqa: E731
+                                     device=("cuda", gen), model=None)
+    info = dict(REAL_INFO, images_per_s=MetricInfo("images_per_s", "images/s", "higher"))
+    slower = gate_runs(run(diffusion("a100-sxm4-80gb", 100.0)), run(diffusion("h100-sxm", 10.0)), info,
+                       parse_thresholds(None), CLAIMS)
+    (check,) = slower.generation_checks
+    assert check.claim_id == "A3.gen.a100_h100" and check.verdict == "inconclusive"
+    assert not slower.passed and [f.metric for f in slower.failures] == ["images_per_s"]
+    assert statuses(slower.comparison)[("test_sr", "images_per_s")] == REGRESSED
 
 
 def _with_rounds(entry, rounds):
