@@ -443,9 +443,11 @@ def _gate_parser() -> argparse.ArgumentParser:
         "baseline has no counterpart in the current run; 0 otherwise; 2 on unusable input.",
     )
     p.add_argument("--allow-missing", action="store_true",
-                   help="do not fail when a benchmark of the baseline is missing from the current run")
+                   help="do not fail when a benchmark of the baseline, or a metric with a direction of a matched one, is "
+                        "missing from the current run")
     p.add_argument("--strict", action="store_true",
-                   help="also fail when a metric of a matched baseline benchmark is missing from the current run")
+                   help="also fail when a metric without a direction of a matched baseline benchmark is missing from "
+                        "the current run")
     p.add_argument("--no-claims", action="store_true",
                    help="do not check generation claims when the runs are on different device generations")
     p.add_argument("--baseline", metavar="RUN", default=None,
@@ -496,7 +498,7 @@ def _gate(args: argparse.Namespace) -> int:
         return EXIT_REGRESSION if failures else EXIT_OK
     parts = ["## pytest-genai gate", _header(baseline, current, thresholds)]
     if args.all:
-        parts.append(comparison_table(comparison, strict=args.strict).to_markdown())
+        parts.append(comparison_table(comparison, strict=args.strict, allow_missing=args.allow_missing).to_markdown())
     if result.generation_checks:
         parts += ["### Hardware-upgrade claims", generation_table(result.generation_checks).to_markdown()]
     # baseline-only benchmarks are failures unless --allow-missing: then they are listed with the failures

@@ -125,6 +125,18 @@ class Comparison:
         return stack_differences(self.baseline.stack, self.current.stack)
 
 
+
+def fails(mc: "MetricComparison", *, strict: bool = False, allow_missing: bool = False) -> bool:
+    """Whether ``mc`` fails the gate: a regression or a nan/inf current value; a metric with a direction that is
+    missing from the current run (absent, or recorded as null or not a number) unless ``allow_missing`` -- a
+    throughput that stopped being recorded must not pass as "nothing regressed"; with ``strict`` any missing metric."""
+    if mc.status in FAILING:
+        return True
+    if mc.status == MISSING_CURRENT:
+        return strict or (not allow_missing and mc.direction in _DIRECTED)
+    return False
+
+
 def _source(base: Record | None, cur: Record | None, metric: str) -> str:
     sources = {r.sources.get(metric, "measured") for r in (base, cur) if r is not None and metric in r.metrics}
     return "/".join(sorted(sources)) or "measured"

@@ -3,8 +3,8 @@
 Software-change mode: every metric with a direction is compared with its threshold
 (:mod:`.thresholds`); a worsening beyond it, or a current value that is nan/inf, fails
 the gate.  A benchmark of the baseline with no counterpart in the current run fails it
-too, unless ``allow_missing``; with ``strict``, metrics that disappeared from a matched
-benchmark fail it as well.  A baseline value that is nan/inf cannot be compared with
+too, and so does a metric with a direction that disappeared from a matched benchmark (or is recorded as null),
+unless ``allow_missing``; with ``strict``, any metric that disappeared fails it as well.  A baseline value that is nan/inf cannot be compared with
 ("baseline unusable") and is not counted as gated.
 
 Hardware-upgrade mode: for a matched pair whose two devices are of different
@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .compare import FAILING, MISSING_CURRENT, Comparison, MetricComparison, PairComparison, compare_runs
+from .compare import MISSING_CURRENT, Comparison, MetricComparison, PairComparison, compare_runs, fails
 from .deltas import speedup
 from .matching import nearest_difference
 from .registry import SPEEDUP_METRIC, THROUGHPUT_METRICS, MetricInfo
@@ -74,8 +74,7 @@ class GateResult:
         out: list[Failure] = []
         for pc in self.comparison.pairs:
             for mc in pc.metrics:
-                failing = mc.status in FAILING or (self.strict and mc.status == MISSING_CURRENT)
-                if failing:
+                if fails(mc, strict=self.strict, allow_missing=self.allow_missing):
                     out.append(Failure(pc.pair.current.label, mc.metric, _reason(mc)))
         for check in self.generation_checks:
             if check.verdict == "fail":
@@ -95,6 +94,9 @@ class GateResult:
 
 def _reason(mc: MetricComparison) -> str:
     if mc.status == MISSING_CURRENT:
+        if mc.direction in ("higher", "lower"):
+            return ("metric missing from the current run (not recorded, or not a number); --allow-missing "
+                    "accepts that")
         return "metric missing from the current run (--strict)"
     if mc.status == "not finite":
         return f"current value is {format_number(mc.current)} (baseline {format_number(mc.baseline)})"

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .compare import FAILING, MISSING_CURRENT, Comparison, MetricComparison
+from .compare import FAILING, MISSING_CURRENT, Comparison, MetricComparison, fails
 from pytest_genai.identity import DATA_IDENTITY_KEYS, data_label
 
 from .gate import GateResult, GenerationCheck
@@ -34,13 +34,11 @@ def device_text(base: Record, cur: Record | None = None) -> str:
     return f"{one(base)} → {one(cur)}"
 
 
-def _status(mc: MetricComparison, strict: bool = False) -> str:
-    if mc.status in FAILING or (strict and mc.status == MISSING_CURRENT):
-        return mc.status.upper()
-    return mc.status
+def _status(mc: MetricComparison, strict: bool = False, allow_missing: bool = False) -> str:
+    return mc.status.upper() if fails(mc, strict=strict, allow_missing=allow_missing) else mc.status
 
 
-def comparison_table(comparison: Comparison, *, strict: bool = False,
+def comparison_table(comparison: Comparison, *, strict: bool = False, allow_missing: bool = False,
                      where: Callable[[MetricComparison], bool] | None = None) -> Table:
     """One row per (matched benchmark, metric): values, ratio, change, direction, limit and status.
 
@@ -65,7 +63,7 @@ def comparison_table(comparison: Comparison, *, strict: bool = False,
                 format_change(mc.change),
                 _ARROWS.get(mc.direction, str(mc.direction)),
                 "—" if mc.max_regression is None else f"{mc.max_regression * 100:g}%",
-                _status(mc, strict),
+                _status(mc, strict, allow_missing),
             ]
             rows.append(row)
     return make_table(headers, rows, numeric)

@@ -63,16 +63,36 @@ def test_gate_nonfinite_current_fails_and_nonfinite_baseline_does_not() -> None:
     assert [f.metric for f in result.failures] == ["tokens_per_s"] and "current value is nan" in result.failures[0].reason
 
 
-def test_gate_fails_on_missing_benchmarks_unless_allowed_and_strict_on_missing_metrics() -> None:
-    base = run(bench("a", metrics={"tokens_per_s": 1.0, "perplexity": 2.0}), bench("b", config={"k": 1}))
+def test_gate_fails_on_missing_benchmarks_and_directed_metrics_unless_allowed_and_strict_on_any_metric() -> None:
+    """A metric with a direction (perplexity) that the current run no longer records failed nothing unless
+    --strict: a change that broke the perplexity's recording passed the gate as "no regression"."""
+    base = run(bench("a", metrics={"tokens_per_s": 1.0, "perplexity": 2.0, "compute_bound_modeled": 1.0}),
+               bench("b", config={"k": 1}))
     cur = run(bench("a", metrics={"tokens_per_s": 1.0}))
     failures = gate_runs(base, cur, INFO, parse_thresholds(None)).failures
-    assert [(f.benchmark, f.metric) for f in failures] == [("b", "*")] and "--allow-missing" in failures[0].reason
+    assert [(f.benchmark, f.metric) for f in failures] == [("a", "perplexity"), ("b", "*")]
+    assert all("--allow-missing" in f.reason for f in failures)
     assert gate_runs(base, cur, INFO, parse_thresholds(None), allow_missing=True).passed
     failures = gate_runs(base, cur, INFO, parse_thresholds(None), strict=True).failures
-    assert {(f.benchmark, f.metric) for f in failures} == {("a", "perplexity"), ("b", "*")}
+    assert {(f.benchmark, f.metric) for f in failures} == {("a", "perplexity"), ("a", "compute_bound_modeled"),
+                                                            ("b", "*")}
     failures = gate_runs(base, cur, INFO, parse_thresholds(None), strict=True, allow_missing=True).failures
-    assert {(f.benchmark, f.metric) for f in failures} == {("a", "perplexity")}
+    assert {(f.benchmark, f.metric) for f in failures} == {("a", "perplexity"), ("a", "compute_bound_modeled")}
+
+
+def test_a_directed_metric_recorded_as_null_fails_the_gate(tmp_path, capsys) -> None:
+    """``"tokens_per_s": null`` in the current run was dropped with a warning on stderr and the gate passed."""
+    import json
+
+    from pytest_genai.report.cli import gate_main
+
+    base, cur = tmp_path / "base.json", tmp_path / "cur.json"
+    base.write_text(json.dumps(run_doc([bench("a", metrics={"tokens_per_s": 100.0})])))
+    cur.write_text(json.dumps(run_doc([bench("a", metrics={"tokens_per_s": None})])))
+    assert gate_main([str(base), str(cur)]) == 1
+    out = capsys.readouterr().out
+    assert "**FAIL**" in out and "tokens_per_s" in out and "missing from the current run" in out
+    assert gate_main([str(base), str(cur), "--allow-missing"]) == 0
 
 
 def test_identical_runs_pass_with_zero_threshold() -> None:
