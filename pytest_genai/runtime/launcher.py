@@ -265,12 +265,22 @@ def _stop_watchdog_if_done(watchdog: subprocess.Popen | None, proc: subprocess.P
         _stop_watchdog(watchdog)
 
 
-def _tail(path: Path, lines: int = TAIL_LINES) -> str:
+TAIL_BYTES = 64 * 1024
+
+
+def _tail(path: Path, lines: int = TAIL_LINES, max_bytes: int = TAIL_BYTES) -> str:
+    """The last ``lines`` lines of a log, read from its last ``max_bytes`` only (a rank's log can be gigabytes, e.g.
+    with NCCL_DEBUG=INFO: reading it whole to show 30 lines could take pytest's memory with it)."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - max_bytes))
+            data = fh.read(max_bytes)
     except OSError as exc:
         return f"(unreadable: {exc})"
-    return "\n".join(text.splitlines()[-lines:])
+    if size > max_bytes:  # the first line read is a partial one
+        data = data.split(b"\n", 1)[1] if b"\n" in data else data
+    return "\n".join(data.decode("utf-8", errors="replace").splitlines()[-lines:])
 
 
 def rank_logs(log_dir: Path) -> dict[str, str]:

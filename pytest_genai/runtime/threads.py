@@ -14,6 +14,14 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+def rank_threads(local_world: int) -> int:
+    """Intra-op threads of one of ``local_world`` ranks on this node: the cores this process may run on (its
+    affinity: Slurm's ``--cpus-per-task``, ``taskset``, a cpuset) shared by the node's ranks, at least one.
+    ``os.cpu_count()`` counts every core of the node and oversubscribes an allocation (8 ranks given 64 of 224
+    cores started 28 threads each)."""
+    return max(1, available_cores() // max(1, local_world))
+
+
 def pin_threads(threads: int | None) -> int:
     """Fix torch's intra-op CPU threads; returns the number set. Default: ``OMP_NUM_THREADS`` when set (so a shared
     machine's limit is respected), else the cores this process may run on."""

@@ -204,6 +204,9 @@ class WarmAgent:
             self.kill()
             raise AgentGone(f"the warm launcher's agent did not start ({exc}); {SWITCH_ENV}=0 launches every job "
                             f"through a fresh torchrun{self.log_tail()}") from None
+        except BaseException:  # Ctrl-C / SIGTERM during the warm-up: no one else holds this agent to stop it
+            self.kill()
+            raise
 
     def log_tail(self, lines: int = 30) -> str:
         from pytest_genai.runtime.launcher import _tail

@@ -101,15 +101,21 @@ def run_bare(cfg: ThroughputConfig, nproc: int, *, timeout_s: float = 300.0,
         # the launcher's guarantees: SIGTERM to pytest kills the job, a dead pytest takes torchrun with it (parent
         # death signal) and the ranks (the watchdog, by token); an interrupt stays an interrupt
         with _SigtermAsInterrupt():
-            proc = subprocess.Popen(cmd, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                    start_new_session=True, preexec_fn=_die_with_parent)
+            # bytes a rank prints that are not UTF-8 (a library's message in another locale) are replaced: a strict
+            # decode raised UnicodeDecodeError in place of the job's output
+            proc = subprocess.Popen(cmd, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    encoding="utf-8", errors="replace", start_new_session=True,
+                                    preexec_fn=_die_with_parent)
             watchdog = None
             try:
                 watchdog = _start_watchdog(proc.pid, token, {k: v for k, v in child_env.items() if k != TOKEN_ENV})
                 stdout, stderr = proc.communicate(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 kill_job(proc, token)
-                stdout, stderr = proc.communicate()
+                try:
+                    stdout, stderr = proc.communicate(timeout=30)
+                except subprocess.TimeoutExpired:  # a pipe held open by a process the kill missed
+                    stdout, stderr = "", "(no output: the job's pipes stayed open after it was killed)"
                 raise RuntimeError(f"the bare DDP job timed out after {timeout_s:g} s and was killed: "
                                    f"{' '.join(cmd[:6])}\n{stderr[-2000:]}") from None
             except BaseException:
@@ -186,12 +192,13 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - runs under
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
+    from pytest_genai.runtime.threads import rank_threads
     from pytest_genai.train.archs import get_arch
     from pytest_genai.train.build import build_model
     from pytest_genai.train.job import synthetic_batch
 
     rank, local_world = int(os.environ["RANK"]), int(os.environ["LOCAL_WORLD_SIZE"])
-    threads = max(1, (os.cpu_count() or 1) // local_world)  # the node's cores shared by its ranks
+    threads = rank_threads(local_world)  # the suite's worker's rule: the allocation's cores shared by the ranks
     torch.set_num_threads(threads)
     dist.init_process_group("gloo")
     arch = get_arch(cfg.model, cfg.scale)

@@ -53,8 +53,9 @@ def _setup(kind: str, env: dict[str, int]) -> None:
 
     if kind not in ("cpu", "cuda"):
         raise ValueError(f"device kind {kind!r} has no torch training path here; Gaudi runs through pytest_genai.train.gaudi")
-    threads = max(1, (os.cpu_count() or 1) // max(1, env["local_world_size"]))
-    init_process_group(kind, env["local_rank"], cpu_threads=threads)
+    from pytest_genai.runtime.threads import rank_threads
+
+    init_process_group(kind, env["local_rank"], cpu_threads=rank_threads(env["local_world_size"]))
 
 
 def _timed_steps(trainer: Any, device: Any, batches: list[Any]) -> tuple[list[float], list[Any]]:

@@ -238,3 +238,46 @@ def test_a_worker_re_parented_out_of_torchruns_tree_is_still_killed(tmp_path):
     while time.monotonic() < deadline and _no_leftovers(tmp_path):
         time.sleep(0.2)
     assert not _no_leftovers(tmp_path)
+
+
+def test_the_log_tail_reads_only_the_end_of_a_large_log(tmp_path, monkeypatch):
+    """A rank's log of gigabytes (NCCL_DEBUG=INFO) was read whole to show its last 30 lines; only the last 64 KiB
+    are read now, the partial first line of that window is dropped, and bytes that are not UTF-8 are replaced."""
+    import builtins
+
+    from pytest_genai.runtime import launcher
+
+    log = tmp_path / "rank0.log"
+    with open(log, "wb") as fh:
+        fh.write(b"x" * 200_000 + b"\n")  # one long line the window starts inside of
+        fh.write(b"".join(b"line %d \xff\n" % i for i in range(5000)))
+    read_sizes = []
+    real_open = builtins.open
+
+    class Counting:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def seek(self, *a):
+            return self.fh.seek(*a)
+
+        def read(self, n=-1):
+            data = self.fh.read(n)
+            read_sizes.append(len(data))
+            return data
+
+    monkeypatch.setattr(builtins, "open", lambda p, *a, **k: Counting(real_open(p, *a, **k)) if str(p) == str(log)
+                        else real_open(p, *a, **k))
+    tail = launcher._tail(log)
+    lines = tail.splitlines()
+    assert len(lines) == launcher.TAIL_LINES and lines[-1] == "line 4999 \ufffd" and lines[0] == "line 4970 \ufffd"
+    assert sum(read_sizes) <= launcher.TAIL_BYTES
+    short = tmp_path / "short.log"
+    short.write_bytes(b"first\nsecond\n")
+    assert launcher._tail(short) == "first\nsecond"  # a log under the window keeps its first line

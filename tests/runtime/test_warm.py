@@ -328,3 +328,23 @@ def test_an_agent_that_died_idle_is_cleaned_up_before_a_new_one_starts(tmp_path)
     assert warm._AGENT is not old
     assert old.watchdog is None or old.watchdog.poll() is not None  # stopped, not left to signal a stale pid
     assert not os.path.exists(old.tmp)
+
+
+def test_an_interrupt_while_the_agent_warms_up_kills_it(tmp_path, monkeypatch):
+    """Ctrl-C (or SIGTERM, which becomes one) during the agent's start-up: nothing held the half-started agent, so it
+    kept running (importing torch, spinning) for the rest of the session and its folder stayed."""
+    seen = []
+
+    def interrupted(self, timeout):
+        seen.append(self)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(warm.WarmAgent, "_answer", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        launch(_module(tmp_path, "warm_interrupted_worker", RESULT), LaunchSpec(nproc=1, timeout_s=60),
+               tmp_path / "job", env={"PYTHONPATH": str(tmp_path)}, warm=True)
+    (agent,) = seen
+    deadline = time.monotonic() + 10
+    while agent.alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not agent.alive() and not _with_token(agent.token) and not os.path.exists(agent.tmp)

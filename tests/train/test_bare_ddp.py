@@ -156,3 +156,13 @@ def test_sigterm_during_a_bare_job_kills_it_and_stays_an_interrupt(monkeypatch, 
     finally:
         timer.cancel()
     assert _gone(pid_file)
+
+
+def test_a_bare_job_printing_bytes_that_are_not_utf8_fails_with_its_output(tmp_path, monkeypatch):
+    """A rank printing non-UTF-8 bytes (a message in another locale) made the strict decode raise UnicodeDecodeError
+    in place of the job's own output."""
+    script = "import sys; sys.stderr.buffer.write(b'bad byte \\xff here\\n'); sys.exit(3)"
+    monkeypatch.setattr(bare_ddp, "command", lambda cfg, nproc: [sys.executable, "-c", script])
+    with pytest.raises(RuntimeError, match="exited 3") as info:
+        bare_ddp.run_bare(CFG, 1, timeout_s=60)
+    assert "bad byte \ufffd here" in str(info.value)
