@@ -32,6 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_genai.runtime.rank import RESULT_ON_ANOTHER_NODE
+
 TOKEN_ENV = "PYTEST_GENAI_LAUNCH_TOKEN"
 TAIL_LINES = 30
 
@@ -374,7 +376,10 @@ def launch(
         )
     if spec.nnodes > 1 and spec.node_rank not in (None, 0):
         return LaunchResult(result=None, wall_s=wall, log_dir=log_dir)  # rank 0 (node 0) writes the result
-    return LaunchResult(result=_read_result(result_path, log_dir, returncode), wall_s=wall, log_dir=log_dir)
+    result = _read_result(result_path, log_dir, returncode)
+    if spec.nnodes > 1 and isinstance(result, dict) and RESULT_ON_ANOTHER_NODE in result:
+        return LaunchResult(result=None, wall_s=wall, log_dir=log_dir)  # c10d put global rank 0 on another node
+    return LaunchResult(result=result, wall_s=wall, log_dir=log_dir)
 
 
 def _read_result(result_path: Path, log_dir: Path, returncode: int | None) -> dict:

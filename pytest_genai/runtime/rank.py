@@ -2,7 +2,7 @@
 
 * :func:`rank_env`: RANK, LOCAL_RANK, WORLD_SIZE and LOCAL_WORLD_SIZE as torchrun sets them, or a clear error.
 * :func:`finish`: rank 0 writes the job's result JSON atomically to ``$PYTEST_GENAI_RESULT`` (where
-  :func:`pytest_genai.runtime.launcher.launch` reads it); then every rank meets at a barrier, leaves the process
+  :func:`pytest_genai.runtime.launcher.launch` reads it; local rank 0 of another node writes a marker there); then every rank meets at a barrier, leaves the process
   group and exits with ``os._exit(0)`` (returns, in a rank forked by :mod:`pytest_genai.runtime.warm`). With torch 2.13 + gloo a normal interpreter exit sometimes aborts a rank
   after all its work (``terminate called without an active exception``); the result is already written by then.
 """
@@ -15,6 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 RANK_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
+#: What local rank 0 of a node that does not host global rank 0 writes as its node's result: under c10d rendezvous
+#: (several nodes, no node rank known: not Slurm) node ranks go by arrival order, so only the job tells a node
+#: whether it holds the result; the launcher turns this into "no result on this node" rather than a failure.
+RESULT_ON_ANOTHER_NODE = "__genai_result_on_another_node__"
 
 
 def rank_env(module: str = "this module") -> dict[str, int]:
@@ -35,6 +39,8 @@ def finish(result: dict[str, Any] | None) -> None:
 
     if result is not None:
         write_json_atomic(os.environ["PYTEST_GENAI_RESULT"], result)
+    elif os.environ.get("LOCAL_RANK") == "0" and os.environ.get("GROUP_RANK", "0") != "0":
+        write_json_atomic(os.environ["PYTEST_GENAI_RESULT"], {RESULT_ON_ANOTHER_NODE: int(os.environ["GROUP_RANK"])})
     dist.barrier()
     dist.destroy_process_group()
     sys.stdout.flush()

@@ -168,6 +168,31 @@ def test_two_nodes_rendezvous_and_node0_holds_the_result(tmp_path):
     assert done[1].result is None
 
 
+def test_two_nodes_under_c10d_rendezvous_one_holds_the_result_and_the_other_none(tmp_path):
+    """No node rank known (several nodes, not Slurm): c10d assigns node ranks in arrival order, so either launch may
+    host global rank 0. The other node's launch raised "rank 0 wrote no readable result" and failed its test."""
+    import socket
+    from concurrent.futures import ThreadPoolExecutor
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    worker = _script(tmp_path, """
+        import os
+        import torch.distributed as dist
+        from pytest_genai.runtime.rank import finish
+        dist.init_process_group("gloo")
+        finish({"world": dist.get_world_size(), "node": int(os.environ["GROUP_RANK"])}
+               if os.environ["RANK"] == "0" else None)
+    """)
+    spec = LaunchSpec(nproc=1, nnodes=2, rdzv_endpoint=f"127.0.0.1:{port}", rdzv_id="c10d-test", timeout_s=120)
+    assert spec.node_rank is None
+    with ThreadPoolExecutor(2) as pool:
+        done = list(pool.map(lambda n: launch(worker, spec, tmp_path / f"node{n}"), (0, 1)))
+    assert sorted((d.result is None) for d in done) == [False, True]
+    assert next(d.result for d in done if d.result is not None) == {"world": 2, "node": 0}
+
+
 HUNG_JOB_TEST = """
 import sys
 from pathlib import Path
