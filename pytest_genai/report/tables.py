@@ -49,6 +49,26 @@ def shorten(text: str, limit: int = MAX_VALUE_CHARS) -> str:
     return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
 
 
+def shorten_unique(labels: Sequence[str], limit: int) -> list[str]:
+    """Each label cut to ``limit`` as :func:`shorten` does, unless that makes two different labels read the same:
+    those are cut around where each first differs from the others (``llama…attn_fused…`` vs ``…attn_unfused…``), so
+    a table never shows two rows with one name for different benchmarks."""
+    out = [shorten(x, limit) for x in labels]
+    groups: dict[str, set[str]] = {}
+    for full, short in zip(labels, out):
+        groups.setdefault(short, set()).add(full)
+    for i, (full, short) in enumerate(zip(labels, out)):
+        others = groups[short] - {full}
+        if not others:
+            continue
+        differs = min(next((k for k, (a, b) in enumerate(zip(full, o)) if a != b), min(len(full), len(o)))
+                      for o in others)
+        start = max(0, min(differs - limit // 3, len(full) - (limit - 2)))
+        end = start + limit - 2
+        out[i] = ("…" if start > 0 else "") + full[start:end] + ("…" if end < len(full) else "")
+    return out
+
+
 _LOCAL_PATH = re.compile(r"^(~|/|[A-Za-z]:[\\/]|\.{1,2}[\\/]|file:)")
 
 

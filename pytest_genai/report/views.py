@@ -15,7 +15,7 @@ from .matching import nearest_difference
 from .registry import MetricInfo
 from .runs import Record
 from .tables import (MAX_ROW_CHARS, Table, distinct_parts, format_change, format_number, format_value, make_table,
-                     modeled_mark, shorten)
+                     modeled_mark, shorten, shorten_unique)
 
 MAX_LABEL_CHARS = 24
 """Labels with longer values than this are descriptions, not table cells."""
@@ -128,7 +128,7 @@ def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | N
     for rec in records:
         for v in rec.claims:
             by_test.setdefault(rec.name.split("[", 1)[0], []).append((rec, v))
-    headers = ["claim", "benchmark", "device", "measured", "bound", "paper value", "source", "verdict"]
+    headers = ["claim", "benchmark", "device", "value", "bound", "paper value", "source", "verdict"]
     numeric = [False, False, False, True, False, True, False, False]
     out = []
     for test, pairs in by_test.items():
@@ -139,7 +139,7 @@ def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | N
             paper_value = v.get("paper")  # the recorder stores the claim's paper value under "paper"
             if paper_value is None and claim is not None:
                 paper_value = getattr(claim, "paper_value", None)
-            rows.append([cid, rec.label, device_text(rec), _num(v.get("measured")), _bound(v.get("min"), v.get("max")),
+            rows.append([cid, rec.label, device_text(rec), _claim_value(rec, v), _bound(v.get("min"), v.get("max")),
                          _num(paper_value), _claim_source(claim), str(v.get("verdict", "?"))])
         table = make_table(headers, rows, numeric)
         if table.markdown_width() > MAX_ROW_CHARS:
@@ -152,10 +152,21 @@ def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | N
                     break
             else:
                 room = max(12, MAX_ROW_CHARS - (table.markdown_width() - max(len(x) for x in labels)))
-                table = make_table(headers, [[row[0], shorten(label, room)] + row[2:]
-                                             for row, label in zip(rows, labels)], numeric)
+                table = make_table(headers, [[row[0], label] + row[2:]
+                                             for row, label in zip(rows, shorten_unique(labels, room))], numeric)
         out.append((test, table))
     return out
+
+
+def _claim_value(rec: Record, verdict: Mapping[str, Any]) -> str:
+    """The value a claim was judged on: marked ``(modeled)`` when its metric is, and with the interval a timing or
+    accuracy claim was judged on (why a value inside its bound can read inconclusive)."""
+    metric = str(verdict.get("metric") or "")
+    text = _num(verdict.get("measured")) + modeled_mark(metric, rec.sources.get(metric))
+    interval = verdict.get("interval")
+    if isinstance(interval, Mapping) and all(isinstance(interval.get(k), (int, float)) for k in ("lo", "hi")):
+        text += f" [{_num(interval['lo'])}, {_num(interval['hi'])}]"
+    return text
 
 
 def _num(x: Any) -> str:

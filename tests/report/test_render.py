@@ -186,3 +186,50 @@ def test_the_report_of_a_realistic_run_has_short_rows_and_no_local_path(tmp_path
     # the A1 rows are named by the config values that vary (mode, precision, sparsity, backend, task), not by ids
     header = next(line for line in lines if line.startswith("| backend ") and "| mode |" in line)
     assert "| precision " in header and "| sparsity |" in header and "| task " in header and "| id " not in header
+
+
+def test_claims_table_values_carry_their_source_and_interval() -> None:
+    """A modeled value sat under a "measured" heading, and an inconclusive verdict showed no interval (a value inside
+    its bound read inconclusive with no reason in sight)."""
+    from pytest_genai.report.views import claims_tables
+
+    modeled = {"id": "B1.capacity_model_agreement", "metric": "max_layers_modeled_over_measured", "measured": 0.95,
+               "min": 0.85, "max": 1.15, "paper": None, "verdict": "pass", "message": "ok"}
+    drop = {"id": "A1.boolq_acc_drop", "metric": "acc_drop", "measured": 0.0, "min": None, "max": 0.02,
+            "paper": None, "verdict": "inconclusive", "message": "straddles",
+            "interval": {"lo": -0.1038, "hi": 0.1038, "level": 0.95, "n": 40, "method": "mcnemar"}}
+    records = run_from_json(run_doc([
+        bench("test_capacity_cpu", "dabench", {"id": "c"}, {"max_layers_modeled_over_measured": 0.95},
+              sources={"max_layers_modeled_over_measured": "modeled"}, claims=[modeled]),
+        bench("test_q[real-boolq]", "quant", {"task": "boolq"}, {"acc_drop": 0.0}, claims=[drop]),
+    ]), "x").records
+    rows = {row[0]: row for _, table in claims_tables(records) for row in table.rows}
+    assert rows["B1.capacity_model_agreement"][3] == "0.95"  # its name says modeled: no second mark
+    assert rows["A1.boolq_acc_drop"][3] == "0 [-0.1038, 0.1038]"
+    relabelled = dict(modeled, metric="agreement")
+    records = run_from_json(run_doc([bench("test_capacity_cpu", "dabench", {"id": "c"}, {"agreement": 0.95},
+                                           sources={"agreement": "modeled"}, claims=[relabelled])]), "x").records
+    assert claims_tables(records)[0][1].rows[0][3] == "0.95 (modeled)"
+
+
+def test_shortened_benchmark_names_in_a_claims_table_stay_distinct() -> None:
+    """The cut in the middle removed exactly the part that differed (attn_fused vs attn_unfused): two rows, one pass
+    and one fail, under one name."""
+    from pytest_genai.report.tables import shorten_unique
+    from pytest_genai.report.views import claims_tables
+
+    names = [f"llama-3.1-8b@tiny-random-ddp-attn_{a}-fp32-mb2-s128-lora_r8a16_qkvo_d0.05-{x}"
+             for a in ("fused", "unfused") for x in ("cpu",)]
+    assert len(set(shorten_unique(names, 30))) == 2 and all(len(x) <= 30 for x in shorten_unique(names, 30))
+    verdict = lambda v: {"id": "A2.flash_attention_cpu", "metric": "flash_attention_speedup", "measured": 1.0,  # noqa: E731
+                         "min": 1.0, "max": None, "paper": 1.2, "verdict": v, "message": "m"}
+    middle = "-tiny-random-ddp-with-a-long-common-stretch-of-config-text-attn_{}-fp32-mb2-s128-and-more-common-text-"
+    rows = [("llama-3.1-8b", "fused", "cpu", "pass"), ("llama-3.1-8b", "unfused", "cpu", "fail"),
+            ("gemma-2-27b", "unfused", "cuda", "pass")]
+    records = run_from_json(run_doc([
+        bench(f"test_ft[{model}{middle.format(a)}{end}]", "finetune", {"model": model, "attention": a, "end": end},
+              {"flash_attention_speedup": 1.0}, claims=[verdict(v)]) for model, a, end, v in rows
+    ]), "x").records
+    (_, table), = claims_tables(records)
+    labels = [row[1] for row in table.rows]
+    assert len(set(labels)) == 3, labels
