@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import html
 import os
+import re
 import textwrap
 from collections import Counter
 from dataclasses import dataclass
@@ -108,7 +109,10 @@ def to_markdown(blocks: Sequence[Block], base_dir: Path | None = None) -> str:
                     target = Path(os.path.relpath(b.path.resolve(), base_dir.resolve()))
                 except ValueError:  # different drive on Windows
                     target = b.path
-            parts.append(f"![{b.caption}]({target.as_posix()})")
+            link = target.as_posix()
+            if re.search(r"[\s()<>]", link):  # CommonMark: a destination with spaces or parentheses goes in <...>
+                link = "<" + link.replace("<", "%3C").replace(">", "%3E") + ">"
+            parts.append(f"![{b.caption}]({link})")
     return "\n\n".join(parts) + "\n"
 
 

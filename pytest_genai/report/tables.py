@@ -190,7 +190,7 @@ class Table:
 
 
 def _md_escape(cell: str) -> str:
-    return cell.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return re.sub(r"\r\n|[\r\n\u2028\u2029]", " ", cell.replace("\\", "\\\\").replace("|", "\\|"))
 
 
 def make_table(headers: Sequence[str], rows: Sequence[Sequence[object]], numeric: Sequence[bool] = ()) -> Table:

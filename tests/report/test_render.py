@@ -233,3 +233,21 @@ def test_shortened_benchmark_names_in_a_claims_table_stay_distinct() -> None:
     (_, table), = claims_tables(records)
     labels = [row[1] for row in table.rows]
     assert len(set(labels)) == 3, labels
+
+
+@pytest.mark.parametrize("breaker", ["\r\n", "\r", "\n", "\u2028"])
+def test_a_line_break_of_any_kind_in_a_cell_stays_in_its_row(breaker) -> None:
+    """Only "\\n" was replaced: a "\\r" in a label split the Markdown row in two in CommonMark renderers."""
+    from pytest_genai.report.tables import make_table
+
+    md = make_table(["a", "b"], [[f"mem|ory{breaker}x", "1"]], [False, True]).to_markdown()
+    assert len(md.splitlines()) == 3 and not re.search(r"[\r\u2028]", md) and "mem\\|ory x" in md
+
+
+def test_plot_links_with_spaces_or_parentheses_stay_one_link(tmp_path: Path) -> None:
+    """``--plots "my plots (v1)"`` wrote ``![x](my plots (v1)/x.png)``, which CommonMark does not read as a link."""
+    png = tmp_path / "my plots (v1)" / "x.png"
+    md = to_markdown([Image(png, "x")], tmp_path)
+    assert md.strip() == "![x](<my plots (v1)/x.png>)"
+    plain = to_markdown([Image(tmp_path / "plots" / "x.png", "x")], tmp_path)
+    assert plain.strip() == "![x](plots/x.png)"
