@@ -10,6 +10,7 @@ with the Agg canvas (no pyplot global state, no display needed).
 from __future__ import annotations
 
 import io
+import json
 import math
 import re
 import warnings
@@ -23,7 +24,7 @@ from .pareto import pareto_front
 from .registry import THROUGHPUT_METRICS, MetricInfo, default_metric_info
 from .roofline import ceiling_polyline
 from .runs import Record, records_from_benchmarks
-from .tables import format_number, format_value
+from .tables import format_number, format_value, shorten_unique
 from .views import distinguishing_keys
 
 CATEGORY_PARAMS = ("strategy", "parallelism", "dtype", "precision", "mode", "attention", "flash_attention")
@@ -214,6 +215,11 @@ def _facts(r: Record) -> dict[str, Any]:
     return out
 
 
+def _full_value(v: Any) -> str:
+    """A config value's full text (JSON), to tell categories apart (tick labels are cut)."""
+    return json.dumps(v, sort_keys=True, default=str)
+
+
 def short_value(v: Any) -> str:
     """A config value as a legend or tick label: :func:`.tables.format_value`, cut shorter."""
     return format_value(v, MAX_VALUE_CHARS)
@@ -379,7 +385,7 @@ def category_plots(recs: Sequence[Record], outdir: Path, taken: set[str] | None 
             continue
         for param in CATEGORY_PARAMS:
             rows = [r for r in group if metric in r.metrics and param in r.config]
-            values = list(dict.fromkeys(short_value(r.config[param]) for r in rows))
+            values = list(dict.fromkeys(_full_value(r.config[param]) for r in rows))  # full: two values never merge
             if len(values) >= 2 and _compared(rows, param):
                 fig = _bars(rows, param, values, metric, f"{title}: {metric} per {param}")
                 paths.append(_save(fig, _path(outdir, taken, exp, title, metric, "by", param)))
@@ -394,7 +400,7 @@ def _compared(rows: Sequence[Record], param: str) -> bool:
         return True
     seen: dict[str, set[str]] = {}
     for r in rows:
-        seen.setdefault(_label(r, keys), set()).add(short_value(r.config[param]))
+        seen.setdefault(_label(r, keys), set()).add(_full_value(r.config[param]))
     return any(len(v) >= 2 for v in seen.values())
 
 
@@ -409,7 +415,7 @@ def _bars(rows: Sequence[Record], param: str, values: Sequence[str], metric: str
     colors = {g: f"C{i % 10}" for i, g in enumerate(groups)}
     at: dict[str, list[tuple[float, float]]] = {g: [] for g in groups}
     for i, v in enumerate(values):
-        present = [(g, [r.metrics[metric] for r in rows if short_value(r.config[param]) == v and _label(r, keys) == g])
+        present = [(g, [r.metrics[metric] for r in rows if _full_value(r.config[param]) == v and _label(r, keys) == g])
                    for g in groups]
         present = [(g, found[0]) for g, found in present if found]  # a missing combination is no bar, not a zero
         for k, (g, height) in enumerate(present):  # the bars of one category centred on its tick
@@ -419,8 +425,10 @@ def _bars(rows: Sequence[Record], param: str, values: Sequence[str], metric: str
                       label=g or metric)
         ax.bar_label(bars, [format_number(h) for _, h in at[g]], fontsize=6 if len(groups) > 2 else 7, padding=2,
                      rotation=90 if len(groups) > 3 else 0)
-    long_ticks = len(values) > 4 and max(len(v) for v in values) > 8
-    ax.set_xticks(range(len(values)), values, rotation=30 if long_ticks else 0, ha="right" if long_ticks else "center")
+    # tick texts as short as legends, but never two alike for different values (a bar would seem to be missing)
+    ticks = shorten_unique([format_value(json.loads(v), 10_000) for v in values], MAX_VALUE_CHARS)
+    long_ticks = len(ticks) > 4 and max(len(t) for t in ticks) > 8
+    ax.set_xticks(range(len(ticks)), ticks, rotation=30 if long_ticks else 0, ha="right" if long_ticks else "center")
     ax.set_xlabel(param)
     ax.set_ylabel(_metric_label(metric, rows))
     if max(r.metrics[metric] for r in rows) >= 10_000:

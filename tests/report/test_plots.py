@@ -198,6 +198,19 @@ def test_bars_per_strategy_with_incidental_keys_are_one_series_without_zero_bars
     assert [p.get_x() + p.get_width() / 2 for p in ax.patches] == pytest.approx([0, 1, 2])  # centred on the ticks
 
 
+def test_categories_whose_labels_shorten_alike_keep_every_bar(monkeypatch, tmp_path) -> None:
+    """Two strategies whose names agree but in their middle were one category after the 24-character cut: one of
+    their bars (900 tokens/s here) was silently not drawn."""
+    records = [bench(f"test_ft[{s}]", "finetune", {"strategy": s}, {"tokens_per_s": tps})
+               for s, tps in (("deepspeed_zero3_stage_A_offload", 100.0), ("deepspeed_zero3_stage_B_offload", 900.0),
+                              ("ddp", 500.0))]
+    fig = _captured_figures(monkeypatch, records, tmp_path)["finetune_tokens_per_s_by_strategy.png"]
+    (ax,) = fig.axes
+    assert sorted(p.get_height() for p in ax.patches) == [100.0, 500.0, 900.0]
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert len(set(ticks)) == 3 and all(len(t) <= 24 for t in ticks), ticks
+
+
 def test_a_sweep_never_joins_different_modes_and_lockstep_parameters_are_drawn_once(monkeypatch, tmp_path) -> None:
     rows = [(2, 64, 1, "forward", 160e3), (4, 64, 1, "forward", 84e3), (2, 256, 4, "forward", 12e3),
             (4, 256, 4, "forward", 10e3), (2, 128, 2, "train", 11e3), (2, 512, 8, "train", 800.0)]
