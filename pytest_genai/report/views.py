@@ -352,7 +352,8 @@ def _transposed(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], 
     other = [k for k in ("device", "model", *varying) if k not in keys and k != "id"
              and len({_key(facts(r).get(k, "—")) for r in recs}) > 1]
     rows = [[k] + [_cell(facts(r).get(k, "—")) for r in recs] for k in other]
-    rows += [[head] + [get(r) for r in recs] for head, _, get in values]
+    # a config key already shown (in the head or as a row above) is not repeated by the value columns
+    rows += [[head] + [get(r) for r in recs] for head, _, get in values if head not in other and head not in keys]
     first = " / ".join(keys) if keys else "metric"
     return make_table([first] + [shorten(h, 24) for h in (heads if keys else ["value"])], rows,
                       [False] + [True] * len(recs))

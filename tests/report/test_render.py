@@ -78,6 +78,20 @@ def test_a_few_rows_with_many_metrics_are_turned_a_column_per_config() -> None:
     assert table.rows[1] == ("metric_number_00", "0", "0", "8192")
 
 
+def test_a_turned_table_shows_each_config_row_once() -> None:
+    """Without config ids the varying keys came back as value columns: workload and head_vocab twice each (as in
+    every CPU run's Level 2 scaling table)."""
+    recs = run_from_json(run_doc([
+        bench(f"t[{s}]", "x", {"strategy": s, "workload": w, "head_vocab": v},
+              {f"metric_number_{i:02d}": float(i + v) for i in range(12)})
+        for s, w, v in (("dp", "L4", 0), ("tp", "L4", 0), ("pp", "L8", 8192))]), "x").records
+    (group,) = experiment_tables(recs, {})
+    (table,) = group.tables
+    firsts = [row[0] for row in table.rows]
+    assert table.headers[0] == "strategy" and len(firsts) == len(set(firsts)), firsts
+    assert {"workload", "head_vocab"} <= set(firsts)
+
+
 def test_one_benchmark_is_a_metric_value_table() -> None:
     recs = run_from_json(run_doc([bench("t[cpu]", "x", {"k": 1}, {"a": 1.0, "b": 20_000.0, "c": 0.5})]), "x").records
     (group,) = experiment_tables(recs, {})
