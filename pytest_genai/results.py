@@ -238,6 +238,12 @@ class GenaiRecorder:
                 raise TypeError(f"genai.metric({name!r}): value must be a number, got {type(value).__name__}") from None
         if known is None:
             warnings.warn(GenaiWarning(f"metric {name!r} is not registered in any claims/data/metrics_*.toml"), stacklevel=2)
+        elif unit and known.unit and unit != known.unit:
+            # reports show, and comparisons gate, a registered metric in its registered unit: "5 ms" recorded under
+            # a metric registered in seconds would be read as 5 s and compared 1000x off
+            raise ValueError(f"genai.metric({name!r}): unit {unit!r} contradicts the registered unit "
+                             f"{known.unit!r} (claims/data/metrics_*.toml); record the value in {known.unit!r}, or "
+                             "under a metric registered in that unit")
         value = float(value) if isinstance(value, float) or not isinstance(value, int) else int(value)
         data = self.data
         data["metrics"][name] = value

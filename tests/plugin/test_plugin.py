@@ -197,6 +197,10 @@ def test_unknown(benchmark, genai, cpu):
         genai.check("A1.compression_ratio")
     with pytest.raises(ValueError, match="must say so in its name"):
         genai.metric("ppl_ratio", 1.0, source="modeled")
+    # a unit other than the registered one would be shown and gated in the registered unit (5 ms read as 5 s)
+    with pytest.raises(ValueError, match="unit 'ms' contradicts the registered unit 's'"):
+        genai.metric("step_time_s", 5.0, unit="ms")
+    genai.metric("step_time_s", 0.005, unit="s")
 """)
     pytester.runpytest().assert_outcomes(passed=1)
 
