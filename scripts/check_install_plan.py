@@ -142,8 +142,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"check_install_plan: --extras: {exc}", file=sys.stderr)
         return 2
     constraints, requirements = Path(args.constraints), Path(args.requirements)
-    constraints.write_text(constraints_text(pins), encoding="utf-8")
-    requirements.write_text("\n".join(reqs) + "\n", encoding="utf-8")
+    for flag, path, text in (("--constraints", constraints, constraints_text(pins)),
+                             ("--requirements", requirements, "\n".join(reqs) + "\n")):
+        try:
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:  # an unwritable folder, another user's file in a shared /tmp
+            print(f"check_install_plan: cannot write {path}: {exc.strerror or exc}; pass {flag} PATH in a folder "
+                  "you own", file=sys.stderr)
+            return 2
     print(f"pins ({constraints}): {', '.join(f'{n}=={v}' for n, v in pins.items()) or 'none: torch is not installed'}")
     if args.report:
         report: dict[str, Any] | None = json.loads(Path(args.report).read_text(encoding="utf-8"))

@@ -104,3 +104,14 @@ def test_the_real_pip_offline(tmp_path: Path, monkeypatch) -> None:
     # with the pins pip cannot make that plan at all: the script's exit 2, with pip's reason
     got, error = plan.pip_plan(pinned, wants_new, offline)
     assert got is None and "torch" in error
+
+
+@pytest.mark.parametrize("flag", ["--constraints", "--requirements"])
+def test_an_unwritable_output_is_a_one_line_error_naming_the_flag(tmp_path: Path, capsys, flag) -> None:
+    """A path that cannot be written (a missing folder; another user's file in a shared /tmp) was a traceback."""
+    files = {"--constraints": str(tmp_path / "c.txt"), "--requirements": str(tmp_path / "r.txt")}
+    files[flag] = str(tmp_path / "missing" / "x.txt")
+    args = [x for pair in files.items() for x in pair] + ["--report", str(tmp_path / "unused.json")]
+    assert plan.main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"cannot write {files[flag]}" in err and f"pass {flag} PATH" in err
