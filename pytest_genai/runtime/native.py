@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sysconfig
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -123,25 +124,50 @@ def load(source: Path, openmp: bool = False) -> ctypes.CDLL | None:
 def _build(source: Path, cc: str, flags: tuple[str, ...]) -> ctypes.CDLL | None:
     try:
         path = library_path(source, cc, flags)
+        built = False
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".so", dir=path.parent)
-            os.close(fd)
-            try:
-                with progress.phase(f"compiling {source.name} with {Path(cc).name}", log=_LOG, hint="once per CPU type"):
-                    proc = subprocess.run([cc, *flags, "-o", tmp, str(source)], capture_output=True, text=True,
-                                          timeout=COMPILE_TIMEOUT_S)
-                if proc.returncode != 0:
-                    raise OSError(f"{Path(cc).name} exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
-                os.replace(tmp, path)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-        return ctypes.CDLL(str(path))
+            _compile(source, cc, flags, path)
+            built = True
+        try:
+            return ctypes.CDLL(str(path))
+        except OSError as exc:
+            if built:
+                raise
+            # a cached library that does not load (truncated, or built against another C library on a shared
+            # cache): build it again once instead of running without the kernel from now on
+            _LOG.info("native kernel %s: cached %s does not load (%s); building it again", source.name, path.name, exc)
+            path.unlink(missing_ok=True)
+            _compile(source, cc, flags, path)
+            return ctypes.CDLL(str(path))
     except (OSError, subprocess.SubprocessError) as exc:
-        _WHY_NOT[str(source)] = f"compiling {source.name} failed: {exc}"
+        _WHY_NOT[str(source)] = f"compiling or loading {source.name} failed: {exc}"
         _LOG.info("native kernel %s not used: %s", source.name, exc)
         return None
+
+
+def _compile(source: Path, cc: str, flags: tuple[str, ...], path: Path) -> None:
+    """Compile ``source`` into ``path`` through a temporary file in its folder, renamed into place when complete
+    (concurrent builds are safe); temporary files that a killed build left (older than the compile timeout) go."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    now = time.time()
+    for stale in path.parent.glob(f".{path.stem}-*.so"):
+        try:
+            if now - stale.stat().st_mtime > 2 * COMPILE_TIMEOUT_S:
+                stale.unlink()
+        except OSError:
+            pass
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".so", dir=path.parent)
+    os.close(fd)
+    try:
+        with progress.phase(f"compiling {source.name} with {Path(cc).name}", log=_LOG, hint="once per CPU type"):
+            proc = subprocess.run([cc, *flags, "-o", tmp, str(source)], capture_output=True, text=True,
+                                  timeout=COMPILE_TIMEOUT_S)
+        if proc.returncode != 0:
+            raise OSError(f"{Path(cc).name} exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def bind(source: Path, signatures: dict[str, tuple[Any, tuple[Any, ...]]], openmp: bool = False) -> ctypes.CDLL | None:

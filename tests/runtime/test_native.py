@@ -29,6 +29,35 @@ def test_compiles_once_into_the_cache_and_loads():
     assert native.load(KERNEL) is not None and built[0].stat().st_mtime_ns == mtime  # reused, not rebuilt
 
 
+def test_a_cached_library_that_does_not_load_is_built_again_and_stale_temporaries_go():
+    """A truncated cached .so (or one built against another C library on a shared cache) was never rebuilt: the
+    kernel was off for good, and why_not said "compiling failed". A killed build's temporary file stayed forever.
+    (Each load in a fresh process: dlopen would hand this one the library it already has by that name.)"""
+    import subprocess
+    import sys
+
+    if native.compiler() is None:
+        pytest.skip("no C compiler here")
+    code = ("import sys; from pathlib import Path; from pytest_genai.runtime import native; "
+            f"lib = native.load(Path({str(KERNEL)!r})); print(lib is not None and hasattr(lib, 'genai_scan_f32'), "
+            "native.why_not(Path(sys.argv[1])))")
+
+    def load_fresh() -> str:
+        done = subprocess.run([sys.executable, "-c", code, str(KERNEL)], capture_output=True, text=True, timeout=120,
+                              env=os.environ.copy())
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.strip()
+
+    assert load_fresh().startswith("True")
+    (built,) = (Path(os.environ["PYTEST_GENAI_CACHE"]) / "native").glob("scan-*.so")
+    built.write_bytes(b"not an ELF file")
+    stale = built.parent / f".{built.stem}-killed.so"
+    stale.write_bytes(b"half")
+    os.utime(stale, (1, 1))  # left by a build killed long ago
+    assert load_fresh().startswith("True")
+    assert built.read_bytes()[:4] == b"\x7fELF" and not stale.exists() and not list(built.parent.glob(".*"))
+
+
 def test_disabled_by_the_environment(monkeypatch):
     monkeypatch.setenv(native.DISABLE_ENV, "0")
     assert native.load(KERNEL) is None
@@ -39,7 +68,7 @@ def test_a_failing_compiler_means_none_with_its_message(monkeypatch, tmp_path):
     monkeypatch.setenv("CC", "false")  # on PATH, exits 1
     monkeypatch.setattr(native.sysconfig, "get_config_var", lambda name: "")
     assert native.load(KERNEL) is None
-    assert "compiling scan.c failed" in native.why_not(KERNEL)
+    assert "compiling or loading scan.c failed" in native.why_not(KERNEL)
     assert not list((tmp_path / "cache" / "native").glob("*"))  # the failed output is not kept
 
 
