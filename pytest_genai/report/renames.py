@@ -13,6 +13,7 @@ RENAMED: dict[str, tuple[str, str]] = {
     **{f"{prefix}{name}": (f"{prefix}{name}_modeled", "modeled")
        for prefix in ("", "matmul_", "attention_", "elementwise_") for name in _MODELED},
     "compute_efficiency": ("compute_efficiency_spec", "spec"),
+    "flop_counter_ratio": ("flop_counter_ratio_modeled", "modeled"),  # two counts of the model's work (2026-12-02)
 }
 """old name -> (current name, its source)."""
 

@@ -20,3 +20,11 @@ def test_a_current_name_wins_over_a_retired_one() -> None:
     m, s, u = current_names({"efficiency": 0.1, "efficiency_modeled": 0.2}, {"efficiency": "measured",
                                                                             "efficiency_modeled": "modeled"}, {})
     assert m == {"efficiency_modeled": 0.2} and s == {"efficiency_modeled": "modeled"}
+
+
+def test_an_old_fine_tuning_run_reads_its_flop_counter_ratio_as_modeled() -> None:
+    """flop_counter_ratio (two counts of the model's work, no timing) was recorded as measured until 2026-12-02."""
+    old = {"flop_counter_ratio": 1.0, "tokens_per_s": 100.0}
+    (rec,) = run_from_json(run_doc([bench("ft", "finetune", {"strategy": "ddp"}, old)]), "old.json").records
+    assert rec.metrics["flop_counter_ratio_modeled"] == 1.0 and rec.sources["flop_counter_ratio_modeled"] == "modeled"
+    assert "flop_counter_ratio" not in rec.metrics
