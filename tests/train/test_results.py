@@ -174,6 +174,20 @@ def test_a_comparison_uses_the_mean_of_the_bracketing_runs_with_a_bootstrap_inte
     assert result.attachments == {attachment: rates}
 
 
+def test_drift_between_the_bracketing_runs_widens_the_comparison_interval():
+    """The two baseline runs' steps were pooled as one sample: a baseline that ran 20% faster after the compared run
+    than before it gave an interval as narrow as two identical baselines (the drift between runs was invisible)."""
+    steady = (9.0, 9.0) + (1.0, 1.02, 0.98, 1.01, 0.99, 1.0) * 2
+    run = summary(step_s=tuple(2 * x for x in steady))  # the sharded run: half DDP's speed
+    same = ddp_comparison_result(run, (summary(step_s=steady), summary(step_s=steady)))
+    drifted = ddp_comparison_result(run, (summary(step_s=steady), summary(step_s=tuple(x / 1.2 for x in steady))))
+    a, b = same.metrics["throughput_ratio_ddp_over_sharded"].interval, drifted.metrics[
+        "throughput_ratio_ddp_over_sharded"].interval
+    assert b.hi - b.lo > 5 * (a.hi - a.lo)
+    assert b.lo <= 2.0 * 0.99 and b.hi >= 2.4 * 1.01  # covers the ratio against either baseline run
+    assert "joined" in b.method and b.level >= 0.9
+
+
 def test_no_comparison_is_a_label():
     ddp = ddp_comparison_result(summary(), None)
     unfit = flash_attention_result(summary(), None, unfit_reason="needs 3 GiB")
