@@ -123,7 +123,7 @@ def mechanics_problems(case: QuantCase, quantized: QuantizedModel, device_kind: 
     """What a row's quantized model did against what its case asked for (empty: as asked).
 
     fp8_w8a8: every fp8_e4m3 layer of the plan computed in FP8 (``fp8_w8a8_scaled_mm``; ``inc_fp8`` on Gaudi), none
-    fell back. bitmask: the sensitivity threshold pruned at least ``sparsity_target`` of the eligible weights, the
+    fell back. bitmask: at least ``sparsity_target`` of the stored eligible codes are zero (counted from storage), the
     report says bitmask storage, and the zeros paid for the mask (measured ratio above the plan's dense prediction,
     and below the ratio that counts the mask as free).
     """
@@ -136,9 +136,12 @@ def mechanics_problems(case: QuantCase, quantized: QuantizedModel, device_kind: 
             problems.append(f"fp8_w8a8: {got} of the plan's {n_fp8} fp8_e4m3 layers computed with {want}; paths "
                             f"{compute_path_counts(quantized.compute_paths)}")
     if case.sparsity:
-        report, pruning = quantized.report or {}, quantized.pruning or {}
-        if pruning.get("pruned_fraction", 0.0) < sparsity_target:
-            problems.append(f"pruned {pruning.get('pruned_fraction')} of the eligible weights, "
+        report = quantized.report or {}
+        # the stored codes' own count (the bitmask's zeros), not the pruning step's |w| <= tau count, which is at
+        # least the target by construction: zeros lost on the way to storage would not show there
+        zero = 1.0 - report["nonzero_fraction"] if "nonzero_fraction" in report else None
+        if zero is None or zero < sparsity_target:
+            problems.append(f"{'no' if zero is None else f'{zero:.4f}'} of the stored eligible codes are zero, "
                             f"below the {sparsity_target} target")
         if report.get("sparse_storage") != case.sparsity:
             problems.append(f"report sparse_storage={report.get('sparse_storage')!r}, case asked {case.sparsity!r}")

@@ -127,12 +127,18 @@ def compute_scales(w, spec: FormatSpec, group_size: int | None, where: str = "we
     return _scales_from_amax(amax, spec.qmax)
 
 
+#: The smallest normal fp32, the floor of a nonzero row's scale: below it ``amax / qmax`` is subnormal, keeps only a
+#: few bits, and ``round_scale_up`` cannot round it up, so the scale came out *below* ``amax / qmax``, the top
+#: codes clamped and the round-trip error exceeded s/2 (int8 rows of |w| ~ 4e-43: 60x). At the floor a row that
+#: small quantizes to zeros within s/2.
+MIN_SCALE = 2.0 ** -126
+
+
 def _scales_from_amax(amax, qmax: float):
-    """``amax / qmax`` rounded up; 1.0 where that is 0: an all-zero row, or one so small (subnormal) that the
-    division underflows -- a 0 scale saturated its codes, and they dequantized to 0 anyway."""
+    """``amax / qmax`` rounded up, at least :data:`MIN_SCALE`; 1.0 for an all-zero row."""
     torch = _torch()
-    scale = amax / qmax
-    return round_scale_up(torch.where(scale > 0, scale, torch.ones_like(scale)))
+    scale = torch.clamp(amax / qmax, min=MIN_SCALE)
+    return round_scale_up(torch.where(amax > 0, scale, torch.ones_like(scale)))
 
 
 def _row_chunks(rows: int, cols: int):

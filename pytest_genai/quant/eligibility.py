@@ -40,6 +40,19 @@ def _is_norm(module) -> bool:
     return "norm" in type(module).__name__.lower()
 
 
+def _custom_forward(module) -> str:
+    """Why a ``nn.Linear`` / ``nn.Embedding`` subclass with a ``forward`` of its own is not eligible ("" when it is
+    plain): Gemma's scaled word embeddings multiply by ``embed_scale``, MoE routers return tuples; a real-mode
+    ``QuantLinear`` / ``QuantEmbedding`` in their place would silently drop that, and one plan serves both modes."""
+    import torch.nn as nn
+
+    for base in (nn.Linear, nn.Embedding):
+        if isinstance(module, base) and type(module).forward is not base.forward:
+            return (f"{type(module).__name__} overrides {base.__name__}.forward (real mode would replace it by a "
+                    "plain quantized module)")
+    return ""
+
+
 def _output_embedding_names(model, named: dict) -> set[str]:
     head = None
     getter = getattr(model, "get_output_embeddings", None)
@@ -66,6 +79,12 @@ def collect_eligible(model, *, include_embeddings: bool = False, include_lm_head
     seen: dict[int, tuple[str, int | None]] = {}  # id(weight) -> (first module, index or None)
 
     for mname, module in named.items():
+        custom = _custom_forward(module)
+        if custom:  # real mode swaps in a plain quantized module: its own forward (a scale, a tuple) would be lost
+            for pname, param in module.named_parameters(recurse=False):
+                excluded[f"{mname}.{pname}" if mname else pname] = custom
+                seen.setdefault(id(param), (mname, None))  # a weight tied to it is excluded with it
+            continue
         if isinstance(module, nn.Linear) and mname in heads:
             kind, allowed, why = "lm_head", include_lm_head, "lm_head (include_lm_head=False)"
         elif isinstance(module, nn.Linear):

@@ -20,6 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .codecs import QuantizedWeight, dequantize, quantize, round_scale_up
+from .modules import StoredCodes
 
 E4M3_MAX = 448.0
 #: compute path names recorded per layer (``QuantInfo.compute_paths``)
@@ -75,7 +76,7 @@ def shape_fits_scaled_mm(in_features: int, out_features: int, device_type: str) 
     return device_type != "cuda" or (in_features % 16 == 0 and out_features % 16 == 0)
 
 
-class Fp8Linear(nn.Module):
+class Fp8Linear(StoredCodes):
     """A linear layer computing in FP8 (W8A8): ``y = scaled_mm(q(x), qweight^T) + bias`` (see module docstring).
 
     ``qweight`` float8 e4m3 (out, in) and ``scale`` fp32 (out, 1): the same stored bytes as weight-only
@@ -98,6 +99,16 @@ class Fp8Linear(nn.Module):
         self.bias = bias if bias is None or isinstance(bias, nn.Parameter) else nn.Parameter(bias, False)
         fits = shape_fits_scaled_mm(self.in_features, self.out_features, qw.data.device.type)
         self.compute_path = PATH_SCALED_MM if fits else PATH_FALLBACK
+
+    def _apply(self, fn, recurse=True):
+        """As :class:`StoredCodes` (codes and scale keep their dtypes); the compute path follows the device the
+        layer moved to (a layer quantized on the CPU, then moved to CUDA with K or N not a multiple of 16, kept
+        ``_scaled_mm``, which raises there)."""
+        super()._apply(fn, recurse)
+        if self.compute_path in (PATH_SCALED_MM, PATH_FALLBACK):
+            fits = shape_fits_scaled_mm(self.in_features, self.out_features, self.qweight.device.type)
+            self.compute_path = PATH_SCALED_MM if fits else PATH_FALLBACK
+        return self
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, *, where: str = "linear") -> "Fp8Linear":

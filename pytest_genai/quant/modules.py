@@ -39,7 +39,31 @@ def _empty_qweight(fmt: str, shape, group_size, device):
     return data, scale
 
 
-class _QuantStore(nn.Module):
+class StoredCodes(nn.Module):
+    """Stored codes and scales keep their dtypes through ``.to(dtype)``, ``.half()``, ``.bfloat16()``, ``.float()``:
+    torch treats float8 codes and fp32 scales as floating point and cast them with the model (fp8 codes widened to
+    bf16 doubled the bytes, bf16 scales lost precision, fp16 ones underflowed, ``.float()`` undid bf16 storage). The
+    buffers move with the module (device, shared memory) as raw bytes; parameters (the bias) follow as usual, and
+    ``activation_dtype`` (what forward will see) follows the cast."""
+
+    def _apply(self, fn, recurse=True):
+        for name, buf in self._buffers.items():
+            if buf is not None and buf.dim() > 0:
+                self._buffers[name] = fn(buf.view(torch.uint8)).view(buf.dtype)
+        stored = {n: b for n, b in self._buffers.items() if b is not None and b.dim() > 0}
+        for name in stored:
+            self._buffers[name] = None
+        try:
+            super()._apply(fn, recurse)
+        finally:
+            self._buffers.update(stored)
+        dtype = getattr(self, "activation_dtype", None)
+        if dtype is not None:
+            self.activation_dtype = fn(torch.empty(0, dtype=dtype)).dtype
+        return self
+
+
+class _QuantStore(StoredCodes):
     """Shared buffer handling: ``qweight`` (+ ``scale``) registered as buffers, saved in the state dict."""
 
     def _init_store(self, fmt: str, shape, group_size, data, scale) -> None:
@@ -173,15 +197,18 @@ class QuantEmbedding(_QuantStore):
         if qweight is None:
             qweight, scale = _empty_qweight(fmt, (num_embeddings, embedding_dim), group_size, device)
         self._init_store(fmt, (num_embeddings, embedding_dim), group_size, qweight, scale)
+        self.activation_dtype = None  # the replaced table's dtype: what the lookup returns (None: fp32)
 
     @classmethod
     def from_embedding(cls, emb: nn.Embedding, fmt: str, group_size=None, *, where: str = "embedding"):
         qw = quantize(emb.weight, fmt, group_size, where=where)
-        return cls(emb.num_embeddings, emb.embedding_dim, fmt, group_size, emb.padding_idx,
-                   qweight=qw.data, scale=qw.scale)
+        layer = cls(emb.num_embeddings, emb.embedding_dim, fmt, group_size, emb.padding_idx,
+                    qweight=qw.data, scale=qw.scale)
+        layer.activation_dtype = emb.weight.dtype  # a bf16 model's lookups stay bf16 (they were always fp32)
+        return layer
 
     def forward(self, ids):
         flat = ids.reshape(-1)
         rows = self.quantized_weight().select_rows(flat)
-        out = dequantize(rows, torch.float32)
+        out = dequantize(rows, self.activation_dtype or torch.float32)
         return out.reshape(*ids.shape, self.embedding_dim)

@@ -89,3 +89,18 @@ def test_pruned_case_prunes_with_the_global_threshold_and_stores_a_bitmask():
     dense = quantize(tiny_llama(), QuantCase("real", "wikitext"), "cpu")
     assert dense.pruning is None and dense.report["sparse_storage"] is False
     assert mechanics_problems(case, dense, "cpu")  # a dense model in a pruned row is caught
+
+
+def test_the_pruning_check_counts_the_stored_zeros_not_the_pruning_steps_count():
+    """The check read the pruning step's own count of |w| <= tau (at least the target by construction): stored codes
+    that lost their zeros on the way to storage still passed."""
+    import dataclasses
+
+    from pytest_genai.compose.quantized_eval import mechanics_problems
+
+    case = QuantCase("real", "wikitext", sparsity="bitmask")
+    q = quantize(tiny_llama(), case, "cpu")
+    assert 1 - q.report["nonzero_fraction"] >= 0.3 and mechanics_problems(case, q, "cpu") == []
+    lost = dataclasses.replace(q, report={**q.report, "nonzero_fraction": 0.9})  # storage kept 90% nonzero
+    (problem,) = mechanics_problems(case, lost, "cpu")
+    assert "0.1000 of the stored eligible codes are zero, below the 0.3 target" in problem

@@ -161,3 +161,46 @@ def test_fp16_real_layers_with_row_scales_do_not_overflow(fmt):
     fp32 = QuantLinear.from_linear(linear, fmt)
     assert fp32.compute_path == f"weight_only_{fmt}_scaled_output"
     torch.testing.assert_close(fp32(x), want, rtol=2e-2, atol=0)
+
+
+def test_a_bf16_model_keeps_bf16_through_a_real_quantized_embedding():
+    """QuantEmbedding always returned fp32: a bf16 model with a quantized embedding and an fp32 linear after it
+    raised "mat1 and mat2 must have the same dtype"; with every linear quantized it silently ran in fp32."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Embedding(64, 32), torch.nn.Linear(32, 32), torch.nn.Linear(32, 8))
+    model = model.to(torch.bfloat16)
+    quantize_model(model, PrecisionPlan(formats={"0": "int8"}, shapes={"0": (64, 32)}), "real")
+    assert isinstance(model[0], QuantEmbedding)
+    assert model(torch.tensor([[1, 2, 3]])).dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("cast", ["to_bf16", "half", "float"])
+@pytest.mark.parametrize("fmt", ["int8", "fp8_e4m3", "bf16"])
+def test_a_dtype_cast_keeps_the_stored_codes_and_scales(cast, fmt):
+    """model.to(dtype) / .half() / .float() converted float8 codes and fp32 scales like any floating tensor: fp8
+    codes widened to bf16 (twice the bytes), scales rounded to bf16 / fp16 (fp16: tiny ones to 0), bf16 storage
+    widened by .float(); FP8 compute then refused its scales."""
+    from pytest_genai.quant import fp8
+
+    def stored(m):  # the codes and scales (the bias is a parameter and follows the cast)
+        return sum(b.numel() * b.element_size() for b in m.buffers())
+
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(64, 32)
+    layers = [QuantLinear.from_linear(linear, fmt), QuantEmbedding.from_embedding(torch.nn.Embedding(16, 64), fmt)]
+    if fmt == "fp8_e4m3":
+        layers.append(fp8.Fp8Linear.from_linear(linear))
+    for layer in layers:
+        before = {n: (b.dtype, b.clone()) for n, b in layer.named_buffers()}
+        nbytes = stored(layer)
+        moved = {"to_bf16": lambda m: m.to(torch.bfloat16), "half": lambda m: m.half(),
+                 "float": lambda m: m.float()}[cast](layer)
+        for name, (dtype, value) in before.items():
+            after = dict(moved.named_buffers())[name]
+            assert after.dtype == dtype and torch.equal(after.view(torch.uint8), value.view(torch.uint8)), name
+        assert stored(moved) == nbytes
+        act = {"to_bf16": torch.bfloat16, "half": torch.float16, "float": torch.float32}[cast]
+        if isinstance(moved, QuantEmbedding):
+            assert moved(torch.tensor([1, 2])).dtype == act
+        elif not (isinstance(moved, fp8.Fp8Linear) and act == torch.float16):
+            assert moved(torch.randn(2, 64, dtype=act)).dtype == act

@@ -191,13 +191,33 @@ def test_the_int8_kernel_redoes_no_row_it_computed_like_torch(monkeypatch):
 
 
 @pytest.mark.parametrize("fmt", ["int8", "fp8_e4m3", "fp8_e5m2", "bf16"])
-def test_a_row_too_small_for_a_scale_gets_scale_one_and_zero_codes(fmt):
+def test_a_row_too_small_for_a_scale_gets_the_smallest_normal_scale_and_zero_codes(fmt):
     """amax / qmax underflowed to 0 for a subnormal row: a 0 scale saturated its codes (127, -127), which the bitmask
-    layout would store as nonzeros."""
+    layout would store as nonzeros. The scale is floored at the smallest normal fp32 (codecs.MIN_SCALE)."""
     w = torch.tensor([[1e-44, -1e-44, 0.0, 0.0], [0.5, -0.25, 0.1, 0.0]])
     qw = C.quantize(w, fmt, None)
     if qw.scale is None:
         return  # a float format stored without scales: nothing to underflow
     assert bool((qw.scale > 0).all())
-    assert float(qw.scale[0, 0]) == 1.0 and not bool(qw.data[0].float().ne(0).any())
+    assert float(qw.scale[0, 0]) == C.MIN_SCALE and not bool(qw.data[0].float().ne(0).any())
     assert float(C.dequantize(qw)[0].abs().max()) <= 1e-44
+
+
+@settings(max_examples=60, deadline=None)
+@given(log_mag=st.floats(-149, -110), fmt=st.sampled_from(SCALED), seed=st.integers(0, 2**31 - 1))
+def test_rows_whose_scale_would_be_subnormal_keep_the_bound_and_idempotence(log_mag, fmt, seed):
+    """amax / qmax subnormal: it kept a few bits, round_scale_up could not round it up, the scale came out below
+    amax / qmax, the top codes clamped and the error passed s/2 (int8 at |w| ~ 4e-43: 60x; fp8_e4m3 5x)."""
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(3, 32, generator=g, dtype=torch.float64) * 2.0 ** log_mag
+    w = w.float()
+    w[1] = torch.randn(32, generator=g)  # an ordinary row beside them
+    q = C.quantize(w, fmt, None if fmt != "int4" else 32)
+    assert bool((q.scale >= C.MIN_SCALE).all())
+    err = (w - C.dequantize(q)).abs()
+    bound = C.error_bound(q, w)
+    slack = 4 * torch.finfo(torch.float32).eps * (w.abs() + bound)
+    assert bool((err <= bound + slack).all()), f"{fmt}: max err/bound {(err / bound.clamp_min(1e-45)).max()}"
+    again = C.quantize(C.dequantize(q), fmt, None if fmt != "int4" else 32)
+    # the same codes, and the same dequantized weight (a row of zero codes dequantizes to zeros, whose scale is 1)
+    assert _same_codes(q.data, again.data) and torch.equal(C.dequantize(q), C.dequantize(again))

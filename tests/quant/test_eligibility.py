@@ -94,3 +94,49 @@ def test_fake_mode_and_prune_give_each_weight_a_tensor_of_its_own(llama):
     ptr = weight.data_ptr()
     quantize_model(llama, make_plan(res, PlanConfig()), mode="fake")
     assert llama.get_submodule(first).weight is weight and weight.data_ptr() != ptr
+
+
+def test_a_linear_or_embedding_with_a_forward_of_its_own_is_not_eligible():
+    """Real mode replaced nn.Linear / nn.Embedding subclasses by plain quantized modules and dropped their forward:
+    Gemma's scaled word embeddings lost ``* embed_scale`` (logits 0.46 off fake mode's), MoE routers their tuples.
+    They are excluded with the reason, and a weight tied to one is excluded with it."""
+    import torch
+
+    class ScaledEmbedding(nn.Embedding):
+        def forward(self, ids):
+            return super().forward(ids) * 8.0
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = ScaledEmbedding(32, 16)
+            self.proj = nn.Linear(16, 16)
+            self.head = nn.Linear(16, 32, bias=False)
+            self.head.weight = self.embed.weight  # tied
+
+        def forward(self, ids):
+            return self.head(self.proj(self.embed(ids)))
+
+        def get_output_embeddings(self):
+            return self.head
+
+    model = Model()
+    eligible, excluded = collect_eligible(model, include_embeddings=True, include_lm_head=True)
+    assert [e.name for e in eligible] == ["proj"]
+    assert excluded["embed.weight"].startswith("ScaledEmbedding overrides Embedding.forward")
+    assert excluded["head.weight"] == "tied to embed.weight, which is excluded"
+
+    from pytest_genai.quant import quantize_model
+    from pytest_genai.quant.plan import uniform_plan
+    from pytest_genai.quant.sensitivity import SensitivityConfig, analyze_sensitivity
+
+    import copy
+
+    ids = torch.arange(8).view(1, 8)
+    plan = uniform_plan(analyze_sensitivity(model, SensitivityConfig(include_embeddings=True, include_lm_head=True)),
+                        "int8")
+    assert set(plan.formats) == {"proj"}
+    fake = quantize_model(copy.deepcopy(model), plan, "fake")
+    quantize_model(model, plan, "real")
+    with torch.no_grad():
+        assert type(model.embed) is ScaledEmbedding and torch.allclose(model(ids), fake(ids), atol=1e-4, rtol=1e-5)

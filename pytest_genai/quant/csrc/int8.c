@@ -1,7 +1,8 @@
 /* pytest-genai: per-channel symmetric int8 quantization of an fp32 weight matrix in one read from memory
  * (pytest_genai/quant/codecs.py, format int8 without groups).
  *
- * For each row: amax = max |w|, scale = amax / 127 rounded up to 16 significant bits (1 where amax is 0), codes =
+ * For each row: amax = max |w|, scale = max(amax / 127, FLT_MIN) rounded up to 16 significant bits (1 where amax is
+ * 0), codes =
  * clamp(round-half-even(w / scale), -127, 127). The row is read from memory once for amax and again from L1/L2 for
  * the codes (rows of up to ~64K weights stay in L2). The same fp32 operations as the torch path (IEEE division, no
  * reciprocal), so the codes are the same bits; the caller checks each row's scale against torch's arithmetic on
@@ -11,6 +12,7 @@
  * Returns -1 when every row's amax is finite, else the index of the first row with inf or NaN (rows from it on
  * are not written; the caller raises).
  */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -30,7 +32,7 @@ int64_t genai_quantize_int8_rows(const float *restrict w, int64_t rows, int64_t 
         if (top >= 0x7f800000u) return r;  /* inf or NaN */
         float amax;
         memcpy(&amax, &top, sizeof amax);
-        float s = amax > 0.0f ? amax / 127.0f : 1.0f;
+        float s = amax > 0.0f ? fmaxf(amax / 127.0f, FLT_MIN) : 1.0f;  /* a normal scale (codecs.MIN_SCALE) */
         int e;
         const float m = frexpf(s, &e);
         s = ldexpf(ceilf(m * 65536.0f) / 65536.0f, e);
