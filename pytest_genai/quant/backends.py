@@ -138,8 +138,21 @@ def inc_fp8(model, names, calibrate, *, dump_dir=None) -> None:
     if converted is not model:  # INC converts in place; keep the caller's object if it ever does not
         for name in names:
             set_module(model, name, converted.get_submodule(name))
-    for name in names:
-        model.get_submodule(name).compute_path = "inc_fp8"
+    for name in names:  # only a layer INC really converted says so; the mechanics check counts them
+        module = model.get_submodule(name)
+        if inc_converted(module):
+            module.compute_path = "inc_fp8"
+
+
+def inc_converted(module) -> bool:
+    """Whether INC converted this linear: its class is no longer ``nn.Linear`` (INC's patched modules), or it holds
+    a float8 tensor. A ``convert`` that left the layer as it was must not be recorded as ``inc_fp8``."""
+    import torch
+    import torch.nn as nn
+
+    fp8 = {torch.float8_e4m3fn, torch.float8_e5m2}
+    tensors = list(module.parameters(recurse=True)) + list(module.buffers(recurse=True))
+    return type(module) is not nn.Linear or any(t.dtype in fp8 for t in tensors)
 
 
 def fp8_w8a8(model, names) -> None:
