@@ -108,6 +108,9 @@ def collect_eligible(model, *, include_embeddings: bool = False, include_lm_head
                 first_name, idx = seen[id(param)]
                 if idx is None:
                     excluded[full] = f"tied to {first_name}.weight, which is excluded"
+                    if kind == "lm_head" and allowed:  # asked for: say why it has no effect
+                        excluded[full] += (" (include_lm_head=True has no effect: a tied LM head is that matrix; "
+                                           "set include_embeddings=True as well)")
                 else:
                     first = eligible[idx]
                     eligible[idx] = EligibleWeight(first.name, first.kind, first.shape, first.unit,

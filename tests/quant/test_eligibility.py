@@ -39,6 +39,7 @@ def test_tied_embeddings_counted_once_and_reported(llama_factory):
     assert "tied to model.embed_tokens.weight" in excluded["lm_head.weight"]
     _, excluded = collect_eligible(model, include_lm_head=True)  # embedding excluded -> its tied head too
     assert "which is excluded" in excluded["lm_head.weight"]
+    assert "include_lm_head=True has no effect" in excluded["lm_head.weight"]  # the request is not silently lost
 
 
 def test_block_units():
