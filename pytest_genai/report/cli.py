@@ -85,9 +85,20 @@ def _thresholds(text: str | None) -> Thresholds:
 
 
 def emit(text: str, outputs: Sequence[str]) -> None:
-    print(text, end="" if text.endswith("\n") else "\n")
+    """``text`` into every ``-o`` file, then on stdout. A reader that has gone (``| head``) loses the rest of stdout
+    only: the files are written and the command's exit code stands (it was 2, "cannot write Broken pipe", and the
+    files after it were not written)."""
     for out in outputs:
         write_output(out, text if text.endswith("\n") else text + "\n")
+    try:
+        print(text, end="" if text.endswith("\n") else "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)  # so that the interpreter's final flush does not fail again
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def _load_ref(text: str, role: str, store: str | None, info: Mapping[str, MetricInfo] | None = None,

@@ -187,3 +187,25 @@ def test_gate_hardware_upgrade_checks_the_generation_claim(tmp_path: Path, capsy
     assert "| test_ft[hpu-fsdp] | tokens_per_s | gaudi→gaudi2 speedup of tokens_per_s: claim A2.gen.gaudi_gaudi2: " \
            "measured 2.375, interval [" in out and "n=5) < min 2.5" in out
     assert gate_main([str(old), str(new), "--no-claims"]) == EXIT_OK  # gated as a software change: both got faster
+
+
+def test_a_reader_that_has_gone_loses_stdout_only(tmp_path: Path) -> None:
+    """``pytest-genai gate a b -o gate.md | head``: the closed pipe was "error: cannot write Broken pipe", exit 2,
+    and the -o file was never written. Now the file is written and the gate's own exit code stands."""
+    import os
+    import subprocess
+    import sys
+
+    base = write_run(tmp_path / "base.json", [bench("a", metrics={"tokens_per_s": 100.0})])
+    slower = write_run(tmp_path / "cur.json", [bench("a", metrics={"tokens_per_s": 50.0})])
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone before anything was written
+    try:
+        done = subprocess.run([sys.executable, "-m", "pytest_genai.cli", "gate", str(base), str(slower), "-o",
+                               str(tmp_path / "gate.md")], stdout=write, stderr=subprocess.PIPE, text=True,
+                              timeout=120)
+    finally:
+        os.close(write)
+    assert done.returncode == EXIT_REGRESSION, done.stderr
+    assert "Broken pipe" not in done.stderr and "Traceback" not in done.stderr
+    assert "**FAIL**" in (tmp_path / "gate.md").read_text()
