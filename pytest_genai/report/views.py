@@ -292,7 +292,9 @@ def _identity(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], va
     named = {"device": device_text, "model": lambda r: r.model or "—"}
     keys = [p for p in varying if p != "id"  # a config "model" equal to the model column is not shown twice
             and not (p in fixed and all(_cell(shown[id(r)].get(p, "—")) == named[p](r) for r in recs))]
-    if len(recs) > 1 and all("id" in r.config for r in recs):
+    # the ids name the rows only when they tell them apart (two configs can share an id that leaves out a key)
+    if len(recs) > 1 and all("id" in r.config for r in recs) and len({str(r.config["id"]) for r in recs}) == len(
+            {(device_text(r), r.model, *(_key(shown[id(r)].get(k, "—")) for k in keys)) for r in recs}):
         ids = distinct_parts([str(r.config["id"]) for r in recs])
         by_record = {id(r): i for r, i in zip(recs, ids)}
         if max(len(i) for i in ids) <= MAX_ID_CHARS or not keys:

@@ -265,3 +265,13 @@ def test_plot_links_with_spaces_or_parentheses_stay_one_link(tmp_path: Path) -> 
     assert md.strip() == "![x](<my plots (v1)/x.png>)"
     plain = to_markdown([Image(tmp_path / "plots" / "x.png", "x")], tmp_path)
     assert plain.strip() == "![x](plots/x.png)"
+
+
+def test_rows_sharing_a_config_id_are_named_by_the_keys_that_differ() -> None:
+    """Two configs with id "small" (dtype fp32 and bf16) were rows "small | 10" and "small | 20", dtype nowhere."""
+    recs = run_from_json(run_doc([
+        bench(f"t[{d}]", "x", {"id": "small", "dtype": d, "layers": 2}, {"tokens_per_s": v})
+        for d, v in (("fp32", 10.0), ("bf16", 20.0))]), "x").records
+    (group,) = experiment_tables(recs, {})
+    (table,) = group.tables
+    assert "dtype" in table.headers and {row[table.headers.index("dtype")] for row in table.rows} == {"fp32", "bf16"}
