@@ -456,7 +456,7 @@ def _direction(metric: str, info: Mapping[str, MetricInfo]) -> str | None:
 
 
 def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: str, direction: str, title: str,
-                  series_title: str = "", point_title: str = "", predicted: bool = False) -> Any:
+                  series_title: str = "", point_title: str = "", predicted: bool = False, unit: str = "") -> Any:
     """Quality metric against compression ratio: a colour per series (task), a marker per point label (precision
     plan), each series' Pareto front as a step line. Points of one series that coincide (fake and real quantization
     often score the same) are drawn nested and labelled together."""
@@ -507,7 +507,7 @@ def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: 
     fig.legend(handles=handles, title="\n".join(titles), fontsize=7, title_fontsize=7, loc="outside right upper")
     ax.set_xlabel("compression ratio [x] (higher is better)"
                   + ("\nfake quantization (fp32 weights) at its plan's predicted ratio" if predicted else ""))
-    ax.set_ylabel(f"{metric} ({direction} is better)")
+    ax.set_ylabel(f"{metric}{f' [{unit}]' if unit and unit != '1' else ''} ({direction} is better)")
     ax.set_title(title, fontsize=_title_size(title))
     ax.grid(True, linewidth=0.3)
     ax.margins(x=0.1, y=0.12)
@@ -593,8 +593,9 @@ def pareto_plots(recs: Sequence[Record], outdir: Path, info: Mapping[str, Metric
             series, series_keys, point_keys = quality_series(sel, metric)
             predicted = any(not _finite(r.metrics.get("compression_ratio"))
                             and _finite(r.metrics.get("predicted_compression_ratio")) for r in sel)
+            unit = next((r.units[metric] for r in sel if r.units.get(metric)), "")
             fig = pareto_figure(series, metric, direction, f"{title}: {metric} vs compression ratio",
-                                _legend_title(series_keys), _legend_title(point_keys), predicted)
+                                _legend_title(series_keys), _legend_title(point_keys), predicted, unit)
             paths.append(_save(fig, _path(outdir, taken, exp, title, metric, "vs", "compression")))
     return paths
 

@@ -240,3 +240,17 @@ def test_every_plot_of_a_realistic_run_reads_cleanly(monkeypatch, tmp_path: Path
         assert not [t for t in texts if "/work" in t or "=" in t or "None" in t or len(t) > 60], (name, texts)
     (ax,) = figures["quant_acc_vs_compression.png"].axes
     assert {t.get_text() for t in ax.texts} == {"fp32", "bf16/int8 real = fake"}  # both tasks: fp32 and the plan
+
+
+def test_the_quality_vs_compression_axis_carries_the_metrics_unit(monkeypatch, tmp_path: Path) -> None:
+    """The y axis read "bits_per_byte (lower is better)": the recorded unit (bit/B) was left out."""
+    records = []
+    for i, mode in enumerate(("fp32", "fake", "real")):
+        metrics = {"bits_per_byte": 0.9 + 0.01 * i}
+        if mode != "fp32":
+            metrics["compression_ratio"] = 3.2
+        records.append(bench(f"test_q[{mode}]", "quant", {"mode": mode, "task": "wikitext"}, metrics,
+                             units={"bits_per_byte": "bit/B"}))
+    figures = _captured_figures(monkeypatch, records, tmp_path)
+    (ax,) = figures["quant_bits_per_byte_vs_compression.png"].axes
+    assert ax.get_ylabel() == "bits_per_byte [bit/B] (lower is better)"
