@@ -92,7 +92,9 @@ class LaunchSpec:
         env = os.environ if env is None else env
         node_rank = None
         rdzv_id = None
-        if nnodes > 1 and "SLURM_JOB_ID" in env:
+        # inside a job step (srun) only, as runtime.slurm.from_env: a batch script's own shell also has SLURM_NODEID
+        # (0), and pytest started there, or by ssh on each node, would claim node 0 on every node
+        if nnodes > 1 and "SLURM_JOB_ID" in env and "SLURM_STEP_ID" in env:
             rdzv_id = f"slurm-{env['SLURM_JOB_ID']}"
             if "SLURM_NODEID" in env:
                 node_rank = int(env["SLURM_NODEID"])

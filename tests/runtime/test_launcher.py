@@ -132,9 +132,18 @@ def test_commands_single_and_multi_node(tmp_path):
 
 def test_slurm_environment_gives_node_rank_and_job_id():
     spec = LaunchSpec.from_env(nproc=8, nnodes=2, rdzv_endpoint="n1:29500",
-                               env={"SLURM_JOB_ID": "4242", "SLURM_NODEID": "1"})
+                               env={"SLURM_JOB_ID": "4242", "SLURM_STEP_ID": "0", "SLURM_NODEID": "1"})
     assert spec.node_rank == 1 and spec.rdzv_id == "slurm-4242" and spec.world_size == 16
     assert LaunchSpec.from_env(nproc=2, env={"SLURM_JOB_ID": "1"}).rdzv_id is None  # one node: standalone
+
+
+def test_outside_a_job_step_the_slurm_node_id_is_not_a_node_rank():
+    """A batch script's own shell has SLURM_NODEID=0 too: pytest started there (or by ssh on each node) took node 0
+    on every node and the static rendezvous waited for a node 1 that never came. As runtime.slurm.from_env: only
+    inside a job step (SLURM_STEP_ID) does Slurm's node id name the node."""
+    spec = LaunchSpec.from_env(nproc=8, nnodes=2, rdzv_endpoint="n1:29500",
+                               env={"SLURM_JOB_ID": "4242", "SLURM_NODEID": "0"})
+    assert spec.node_rank is None and spec.rdzv_id is None  # c10d rendezvous: node ranks by arrival
 
 
 @pytest.mark.parametrize("kwargs, message", [
