@@ -156,9 +156,12 @@ def _children(pid: int) -> list[int]:
 
 
 def job_processes(root_pid: int, token: str) -> list[int]:
-    """Every process of one launch: descendants of torchrun, plus any process carrying the launch token."""
+    """Every process of one launch: descendants of torchrun, plus any process carrying the launch token.
+
+    Descendants only while ``root_pid`` is still this launch's torchrun (it carries the token): once torchrun is
+    reaped its pid can name an unrelated process, whose children must not be killed with the job."""
     found: list[int] = []
-    stack = [root_pid]
+    stack = [root_pid] if is_launch_process(root_pid, token) else []
     while stack:
         pid = stack.pop()
         for kid in _children(pid):
@@ -167,6 +170,11 @@ def job_processes(root_pid: int, token: str) -> list[int]:
                 stack.append(kid)
     found += [pid for pid in token_processes(token) if pid != root_pid and pid not in found]
     return found
+
+
+def is_launch_process(pid: int, token: str) -> bool:
+    """Whether ``pid`` still carries this launch's token (not a recycled pid)."""
+    return os.path.isdir("/proc") and _proc_env_has(pid, f"{TOKEN_ENV}={token}".encode())
 
 
 def token_processes(token: str) -> list[int]:
@@ -199,7 +207,7 @@ def _alive(pid: int) -> bool:
 def kill_job(proc: subprocess.Popen, token: str, grace_s: float = 3.0) -> None:
     """SIGTERM torchrun and every worker, then SIGKILL whatever is left after ``grace_s``."""
     pids = job_processes(proc.pid, token)
-    _signal_all([proc.pid, *pids], signal.SIGTERM)
+    _signal_all(([proc.pid] if proc.poll() is None else []) + pids, signal.SIGTERM)  # a reaped pid is not ours
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         if proc.poll() is not None and not any(_alive(p) for p in pids):

@@ -315,3 +315,39 @@ def test_the_log_tail_reads_only_the_end_of_a_large_log(tmp_path, monkeypatch):
     short = tmp_path / "short.log"
     short.write_bytes(b"first\nsecond\n")
     assert launcher._tail(short) == "first\nsecond"  # a log under the window keeps its first line
+
+
+def test_a_recycled_torchrun_pid_does_not_take_its_new_owners_children_with_the_job(tmp_path):
+    """After torchrun is reaped its pid can name another process: the descendant walk (and the watchdog's signal to
+    torchrun) then reached that process and its children. Only a root that still carries the launch token is
+    walked; processes carrying the token are found either way."""
+    import subprocess
+    import sys
+
+    from pytest_genai.runtime.launcher import is_launch_process, job_processes
+
+    code = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
+    stranger = subprocess.Popen([sys.executable, "-c", code], env={k: v for k, v in os.environ.items()
+                                                                   if k != TOKEN_ENV})
+    ours = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, TOKEN_ENV: "tok-recycled"})
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (_kids(stranger.pid) and _kids(ours.pid)):
+            time.sleep(0.05)
+        assert _kids(stranger.pid) and _kids(ours.pid)
+        assert not is_launch_process(stranger.pid, "tok-recycled") and is_launch_process(ours.pid, "tok-recycled")
+        # the token's processes, not the stranger's children
+        assert sorted(job_processes(stranger.pid, "tok-recycled")) == sorted([ours.pid, *_kids(ours.pid)])
+        assert set(_kids(ours.pid)) <= set(job_processes(ours.pid, "tok-recycled"))
+    finally:
+        for p in (stranger, ours):
+            for kid in _kids(p.pid):
+                os.kill(kid, 9)
+            p.kill()
+            p.wait()
+
+
+def _kids(pid: int) -> list[int]:
+    from pytest_genai.runtime.launcher import _children
+
+    return sorted(_children(pid))
