@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -223,15 +223,28 @@ def kill_job(proc: subprocess.Popen, token: str, grace_s: float = 3.0) -> None:
         pass
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: SIGKILL this process when the thread that started it dies (prctl PR_SET_PDEATHSIG)."""
+def _die_with_parent() -> Callable[[], None]:
+    """A ``preexec_fn``: in the child, SIGKILL it when the thread that started it dies (Linux prctl
+    PR_SET_PDEATHSIG), and exit at once if the parent died before that took effect. libc's ``prctl`` is looked up
+    here, in the parent: the child between fork and exec must not import or dlopen (another pytest thread may hold
+    the import lock or the loader's)."""
+    prctl = None
     if sys.platform.startswith("linux"):
         import ctypes
 
         try:
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
         except (OSError, AttributeError):
-            pass
+            prctl = None
+    parent = os.getpid()
+
+    def child() -> None:  # pragma: no cover - runs in the child between fork and exec
+        if prctl is not None:
+            prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+            if os.getppid() != parent:
+                os._exit(1)
+
+    return child
 
 
 class _SigtermAsInterrupt:
@@ -356,7 +369,7 @@ def launch(
     start = time.monotonic()
     with open(launcher_log, "wb") as out, _SigtermAsInterrupt():
         proc = subprocess.Popen(cmd, env=child_env, stdout=out, stderr=subprocess.STDOUT, cwd=work_dir,
-                                start_new_session=True, preexec_fn=_die_with_parent)
+                                start_new_session=True, preexec_fn=_die_with_parent())
         watchdog = None
         try:  # an interrupt from here on (the watchdog's start included) kills the job
             watchdog_env = {k: v for k, v in child_env.items() if k != TOKEN_ENV}  # not itself a job process

@@ -188,7 +188,7 @@ class WarmAgent:
             self.proc = subprocess.Popen([sys.executable, "-m", "pytest_genai.runtime.warm", str(self.log_path)],
                                          env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL, start_new_session=True,
-                                         preexec_fn=_die_with_parent)
+                                         preexec_fn=_die_with_parent())
         except OSError as exc:
             shutil.rmtree(self.tmp, ignore_errors=True)
             raise AgentGone(f"the warm launcher's agent did not start ({exc}); {SWITCH_ENV}=0 launches every job "

@@ -105,7 +105,7 @@ def run_bare(cfg: ThroughputConfig, nproc: int, *, timeout_s: float = 300.0,
             # decode raised UnicodeDecodeError in place of the job's output
             proc = subprocess.Popen(cmd, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     encoding="utf-8", errors="replace", start_new_session=True,
-                                    preexec_fn=_die_with_parent)
+                                    preexec_fn=_die_with_parent())
             watchdog = None
             try:
                 watchdog = _start_watchdog(proc.pid, token, {k: v for k, v in child_env.items() if k != TOKEN_ENV})

@@ -351,3 +351,23 @@ def _kids(pid: int) -> list[int]:
     from pytest_genai.runtime.launcher import _children
 
     return sorted(_children(pid))
+
+
+def test_the_child_side_of_the_parent_death_signal_imports_and_loads_nothing():
+    """Between fork and exec the child imported ctypes and dlopen'ed libc, which can deadlock when another thread of
+    pytest held the import lock or the loader's lock at the fork (a job that "times out" with empty logs). libc's
+    prctl is looked up in the parent now; the child only calls it (and exits if its parent is already gone)."""
+    import dis
+
+    from pytest_genai.runtime.launcher import _die_with_parent
+
+    child = _die_with_parent()
+    ops = {i.opname for i in dis.get_instructions(child)}
+    names = set(child.__code__.co_names)
+    assert "IMPORT_NAME" not in ops and not names & {"ctypes", "CDLL", "import_module"}, (ops, names)
+    import subprocess
+    import sys
+
+    # in a real child: it runs, execs and exits 0 (a parent that is still there is not mistaken for a dead one)
+    done = subprocess.run([sys.executable, "-c", "pass"], preexec_fn=child, timeout=60)
+    assert done.returncode == 0
