@@ -125,7 +125,6 @@ class Comparison:
         return stack_differences(self.baseline.stack, self.current.stack)
 
 
-
 def fails(mc: "MetricComparison", *, strict: bool = False, allow_missing: bool = False) -> bool:
     """Whether ``mc`` fails the gate: a regression or a nan/inf current value; a metric with a direction that is
     missing from the current run (absent, or recorded as null or not a number) unless ``allow_missing`` -- a
