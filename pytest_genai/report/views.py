@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .compare import FAILING, MISSING_CURRENT, Comparison, MetricComparison, fails
+from .compare import Comparison, MetricComparison, fails
 from pytest_genai.identity import DATA_IDENTITY_KEYS, data_label
 
 from .gate import GateResult, GenerationCheck
