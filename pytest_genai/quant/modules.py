@@ -47,12 +47,10 @@ class StoredCodes(nn.Module):
     ``activation_dtype`` (what forward will see) follows the cast."""
 
     def _apply(self, fn, recurse=True):
-        for name, buf in self._buffers.items():
-            if buf is not None and buf.dim() > 0:
-                self._buffers[name] = fn(buf.view(torch.uint8)).view(buf.dtype)
-        stored = {n: b for n, b in self._buffers.items() if b is not None and b.dim() > 0}
-        for name in stored:
-            self._buffers[name] = None
+        # the stored tensors move as raw bytes (fn casts no integer tensor); nn.Module's _apply sees them as None
+        stored = {n: fn(b.view(torch.uint8)).view(b.dtype) for n, b in self._buffers.items()
+                  if b is not None and b.dim() > 0}
+        self._buffers.update(dict.fromkeys(stored))
         try:
             super()._apply(fn, recurse)
         finally:

@@ -25,7 +25,7 @@ from .registry import THROUGHPUT_METRICS, MetricInfo, default_metric_info
 from .roofline import ceiling_polyline
 from .runs import Record, records_from_benchmarks
 from .tables import format_number, format_value, shorten_unique
-from .views import distinguishing_keys
+from .views import distinguishing_keys, value_key
 
 CATEGORY_PARAMS = ("strategy", "parallelism", "dtype", "precision", "mode", "attention", "flash_attention")
 """Categorical config parameters that get a grouped bar chart of throughput (DDP vs FSDP, fp32 vs bf16...)."""
@@ -215,11 +215,6 @@ def _facts(r: Record) -> dict[str, Any]:
     return out
 
 
-def _full_value(v: Any) -> str:
-    """A config value's full text (JSON), to tell categories apart (tick labels are cut)."""
-    return json.dumps(v, sort_keys=True, default=str)
-
-
 def short_value(v: Any) -> str:
     """A config value as a legend or tick label: :func:`.tables.format_value`, cut shorter."""
     return format_value(v, MAX_VALUE_CHARS)
@@ -385,7 +380,7 @@ def category_plots(recs: Sequence[Record], outdir: Path, taken: set[str] | None 
             continue
         for param in CATEGORY_PARAMS:
             rows = [r for r in group if metric in r.metrics and param in r.config]
-            values = list(dict.fromkeys(_full_value(r.config[param]) for r in rows))  # full: two values never merge
+            values = list(dict.fromkeys(value_key(r.config[param]) for r in rows))  # full: two values never merge
             if len(values) >= 2 and _compared(rows, param):
                 fig = _bars(rows, param, values, metric, f"{title}: {metric} per {param}")
                 paths.append(_save(fig, _path(outdir, taken, exp, title, metric, "by", param)))
@@ -400,7 +395,7 @@ def _compared(rows: Sequence[Record], param: str) -> bool:
         return True
     seen: dict[str, set[str]] = {}
     for r in rows:
-        seen.setdefault(_label(r, keys), set()).add(_full_value(r.config[param]))
+        seen.setdefault(_label(r, keys), set()).add(value_key(r.config[param]))
     return any(len(v) >= 2 for v in seen.values())
 
 
@@ -415,7 +410,7 @@ def _bars(rows: Sequence[Record], param: str, values: Sequence[str], metric: str
     colors = {g: f"C{i % 10}" for i, g in enumerate(groups)}
     at: dict[str, list[tuple[float, float]]] = {g: [] for g in groups}
     for i, v in enumerate(values):
-        present = [(g, [r.metrics[metric] for r in rows if _full_value(r.config[param]) == v and _label(r, keys) == g])
+        present = [(g, [r.metrics[metric] for r in rows if value_key(r.config[param]) == v and _label(r, keys) == g])
                    for g in groups]
         present = [(g, found[0]) for g, found in present if found]  # a missing combination is no bar, not a zero
         for k, (g, height) in enumerate(present):  # the bars of one category centred on its tick

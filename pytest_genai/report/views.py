@@ -188,8 +188,8 @@ def _cell(value: Any) -> str:
     return format_value(value)
 
 
-def _key(value: Any) -> str:
-    """A config value's full text, to tell values apart (cells may be shortened)."""
+def value_key(value: Any) -> str:
+    """A config value's full text, to tell values apart (cells and tick labels may be shortened)."""
     return json.dumps(value, sort_keys=True, default=str)
 
 
@@ -264,7 +264,7 @@ def distinguishing_keys(recs: Sequence[Record], facts: Callable[[Record], Mappin
     A key that follows from the others (``head_vocab`` set per strategy, a derived size) never separates anything
     more, so it is never chosen: a legend or a column header names what varies, not the whole config.
     """
-    table = [{k: _key(v) for k, v in facts(r).items()} for r in recs]
+    table = [{k: value_key(v) for k, v in facts(r).items()} for r in recs]
 
     def groups(keys: Sequence[str]) -> int:
         return len({tuple(row.get(k, "") for k in keys) for row in table})
@@ -294,7 +294,7 @@ def _identity(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], va
             and not (p in fixed and all(_cell(shown[id(r)].get(p, "—")) == named[p](r) for r in recs))]
     # the ids name the rows only when they tell them apart (two configs can share an id that leaves out a key)
     if len(recs) > 1 and all("id" in r.config for r in recs) and len({str(r.config["id"]) for r in recs}) == len(
-            {(device_text(r), r.model, *(_key(shown[id(r)].get(k, "—")) for k in keys)) for r in recs}):
+            {(device_text(r), r.model, *(value_key(shown[id(r)].get(k, "—")) for k in keys)) for r in recs}):
         ids = distinct_parts([str(r.config["id"]) for r in recs])
         by_record = {id(r): i for r, i in zip(recs, ids)}
         if max(len(i) for i in ids) <= MAX_ID_CHARS or not keys:
@@ -352,7 +352,7 @@ def _transposed(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], 
     if len(set(heads)) < len(recs):  # nothing tells them apart but their ids
         keys, heads = ["id"], distinct_parts([str(r.config.get("id", r.name)) for r in recs])
     other = [k for k in ("device", "model", *varying) if k not in keys and k != "id"
-             and len({_key(facts(r).get(k, "—")) for r in recs}) > 1]
+             and len({value_key(facts(r).get(k, "—")) for r in recs}) > 1]
     rows = [[k] + [_cell(facts(r).get(k, "—")) for r in recs] for k in other]
     # a config key already shown (in the head or as a row above) is not repeated by the value columns
     rows += [[head] + [get(r) for r in recs] for head, _, get in values if head not in other and head not in keys]
@@ -378,7 +378,7 @@ def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo])
     for (exp, test), recs in groups.items():
         shown = {id(r): display_config(r) for r in recs}
         params = _ordered(shown[id(r)] for r in recs)
-        varying = [p for p in params if len({_key(shown[id(r)].get(p, "—")) for r in recs}) > 1]
+        varying = [p for p in params if len({value_key(shown[id(r)].get(p, "—")) for r in recs}) > 1]
         shared = [f"{p}={_cell(shown[id(recs[0])].get(p))}" for p in params if p not in varying and p != "id"]
         identity: list[tuple[str, Callable[[Record], str]]] = []
         constant: list[str] = []
