@@ -87,43 +87,126 @@ def probe_cpu() -> ProbeResult:
     return ProbeResult("cpu", (Device(kind="cpu", index=0, name=cpu_name(), generation="cpu"),))
 
 
-def probe_cuda() -> ProbeResult:
+#: Files and commands that a vendor's kernel driver or its tools put on a node. Where one exists but the framework
+#: finds no device, the driver is there and failing (or the framework build is wrong): the kind is broken, so that
+#: ``-m cuda`` on such a node errors instead of going green with an empty JSON.
+DRIVER_FILES = {"cuda": ("nvidiactl", "nvidia[0-9]*"), "hpu": ("accel/accel[0-9]*", "hl[0-9]*")}
+DRIVER_TOOLS = {"cuda": "nvidia-smi", "hpu": "hl-smi"}
+
+
+def driver_evidence(kind: str, dev: str = "/dev", which: Callable[[str], str | None] | None = None) -> str | None:
+    """What on this node says ``kind``'s driver is installed (a device file under ``dev`` or the vendor's tool on
+    PATH), or None."""
+    import glob
+    import shutil
+
+    for pattern in DRIVER_FILES.get(kind, ()):
+        found = sorted(glob.glob(os.path.join(dev, pattern)))
+        if found:
+            return f"{found[0]} exists"
+    tool = DRIVER_TOOLS.get(kind)
+    path = (which or shutil.which)(tool) if tool else None
+    return f"{tool} is on PATH ({path})" if path else None
+
+
+def _absent_or_broken(kind: str, why: str, dev: str = "/dev", which: Callable[[str], str | None] | None = None
+                      ) -> ProbeResult:
+    """Absent with ``why``; broken when the node has the kind's driver (the framework should have found a device)."""
+    evidence = driver_evidence(kind, dev, which)
+    if evidence is None:
+        return ProbeResult(kind, reason=why)
+    return _broken(kind, f"{why}, but {evidence}: the driver is installed and not usable from this process "
+                         f"(check `{DRIVER_TOOLS[kind]}`, the driver and the framework build)")
+
+
+#: The probe that runs in a child process: it imports the framework, counts and names the devices, prints one JSON
+#: line and exits. The pytest process itself never initializes CUDA or acquires a Gaudi card (a Gaudi is acquired
+#: exclusively by the first process that opens it, and a GPU in EXCLUSIVE_PROCESS mode takes one context), so the
+#: torchrun ranks that the distributed benchmarks start later find every device free.
+_CHILD = r"""
+import json, sys
+kind = sys.argv[1]
+out = {"devices": []}
+if kind == "cuda":
+    import torch
+    out["build"] = torch.version.cuda
+    out["available"] = bool(torch.cuda.is_available())
+    for i in range(torch.cuda.device_count() if out["available"] else 0):
+        p = torch.cuda.get_device_properties(i)
+        out["devices"].append({"index": i, "name": p.name, "total_memory": int(p.total_memory)})
+else:
+    import habana_frameworks.torch.hpu as hthpu
+    out["available"] = bool(hthpu.is_available())
+    for i in range(hthpu.device_count() if out["available"] else 0):
+        name = hthpu.get_device_name(i) if hasattr(hthpu, "get_device_name") else "GAUDI"
+        out["devices"].append({"index": i, "name": name, "total_memory": None})
+print("GENAI-PROBE " + json.dumps(out))
+"""
+#: Seconds a child probe may take (a torch import plus driver start-up; a hung driver must not hang the session).
+CHILD_TIMEOUT_S = 180.0
+
+
+def _run_child(kind: str, timeout_s: float = CHILD_TIMEOUT_S) -> dict:
+    """Run :data:`_CHILD` for ``kind``; its JSON, or RuntimeError with the child's last words."""
+    import json
+    import subprocess
+    import sys
+
+    try:
+        proc = subprocess.run([sys.executable, "-c", _CHILD, kind], capture_output=True, text=True,
+                              timeout=timeout_s, errors="replace")
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"the {kind} probe did not answer in {timeout_s:.0f} s (a hung driver?)") from None
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("GENAI-PROBE "):
+            return json.loads(line[len("GENAI-PROBE "):])
+    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    raise RuntimeError(f"the {kind} probe process exited {proc.returncode}: {tail}")
+
+
+def probe_cuda(child: Callable[[str], dict] | None = None) -> ProbeResult:
     if _missing("torch"):
         return ProbeResult("cuda", reason="torch is not installed")
-    import torch
+    import torch  # importing torch does not initialize CUDA; only the child process does
 
-    if not torch.cuda.is_available():
-        build = getattr(torch.version, "cuda", None)
-        why = "no CUDA device visible" if build else f"torch {torch.__version__} is a CPU-only build"
-        return ProbeResult("cuda", reason=why)
-    devices = []
-    for i in range(torch.cuda.device_count()):
-        props = torch.cuda.get_device_properties(i)
-        devices.append(_with_spec("cuda", i, props.name, cuda_generation(props.name, props.total_memory)))
-    return ProbeResult("cuda", tuple(devices))
+    if not getattr(torch.version, "cuda", None):
+        return _absent_or_broken("cuda", f"torch {torch.__version__} is a CPU-only build")
+    found = (child or _run_child)("cuda")
+    if not found.get("available") or not found.get("devices"):
+        return _absent_or_broken("cuda", "torch (a CUDA build) sees no CUDA device")
+    devices = tuple(_with_spec("cuda", d["index"], d["name"], cuda_generation(d["name"], d.get("total_memory")))
+                    for d in found["devices"])
+    return ProbeResult("cuda", devices)
+
+
+#: Gaudi names as the tools print them: the bridge's ``get_device_name`` says ``GAUDI2``; ``hl-smi`` prints the
+#: card's part number (``HL-225`` in its table and ``-Q name`` output on Gaudi2 OAM nodes). Part numbers: HL-205
+#: Gaudi (first generation), HL-225 / HL-288 Gaudi2 (OAM / PCIe), HL-325L / HL-338 Gaudi3 (OAM / PCIe), from Intel
+#: Gaudi product briefs and public ``hl-smi`` captures.
+HL_PARTS = {"HL-205": "gaudi", "HL-225": "gaudi2", "HL-288": "gaudi2", "HL-325": "gaudi3", "HL-338": "gaudi3"}
 
 
 def hpu_generation(name: str) -> str:
-    upper = name.upper()
+    """Map a Gaudi name (the bridge's ``GAUDI2``, or ``hl-smi``'s part number ``HL-225``) to a spec generation."""
+    upper = name.upper().strip()
     for generation in ("GAUDI3", "GAUDI2"):
         if generation in upper:
             return generation.lower()
+    part = re.match(r"HL-\d{3}", upper)
+    if part and part.group(0) in HL_PARTS:
+        return HL_PARTS[part.group(0)]
     return "gaudi" if "GAUDI" in upper else re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
-def probe_hpu() -> ProbeResult:
+def probe_hpu(child: Callable[[str], dict] | None = None) -> ProbeResult:
     # habana_frameworks is a shared package name (habana-media-loader, habana-pyhlml): only its torch part counts
     if _missing("habana_frameworks.torch"):
-        return ProbeResult("hpu", reason="habana_frameworks.torch is not installed (no Intel Gaudi PyTorch stack)")
-    import habana_frameworks.torch.hpu as hthpu
-
-    if not hthpu.is_available():
-        return ProbeResult("hpu", reason="habana_frameworks is installed but reports no HPU")
-    devices = []
-    for i in range(hthpu.device_count()):
-        name = hthpu.get_device_name(i) if hasattr(hthpu, "get_device_name") else "GAUDI"
-        devices.append(_with_spec("hpu", i, name, hpu_generation(name)))
-    return ProbeResult("hpu", tuple(devices))
+        return _absent_or_broken("hpu", "habana_frameworks.torch is not installed (no Intel Gaudi PyTorch stack)")
+    found = (child or _run_child)("hpu")
+    if not found.get("available") or not found.get("devices"):
+        return _absent_or_broken("hpu", "habana_frameworks is installed but reports no HPU")
+    return ProbeResult("hpu", tuple(_with_spec("hpu", d["index"], d["name"], hpu_generation(d["name"]))
+                                    for d in found["devices"]))
 
 
 def _generation_from_env(kind: str, default: str) -> str:

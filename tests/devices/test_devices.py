@@ -75,6 +75,98 @@ def test_hpu_generation() -> None:
     assert [hpu_generation(n) for n in ("GAUDI", "GAUDI2", "GAUDI3")] == ["gaudi", "gaudi2", "gaudi3"]
 
 
+@pytest.mark.parametrize(("name", "generation"), [
+    # as `hl-smi` prints them (its table and `hl-smi -Q name -f csv`): part numbers, not "Gaudi2"
+    ("HL-225", "gaudi2"), ("HL-288", "gaudi2"), ("HL-325L", "gaudi3"), ("HL-338", "gaudi3"), ("HL-205", "gaudi"),
+    (" HL-225 ", "gaudi2"), ("HL-999", "hl-999")])
+def test_hpu_generation_from_the_part_numbers_hl_smi_prints(name, generation) -> None:
+    assert hpu_generation(name) == generation
+
+
+def test_driver_evidence_is_a_device_file_or_the_vendor_tool(tmp_path) -> None:
+    from pytest_genai.devices.probes import driver_evidence
+
+    nowhere = lambda tool: None  # noqa: E731
+    assert driver_evidence("cuda", str(tmp_path), nowhere) is None
+    assert driver_evidence("hpu", str(tmp_path), nowhere) is None
+    (tmp_path / "nvidia0").touch()
+    assert driver_evidence("cuda", str(tmp_path), nowhere) == f"{tmp_path}/nvidia0 exists"
+    (tmp_path / "accel").mkdir()
+    (tmp_path / "accel" / "accel0").touch()
+    assert driver_evidence("hpu", str(tmp_path), nowhere) == f"{tmp_path}/accel/accel0 exists"
+    assert driver_evidence("hpu", str(tmp_path / "none"), lambda tool: f"/usr/bin/{tool}").startswith("hl-smi is on")
+
+
+def _fake_driver(monkeypatch, kind: str) -> None:
+    from pytest_genai.devices import probes
+
+    real = probes.driver_evidence
+    monkeypatch.setattr(probes, "driver_evidence",
+                        lambda k, dev="/dev", which=None: "/dev/nvidia0 exists" if k == kind else real(k, dev, which))
+
+
+def test_a_cuda_driver_torch_cannot_use_makes_cuda_broken_not_absent(monkeypatch) -> None:
+    """torch.cuda.is_available() is False on a node whose driver is present but fails: that must not read as absent
+    (``-m cuda`` would go green with an empty JSON)."""
+    import torch
+
+    from pytest_genai.devices import probes
+
+    monkeypatch.setattr(torch.version, "cuda", "12.8")
+    no_device = lambda kind: {"available": False, "devices": []}  # noqa: E731
+    assert not probes.probe_cuda(no_device).broken  # no driver on the node: absent
+    _fake_driver(monkeypatch, "cuda")
+    result = run_probe("cuda", lambda: probes.probe_cuda(no_device))
+    assert result.broken and "sees no CUDA device, but /dev/nvidia0 exists" in result.error
+    monkeypatch.setattr(torch.version, "cuda", None)  # a CPU-only torch on a GPU node is broken too
+    assert "CPU-only build, but /dev/nvidia0 exists" in run_probe("cuda").error
+
+
+def test_the_cuda_probe_names_devices_from_a_child_process_not_in_process(monkeypatch) -> None:
+    import torch
+
+    from pytest_genai.devices import probes
+
+    def in_process(*args, **kwargs):
+        raise AssertionError("the pytest process initialized CUDA")
+
+    monkeypatch.setattr(torch.version, "cuda", "12.8")
+    for name in ("is_available", "device_count", "get_device_properties", "get_device_name", "init"):
+        monkeypatch.setattr(torch.cuda, name, in_process)
+    child = lambda kind: {"available": True, "devices": [  # noqa: E731
+        {"index": 0, "name": "NVIDIA H200", "total_memory": 141 * 2**30}]}
+    result = probes.probe_cuda(child)
+    assert [(d.id, d.generation) for d in result.devices] == [("cuda:0", "h200")]
+
+
+def test_the_hpu_probe_runs_in_a_child_and_a_present_driver_without_the_bridge_is_broken(monkeypatch) -> None:
+    from pytest_genai.devices import probes
+
+    real = probes._missing
+    monkeypatch.setattr(probes, "_missing", lambda m: False if m == "habana_frameworks.torch" else real(m))
+    child = lambda kind: {"available": True, "devices": [{"index": i, "name": "GAUDI2"} for i in range(8)]}  # noqa
+    result = probes.probe_hpu(child)
+    assert len(result.devices) == 8 and {d.generation for d in result.devices} == {"gaudi2"}
+    _fake_driver(monkeypatch, "hpu")
+    broken = run_probe("hpu", lambda: probes.probe_hpu(lambda kind: {"available": False, "devices": []}))
+    assert broken.broken and "reports no HPU, but /dev/nvidia0 exists" in broken.error
+    monkeypatch.setattr(probes, "_missing", real)
+    assert run_probe("hpu").broken  # the driver without the PyTorch bridge: broken, naming the missing stack
+
+
+def test_the_child_probe_really_runs_and_a_hung_one_is_a_one_line_error(monkeypatch) -> None:
+    from pytest_genai.devices import probes
+
+    found = probes._run_child("cuda")  # this machine: torch's CPU build, so no device
+    assert found["available"] is False and found["devices"] == []
+    monkeypatch.setattr(probes, "_CHILD", "import time; time.sleep(30)")
+    with pytest.raises(RuntimeError, match=r"the hpu probe did not answer in 1 s"):
+        probes._run_child("hpu", timeout_s=1)
+    monkeypatch.setattr(probes, "_CHILD", "import sys; sys.exit('driver says no')")
+    with pytest.raises(RuntimeError, match=r"the hpu probe process exited 1: driver says no"):
+        probes._run_child("hpu")
+
+
 def test_a_probe_that_raises_makes_its_kind_broken_not_absent() -> None:
     def boom():
         raise OSError("no driver")
