@@ -141,6 +141,11 @@ def quantize_model(model, plan, mode: str = "fake", backend: str = "native", *, 
             from . import backends
 
             done.update(backends.apply_backend(model, plan, backend, modules, calibrate=calibrate))
+            for name in modules:
+                if name not in done and model.get_submodule(name) is not modules[name]:
+                    # quantizing the backend's module again natively would drop the backend's own scales
+                    raise RuntimeError(f"backend {backend!r} replaced module {name!r}, which the plan leaves to the "
+                                       f"native path ({plan.formats[name]}); the backend converted outside its set")
         from .modules import QuantEmbedding, QuantLinear, SparseQuantLinear
 
         linear_cls = SparseQuantLinear if sparse == "bitmask" else QuantLinear

@@ -128,8 +128,11 @@ def inc_fp8(model, names, calibrate, *, dump_dir=None) -> None:
     if calibrate is None:
         raise ValueError("INC FP8 measures activations before it quantizes: pass calibrate=<callable running a few "
                          "WikiText batches through the model> to quantize_model")
+    import torch.nn as nn
+
+    others = [n for n, m in model.named_modules() if type(m) is nn.Linear and n not in set(names)]
     with tempfile.TemporaryDirectory(prefix="genai-inc-fp8-") as tmp:
-        cfg = q.FP8Config(fp8_config="E4M3", allowlist={"names": names, "types": ["Linear"]},
+        cfg = q.FP8Config(fp8_config="E4M3", allowlist=inc_fp8_allowlist(names),
                           dump_stats_path=str(dump_dir or tmp) + "/measure")
         prepared = q.prepare(model, cfg)
         calibrate(prepared)
@@ -138,10 +141,27 @@ def inc_fp8(model, names, calibrate, *, dump_dir=None) -> None:
     if converted is not model:  # INC converts in place; keep the caller's object if it ever does not
         for name in names:
             set_module(model, name, converted.get_submodule(name))
+    extra = [n for n in others if inc_converted(converted.get_submodule(n))]
+    if extra:  # the plan's other tiers (bf16, the LM head) would silently compute in FP8
+        raise RuntimeError(f"INC FP8 converted {len(extra)} linear(s) outside the plan's fp8 layers (first: "
+                           f"{extra[0]!r}); its allowlist selected more than {len(names)} module(s)")
     for name in names:  # only a layer INC really converted says so; the mechanics check counts them
         module = model.get_submodule(name)
         if inc_converted(module):
             module.compute_path = "inc_fp8"
+
+
+def inc_fp8_allowlist(names) -> dict:
+    """INC FP8's ``allowlist`` for exactly the modules ``names``.
+
+    INC's ``should_quantize`` converts a module when its class name is in ``allowlist["types"]`` *or* its name
+    matches one of ``allowlist["names"]`` with ``re.search``: a ``"Linear"`` type entry converts every linear (the LM
+    head too), and a bare name is an unanchored pattern (``layers.1.mlp.up_proj`` also matches
+    ``layers.11.mlp.up_proj``, and its dots match any character). So: no types, and each name escaped and anchored.
+    """
+    import re
+
+    return {"names": [f"^{re.escape(n)}$" for n in names], "types": []}
 
 
 def inc_converted(module) -> bool:

@@ -29,3 +29,22 @@ def tokens():
 
     g = torch.Generator().manual_seed(1)
     return torch.randint(0, 128, (2, 16), generator=g)
+
+
+def inc_fp8_selection(model, allowlist, blocklist=None):
+    """The module names INC FP8's ``prepare_model`` would convert for ``allowlist``: INC's own ``should_quantize``
+    over ``model.named_modules()``, with INC's default module table (its code imports on the CPU; only the Gaudi
+    conversion itself needs a Gaudi). A fake INC built on this selects what the real one would."""
+    import types
+
+    inc = pytest.importorskip("neural_compressor.torch.algorithms.fp8_quant._core.utils")
+    cfg = types.SimpleNamespace(cfg={"mod_dict": {}, "allowlist": allowlist,
+                                     "blocklist": blocklist or {"names": [], "types": ()},
+                                     "dynamic_quantization": False})
+    inc.update_mod_dict(cfg)
+    return [name for name, mod in model.named_modules() if inc.should_quantize(cfg, type(mod).__name__, name)]
+
+
+@pytest.fixture
+def inc_selects():
+    return inc_fp8_selection

@@ -7,6 +7,8 @@ import torch
 from pytest_genai.quant import PlanConfig, analyze_sensitivity, compression_report, make_plan, quantize_model, uniform_plan
 from pytest_genai.quant.backends import BackendUnavailable, inc_available, torchao_available
 
+from .conftest import tiny_llama
+
 
 def _need(reason):
     if reason:
@@ -46,7 +48,7 @@ def test_inc_fp8_off_gaudi_is_a_clear_skip_reason(llama):
         quantize_model(llama, uniform_plan(llama, "fp8_e4m3"), "real", backend="inc")
 
 
-def test_inc_fp8_records_inc_fp8_only_on_layers_inc_converted(llama, monkeypatch):
+def test_inc_fp8_records_inc_fp8_only_on_layers_inc_converted(llama, monkeypatch, inc_selects):
     """Every allow-listed name was stamped ``compute_path = "inc_fp8"`` whether or not INC's convert changed it, so
     the Gaudi mechanics check passed with nothing quantized. INC faked here: one convert that does nothing, one that
     converts the allow-listed linears."""
@@ -62,7 +64,7 @@ def test_inc_fp8_records_inc_fp8_only_on_layers_inc_converted(llama, monkeypatch
     def fake_inc(converts: bool):
         def convert(model):
             if converts:
-                for name in allow["names"]:
+                for name in inc_selects(model, allow):
                     old = model.get_submodule(name)
                     new = Patched(old.in_features, old.out_features, bias=old.bias is not None)
                     backends.set_module(model, name, new)
@@ -85,3 +87,67 @@ def test_inc_fp8_records_inc_fp8_only_on_layers_inc_converted(llama, monkeypatch
         backends.inc_fp8(model, names, calibrate=lambda m: None)
         paths = [getattr(model.get_submodule(n), "compute_path", None) for n in names]
         assert paths == (["inc_fp8"] * 2 if converts else [None, None])
+
+
+def test_inc_fp8_allowlist_selects_exactly_the_plans_layers_under_incs_own_rules(inc_selects):
+    """INC ORs the allowlist's types and names and matches names with re.search: ``types: ["Linear"]`` converted every
+    linear and the LM head, and an unanchored name also matches every name it is part of."""
+    from pytest_genai.quant import backends
+
+    model = tiny_llama(layers=12)
+    names = ["model.layers.1.mlp.up_proj", "model.layers.0.self_attn.q_proj"]
+    assert sorted(inc_selects(model, backends.inc_fp8_allowlist(names))) == sorted(names)
+    # what the old allowlist did, under the same rules: every Linear
+    every = inc_selects(model, {"names": names, "types": ["Linear"]})
+    assert "lm_head" in every and len(every) == 12 * 7 + 1
+    # unanchored names are substring patterns: in a Sequential of 11 linears, "1" also selects "10"
+    stack = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(11)])
+    assert inc_selects(stack, {"names": ["1"], "types": []}) == ["1", "10"]
+    assert inc_selects(stack, backends.inc_fp8_allowlist(["1"])) == ["1"]
+
+
+def test_inc_fp8_refuses_a_convert_that_touched_layers_outside_the_plan(llama, monkeypatch):
+    import types
+
+    import torch.nn as nn
+
+    from pytest_genai.quant import backends
+
+    class Patched(nn.Linear):
+        pass
+
+    def convert(model):  # an INC that converts every linear, as the old allowlist asked it to
+        for name, mod in list(model.named_modules()):
+            if type(mod) is nn.Linear:
+                backends.set_module(model, name, Patched(mod.in_features, mod.out_features, bias=False))
+        return model
+
+    inc = types.SimpleNamespace(FP8Config=lambda **kw: object(), prepare=lambda m, cfg: m,
+                                finalize_calibration=lambda m: None, convert=convert)
+    monkeypatch.setattr(backends, "_require", lambda module, hint: inc)
+    with pytest.raises(RuntimeError, match=r"INC FP8 converted \d+ linear\(s\) outside the plan's fp8 layers"):
+        backends.inc_fp8(llama, ["model.layers.0.mlp.up_proj"], calibrate=lambda m: None)
+
+
+def test_a_backend_that_replaces_a_native_layer_is_refused_not_requantized(llama, monkeypatch):
+    """The native pass re-quantized modules a backend had converted (from the original fp32 weights, without the
+    backend's scales)."""
+    import torch.nn as nn
+
+    from pytest_genai.quant import backends
+    from pytest_genai.quant.plan import make_plan
+    from pytest_genai.quant.sensitivity import SensitivityConfig, analyze_sensitivity
+
+    plan = make_plan(analyze_sensitivity(llama, SensitivityConfig()), PlanConfig(tiers=("bf16", "int8")))
+    int8 = sorted(n for n, f in plan.formats.items() if f == "int8")
+    bf16 = sorted(n for n, f in plan.formats.items() if f == "bf16")
+
+    def greedy(model, plan, backend, modules, **kw):  # converts its int8 layers and, wrongly, one bf16 layer
+        for name in int8 + bf16[:1]:
+            old = model.get_submodule(name)
+            backends.set_module(model, name, nn.Linear(old.in_features, old.out_features, bias=False))
+        return {n: "torchao" for n in int8}
+
+    monkeypatch.setattr(backends, "apply_backend", greedy)
+    with pytest.raises(RuntimeError, match=rf"replaced module '{bf16[0]}', which the plan leaves to the native"):
+        quantize_model(llama, plan, "real", backend="torchao")

@@ -14,7 +14,7 @@ from pytest_genai.quant import fp8
 from pytest_genai.quant.codecs import dequantize, quantize
 from pytest_genai.quant.modules import QuantLinear
 
-from .conftest import tiny_llama
+from .conftest import inc_fp8_selection, tiny_llama
 
 pytestmark = pytest.mark.skipif(fp8.fp8_compute_support("cpu") is not None,
                                 reason=f"torch._scaled_mm does not run on this CPU build: "
@@ -153,7 +153,7 @@ def fake_inc(monkeypatch):
 
     def convert(model):
         calls.append(("convert",))
-        for name in calls[0][1]["allowlist"]["names"]:
+        for name in inc_fp8_selection(model, calls[0][1]["allowlist"]):  # what the real INC would select
             parent, child = name.rsplit(".", 1)
             setattr(model.get_submodule(parent), child, PatchedLinear(model.get_submodule(name)))
         return model
@@ -187,7 +187,7 @@ def test_inc_fp8_on_gaudi_measures_then_quantizes(llama, tokens, fake_inc, backe
     assert steps == ["prepare", "calibrate", "finalize_calibration", "convert"]  # measure, then quantize
     assert fake_inc[1] == ("calibrate", True)  # calibration runs on the prepared (observed) model
     cfg = fake_inc[0][1]
-    assert cfg["fp8_config"] == "E4M3" and sorted(cfg["allowlist"]["names"]) == fp8_names
+    assert cfg["fp8_config"] == "E4M3" and cfg["allowlist"]["types"] == []
     for name in fp8_names:
         assert llama.get_submodule(name).compute_path == "inc_fp8"
     with pytest.raises(ValueError, match="calibrate"):
