@@ -70,7 +70,7 @@ def _list(args: argparse.Namespace) -> int:
 def table_counts(store: Any) -> dict[str, int]:
     from sqlalchemy import func, select
 
-    return store.transaction(lambda conn: {name: int(conn.execute(select(func.count()).select_from(t)).scalar())
+    return store.read(lambda conn: {name: int(conn.execute(select(func.count()).select_from(t)).scalar())
                                            for name, t in store.md.tables.items()})
 
 
@@ -78,7 +78,7 @@ def _info(args: argparse.Namespace) -> int:
     from .engine import open_store, stored_version
 
     with open_store(_url(args), create=False) as store:
-        version = store.transaction(lambda conn: stored_version(conn, store.md))
+        version = store.read(lambda conn: stored_version(conn, store.md, store.shown))
         print(f"store: {store.shown}\nschema version: {version}")
         for name, n in table_counts(store).items():
             print(f"{name}: {n} row(s)")

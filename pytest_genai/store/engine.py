@@ -1,14 +1,22 @@
 """Opening a store: the engine, SQLite's WAL journal and lock waits, retries, and the schema-version check.
 
-SQLite: the journal is WAL (readers never block the writer), every transaction starts ``BEGIN IMMEDIATE`` (it takes
-the write lock up front, so two writers queue instead of failing on a lock upgrade), a busy writer is waited for
-(``busy_timeout``) and a unit of work that still meets a locked database is retried from its start
-(:meth:`Store.transaction`). Any other SQLAlchemy URL (PostgreSQL for a team) is used as given.
+SQLite: the journal is WAL (readers never block the writer, nor the writer them); a unit of work that writes starts
+``BEGIN IMMEDIATE`` (it takes the write lock up front, so two writers queue instead of failing on a lock upgrade), one
+that only reads a plain ``BEGIN`` (no lock to wait for: a reader behind a writer waited for it, seconds); a busy
+writer is waited for (``busy_timeout``) and a unit of work that still meets a locked database is retried from its
+start (:meth:`Store.transaction`). A store file that cannot be written (a read-only file, folder or mount) is opened
+read-only for reading. Any other SQLAlchemy URL (PostgreSQL for a team) is used as given.
+
+A database that holds tables but no pytest-genai store (another application's) is never modified: the check and the
+creation of the tables are one transaction, and the WAL journal (a setting SQLite keeps in the file) is switched on
+only in a pytest-genai store.
 """
 from __future__ import annotations
 
 import datetime
+import os
 import random
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +25,7 @@ from typing import Any, Callable, TypeVar
 from pytest_genai import __version__
 
 from .errors import StoreError
-from .location import is_sqlite, shown_url
+from .location import check_holds_a_file, is_sqlite, shown_url, sqlite_file
 from .schema import MIGRATIONS, SCHEMA_VERSION, tables
 
 T = TypeVar("T")
@@ -37,22 +45,58 @@ def _sqlalchemy() -> Any:
     return sqlalchemy
 
 
+READ_ONLY = "genai_read_only"
+"""Execution option of a connection whose transaction only reads (:meth:`Store.read`): a plain, deferred BEGIN."""
+
+
 def _sqlite_setup(engine: Any) -> None:
     from sqlalchemy import event
 
     @event.listens_for(engine, "connect")
     def _connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # SQLAlchemy issues BEGIN itself (below), pysqlite must not
-        cur = dbapi_conn.cursor()
+        cur = dbapi_conn.cursor()  # per-connection settings only: nothing here changes the file
         cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        cur.execute("PRAGMA journal_mode = WAL")
         cur.execute("PRAGMA foreign_keys = ON")
         cur.execute("PRAGMA synchronous = NORMAL")  # with WAL: durable at each checkpoint, never corrupt
         cur.close()
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get(READ_ONLY) else "BEGIN IMMEDIATE")
+
+
+def _use_wal(engine: Any) -> None:
+    """Switch a pytest-genai store to the WAL journal (kept in the file: once per store; a no-op after). Outside any
+    transaction, as SQLite requires; a store that stays in its rollback journal still works (writers wait longer)."""
+    from sqlalchemy.exc import DBAPIError
+
+    try:
+        raw = engine.raw_connection()
+    except DBAPIError:
+        return
+    try:
+        raw.cursor().execute("PRAGMA journal_mode = WAL")
+    except Exception:  # the driver's own error type: busy or locked now; the next writer switches it
+        pass
+    finally:
+        raw.close()
+
+
+def _read_only_engine(sa: Any, path: str) -> Any:
+    """An engine reading the SQLite file ``path`` without writing anything beside it: ``mode=ro``, and where the folder
+    cannot be written (a read-only mount) and no ``-wal`` file is there ``immutable=1``, since SQLite can then create
+    no ``-shm`` file and would refuse to open a WAL store at all."""
+    import sqlite3
+    from urllib.parse import quote
+
+    from sqlalchemy.pool import NullPool
+
+    folder_writable = os.access(os.path.dirname(path) or ".", os.W_OK)
+    immutable = not folder_writable and not os.path.exists(path + "-wal")
+    uri = f"file:{quote(path)}?mode=ro" + ("&immutable=1" if immutable else "")
+    return sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True, check_same_thread=False),
+                            poolclass=NullPool, future=True)
 
 
 def _locked(exc: BaseException) -> bool:
@@ -68,6 +112,8 @@ class Store:
     url: str
     engine: Any
     md: Any
+    read_only: bool = False
+    """A store file this process cannot write (read-only file, folder or mount): opened for reading only."""
 
     @property
     def shown(self) -> str:
@@ -76,20 +122,31 @@ class Store:
     def table(self, name: str) -> Any:
         return self.md.tables[name]
 
-    def transaction(self, work: Callable[[Any], T], retries: int = RETRIES) -> T:
+    def transaction(self, work: Callable[[Any], T], retries: int = RETRIES, *, write: bool = True) -> T:
         """``work(connection)`` in one transaction: all of it is committed, or (an error, a killed process) none.
-        Retried from the start while the database is locked by another writer."""
+        Retried from the start while the database is locked by another writer. ``write=False`` (:meth:`read`): a
+        transaction that takes no write lock."""
         from sqlalchemy.exc import OperationalError
 
+        if write and self.read_only:
+            raise StoreError(f"store {self.shown}: cannot be written (a read-only file, folder or mount); it can "
+                             "be read, or give a writable store (--store URL)")
         for attempt in range(retries):
             try:
-                with self.engine.begin() as conn:
-                    return work(conn)
+                with self.engine.connect() as conn:
+                    if not write:
+                        conn.execution_options(**{READ_ONLY: True})
+                    with conn.begin():
+                        return work(conn)
             except OperationalError as exc:
                 if not _locked(exc) or attempt == retries - 1:
                     raise StoreError(f"store {self.shown}: {getattr(exc, 'orig', exc)}") from None
                 time.sleep(min(5.0, 0.05 * 2 ** attempt) * (0.5 + random.random()))
         raise AssertionError("unreachable")
+
+    def read(self, work: Callable[[Any], T]) -> T:
+        """``work(connection)`` in one transaction that only reads: a consistent snapshot, no write lock."""
+        return self.transaction(work, write=False)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -107,30 +164,38 @@ def utc_now() -> str:
 
 def open_store(url: str, *, create: bool = True) -> Store:
     """Open (and, with ``create``, create or upgrade) the store at ``url``; :class:`StoreError` naming it when it
-    cannot be reached or has a layout this version does not know."""
+    cannot be reached, names no file (``sqlite://``, ``:memory:``), is another application's database, or has a
+    layout this version does not know. Without ``create`` (reading) a store file that cannot be written is opened
+    read-only."""
     sa = _sqlalchemy()
+    check_holds_a_file(url)
     shown = shown_url(url)
-    if is_sqlite(url):
-        path = url.split(":///", 1)[-1]
-        if path and path != ":memory:" and not path.startswith("file:"):
-            folder = Path(path).parent
-            if not folder.exists():
-                if not create:
-                    raise StoreError(f"store {shown}: no such database; add runs with `pytest-genai store add RUN.json`")
-                folder.mkdir(parents=True, exist_ok=True)
-            elif not create and not Path(path).exists():
+    path = sqlite_file(url) if is_sqlite(url) else None
+    read_only = False
+    if path is not None and not path.startswith("file:"):
+        folder = Path(path).parent
+        if not folder.exists():
+            if not create:
                 raise StoreError(f"store {shown}: no such database; add runs with `pytest-genai store add RUN.json`")
+            folder.mkdir(parents=True, exist_ok=True)
+        elif not create and not Path(path).exists():
+            raise StoreError(f"store {shown}: no such database; add runs with `pytest-genai store add RUN.json`")
+        read_only = not create and not (os.access(path, os.W_OK) and os.access(folder, os.W_OK))
     try:
-        engine = sa.create_engine(url, future=True)
+        engine = _read_only_engine(sa, os.path.abspath(path)) if read_only else sa.create_engine(url, future=True)
     except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError) as exc:
         raise StoreError(f"store {shown}: not a usable database URL ({exc}); give sqlite:///PATH, "
                          "postgresql+psycopg://USER@HOST/DB, or a file path") from None
     if is_sqlite(url):
         _sqlite_setup(engine)
-    store = Store(url, engine, tables())
+    store = Store(url, engine, tables(), read_only)
     for attempt in (1, 2):  # a second process creating the same new store at once (PostgreSQL): check again
         try:
-            store.transaction(lambda conn: _check_schema(store, conn, create))
+            # looked at without a write lock; a store to create or upgrade is checked again in the writing transaction
+            if not store.read(lambda conn: _check_schema(store, conn, create, write=False)):
+                store.transaction(lambda conn: _check_schema(store, conn, create, write=True))
+            if create and is_sqlite(url):
+                _use_wal(engine)
             return store
         except sa.exc.DBAPIError as exc:
             if attempt == 2 or isinstance(exc, sa.exc.OperationalError):
@@ -142,35 +207,64 @@ def open_store(url: str, *, create: bool = True) -> Store:
     raise AssertionError("unreachable")
 
 
-def stored_version(conn: Any, md: Any) -> int | None:
-    """The database's ``schema_version`` (None: no store tables yet)."""
+def stored_version(conn: Any, md: Any, shown: str = "the store") -> int | None:
+    """The database's ``schema_version`` (None: no ``store_meta`` table). A ``store_meta`` without the row, or with a
+    value that is not a whole number (``2.0``, ``abc``, ``''``), is a :class:`StoreError` naming it: which layout
+    the database has is then unknown, and nothing may be written into it."""
     from sqlalchemy import inspect, select
 
     if not inspect(conn).has_table("store_meta"):
         return None
     meta = md.tables["store_meta"]
     row = conn.execute(select(meta.c.value).where(meta.c.key == "schema_version")).first()
-    return int(row[0]) if row else None
+    if row is None:
+        raise StoreError(f"store {shown}: its store_meta table has no schema_version row, so its layout is unknown "
+                         "(another application's table, or the row was deleted); restore the row (key "
+                         f"'schema_version', value '{SCHEMA_VERSION}' for this pytest-genai) or give another store")
+    text = str(row[0]).strip()
+    if not re.fullmatch(r"[0-9]{1,9}", text):
+        raise StoreError(f"store {shown}: store_meta.schema_version is {row[0]!r}, not a whole number, so its layout "
+                         f"is unknown; set it to the version that wrote the store ('{SCHEMA_VERSION}' for this "
+                         "pytest-genai) or give another store")
+    return int(text)
 
 
-def _check_schema(store: Store, conn: Any, create: bool) -> None:
-    version = stored_version(conn, store.md)
+def _check_schema(store: Store, conn: Any, create: bool, write: bool) -> bool:
+    """Check (``write``: and create or upgrade) the store's layout; False when it needs creating or upgrading and
+    ``write`` is not set (then the caller checks again in a writing transaction)."""
+    from sqlalchemy import inspect
+
+    version = stored_version(conn, store.md, store.shown)
     if version is None:
+        others = sorted(inspect(conn).get_table_names())
+        if others:  # another application's database: never a table of ours in it
+            listed = ", ".join(others[:6]) + (f" and {len(others) - 6} more" if len(others) > 6 else "")
+            raise StoreError(f"store {store.shown}: is not a pytest-genai store but another database (it holds the "
+                             f"tables {listed}); pytest-genai adds nothing to it — give a new file or an empty "
+                             "database (--store URL)")
         if not create:
             raise StoreError(f"store {store.shown}: holds no pytest-genai store; add runs with `pytest-genai store add`")
+        if not write:
+            return False
         store.md.create_all(conn)
         meta = store.table("store_meta")
         conn.execute(meta.insert(), [{"key": "schema_version", "value": str(SCHEMA_VERSION)},
                                      {"key": "created_by", "value": f"pytest-genai {__version__}"},
                                      {"key": "created_time", "value": utc_now()}])
-        return
+        return True
     if version > SCHEMA_VERSION:
         raise StoreError(
             f"store {store.shown}: has schema version {version}, but this pytest-genai ({__version__}) knows versions "
             f"up to {SCHEMA_VERSION}; a newer pytest-genai wrote it — upgrade pytest-genai (pip install -U "
             "pytest-genai) to read or add to it, or give another store (--store URL)")
     if version == SCHEMA_VERSION:
-        return
+        return True
+    if not write:
+        if store.read_only:
+            raise StoreError(f"store {store.shown}: has schema version {version} and this pytest-genai reads "
+                             f"{SCHEMA_VERSION}; it is read-only, so it cannot be upgraded — open it once where it "
+                             "can be written, or with the version that wrote it")
+        return False
     while version < SCHEMA_VERSION:
         step = MIGRATIONS.get(version)
         if step is None:
@@ -182,3 +276,4 @@ def _check_schema(store: Store, conn: Any, create: bool) -> None:
     from sqlalchemy import update
 
     conn.execute(update(meta).where(meta.c.key == "schema_version").values(value=str(version)))
+    return True

@@ -41,8 +41,26 @@ def normalize_url(text: str) -> str:
         raise StoreError("an empty store URL (--store, --genai-store); give a SQLAlchemy URL (sqlite:///PATH, "
                          "postgresql+psycopg://...) or a file path")
     if "://" in text:
+        check_holds_a_file(text)
         return text
     return "sqlite:///" + os.path.abspath(os.path.expanduser(text))
+
+
+def check_holds_a_file(url: str) -> None:
+    """Refuse a SQLite URL that names no file (``sqlite://``, ``sqlite:///``, ``sqlite:///:memory:``, a
+    ``mode=memory`` URI): SQLite opens an in-memory database for it, so a run "added" there was kept nowhere (an
+    unset variable in ``GENAI_STORE="sqlite:///$DIR/r.sqlite"`` gave such a URL, exit 0 and nothing stored)."""
+    if not is_sqlite(url):
+        return
+    rest = url.split("://", 1)[1]
+    path, _, query = rest[1:].partition("?") if rest.startswith("/") else ("", "", rest.partition("?")[2])
+    memory = (not path.strip() or path == ":memory:" or path.startswith("file::memory:")
+              or (path.startswith("file:") and re.search(r"(^|&)mode=memory(&|$)", query + "&" + path.partition("?")[2])))
+    if memory:
+        from .errors import StoreError
+
+        raise StoreError(f"store {shown_url(url)}: names no database file (SQLite would keep the runs in memory and "
+                         "lose them at exit; is a variable in the URL unset?); give sqlite:///PATH or a file path")
 
 
 def shown_url(url: str) -> str:

@@ -89,7 +89,8 @@ def _run_where(store: Store, query: StoreQuery) -> list[Any]:
                                  "`pytest-genai store list` shows them)")
             out.append(r.c.id == int(value))
         elif key == "commit":
-            out.append(r.c.commit_id.like(value + "%"))
+            # a prefix of the commit id, taken literally: `commit=%` or `commit=_` matched every run as LIKE wildcards
+            out.append(r.c.commit_id.startswith(value, autoescape=True))
         elif key in ("branch", "scale", "node"):
             out.append(getattr(r.c, key) == value)
     return out
@@ -102,7 +103,7 @@ def matching_runs(store: Store, query: StoreQuery) -> list[int]:
     r, b, d = store.table("runs"), store.table("benchmarks"), store.table("devices")
     stmt = (select(r.c.id).distinct().select_from(r.join(b, b.c.run_id == r.c.id).outerjoin(d, d.c.id == b.c.device_id))
             .where(*_run_where(store, query), *_benchmark_where(store, query)))
-    rows = store.transaction(lambda conn: conn.execute(stmt.add_columns(r.c.run_time)).all())
+    rows = store.read(lambda conn: conn.execute(stmt.add_columns(r.c.run_time)).all())
     rows.sort(key=lambda row: (row.run_time or "", row.id), reverse=True)
     return [row.id for row in rows]
 
@@ -143,7 +144,7 @@ def stored_run(store: Store, run_id: int, query: StoreQuery | None = None) -> Ru
         label = f"store run {run_id}" + (f" ({query.text})" if query and query.filters else "")
         return Run(label, records, device_json, (), run.run_time, _loads(run.absent_json), _loads(run.stack_json))
 
-    return store.transaction(read)
+    return store.read(read)
 
 
 def _claim(row: Any) -> dict[str, Any]:
@@ -211,7 +212,7 @@ def query_run(store: Store, text: str, info: Mapping[str, Any] | None = None, ex
         from sqlalchemy import select
 
         r = store.table("runs")
-        same = set(store.transaction(lambda conn: conn.execute(
+        same = set(store.read(lambda conn: conn.execute(
             select(r.c.id).where(r.c.content_hash == exclude_hash)).scalars().all()))
         if same and not [i for i in ids if i not in same]:
             raise StoreError(f"store query {query.text!r}: the only run in {store.shown} that matches is the run "
@@ -274,7 +275,7 @@ def series(store: Store, metric: str, query: StoreQuery) -> tuple[list[Point], l
     def read(conn: Any) -> tuple[list[Any], list[Any]]:
         return conn.execute(stmt).all(), conn.execute(bounds).all()
 
-    rows, claim_rows = store.transaction(read)
+    rows, claim_rows = store.read(read)
     points = [Point(x.run_id, x.run_time, x.commit_id, x.kind, x.generation, x.name, x.config_id, x.model,
                     number_from(x.value, x.nonfinite), x.unit, x.source, len(json.loads(x.rounds_json or "[]")))
               for x in rows]
@@ -295,7 +296,7 @@ def run_summaries(store: Store) -> list[dict[str, Any]]:
     def read(conn: Any) -> tuple[list[Any], list[Any]]:
         return conn.execute(stmt).all(), conn.execute(gens).all()
 
-    rows, gen_rows = store.transaction(read)
+    rows, gen_rows = store.read(read)
     by_run: dict[int, list[str]] = {}
     for x in gen_rows:
         by_run.setdefault(x.run_id, []).append(x.generation)
