@@ -121,7 +121,8 @@ def test_quantized_model_quality(benchmark, genai, genai_device, genai_settings,
         def build():
             ids = session.throughput_ids(eval_model, tokenizer, settings.throughput_batch, settings.throughput_seq)
             return quantize(session.fresh_model(device, eval_model), case, device.kind, device.synchronize,
-                            calibrate=wikitext_calibration(ids, device.torch_device, device.synchronize))
+                            calibrate=wikitext_calibration(ids, device.torch_device, device.synchronize),
+                            device_generation=device.generation)
 
         try:
             quantized = quantized_models.get((device.id, eval_model.name, case.mode, tiers, backend, case.sparsity),

@@ -84,10 +84,11 @@ def compute_path_counts(paths: dict[str, str]) -> dict[str, int]:
 
 
 def quantize(model: Any, case: QuantCase, device_kind: str, sync: Any = lambda: None,
-             calibrate: Any = None) -> QuantizedModel:
+             calibrate: Any = None, device_generation: str | None = None) -> QuantizedModel:
     """Quantize ``model`` in place for ``case`` (fake or real) and measure what it stores.
 
-    ``calibrate(model)``: a few batches through the model, for backends that measure activations (INC FP8)."""
+    ``calibrate(model)``: a few batches through the model, for backends that measure activations (INC FP8).
+    ``device_generation``: where the model runs; fp8 codes are scaled to that hardware's range (Gaudi2: 240)."""
     from pytest_genai import quant
 
     if case.mode == "fp32":
@@ -98,7 +99,8 @@ def quantize(model: Any, case: QuantCase, device_kind: str, sync: Any = lambda: 
     sensitivity = quant.analyze_sensitivity(model, quant.SensitivityConfig())
     pruning = quant.prune_(model, sensitivity) if case.sparsity else None
     plan = quant.make_plan(sensitivity, quant.PlanConfig(tiers=tiers))
-    quant.quantize_model(model, plan, mode=case.mode, backend=backend, sparse=case.sparsity, calibrate=calibrate)
+    quant.quantize_model(model, plan, mode=case.mode, backend=backend, sparse=case.sparsity, calibrate=calibrate,
+                         device_generation=device_generation)
     sync()
     seconds = time.perf_counter() - start
     report = quant.compression_report(None, model) if case.mode == "real" else None

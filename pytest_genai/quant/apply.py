@@ -89,7 +89,7 @@ def compute_path_of(module, backend: str) -> str:
 
 
 def quantize_model(model, plan, mode: str = "fake", backend: str = "native", *, sparse: str | None = None,
-                   calibrate=None):
+                   calibrate=None, device_generation: str | None = None):
     """Quantize ``model`` in place following ``plan`` and return it (with ``model.genai_quant``).
 
     mode: "fake" (weights replaced by dequantize(quantize(w)), kept fp32 (a new tensor per weight): the paper's
@@ -101,6 +101,8 @@ def quantize_model(model, plan, mode: str = "fake", backend: str = "native", *, 
     real mode only; formats a backend does not handle are done natively. sparse="bitmask" (real, native): linears
     store their codes as a bitmask + nonzero codes (prune first, e.g. ``prune_``, for it to save bytes).
     calibrate: ``calibrate(model)`` runs a few batches; INC FP8 measures activations with it (Gaudi only).
+    device_generation: the generation the model will run on (``Device.generation``); a format whose range the
+    hardware narrows is scaled to that range (fp8 e4m3 on ``gaudi2``: 240, see ``formats.device_qmax``).
     Which path each layer computes with is recorded in ``model.genai_quant.compute_paths``.
     """
     import torch
@@ -116,6 +118,8 @@ def quantize_model(model, plan, mode: str = "fake", backend: str = "native", *, 
         raise ValueError(f"sparse={sparse!r}: use one of {SPARSE}")
     if sparse is not None and (mode != "real" or backend != "native"):
         raise ValueError(f"sparse={sparse!r} stores the native real-mode codes; use mode='real', backend='native'")
+    from .formats import device_qmax
+
     modules = resolve_modules(model, plan)
     model_fp32 = _model_fp32_bytes(model)
     eligible_fp32 = 4 * sum(r * c for r, c in plan.shapes.values())
@@ -129,7 +133,8 @@ def quantize_model(model, plan, mode: str = "fake", backend: str = "native", *, 
             for name, module in modules.items():
                 w = module.weight
                 replace_weight_values(w, fake_quantize(w, plan.formats[name], plan.group_size,
-                                                       where=f"module {name!r}"))
+                                                       where=f"module {name!r}",
+                                                       qmax=device_qmax(plan.formats[name], device_generation)))
                 done[name] = "native"
     else:
         tied = _tied_groups(model, modules)
@@ -156,10 +161,11 @@ def quantize_model(model, plan, mode: str = "fake", backend: str = "native", *, 
                     continue
                 fmt = plan.formats[name]
                 where = f"module {name!r}"
+                qmax = device_qmax(fmt, device_generation)
                 if isinstance(module, nn.Embedding):
-                    new = QuantEmbedding.from_embedding(module, fmt, plan.group_size, where=where)
+                    new = QuantEmbedding.from_embedding(module, fmt, plan.group_size, where=where, qmax=qmax)
                 else:
-                    new = linear_cls.from_linear(module, fmt, plan.group_size, where=where)
+                    new = linear_cls.from_linear(module, fmt, plan.group_size, where=where, qmax=qmax)
                 set_module(model, name, new)
                 modules[name] = None  # drop the last reference to the fp32 weight
                 done[name] = "native"

@@ -14,6 +14,8 @@ Error bounds are documented in :mod:`pytest_genai.quant.formats`.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -189,11 +191,20 @@ def _quantize_int8_native(w, where: str) -> QuantizedWeight | None:
     return QuantizedWeight(spec.name, out, scale.unsqueeze(1), (rows, cols), None)
 
 
-def quantize(w, fmt: str, group_size: int | None = None, *, where: str = "weight") -> QuantizedWeight:
+def quantize(w, fmt: str, group_size: int | None = None, *, where: str = "weight",
+             qmax: float | None = None) -> QuantizedWeight:
     """Quantize the 2-D float tensor ``w`` to ``fmt`` (see module docstring for the layout). Per-channel int8 of
     contiguous fp32 CPU weights runs through a small C kernel (``csrc/int8.c``) where one is compiled: the same
-    codes and scales as the torch ops, with one read of the weight instead of three."""
+    codes and scales as the torch ops, with one read of the weight instead of three.
+
+    ``qmax``: the value ``amax`` maps to, where a device's range is narrower than the format's
+    (:func:`~pytest_genai.quant.formats.device_qmax`: fp8 e4m3 on Gaudi2 spans 240, not 448)."""
     spec = get_format(fmt)
+    if qmax is not None and qmax != spec.qmax:
+        if not spec.scaled or spec.kind != "float" or not 0 < qmax <= spec.qmax:
+            raise ValueError(f"{where}: qmax={qmax!r} for {fmt}: only a scaled float format takes a narrower range "
+                             f"(0 < qmax <= {spec.qmax:g})")
+        spec = dataclasses.replace(spec, qmax=float(qmax))
     _check_weight(w, where)
     spec.check_shape(tuple(w.shape), group_size, where=where)
     w = w.detach()
@@ -284,9 +295,9 @@ def dequantize(qw: QuantizedWeight, dtype=None):
     return (values * qw.scale.unsqueeze(-1)).reshape(rows, cols).to(dtype)
 
 
-def fake_quantize(w, fmt: str, group_size: int | None = None, *, where: str = "weight"):
+def fake_quantize(w, fmt: str, group_size: int | None = None, *, where: str = "weight", qmax: float | None = None):
     """``dequantize(quantize(w))`` in ``w``'s dtype: the paper's simulated ("fake") quantization."""
-    return dequantize(quantize(w, fmt, group_size, where=where), w.dtype)
+    return dequantize(quantize(w, fmt, group_size, where=where, qmax=qmax), w.dtype)
 
 
 def error_bound(qw: QuantizedWeight, w):

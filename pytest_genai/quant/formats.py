@@ -105,6 +105,27 @@ FORMATS: dict[str, FormatSpec] = {
 }
 
 
+#: fp8 e4m3's largest finite value where a device generation's hardware does not span the OCP ``float8_e4m3fn``
+#: range (448): Gaudi2 computes e4m3 with the exponent bias of ``float8_e4m3fnuz``, so its full scale is 240 (Intel
+#: Neural Compressor, ``fp8_quant/_core/fp_utils.py``, ``get_fullscale``: GAUDI2 with float8_e4m3fn takes
+#: ``torch.finfo(torch.float8_e4m3fnuz).max``; Gaudi3 and NVIDIA H100/H200 keep 448). Codes scaled to 448 overflow
+#: Gaudi2's range, so weights quantized for it are scaled to 240; on the 240 grid both encodings hold the same values.
+FP8_E4M3_MAX_BY_GENERATION = {"gaudi2": 240.0}
+
+
+def fp8_e4m3_max(generation: str | None = None) -> float:
+    """The value ``amax`` maps to for fp8_e4m3 on ``generation`` (None or any other: the OCP range, 448)."""
+    return FP8_E4M3_MAX_BY_GENERATION.get(generation or "", FORMATS["fp8_e4m3"].qmax)
+
+
+def device_qmax(fmt: str, generation: str | None) -> float | None:
+    """The code range ``fmt`` takes on ``generation`` where it differs from the format's own, else None."""
+    if fmt != "fp8_e4m3":
+        return None
+    qmax = fp8_e4m3_max(generation)
+    return None if qmax == FORMATS[fmt].qmax else qmax
+
+
 def get_format(name: str) -> FormatSpec:
     """The FormatSpec called ``name``; ValueError listing the known names otherwise."""
     try:

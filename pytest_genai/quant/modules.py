@@ -103,8 +103,9 @@ class QuantLinear(_QuantStore):
             self.register_parameter("bias", None)
 
     @classmethod
-    def from_linear(cls, linear: nn.Linear, fmt: str, group_size=None, *, where: str = "linear") -> "QuantLinear":
-        qw = quantize(linear.weight, fmt, group_size, where=where)
+    def from_linear(cls, linear: nn.Linear, fmt: str, group_size=None, *, where: str = "linear",
+                    qmax: float | None = None) -> "QuantLinear":
+        qw = quantize(linear.weight, fmt, group_size, where=where, qmax=qmax)
         layer = cls(linear.in_features, linear.out_features, fmt, group_size, bias=linear.bias is not None,
                     qweight=qw.data, scale=qw.scale, bias_tensor=linear.bias)
         layer.activation_dtype = linear.weight.dtype
@@ -165,9 +166,10 @@ class SparseQuantLinear(QuantLinear):
         self.activation_dtype = None
 
     @classmethod
-    def from_linear(cls, linear: nn.Linear, fmt: str, group_size=None, *, where: str = "linear"):
+    def from_linear(cls, linear: nn.Linear, fmt: str, group_size=None, *, where: str = "linear",
+                    qmax: float | None = None):
         sparse_stored_bytes(fmt, tuple(linear.weight.shape), 0)  # rejects int4 / fp32 with the fix named
-        sw = sparsify(quantize(linear.weight, fmt, group_size, where=where))
+        sw = sparsify(quantize(linear.weight, fmt, group_size, where=where, qmax=qmax))
         layer = cls(linear.in_features, linear.out_features, fmt, group_size, bias=linear.bias is not None,
                     sparse=sw, bias_tensor=linear.bias)
         layer.activation_dtype = linear.weight.dtype
@@ -198,8 +200,9 @@ class QuantEmbedding(_QuantStore):
         self.activation_dtype = None  # the replaced table's dtype: what the lookup returns (None: fp32)
 
     @classmethod
-    def from_embedding(cls, emb: nn.Embedding, fmt: str, group_size=None, *, where: str = "embedding"):
-        qw = quantize(emb.weight, fmt, group_size, where=where)
+    def from_embedding(cls, emb: nn.Embedding, fmt: str, group_size=None, *, where: str = "embedding",
+                       qmax: float | None = None):
+        qw = quantize(emb.weight, fmt, group_size, where=where, qmax=qmax)
         layer = cls(emb.num_embeddings, emb.embedding_dim, fmt, group_size, emb.padding_idx,
                     qweight=qw.data, scale=qw.scale)
         layer.activation_dtype = emb.weight.dtype  # a bf16 model's lookups stay bf16 (they were always fp32)

@@ -204,3 +204,25 @@ def test_a_dtype_cast_keeps_the_stored_codes_and_scales(cast, fmt):
             assert moved(torch.tensor([1, 2])).dtype == act
         elif not (isinstance(moved, fp8.Fp8Linear) and act == torch.float16):
             assert moved(torch.randn(2, 64, dtype=act)).dtype == act
+
+
+@pytest.mark.parametrize("mode", ["fake", "real"])
+def test_fp8_weights_for_gaudi2_are_scaled_to_its_240_range(llama, mode) -> None:
+    """Codes scaled to 448 (H100's e4m3fn) overflow Gaudi2's +-240."""
+    import torch
+
+    from pytest_genai.quant import quantize_model, uniform_plan
+    from pytest_genai.quant.codecs import codes_as
+
+    plan = uniform_plan(llama, "fp8_e4m3")
+    name = "model.layers.0.mlp.up_proj"
+    w = llama.get_submodule(name).weight.detach().clone()
+    quantize_model(llama, plan, mode, device_generation="gaudi2")
+    module = llama.get_submodule(name)
+    if mode == "real":
+        assert float(codes_as(module.quantized_weight(), torch.float32).abs().max()) == 240.0
+    else:  # fake: the values are those of the 240 grid, not the 448 one
+        from pytest_genai.quant.codecs import fake_quantize
+
+        assert torch.equal(module.weight, fake_quantize(w, "fp8_e4m3", qmax=240.0))
+        assert not torch.equal(module.weight, fake_quantize(w, "fp8_e4m3"))

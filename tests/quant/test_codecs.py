@@ -221,3 +221,18 @@ def test_rows_whose_scale_would_be_subnormal_keep_the_bound_and_idempotence(log_
     again = C.quantize(C.dequantize(q), fmt, None if fmt != "int4" else 32)
     # the same codes, and the same dequantized weight (a row of zero codes dequantizes to zeros, whose scale is 1)
     assert _same_codes(q.data, again.data) and torch.equal(C.dequantize(q), C.dequantize(again))
+
+
+def test_fp8_codes_scaled_to_a_narrower_device_range_stay_inside_it() -> None:
+    import torch
+
+    from pytest_genai.quant.codecs import codes_as, dequantize, quantize
+
+    w = torch.randn(32, 64, generator=torch.Generator().manual_seed(3))
+    wide = codes_as(quantize(w, "fp8_e4m3"), torch.float32).abs()
+    narrow_qw = quantize(w, "fp8_e4m3", qmax=240.0)
+    narrow = codes_as(narrow_qw, torch.float32).abs()
+    assert float(wide.max()) == 448.0 and float(narrow.max()) == 240.0
+    assert torch.allclose(dequantize(narrow_qw), w, rtol=2**-4, atol=1e-6)
+    with pytest.raises(ValueError, match=r"qmax=100.0 for int8: only a scaled float format"):
+        quantize(w, "int8", qmax=100.0)

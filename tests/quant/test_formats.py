@@ -44,3 +44,13 @@ def test_scaled_formats_cost_more_than_their_bits_unscaled_exactly_their_bits(ro
         assert spec.stored_bytes((rows, cols)) > nominal
     else:
         assert spec.stored_bytes((rows, cols)) == nominal
+
+
+def test_fp8_e4m3_range_per_device_generation() -> None:
+    """Gaudi2's e4m3 spans +-240 (INC's get_fullscale for GAUDI2); H100/H200 and Gaudi3 the OCP 448."""
+    from pytest_genai.quant.formats import device_qmax, fp8_e4m3_max
+
+    assert fp8_e4m3_max("gaudi2") == 240.0
+    assert fp8_e4m3_max("gaudi3") == fp8_e4m3_max("h100-sxm") == fp8_e4m3_max(None) == 448.0
+    assert device_qmax("fp8_e4m3", "gaudi2") == 240.0
+    assert device_qmax("fp8_e4m3", "h200") is None and device_qmax("int8", "gaudi2") is None
