@@ -82,6 +82,10 @@ def summarize(result: dict[str, Any]) -> DdpSummary:
     )
 
 
+#: Paper A trained the diffusion model on Gaudi in SynapseAI's lazy mode; the training steps mark steps for it.
+HPU_MODE = "lazy"
+
+
 def rank_env(device_kind: str) -> dict[str, str]:
     """Environment for the ranks: one OpenMP thread per CPU rank; lazy mode on Gaudi (``PT_HPU_LAZY_MODE=1``; the
     Intel Gaudi bridge reads it at import, and newer releases default to eager mode, 0), which the training steps'
@@ -89,7 +93,9 @@ def rank_env(device_kind: str) -> dict[str, str]:
     if device_kind == "cpu":
         return {"OMP_NUM_THREADS": "1"}
     if device_kind == "hpu":
-        return {"PT_HPU_LAZY_MODE": "1"}
+        from pytest_genai.runtime.hpu_mode import mode_env
+
+        return mode_env(HPU_MODE)
     return {}
 
 

@@ -65,6 +65,12 @@ def run_job(job: dict[str, Any], env: dict[str, int]) -> dict[str, Any] | None:
     kind = job.get("device_kind", "cpu")
     cfg = DiffusionConfig(**job["config"])
     device = _setup(kind, env["local_rank"])
+    hpu_mode = None
+    if kind == "hpu":  # refuse before training: lazy-mode numbers must come from lazy mode
+        from pytest_genai.diffusion.ddp import HPU_MODE
+        from pytest_genai.runtime.hpu_mode import require_mode
+
+        hpu_mode = require_mode(HPU_MODE)
     rank_cfg = dataclasses.replace(cfg, seed=cfg.seed + env["rank"])
 
     def wrap(model: Any) -> Any:
@@ -92,6 +98,8 @@ def run_job(job: dict[str, Any], env: dict[str, int]) -> dict[str, Any] | None:
     baseline = summary(alone, runs["alone"]) if alone is not None else None
     mine = summary(ddp, runs["ddp"])
     mine["rank"] = env["rank"]
+    if kind == "hpu":  # the mode that really ran (the bridge may have ignored the requested one)
+        mine["hpu_mode"] = hpu_mode
     everyone: list[Any] = [None] * env["world_size"]
     dist.all_gather_object(everyone, mine)
     if env["rank"] != 0:

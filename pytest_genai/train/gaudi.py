@@ -82,6 +82,31 @@ def _require_habana() -> None:
             raise RuntimeError(f"the hpu path needs {module}: {fix}")
 
 
+#: The Gaudi decoder-layer classes that ``adapt_transformers_to_gaudi`` puts in place of transformers' own, per model
+#: type (optimum-habana ``transformers/modeling_utils.py``: ``LlamaDecoderLayer = GaudiLlamaDecoderLayer``,
+#: ``Gemma2DecoderLayer = GaudiGemma2DecoderLayer``; commit 1d8504c). FSDP's transformer-based auto-wrap matches
+#: class *names*, so the upstream names wrap nothing on Gaudi; optimum-habana's own ``fsdp_config.json`` names
+#: ``GaudiLlamaDecoderLayer``.
+GAUDI_DECODER_LAYERS = {"llama": "GaudiLlamaDecoderLayer", "gemma2": "GaudiGemma2DecoderLayer"}
+
+
+def hpu_mode_for(cfg: ThroughputConfig) -> str:
+    """The Gaudi execution mode a run of ``cfg`` uses: FSDP runs eagerly, as optimum-habana runs FSDP
+    (``PT_HPU_LAZY_MODE=0`` and ``--use_lazy_mode False`` in its language-modeling README's FSDP example); DDP and
+    DeepSpeed runs in lazy mode, the mode Paper A's Gaudi runs used."""
+    return "eager" if cfg.strategy == "fsdp" else "lazy"
+
+
+def fsdp_layer_class(model_type: str) -> str:
+    """The decoder-layer class name FSDP wraps one unit per layer of, on Gaudi; ValueError for an unknown type."""
+    try:
+        return GAUDI_DECODER_LAYERS[model_type]
+    except KeyError:
+        raise ValueError(f"FSDP on Gaudi: no Gaudi decoder-layer class known for model type {model_type!r} "
+                         f"(known: {', '.join(sorted(GAUDI_DECODER_LAYERS))}); the whole model would be one "
+                         "FSDP unit") from None
+
+
 def training_arguments(cfg: ThroughputConfig, output_dir: str) -> dict[str, Any]:
     """Keyword arguments for ``GaudiTrainingArguments`` for one throughput run (pure; tested without Gaudi)."""
     from pytest_genai.runtime.procgroup import backend_for
@@ -91,7 +116,7 @@ def training_arguments(cfg: ThroughputConfig, output_dir: str) -> dict[str, Any]
     kwargs: dict[str, Any] = {
         "output_dir": output_dir,
         "use_habana": True,
-        "use_lazy_mode": True,
+        "use_lazy_mode": hpu_mode_for(cfg) == "lazy",
         "bf16": True,
         "per_device_train_batch_size": cfg.micro_batch,
         "max_steps": cfg.steps,
@@ -113,10 +138,20 @@ def training_arguments(cfg: ThroughputConfig, output_dir: str) -> dict[str, Any]
             "zero_optimization": {"stage": stage, **zero_buckets(get_arch(cfg.model, cfg.scale).hidden, stage)},
         }
     elif cfg.strategy == "fsdp":
-        kwargs["fsdp"] = "full_shard"
-        kwargs["fsdp_config"] = {"transformer_layer_cls_to_wrap": [
-            "Gemma2DecoderLayer" if cfg.model.startswith("gemma") else "LlamaDecoderLayer"]}
+        # one FSDP unit per decoder layer (auto_wrap), with the settings of optimum-habana's fsdp_config.json
+        kwargs["fsdp"] = "full_shard auto_wrap"
+        layer_cls = fsdp_layer_class(get_arch(cfg.model, cfg.scale).family)
+        kwargs["fsdp_config"] = {"transformer_layer_cls_to_wrap": [layer_cls],
+                                 "backward_prefetch": "backward_pre", "forward_prefetch": False,
+                                 "sync_module_states": True, "use_orig_params": True}
     return kwargs
+
+
+def gaudi_config_kwargs(mode: str) -> dict[str, bool]:
+    """``GaudiConfig`` settings for ``mode``: Habana's fused AdamW and clip-norm only in lazy mode
+    (``habana_frameworks.torch.hpex.optimizers`` raises ImportError "not yet supported in eager mode")."""
+    lazy = mode == "lazy"
+    return {"use_fused_adam": lazy, "use_fused_clip_norm": lazy, "use_torch_autocast": True}
 
 
 def run_gaudi(cfg: ThroughputConfig | WikitextConfig, env: dict[str, int]) -> int:
@@ -137,9 +172,17 @@ def run_gaudi(cfg: ThroughputConfig | WikitextConfig, env: dict[str, int]) -> in
     from pytest_genai.runtime.rank import finish
     from pytest_genai.train.job import SCHEMA, synthetic_batch
 
+    from pytest_genai.runtime.hpu_mode import require_mode
+
+    hpu_mode = require_mode(hpu_mode_for(cfg))  # before any step: one mode's numbers never carry the other's name
     adapt_transformers_to_gaudi()
     arch = get_arch(cfg.model, cfg.scale)
     model = build_model(arch, "eager", seed=cfg.seed)
+    if cfg.strategy == "fsdp":  # the wrap matches class names: refuse a model in which it would find no layer
+        layer_cls = fsdp_layer_class(model.config.model_type)
+        if not any(type(m).__name__ == layer_cls for m in model.modules()):
+            raise RuntimeError(f"FSDP on Gaudi would wrap {layer_cls} layers, and the model has none (was "
+                               "adapt_transformers_to_gaudi applied before the model was built?)")
     fused = cfg.attention == "fused"
     model_type = model.config.model_type
     route = flash_attention_route(model_type)
@@ -190,8 +233,7 @@ def run_gaudi(cfg: ThroughputConfig | WikitextConfig, env: dict[str, int]) -> in
         args = GaudiTrainingArguments(**training_arguments(cfg, out))
         trainer = GaudiTrainer(model=model, args=args, train_dataset=Synthetic(), callbacks=[clock],
                                data_collator=collate,
-                               gaudi_config=GaudiConfig(use_fused_adam=True, use_fused_clip_norm=True,
-                                                        use_torch_autocast=True))
+                               gaudi_config=GaudiConfig(**gaudi_config_kwargs(hpu_mode)))
         trainer.train()
     local = {
         "step_s": clock.step_s,
@@ -203,6 +245,7 @@ def run_gaudi(cfg: ThroughputConfig | WikitextConfig, env: dict[str, int]) -> in
         "params": arch.param_count(),
         "trainable_params": int(trainable),
         "method": cfg.method,
+        "hpu_mode": hpu_mode,
         **dtypes,
     }
     gathered: list[Any] = [None] * env["world_size"]

@@ -11,6 +11,12 @@ import importlib.util
 from typing import Any
 
 DEEPSPEED = ("deepspeed", "pip install 'pytest-genai[deepspeed]'")
+#: optimum-habana runs DeepSpeed on Gaudi only through HabanaAI's fork, one release per SynapseAI version (its
+#: README: ``pip install git+https://github.com/HabanaAI/DeepSpeed.git@1.22.0``); upstream's wheel would replace it.
+DEEPSPEED_HPU = ("deepspeed", "pip install git+https://github.com/HabanaAI/DeepSpeed.git@<your SynapseAI release, "
+                              "e.g. 1.22.0> (HabanaAI's fork, as optimum-habana's README says; not pytest-genai[deepspeed])")
+#: The fork's versions carry the SynapseAI release: ``0.16.1+hpu.synapse.v1.22.0``.
+HPU_FORK_TAG = "+hpu.synapse"
 PEFT = ("peft", "pip install 'pytest-genai[lora]'")
 HABANA = (("habana_frameworks", "run on a Gaudi node with the Intel Gaudi software stack"),
           ("optimum.habana", "pip install 'pytest-genai[hpu]'"))
@@ -38,11 +44,26 @@ def missing_requirement(strategy: str | None, device_kind: str, method: str = "f
     if device_kind == "hpu":
         needs += [(module, fix, "the hpu training path (optimum-habana's GaudiTrainer)") for module, fix in HABANA]
     if strategy in _STRATEGY_NAMES:
-        needs.append((*DEEPSPEED, _STRATEGY_NAMES[strategy]))
+        needs.append((*(DEEPSPEED_HPU if device_kind == "hpu" else DEEPSPEED), _STRATEGY_NAMES[strategy]))
     for module, fix, what in needs:
         if not installed(module):
             return f"{what} needs the {module} package, which is not installed: {fix}"
+    if device_kind == "hpu" and strategy in _STRATEGY_NAMES:
+        version = deepspeed_version()
+        if version is not None and HPU_FORK_TAG not in version:
+            return (f"{_STRATEGY_NAMES[strategy]} on Gaudi needs HabanaAI's DeepSpeed fork, and deepspeed {version} "
+                    f"(upstream) is installed: {DEEPSPEED_HPU[1]}")
     return None
+
+
+def deepspeed_version() -> str | None:
+    """The installed DeepSpeed's version string (None when not installed); read from its metadata, not imported."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("deepspeed")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def check_requirements(cfg: Any, device_kind: str) -> None:

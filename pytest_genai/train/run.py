@@ -88,6 +88,11 @@ def launch_config(cfg: ThroughputConfig | WikitextConfig, device_kind: str, spec
     The result is None on the nodes of a multi-node job other than node 0. A missing optional package (DeepSpeed
     for ZeRO, optimum-habana on hpu) raises :class:`MissingRequirement` here, before any rank starts."""
     check_requirements(cfg, device_kind)
+    if device_kind == "hpu":  # the bridge reads the mode at import: it must be in the ranks' environment
+        from pytest_genai.runtime.hpu_mode import mode_env
+        from pytest_genai.train.gaudi import hpu_mode_for
+
+        env = {**(env or {}), **mode_env(hpu_mode_for(cfg))}
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     spec_path = work_dir / "worker_spec.json"

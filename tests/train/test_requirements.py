@@ -85,3 +85,17 @@ def test_launch_config_refuses_before_starting_any_rank(packages, monkeypatch, t
     with pytest.raises(MissingRequirement, match=r"ZeRO-3 needs the deepspeed package.*pytest-genai\[deepspeed\]"):
         run.launch_config(ThroughputConfig(model="gemma-2-27b", strategy="zero3"), "cpu", LaunchSpec(), tmp_path)
     assert requirements.installed("json") and not requirements.installed("deepspeed.ops")
+
+
+def test_deepspeed_on_gaudi_names_habanas_fork_and_refuses_upstream(packages, monkeypatch):
+    """optimum-habana runs ZeRO on Gaudi only through HabanaAI's fork; the upstream install hint would replace it."""
+    packages(missing=["deepspeed"], present=["habana_frameworks", "optimum"])
+    reason = missing_requirement("zero3", "hpu")
+    assert "HabanaAI/DeepSpeed" in reason and "pytest-genai[deepspeed]" in reason.split("(")[-1]
+    assert "HabanaAI" not in missing_requirement("zero3", "cuda")
+    packages(present=["habana_frameworks", "optimum", "deepspeed"])
+    monkeypatch.setattr(requirements, "deepspeed_version", lambda: "0.18.2")
+    assert "needs HabanaAI's DeepSpeed fork, and deepspeed 0.18.2 (upstream) is installed" in missing_requirement(
+        "zero3", "hpu")
+    monkeypatch.setattr(requirements, "deepspeed_version", lambda: "0.16.1+hpu.synapse.v1.22.0")
+    assert missing_requirement("zero3", "hpu") is None and missing_requirement("ddp", "hpu") is None
