@@ -309,9 +309,17 @@ def test_a_native_toml_ini_value_that_is_not_a_string_is_a_usage_error(pytester:
     pytester.makefile(".toml", pytest="[pytest]\ngenai_limit = 200\n")
     pytester.makepyfile("def test_a():\n    pass\n")
     result = pytester.runpytest()
+    # What the user gets with any pytest: a usage error naming the setting and its value, no test run, no traceback.
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
-    assert "ini setting genai_limit:" in err and 'genai_limit = "200"' in err and "INTERNALERROR" not in err
+    assert "genai_limit" in err and "200" in err and "INTERNALERROR" not in err and "Traceback" not in err
+    assert "passed" not in result.stdout.str()
+    # Who words it depends on the version: pytest 9.2 rejects the value itself, at configure, before the plugin
+    # reads it (a config error of its own); before that, getini raised TypeError and the plugin named the fix.
+    from packaging.version import Version
+
+    if Version(pytest.__version__) < Version("9.2"):
+        assert "ini setting genai_limit:" in err and 'genai_limit = "200"' in err
 
 
 @pytest.mark.parametrize(
