@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence, TextIO
 
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, ReportInputError
 from .matching import check_unique
-from .output import check_outputs, write_output
+from .output import check_outputs, names_in, write_output
 from .registry import MetricInfo, default_metric_info
 from .runs import Run, load_run
 from .thresholds import ThresholdError, Thresholds, parse_thresholds
@@ -213,6 +213,9 @@ def _report(args: argparse.Namespace) -> int:
     from .plots import PlotsUnavailable, write_plots
     from .render import report_blocks, to_html, to_markdown
 
+    if args.plots is not None and not args.plots.strip():  # Path('') is the temp folder's stand-in: dead links
+        raise ReportInputError("--plots '': an empty folder name; give the folder for the PNG plots (--plots plots) or "
+                               "leave --plots out")
     check_outputs(args.output, [args.run])
     run = _load_nonempty(args.run, "report's")
     warn(run.warnings)
@@ -230,7 +233,9 @@ def _report(args: argparse.Namespace) -> int:
         images: list[Path] = []
         if needs_images:
             try:
-                images = write_plots(run.records, Path(args.plots or tmp), info)
+                # a report written into the plots folder keeps its name: the plots take others (-o DIR/x.png)
+                folder = Path(args.plots or tmp)
+                images = write_plots(run.records, folder, info, reserved=names_in(folder, args.output))
             except PlotsUnavailable as exc:
                 if args.plots is not None:  # asked for explicitly: fail clearly
                     raise ReportInputError(f"--plots {args.plots}: {exc}") from None

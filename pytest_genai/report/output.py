@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from pytest_genai.atomic import write_text_atomic
 
@@ -18,13 +20,70 @@ def _same_file(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve()
 
 
+MAX_STEM_CHARS = 96
+"""Longest file name (without its suffix) derived from names; a longer one is cut and ends with a hash of the whole
+(a 240-character generation name made the plot's name longer than a file system allows, 255 bytes)."""
+
+
+def file_stem(*parts: str, limit: int = MAX_STEM_CHARS) -> str:
+    """A file name (without suffix) made from names (a metric, an experiment, a device generation): every run of
+    characters other than ``A-Z a-z 0-9 _ . -`` becomes ``-``, no leading dot (never hidden, never ``..``), at most
+    ``limit`` characters (a cut name ends with 8 hex digits of the full text's SHA-256, so two long names that differ
+    stay different). Names that slug alike (``h100/sxm``, ``h100 sxm``) get one stem: :class:`NameAllocator` tells
+    them apart. Never a path: no separator survives."""
+    text = "_".join(p for p in parts if p)
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "plot"
+    if len(stem) > limit:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        stem = stem[:limit - 9].rstrip("-.") + "-" + digest
+    return stem
+
+
+class NameAllocator:
+    """File names of one command's outputs in one folder, each handed out once: a name already taken (or reserved
+    for another output, such as ``-o`` inside the plots folder) gets ``-2``, ``-3``... Compared case-folded, as a
+    case-insensitive file system (macOS, Windows) would."""
+
+    def __init__(self, reserved: Iterable[str] = ()) -> None:
+        self._taken = {r.casefold() for r in reserved}
+
+    def __contains__(self, name: str) -> bool:
+        return name.casefold() in self._taken
+
+    def take(self, stem: str, suffix: str = ".png") -> str:
+        name, n = stem + suffix, 1
+        while name.casefold() in self._taken:
+            n += 1
+            name = f"{stem}-{n}{suffix}"
+        self._taken.add(name.casefold())
+        return name
+
+
+def names_in(folder: str | os.PathLike[str], paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """The file names of those ``paths`` that lie directly in ``folder`` (the names another output there must not
+    take)."""
+    where = Path(folder).resolve()
+    return [Path(p).name for p in paths if Path(p).resolve().parent == where]
+
+
+def check_distinct(outputs: Sequence[tuple[str, str | os.PathLike[str]]]) -> None:
+    """Raise :class:`ReportInputError` when two outputs of one command (``(option, path)``, e.g. ``-o`` and
+    ``--plot``) are one file: one would replace the other."""
+    for i, (opt_a, a) in enumerate(outputs):
+        for opt_b, b in outputs[i + 1:]:
+            if _same_file(Path(a), Path(b)):
+                raise ReportInputError(f"{opt_b} {b}: is also the {opt_a} output {a}; one would replace the other — "
+                                       "give each output its own path")
+
+
 def check_outputs(outputs: Iterable[str | os.PathLike[str]], inputs: Iterable[str | os.PathLike[str]],
-                  option: str = "-o") -> None:
-    """Raise :class:`ReportInputError` when an output path is (resolving symlinks and hard links) an input file."""
+                  option: str = "-o", example: str = "report.md") -> None:
+    """Raise :class:`ReportInputError` when an output path is (resolving symlinks and hard links) an input file, a
+    folder (the message suggests ``FOLDER/example``) or under a file."""
     ins = [Path(i) for i in inputs]
     for out in outputs:
         if Path(out).is_dir():  # refused now, naming the user's path (not the temp file the writer would use)
-            raise ReportInputError(f"{option} {out}: is a folder; give a file path, e.g. {Path(out) / 'report.md'}")
+            raise ReportInputError(f"{option} {out}: is a folder; give a file path, e.g. {Path(out) / example}")
         parent = next((p for p in Path(out).parents if p.exists()), None)  # missing folders are created
         if parent is not None and not parent.is_dir():
             raise ReportInputError(f"{option} {out}: {parent} is a file, not a folder; choose another output path")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import re
 import warnings
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -20,6 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from pytest_genai.atomic import write_bytes_atomic
 from pytest_genai.devices.specs import ridge_point
 from .errors import ReportInputError
+from .output import NameAllocator, file_stem
 from .pareto import pareto_front
 from .registry import THROUGHPUT_METRICS, MetricInfo, default_metric_info
 from .roofline import ceiling_polyline
@@ -62,11 +62,14 @@ def _new_figure(size: tuple[float, float] = (7.0, 4.8)) -> Any:
 def _save(fig: Any, path: Path) -> Path:
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
-    return write_bytes_atomic(path, buf.getvalue())
+    try:
+        return write_bytes_atomic(path, buf.getvalue())
+    except OSError as exc:  # name the plot's path (a full disk named nothing), never the writer's temp file
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
 
 
 def _slug(*parts: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", "_".join(p for p in parts if p)).strip("-") or "plot"
+    return file_stem(*parts)
 
 
 def _parse(records: Iterable[Any]) -> list[Record]:
@@ -82,8 +85,11 @@ def _parse(records: Iterable[Any]) -> list[Record]:
     return [r for r in out if r.experiment is not None]
 
 
-def write_plots(records: Iterable[Any], outdir: str | Path, info: Mapping[str, MetricInfo] | None = None) -> list[Path]:
-    """Write every plot the records support into ``outdir``; returns the PNG paths written.
+def write_plots(records: Iterable[Any], outdir: str | Path, info: Mapping[str, MetricInfo] | None = None,
+                reserved: Iterable[str] = ()) -> list[Path]:
+    """Write every plot the records support into ``outdir``; returns the PNG paths written, each a different file
+    directly in ``outdir`` (:func:`.output.file_stem` names, :class:`.output.NameAllocator`), none named as one of
+    ``reserved`` (the file names of the command's other outputs there).
 
     ``records`` are pytest-benchmark "benchmarks" entries (dicts with ``name``, ``fullname`` and
     ``extra_info["genai"]``) or :class:`~.runs.Record` objects.  Raises :class:`PlotsUnavailable`
@@ -95,8 +101,8 @@ def write_plots(records: Iterable[Any], outdir: str | Path, info: Mapping[str, M
         info = default_metric_info()[0]
     out = Path(outdir)
     paths: list[Path] = []
-    paths += roofline_plots(recs, out)
-    taken: set[str] = set()
+    taken = NameAllocator(reserved)
+    paths += roofline_plots(recs, out, taken)
     paths += sweep_plots(recs, out, taken)
     paths += category_plots(recs, out, taken)
     paths += pareto_plots(recs, out, info, taken)
@@ -181,7 +187,8 @@ def roofline_figure(recs: Sequence[Record], title: str) -> Any:
     return fig
 
 
-def roofline_plots(recs: Sequence[Record], outdir: Path) -> list[Path]:
+def roofline_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | None = None) -> list[Path]:
+    taken = NameAllocator() if taken is None else taken
     by_device: dict[str, list[Record]] = {}
     for r in recs:
         points = (r.metrics.get("arithmetic_intensity_modeled"), r.metrics.get("achieved_tflops"))
@@ -190,7 +197,7 @@ def roofline_plots(recs: Sequence[Record], outdir: Path) -> list[Path]:
     paths = []
     for gen, group in by_device.items():
         fig = roofline_figure(group, f"Roofline — {gen} ({len(group)} configs)")
-        paths.append(_save(fig, outdir / f"{_slug('roofline', gen)}.png"))
+        paths.append(_save(fig, outdir / taken.take(_slug("roofline", gen))))
     return paths
 
 
@@ -276,14 +283,13 @@ def _by_test(recs: Sequence[Record]) -> list[tuple[str, str, list[Record]]]:
             for (exp, test), rows in groups.items()]
 
 
-def _path(outdir: Path, taken: set[str], exp: str, title: str, *parts: str) -> Path:
+def _path(outdir: Path, taken: NameAllocator, exp: str, title: str, *parts: str) -> Path:
     """``<experiment>_<parts>.png``; the test's name is added only when another test of the experiment already
-    wrote that name in this call."""
-    name = f"{_slug(exp, *parts)}.png"
-    if name in taken:
-        name = f"{_slug(title, *parts)}.png"
-    taken.add(name)
-    return outdir / name
+    wrote that name in this call, and a number when even that is taken (names that slug alike)."""
+    stem = _slug(exp, *parts)
+    if f"{stem}.png" in taken:
+        stem = _slug(title, *parts)
+    return outdir / taken.take(stem)
 
 
 def _throughput_metric(recs: Sequence[Record]) -> str | None:
@@ -321,11 +327,11 @@ def _one_to_one(rows: Sequence[Record], a: str, b: str) -> bool:
     return len(pairs) == len({p for p, _ in pairs}) == len({q for _, q in pairs})
 
 
-def sweep_plots(recs: Sequence[Record], outdir: Path, taken: set[str] | None = None) -> list[Path]:
+def sweep_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | None = None) -> list[Path]:
     """Throughput against each numeric config parameter that varies (scaling, batch size, layers...): one line per
     combination of the other keys that tell the records apart (not per whole config). A parameter that moves in
     lockstep with one already drawn (heads with hidden) gets no plot of its own."""
-    paths, taken = [], set() if taken is None else taken
+    paths, taken = [], NameAllocator() if taken is None else taken
     for exp, title, group in _by_test(recs):
         metric = _throughput_metric(group)
         if metric is None:
@@ -371,9 +377,9 @@ def sweep_plots(recs: Sequence[Record], outdir: Path, taken: set[str] | None = N
     return paths
 
 
-def category_plots(recs: Sequence[Record], outdir: Path, taken: set[str] | None = None) -> list[Path]:
+def category_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | None = None) -> list[Path]:
     """Grouped bars of throughput per value of a categorical parameter (strategy, dtype, attention...)."""
-    paths, taken = [], set() if taken is None else taken
+    paths, taken = [], NameAllocator() if taken is None else taken
     for exp, title, group in _by_test(recs):
         metric = _throughput_metric(group)
         if metric is None:
@@ -571,10 +577,10 @@ def _compression(r: Record) -> float:
 
 
 def pareto_plots(recs: Sequence[Record], outdir: Path, info: Mapping[str, MetricInfo],
-                 taken: set[str] | None = None) -> list[Path]:
+                 taken: NameAllocator | None = None) -> list[Path]:
     """Per quality metric of an experiment with compression ratios: :func:`quality_series` drawn by
     :func:`pareto_figure`."""
-    paths, taken = [], set() if taken is None else taken
+    paths, taken = [], NameAllocator() if taken is None else taken
     for exp, title, group in _by_test(recs):
         if not any(_finite(r.metrics.get("compression_ratio")) for r in group):
             continue
@@ -624,6 +630,12 @@ def trend_plot(lines: Mapping[str, Sequence[tuple[Any, float]]], bands: Sequence
     ax.set_title(title, fontsize=_title_size(title))
     ax.grid(True, alpha=0.3)
     fig.autofmt_xdate()
-    if lines or bands:
-        ax.legend(fontsize="small")
+    entries = len(ax.get_legend_handles_labels()[0])
+    if entries:  # beside the axes, in columns of at most 18: inside them, 33 series covered the plot and its title
+        fig.legend(*ax.get_legend_handles_labels(), fontsize="small", loc="outside right upper",
+                   ncols=1 + (entries - 1) // LEGEND_ROWS)
     return _save(fig, Path(path))
+
+
+LEGEND_ROWS = 18
+"""Entries per column of the trend plot's legend (18 small-font rows fit the 4.8-inch figure)."""

@@ -28,6 +28,14 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def default_plot(metric: str) -> str:
+    """Where ``history METRIC`` writes its plot without ``--plot``: ``history-<metric>.png`` in the working folder,
+    the name slugged and capped (:func:`pytest_genai.report.output.file_stem`)."""
+    from pytest_genai.report.output import file_stem
+
+    return f"history-{file_stem(metric)}.png"
+
+
 def _when(text: str | None) -> Any:
     try:
         return datetime.datetime.fromisoformat(text) if text else None
@@ -103,13 +111,17 @@ def _history(args: argparse.Namespace) -> int:
     filters = [(k, v) for k, v in (("experiment", args.experiment), ("config", args.config), ("model", args.model),
                                    ("generation", args.device_generation)) if v]
     url = normalize_url(args.store) if args.store else default_url()
-    if is_sqlite(url) and url.startswith("sqlite:///"):  # neither the table nor the plot may replace the store
-        from pytest_genai.report.output import check_outputs
+    from pytest_genai.report.output import check_distinct, check_outputs, file_stem
 
-        store_file = [url[len("sqlite:///"):]]
-        check_outputs(args.output, store_file)
-        if args.plot:
-            check_outputs([args.plot], store_file, option="--plot")
+    # the default plot's name from the metric's, slugged and capped: never a path ('tokens_per_s../../x' wrote above
+    # the working folder), never a name too long for the file system
+    plot = None if args.no_plot else (args.plot or default_plot(args.metric))
+    # neither the table nor the plot may replace the store, nor one of them the other (-o X --plot X kept one)
+    store_file = [url[len("sqlite:///"):]] if is_sqlite(url) and url.startswith("sqlite:///") else []
+    check_outputs(args.output, store_file, example=f"history-{file_stem(args.metric)}.{args.format}")
+    if plot is not None:
+        check_outputs([plot], store_file, option="--plot", example=default_plot(args.metric))
+    check_distinct([("-o", o) for o in args.output] + ([("--plot", plot)] if plot is not None else []))
     with open_store(url, create=False) as store:
         points, bounds = series(store, args.metric, StoreQuery(tuple(filters)))
         shown = store.shown
@@ -132,7 +144,7 @@ def _history(args: argparse.Namespace) -> int:
     if not args.no_plot:
         from pytest_genai.report.plots import PlotsUnavailable, trend_plot
 
-        path = args.plot or f"history-{args.metric}.png"
+        path = plot
         unit = next((p.unit for p in points if p.unit), "")
         try:
             written = trend_plot(lines(points), bands(bounds, {p.generation for p in points}), args.metric, unit, path)
