@@ -20,8 +20,8 @@ import subprocess
 from typing import Any, Callable, Mapping
 
 PACKAGES = (
-    "torch", "transformers", "datasets", "deepspeed", "neural-compressor", "torchao", "lm-eval",
-    "habana-torch-plugin", "optimum-habana", "pytest-benchmark", "pytest-genai",
+    "torch", "transformers", "datasets", "deepspeed", "neural-compressor", "neural-compressor-pt", "torchao", "lm-eval",
+    "habana-torch-plugin", "optimum-habana", "pytest", "pytest-benchmark", "pytest-genai",
 )
 """Distributions whose versions are recorded (``None`` when not installed)."""
 

@@ -50,14 +50,65 @@ def test_cuda_session_script_writes_to_a_fresh_folder_and_says_where(tmp_path):
 
 
 def test_cuda_session_script_exits_non_zero_when_any_run_fails(tmp_path):
-    """The quantizer run failing (exit 1) while the main benchmarks pass: the script exited 0 ("benchmarks exit
-    code: 0") because only the first run's status was kept."""
+    """The A1 (quant) run failing while the main benchmarks pass: the script must exit with the failure, not with the
+    first run's 0."""
     import os
 
-    fails_quantizer = 'case "$*" in *test_quantizer.py*) exit 1;; esac; exit 0'
-    env = {**os.environ, "PATH": f"{_stub_bin(tmp_path / 'bin', fails_quantizer)}:{os.environ['PATH']}",
-           "OUT": str(tmp_path / "out")}
+    fails_quant = 'case "$*" in *"and quant and"*) exit 1;; esac; exit 0'
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    (parts / "gguf.part-aa").write_bytes(b"GGUF")
+    env = {**os.environ, "PATH": f"{_stub_bin(tmp_path / 'bin', fails_quant)}:{os.environ['PATH']}",
+           "OUT": str(tmp_path / "out"), "GENAI_GGUF_PARTS": str(parts)}
     done = subprocess.run(["bash", str(ROOT / "scripts" / "cuda_session.sh")], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "exit codes: benchmarks: 0 quantizer: 1;" in done.stdout
+    assert "exit codes: benchmarks: 0 quant: 1;" in done.stdout
+
+
+def test_cuda_session_script_runs_one_rank_per_gpu_and_no_test_file_that_has_no_cuda_row(tmp_path):
+    """On a one-GPU lease every distributed row skipped (--genai-nproc 2 needs 2 GPUs), and the quantizer's file,
+    whose benchmarks take the cpu fixture, collected nothing under -m cuda: exit 5 failed the script."""
+    import os
+
+    log = tmp_path / "calls"
+    python3 = (f'echo "$*" >> {log}; case "$*" in *device_count*) echo 1;; esac; exit 0')
+    env = {**os.environ, "PATH": f"{_stub_bin(tmp_path / 'bin', python3)}:{os.environ['PATH']}",
+           "OUT": str(tmp_path / "out")}
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "cuda_session.sh")], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    runs = [line for line in log.read_text().splitlines() if line.startswith("-m pytest")]
+    assert runs and all("--genai-nproc 1 " in run for run in runs if "benchmarks " in run), runs
+    assert not any("test_quantizer.py" in run for run in runs)
+
+
+def test_cuda_session_script_dry_run_on_the_cpu_selects_tests_and_passes(tmp_path):
+    """The script for real, as a lease would run it, with GENAI_KIND=cpu and a small selection: it must select
+    tests (a run that selects none is exit 5, a failure) and exit 0 with a readable JSON."""
+    import json
+    import os
+
+    env = {**os.environ, "OUT": str(tmp_path / "out"), "GENAI_KIND": "cpu", "GENAI_INSTALL": "0",
+           "GENAI_SELECT": "test_timer_overhead_cpu"}
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "cuda_session.sh")], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "exit codes: benchmarks: 0;" in done.stdout and "ranks per job: 2" in done.stdout
+    benchmarks = json.loads((tmp_path / "out" / "cuda.json").read_text())["benchmarks"]
+    assert [b["name"] for b in benchmarks] == ["test_timer_overhead_cpu"]
+    assert "1 passed" in (tmp_path / "out" / "log.txt").read_text()
+    assert (tmp_path / "out" / "report.md").exists()
+
+
+def test_ci_installs_from_the_lock_and_the_lock_scripts_parse():
+    """.ci/run installs torch and `.[ci]` with -c ci/constraints.txt; the refresh and newest-versions scripts parse,
+    and the latter keeps torch pinned while it upgrades the rest (eager upgrades would pull the newest CUDA build)."""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert 'LOCK=ci/constraints.txt' in ci and 'pip install -q -c "$LOCK" torch' in ci
+    assert 'pip install -q -c "$LOCK" -e ".[ci]"' in ci and (ROOT / "ci" / "constraints.txt").is_file()
+    for name in ("lock_ci.sh", "newest_versions.sh"):
+        assert subprocess.run(["bash", "-n", str(ROOT / "scripts" / name)]).returncode == 0, name
+    newest = (ROOT / "scripts" / "newest_versions.sh").read_text(encoding="utf-8")
+    assert '-c "$VENV/torch-pin.txt" --upgrade --upgrade-strategy eager -e ".[ci]"' in newest
+    assert newest.rstrip().endswith('exec python3 -m pytest "$@"') and "set -- tests benchmarks" in newest

@@ -1,9 +1,15 @@
 """The software stack in machine_info.genai.stack: pure collection with injected lookups (no hardware needed)."""
 from __future__ import annotations
 
+import json
+import os
+import re
 import subprocess
 import sys
 import types
+from pathlib import Path
+
+import pytest
 
 from pytest_genai.stack import PACKAGES, collect_stack, hl_smi_version, nvml_stack, stack_differences, torch_stack
 
@@ -128,3 +134,45 @@ def test_the_real_collection_runs_here_without_cuda() -> None:
     stack = collect_stack()
     assert stack["python"] == ".".join(map(str, sys.version_info[:3]))
     assert stack["pytest-genai"] is not None and stack["pytest-benchmark"] is not None
+
+
+LOCK = Path(__file__).resolve().parents[1] / "ci" / "constraints.txt"
+
+
+def _lock_pins(path: Path) -> dict[str, str]:
+    """``name==version`` lines of a pip constraints file, by normalized name (PEP 503)."""
+    pins = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if (found := re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;#]+)", line)):
+            pins[re.sub(r"[-_.]+", "-", found[1]).lower()] = found[2]
+    return pins
+
+
+def test_the_ci_lock_pins_every_recorded_package_that_ci_installs() -> None:
+    """The lock (ci/constraints.txt, what .ci/run installs with -c) covers the stack's packages that `.[ci]` brings,
+    with torch pinned as .ci/run installs it."""
+    pins = _lock_pins(LOCK)
+    not_ci = {"neural-compressor", "habana-torch-plugin", "optimum-habana", "pytest-genai"}  # other extras, or this
+    assert {name for name in PACKAGES if name not in not_ci} - set(pins) == set()
+    assert pins["torch"] == "2.13.0"
+
+
+BENCH = "def test_a(benchmark):\n    benchmark(lambda: None)\n"
+
+
+@pytest.mark.skipif(not os.environ.get("GENAI_CI_LOCK"),
+                    reason="not a locked install: .ci/run sets GENAI_CI_LOCK after installing from ci/constraints.txt")
+def test_machine_info_records_the_locked_set(pytester: pytest.Pytester) -> None:
+    """In CI, a run's machine_info.genai.stack shows the versions the lock pins (torch's local build label aside:
+    ``==2.13.0`` matches ``2.13.0+cpu``, as for pip)."""
+    from packaging.specifiers import SpecifierSet
+
+    pins = _lock_pins(Path(os.environ["GENAI_CI_LOCK"]))
+    pytester.makepyfile(BENCH)
+    pytester.runpytest("--benchmark-json", "out.json", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    stack = json.loads((pytester.path / "out.json").read_text())["machine_info"]["genai"]["stack"]
+    locked = {name: stack[name] for name in PACKAGES if name in pins}
+    assert len(locked) >= 8, locked
+    wrong = {name: (version, pins[name]) for name, version in locked.items()
+             if version is None or version not in SpecifierSet(f"=={pins[name]}")}
+    assert wrong == {}, f"recorded (installed, locked) differ: {wrong}"
