@@ -16,7 +16,7 @@ from pytest_genai.experiments import label as experiment_label
 
 from .registry import MetricInfo
 from .runs import Run
-from .tables import Table
+from .tables import Table, md_block_starts, md_inline, one_line, visible
 from .views import BASIS_NOTE, claims_tables, experiment_tables
 
 
@@ -96,10 +96,13 @@ def to_markdown(blocks: Sequence[Block], base_dir: Path | None = None) -> str:
     """GitHub Markdown; image links are relative to ``base_dir`` (where the Markdown file will live)."""
     parts = []
     for b in blocks:
+        # names from the run (experiments, tests, files) are text, never Markdown: escaped, and a line break in one
+        # cannot end a heading or start a block
         if isinstance(b, Heading):
-            parts.append("#" * b.level + " " + b.text)
+            parts.append("#" * b.level + " " + md_inline(one_line(b.text)))
         elif isinstance(b, Paragraph):  # soft line breaks: the same paragraph, readable as plain text too
-            parts.append(textwrap.fill(b.text, MARKDOWN_LINE_CHARS, break_long_words=False, break_on_hyphens=False))
+            parts.append(md_block_starts(textwrap.fill(md_inline(one_line(b.text)), MARKDOWN_LINE_CHARS,
+                                                       break_long_words=False, break_on_hyphens=False)))
         elif isinstance(b, Table):
             parts.append(b.to_markdown())
         elif isinstance(b, Image):
@@ -112,7 +115,7 @@ def to_markdown(blocks: Sequence[Block], base_dir: Path | None = None) -> str:
             link = target.as_posix()
             if re.search(r"[\s()<>]", link):  # CommonMark: a destination with spaces or parentheses goes in <...>
                 link = "<" + link.replace("<", "%3C").replace(">", "%3E") + ">"
-            parts.append(f"![{b.caption}]({link})")
+            parts.append(f"![{md_inline(one_line(b.caption))}]({link})")
     return "\n\n".join(parts) + "\n"
 
 
@@ -129,20 +132,20 @@ figure{margin:0 0 1.5em}
 
 def to_html(blocks: Sequence[Block]) -> str:
     """A single self-contained HTML page: images are embedded as base64 data URIs."""
-    title = next((b.text for b in blocks if isinstance(b, Heading)), "pytest-genai report")
+    title = visible(one_line(next((b.text for b in blocks if isinstance(b, Heading)), "pytest-genai report")))
     parts = []
-    for b in blocks:
+    for b in blocks:  # no control character raw in the page (NUL, ESC): visible() writes them as \xNN
         if isinstance(b, Heading):
-            parts.append(f"<h{b.level}>{html.escape(b.text)}</h{b.level}>")
+            parts.append(f"<h{b.level}>{html.escape(visible(one_line(b.text)))}</h{b.level}>")
         elif isinstance(b, Paragraph):
-            parts.append(f"<p>{html.escape(b.text)}</p>")
+            parts.append(f"<p>{html.escape(visible(b.text))}</p>")
         elif isinstance(b, Table):
             parts.append(b.to_html())
         elif isinstance(b, Image):
             data = base64.b64encode(b.path.read_bytes()).decode("ascii")
             parts.append(
-                f'<figure><img alt="{html.escape(b.caption)}" src="data:image/png;base64,{data}">'
-                f"<figcaption>{html.escape(b.caption)}</figcaption></figure>"
+                f'<figure><img alt="{html.escape(visible(b.caption))}" src="data:image/png;base64,{data}">'
+                f"<figcaption>{html.escape(visible(b.caption))}</figcaption></figure>"
             )
     body = "\n".join(parts)
     return (

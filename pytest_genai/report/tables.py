@@ -173,24 +173,64 @@ class Table:
     def to_text(self) -> list[str]:
         """Lines for a terminal: columns left-aligned and two spaces apart, a dashed rule under the headers, cells
         as given (no escaping, no right alignment)."""
-        widths = [max([len(h)] + [len(r[i]) for r in self.rows]) for i, h in enumerate(self.headers)]
+        headers = [one_line(visible(h)) for h in self.headers]
+        rows = [[one_line(visible(c)) for c in r] for r in self.rows]
+        widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
         fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-        return [fmt.format(*self.headers), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in self.rows]
+        return [fmt.format(*headers), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in rows]
 
     def to_html(self) -> str:
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in self.headers)
+        head = "".join(f"<th>{html.escape(visible(h))}</th>" for h in self.headers)
         body = []
         for row in self.rows:
             tds = "".join(
-                f'<td class="num">{html.escape(c)}</td>' if self._right(i) else f"<td>{html.escape(c)}</td>"
+                f'<td class="num">{html.escape(visible(c))}</td>' if self._right(i) else
+                f"<td>{html.escape(visible(c))}</td>"
                 for i, c in enumerate(row)
             )
             body.append(f"<tr>{tds}</tr>")
         return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>"
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_LINE_BREAK = re.compile(r"\r\n|[\r\n\x0b\x0c\x85\u2028\u2029]")
+
+
+def visible(text: str) -> str:
+    """``text`` with each control character other than tab and line breaks (NUL, ESC, DEL, the C1 range) written as
+    ``\\xNN``: never raw into a report or onto a terminal, where ESC starts an escape sequence (colours, cursor moves,
+    a window title) and NUL ends a C string."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def one_line(text: str) -> str:
+    """``text`` with every line break (``\\r\\n``, ``\\r``, ``\\n``, U+2028/9, ...) a space: a heading or a cell stays one
+    line."""
+    return _LINE_BREAK.sub(" ", text)
+
+
+_MD_SPECIAL = re.compile(r"[\\`*\[\]<>#|~&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+
+
+def md_inline(text: str) -> str:
+    """``text`` as literal Markdown inline text: the characters that start emphasis, code, links, HTML, headings,
+    tables or entities backslash-escaped (an underscore inside a word, ``tokens_per_s``, needs none and keeps its
+    plain-text reading), control characters :func:`visible`. Line breaks are the caller's (:func:`one_line`)."""
+    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(), visible(text))
+
+
+_BLOCK_START = re.compile(r"^(\s*)(?:([-+=])|(\d+)([.)]))", re.MULTILINE)
+
+
+def md_block_starts(text: str) -> str:
+    """Each line of ``text`` that would open a list or underline a heading (``- ``, ``+``, ``=``, ``1.``) with that mark
+    escaped: wrapped prose whose line happens to start with one stays prose."""
+    return _BLOCK_START.sub(lambda m: m.group(1) + ("\\" + m.group(2) if m.group(2) else m.group(3) + "\\" + m.group(4)),
+                            text)
+
+
 def _md_escape(cell: str) -> str:
-    return re.sub(r"\r\n|[\r\n\u2028\u2029]", " ", cell.replace("\\", "\\\\").replace("|", "\\|"))
+    return one_line(visible(cell.replace("\\", "\\\\").replace("|", "\\|")))
 
 
 def make_table(headers: Sequence[str], rows: Sequence[Sequence[object]], numeric: Sequence[bool] = ()) -> Table:
