@@ -105,15 +105,24 @@ def timer_vs_bare_result(run: PathVsBare, cpu_threads: int) -> Result:
 
 def profile_result(profile: DataflowProfile) -> Result:
     """A vendor profile: the allocation ratio and LI where the format states them (with what they were read from),
-    every further field as ``<vendor>_<field>``, and the format."""
+    every further field as ``<vendor>_<field>``, and the format.
+
+    The allocation is recorded under a name that says its statistic where the format gives per-part figures
+    (``allocation_ratio_section_max`` and ``allocation_ratio_latency_weighted`` for SambaTune sections;
+    ``allocation_ratio`` where the format states one whole-chip figure). An LI the format's subtasks do not give is
+    said so in ``li_not_judged``, never left out silently."""
     metrics: dict[str, Any] = {}
     labels: dict[str, str] = {}
     if profile.allocation_ratio is not None:
-        metrics["allocation_ratio"] = _m(profile.allocation_ratio)
+        metrics[profile.allocation_metric] = _m(profile.allocation_ratio)
         labels["allocation_source"] = f"{profile.source_format}: {profile.allocation_units}"
+    for statistic, value in profile.other_allocations.items():
+        metrics[f"allocation_ratio_{statistic}"] = _m(value)
     if profile.load_imbalance is not None:
         metrics["load_imbalance"] = _m(profile.load_imbalance)
         labels["li_definition"] = f"{profile.li_definition} over {profile.li_subtasks}"
+    else:
+        labels["li_not_judged"] = f"no load imbalance from this {profile.source_format}: subtasks {profile.li_subtasks}"
     for name, value in profile.extra.items():
         metrics[f"{profile.vendor}_{name}"] = _m(value)
     labels["profile_source"] = profile.source_format
@@ -212,7 +221,8 @@ def rdu_compile_modes_result(sweeps: dict[str, dict[int, DataflowProfile]]) -> R
     ``B1.rdu_o3_balance_falls`` reads) when O3 has an LI at two or more counts."""
     curves = {mode: {n: p.load_imbalance for n, p in sorted(by_layers.items())} for mode, by_layers in sweeps.items()}
     extra = [{"compile_mode": mode, "layers": n, "load_imbalance": li,
-              "allocation_ratio": sweeps[mode][n].allocation_ratio}
+              sweeps[mode][n].allocation_metric: sweeps[mode][n].allocation_ratio,
+              **{f"allocation_ratio_{k}": v for k, v in sweeps[mode][n].other_allocations.items()}}
              for mode, curve in curves.items() for n, li in curve.items()]
     trend = "; ".join(f"{mode}: " + ", ".join(f"L{n} {li:.3g}" if li is not None else f"L{n} --"
                                                for n, li in curve.items()) for mode, curve in curves.items())

@@ -18,14 +18,15 @@ def test_cerebras_real_layout_dashes_hierarchy_and_non_layer_kernels(tmp_path):
     profile = parse_compile_report(COMPILE_REPORT)
     assert profile.extra["kernel_rows"] > 500  # hundreds of rows, as real reports have
     assert profile.allocation_ratio == pytest.approx(0.92)
-    # Top-level kernels: embedding, ln_f, lm_head, loss, optimizer, 48 x (layer_norm, attention, ffn).
+    # Top-level kernels: embedding, ln_f, lm_head, loss, optimizer, 48 x (layer_norm, attention, fc).
     assert profile.extra["kernels"] == 5 + 3 * 48
-    assert profile.extra["layer_kernels"] == 2 * 48  # attention<i> and ffn<i>; norms, loss, optimizer kept apart
+    assert profile.extra["layer_kernels"] == 2 * 48  # attention<i> and fc<i>; norms, loss, optimizer kept apart
     assert profile.extra["non_layer_kernels"] == 5 + 48
-    loads = [1 / vendor_fixtures.layer_rate(i, part) for i in range(48) for part in ("attention", "ffn")]
+    loads = [1 / vendor_fixtures.layer_rate(i, part) for i in range(48) for part in ("attention", "fc")]
     assert sorted(profile.subtask_loads) == pytest.approx(sorted(loads))
     assert profile.load_imbalance == pytest.approx(sum(loads) / len(loads) / max(loads))
-    assert "top-level layer kernels" in profile.li_subtasks and "nested rows folded" in profile.li_subtasks
+    assert profile.extra["li_subtask_rows"] == 2 * 48
+    assert "fc<i> and attention<i> rows" in profile.li_subtasks
     # Nested rows are parts of their parent: counted once (summing every row would give far more).
     per_layer = 20_000 * 2
     assert profile.extra["layer_kernel_active_pes"] == 48 * per_layer
@@ -42,12 +43,16 @@ def test_cerebras_real_layout_dashes_hierarchy_and_non_layer_kernels(tmp_path):
 
 def test_cerebras_parent_without_figures_takes_its_parts():
     profile = parse_compile_report(vendor_fixtures.compile_report(12, parent_cells=False))
-    # The ffn<i> parents are all '--': rate from their slowest listed part (ffn<i>.io), PEs from the direct parts
+    # The fc<i> parents are all '--': rate from their slowest listed part (fc<i>.io), PEs from the direct parts
     # (compute_core 15,000 + io 5,000), not from compute_core's own parts as well.
     assert profile.extra["layer_kernels_without_rate"] == 0
     assert profile.extra["layer_kernel_active_pes"] == 12 * (20_000 + 20_000)
-    loads = [1 / vendor_fixtures.layer_rate(i, part) for i in range(12) for part in ("attention", "ffn")]
-    assert sorted(profile.subtask_loads) == pytest.approx(sorted(loads))
+    loads = [1 / vendor_fixtures.layer_rate(i, part) for i in range(12) for part in ("attention", "fc")]
+    assert profile.extra["load_imbalance_all_layer_kernels"] == pytest.approx(sum(loads) / len(loads) / max(loads))
+    # The authors' LI reads each fc<i> / attention<i> row's own cell: the '--' fc<i> rows are left out, not folded.
+    assert profile.extra["li_subtask_rows_without_rate"] == 12
+    assert sorted(profile.subtask_loads) == pytest.approx([1 / 1000.0] * 12)
+    assert "12 such row(s) without a figure left out" in profile.li_subtasks
 
 
 def test_cerebras_dash_overall_fields_are_missing_not_zero():
@@ -62,7 +67,7 @@ def test_cerebras_kernel_categories(kind):
              "embedding": ["embedding", "wte", "position_embeddings"], "layer_norm": ["ln_f", "layer_norm3", "ln2"],
              "head": ["lm_head"]}[kind]
     assert {kernel_category(n) for n in names} == {kind}
-    assert kernel_category("attention3") == kernel_category("ffn11") == "layer"
+    assert kernel_category("attention3") == kernel_category("ffn11") == kernel_category("fc11") == "layer"
 
 
 def test_cerebras_kernels_named_like_a_category_inside_a_block_are_layers():
@@ -115,11 +120,14 @@ def test_sambanova_section_report():
     profile = parse_section_report(_section_csv())
     latencies = [0.002, 0.004, 0.001]
     assert profile.subtask_loads == pytest.approx(latencies)
-    assert profile.allocation_ratio == pytest.approx((0.002 * 0.5 + 0.004 * 0.25 + 0.001 * 0.10) / 0.007)
+    # the authors' SN30 statistic (their table's "Highest pcu utilization"), under a name that says so, and the
+    # latency-weighted mean beside it under its own name
+    assert profile.allocation_ratio == pytest.approx(0.5) and profile.allocation_metric == "allocation_ratio_section_max"
+    assert profile.other_allocations == {
+        "latency_weighted": pytest.approx((0.002 * 0.5 + 0.004 * 0.25 + 0.001 * 0.10) / 0.007)}
     assert profile.load_imbalance == pytest.approx((0.007 / 3) / 0.004)
     assert profile.extra["ddr_total_bytes"] == pytest.approx((80 * 0.002 + 120 * 0.004 + 200 * 0.001) * 1e9)
     assert profile.extra["ddr_total_bw_gbs_max"] == 200  # the run's own DDR ceiling, for the RDU bound
-    assert profile.extra["pcu_utilization_max"] == pytest.approx(0.5)
 
 
 def test_sambanova_missing_column_is_named():
@@ -142,7 +150,9 @@ def test_sambanova_multi_chip_rows_fold_into_sections_with_dash_cells():
     latencies = [0.0025, 0.004, 0.001]  # the slowest chip of each section, not 6 subtasks
     assert profile.subtask_loads == pytest.approx(latencies)
     pcu = [0.40, 0.25, 0.10]  # mean over the chips that have a figure
-    assert profile.allocation_ratio == pytest.approx(sum(u * t for u, t in zip(pcu, latencies)) / sum(latencies))
+    assert profile.allocation_ratio == pytest.approx(0.40)  # the highest section's
+    assert profile.other_allocations["latency_weighted"] == pytest.approx(
+        sum(u * t for u, t in zip(pcu, latencies)) / sum(latencies))
     assert profile.extra["ddr_total_bw_gbs_max"] == 200.0  # both chips' DDR traffic of section 2
     assert "2 chip(s)" in profile.li_subtasks
 
@@ -301,7 +311,7 @@ def test_a_truncated_compile_report_is_refused_not_read_with_fewer_kernels(cut):
     text = vendor_fixtures.compile_report(12)
     lines = text.splitlines()
     if cut == "before_a_row":
-        at = next(i for i, line in enumerate(lines) if line.startswith("| ffn11 "))
+        at = next(i for i, line in enumerate(lines) if line.startswith("| fc11 "))
         truncated = "\n".join(lines[:at]) + "\n"
         match = r"the kernel table's closing \+---\+ rule after its last row \(file truncated\?\)"
     else:

@@ -33,11 +33,16 @@ CAPACITY = {"max_layers": "measured", "capacity_probes": "measured", "peak_tenso
             "max_layers_modeled_over_measured": "modeled"}
 CEREBRAS_EXTRA = ("samples_per_s", "compute_samples_per_s", "transmission_samples_per_s", "compute_utilization",
                   "wafer_utilization_estimate", "kernels", "kernel_rows", "layer_kernels", "non_layer_kernels",
-                  "layer_kernels_without_rate", "missing_cells", "kernel_active_pes_total", "layer_kernel_active_pes")
-SAMBANOVA_EXTRA = ("sections", "chips", "sections_without_latency", "pcu_utilization_max",
+                  "layer_kernels_without_rate", "li_subtask_rows", "li_subtask_rows_without_rate", "missing_cells",
+                  "kernel_active_pes_total", "layer_kernel_active_pes", "load_imbalance_all_layer_kernels")
+SAMBANOVA_EXTRA = ("sections", "chips", "sections_without_latency",
                    "pmu_utilization_time_weighted", "ddr_total_bw_gbs_time_weighted", "ddr_total_bw_gbs_max",
                    "ddr_total_bytes", "total_latency_s")
 PROFILE = {"allocation_ratio": "measured", "load_imbalance": "measured"}
+# SambaTune sections: the allocation under the name of its statistic, the authors' (highest section) and the
+# latency-weighted mean beside it
+RDU_PROFILE = {"allocation_ratio_section_max": "measured", "allocation_ratio_latency_weighted": "measured",
+               "load_imbalance": "measured"}
 PROFILE_LABELS = {"allocation_source", "li_definition", "profile_source"}
 BOUND = {"compute_bound_modeled": "modeled"}
 RDU_BOUND = {"flops_modeled": "modeled", "arithmetic_intensity_modeled": "modeled", **BOUND}
@@ -175,7 +180,9 @@ def test_rdu_level1_bound_against_the_runs_own_ddr_ridge(peak):
     profile = rdu_profile()
     result = rdu_level1_result(profile, CFG, peak)
     assert not result_problems(result)
-    assert sources(result) == {**PROFILE, **extra("sambanova", SAMBANOVA_EXTRA), **(RDU_BOUND if peak else {})}
+    assert sources(result) == {**RDU_PROFILE, **extra("sambanova", SAMBANOVA_EXTRA), **(RDU_BOUND if peak else {})}
+    assert values(result)["allocation_ratio_section_max"] == pytest.approx(0.5)
+    assert values(result)["allocation_ratio_latency_weighted"] == pytest.approx((0.002 * 0.5 + 0.004 * 0.2) / 0.006)
     assert set(result.labels) == PROFILE_LABELS | ({"bound_source"} if peak else set())
     if peak:
         flops = stack_counts(CFG).flops

@@ -27,16 +27,17 @@ def _row(cells) -> str:
 
 
 def layer_rate(layer: int, part: str) -> float:
-    """Samples/s of a top-level layer kernel: equal parts, the last layer's ffn slightly slower."""
-    return 1000.0 if not (part == "ffn" and layer == 11) else 800.0
+    """Samples/s of a top-level layer kernel: equal parts, the last layer's fc slightly slower."""
+    return 1000.0 if not (part == "fc" and layer == 11) else 800.0
 
 
 def compile_report(layers: int = 12, *, active_pes: str = "92%", parent_cells: bool = True,
                    overall_dashes: bool = True) -> str:
-    """A report of ``layers`` GPT-2 blocks: attention<i> and ffn<i> kernels, each with nested parts.
+    """A report of ``layers`` GPT-2 blocks: attention<i> and fc<i> kernels (the names real reports give, and the rows
+    the DABench-LLM authors take as subtasks), each with nested parts.
 
-    Every attention / ffn parent has a figure when ``parent_cells``; with ``parent_cells=False`` the parents of the
-    ffn kernels are ``--`` and their figures must come from their parts. Parts' Active PEs are split 3:1 so that
+    Every attention / fc parent has a figure when ``parent_cells``; with ``parent_cells=False`` the parents of the
+    fc kernels are ``--`` and their figures must come from their parts. Parts' Active PEs are split 3:1 so that
     summing every row would double-count the parents.
     """
     lines = [
@@ -56,11 +57,11 @@ def compile_report(layers: int = 12, *, active_pes: str = "92%", parent_cells: b
     ]
     for i in range(layers):
         lines.append(_row([f"layer_norm{i}", "9000.0", "9000.0", "--", "1,000", "30%"]))
-        for part in ("attention", "ffn"):
+        for part in ("attention", "fc"):
             name = f"{part}{i}"
             rate = layer_rate(i, part)
             parent = [f"{rate:.1f}", f"{rate:.1f}", "--", "20,000", "85%"]
-            if not parent_cells and part == "ffn":
+            if not parent_cells and part == "fc":
                 parent = ["--", "--", "--", "--", "--"]
             lines.append(_row([name, *parent]))
             lines.append(_row([f"{name}.compute_core", "--", "--", "--", "15,000", "--"]))

@@ -25,6 +25,11 @@ class DataflowProfile:
 
     ``allocation_ratio``: on-chip units used / available (fraction), or None when the format does not state it.
     ``load_imbalance``: LI over ``subtask_loads`` (per ``li_subtasks``), named by ``li_definition``.
+    ``allocation_statistic``: how ``allocation_ratio`` was taken from the format's figures, when it is one statistic
+    of several per-part figures (``section_max``: the highest section's); None when the format states one figure for
+    the whole chip. The recorded metric is ``allocation_ratio_<statistic>`` then, so the name says which it is.
+    ``other_allocations``: the same units' ratio by other statistics (``latency_weighted``: the sections' mean
+    weighted by their latency), recorded as ``allocation_ratio_<statistic>`` beside it.
     ``extra``: further numeric fields the format gives (fractions or the format's units, named with the unit).
     """
 
@@ -37,10 +42,18 @@ class DataflowProfile:
     li_subtasks: str
     subtask_loads: tuple[float, ...]
     extra: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    allocation_statistic: str | None = None
+    other_allocations: Mapping[str, float] = dataclasses.field(default_factory=dict)
+
+    @property
+    def allocation_metric(self) -> str:
+        """The metric name ``allocation_ratio`` is recorded under: it names the statistic where there are several."""
+        return "allocation_ratio" + (f"_{self.allocation_statistic}" if self.allocation_statistic else "")
 
     def __post_init__(self) -> None:
-        for name in ("allocation_ratio", "load_imbalance"):
-            value = getattr(self, name)
+        checks = [("allocation_ratio", self.allocation_ratio), ("load_imbalance", self.load_imbalance),
+                  *((f"other_allocations[{k!r}]", v) for k, v in self.other_allocations.items())]
+        for name, value in checks:
             if value is not None and not (math.isfinite(value) and 0 <= value <= 1.0 + 1e-9):
                 raise ValueError(f"DataflowProfile.{name} must be a fraction in [0, 1], got {value!r}")
 
@@ -50,16 +63,34 @@ _NUMBER = re.compile(r"^[-+]?(\d{1,3}(,\d{3})+|\d+)?(\.\d+)?([eE][-+]?\d+)?$")
 MISSING_CELLS = frozenset({"", "-", "--", "---", "n/a", "na", "none", "null", "nan", "?"})
 
 
-class LayoutError(ValueError):
-    """A vendor file in a layout this reader does not know: names the file, the line and what was expected."""
+LAYOUT_HINT = "a newer or unknown layout of this file? see docs/dabench.md"
 
-    def __init__(self, source: str, line: int | None, expected: str, found: str = "") -> None:
+
+class LayoutError(ValueError):
+    """A vendor file in a layout this reader does not know: names the file, the line and what was expected.
+
+    ``hint`` (in parentheses at the end) says what to do; by default that the layout may be a newer or unknown one.
+    """
+
+    def __init__(self, source: str, line: int | None, expected: str, found: str = "", *,
+                 hint: str = LAYOUT_HINT) -> None:
         where = f"{source}:{line}" if line is not None else source
         message = f"{where}: expected {expected}"
         if found:
             message += f", found {found[:120]!r}"
-        super().__init__(message + " (a newer or unknown layout of this file? see docs/dabench.md)")
+        super().__init__(message + f" ({hint})")
         self.source, self.line, self.expected = source, line, expected
+
+
+class RunFailed(LayoutError):
+    """A run log in a known layout whose run did not complete (interrupted, cancelled, never trained, environment
+    not installed): it has no throughput, and the message names the failure the log states, not a layout problem.
+    A memory or compile failure is not this: that is a capacity result (``VendorRunLog.failure``)."""
+
+    def __init__(self, source: str, line: int | None, failure: str, found: str, fix: str) -> None:
+        stated = f"; the log states {failure}" + (f": {found.strip()[:160]!r}" if found else "")
+        super().__init__(source, line, "a completed training run" + stated, hint=fix)
+        self.failure = failure
 
 
 def parse_cell(text: str | None, *, field: str) -> float | None:
