@@ -86,22 +86,36 @@ def largest_fitting(fits: Callable[[int], bool], *, start: int = 1, limit: int =
 
 # --- capacity from a vendor's compile / run outcomes ------------------------------------------------------------
 
-#: Messages of vendor compilers and runtimes that mean "this size does not fit / did not build" (first match wins).
+#: Messages of vendor compilers and runtimes that mean "this size does not fit / did not build" (first kind found
+#: wins). ``insufficient_capacity``: a Cerebras weight-streaming job that compiled ("Compile was successful") but whose
+#: execute job the cluster could not place, its MemoryX nodes too small for the weights (``ClusterJobInitError``:
+#: "cluster lacks requested capacity ... could only schedule 12 of 22 Weight{mem:89Gi}") -- it did not fit.
 FAILURE_PATTERNS = (
     ("out_of_memory", re.compile(r"out of memory|\bOOM\b|insufficient (on-chip )?memory|not enough memory|"
                                  r"cannot fit|does not fit|memory (limit|capacity) exceeded|exceeds? (the )?"
                                  r"(available )?memory", re.I)),
+    ("insufficient_capacity", re.compile(r"lacks requested capacity|insufficient (cluster )?capacity", re.I)),
     ("compile_failed", re.compile(r"compil\w* (has |was )?(failed|unsuccessful)|failed to compile|"
                                   r"compilation error|compile error", re.I)),
 )
+#: Of several lines of one kind, the one naming the memory it lacked is the reason ("Weight{mem:89Gi}").
+_MEMORY_FIGURE = re.compile(r"\{mem:\s*\d", re.I)
 
 
 def failure_reason(text: str) -> str | None:
-    """``"<kind>: <first matching line>"`` when ``text`` (a compile or run log) reports a failure to fit or build."""
+    """``"<kind>: <the vendor's line>"`` when ``text`` (a compile or run log) reports a failure to fit or build: the
+    first matching line, or of those the first that names the memory figures; a long line from where it matches."""
+    lines = text.splitlines()
     for kind, pattern in FAILURE_PATTERNS:
-        for line in text.splitlines():
-            if pattern.search(line):
-                return f"{kind}: {line.strip()[:200]}"
+        found = [(line, m) for line in lines if (m := pattern.search(line))]
+        if found:
+            line, m = next(((ln, m) for ln, m in found if _MEMORY_FIGURE.search(ln)), found[0])
+            line = line.strip()
+            if len(line) > 200:
+                at = line.find(m.group(0))
+                word = line.rfind(" ", 0, max(0, at - 8))  # from the word before the match, where there is one
+                line = line[at if word < 0 else word + 1:][:400]
+            return f"{kind}: {line}"
     return None
 
 

@@ -91,10 +91,12 @@ COMPILED_MARKERS = re.compile(r"compile was successful|graph compilation: 100%",
 def read_capacity_sweeps(root: str | Path, kind: str) -> dict[str, tuple[Any, dict[int, Path]]]:
     """Every sweep of ``<root>/<kind>/capacity/``: one folder per attempted (config, layer count), named by config id.
 
-    A folder with the vendor's profile (``compile_report.txt``, ``profile.pop``) compiled; otherwise its ``*.log``
-    files must say how it ended -- an out-of-memory or compile failure (a capacity result), or that the compile
-    finished (``Compile was successful``; PopTorch's ``Graph compilation: 100%``) -- else the folder is in an unknown
-    layout (error naming it). Folders differing only in ``L<layers>`` form one sweep. Returns, per config id without
+    A folder whose ``*.log`` files report an out-of-memory, capacity or compile failure did not fit (a capacity
+    result), even where the compile finished and wrote its profile first (Cerebras: ``Compile was successful``, then
+    ``ClusterJobInitError`` "cluster lacks requested capacity"). Otherwise a folder with the vendor's profile
+    (``compile_report.txt``, ``profile.pop``) fitted, and one without must have logs saying the compile finished
+    (``Compile was successful``; PopTorch's ``Graph compilation: 100%``) -- else the folder is in an unknown layout
+    (error naming it). Folders differing only in ``L<layers>`` form one sweep. Returns, per config id without
     the layer count, the :class:`~pytest_genai.dabench.capacity.CapacityOutcome` and the folder per count.
     """
     from pytest_genai.dabench.capacity import capacity_from_outcomes, failure_reason
@@ -111,12 +113,14 @@ def read_capacity_sweeps(root: str | Path, kind: str) -> dict[str, tuple[Any, di
             raise LayoutError(str(folder), None, "a folder named by config id, e.g. L72-h768-a12-s1024-b8-fp16-train")
         layers, group = int(m.group(1)), m.group(2)
         folders.setdefault(group, {})[layers] = folder
-        if (folder / PROFILE_FILES[kind]).exists():
-            outcomes.setdefault(group, {})[layers] = None
-            continue
+        # the logs are read even beside a profile: a job that compiled (and wrote its report) can still fail to get
+        # its memory when it runs (Cerebras "cluster lacks requested capacity"): that count did not fit
         logs = sorted(folder.glob("*.log"))
         text = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in logs)
         reason = failure_reason(text)
+        if reason is None and (folder / PROFILE_FILES[kind]).exists():
+            outcomes.setdefault(group, {})[layers] = None
+            continue
         if reason is None and not COMPILED_MARKERS.search(text):
             raise LayoutError(str(folder), None, f"{PROFILE_FILES[kind]}, or a *.log saying the compile failed "
                                                  "(out of memory / compile error) or 'Compile was successful'")
