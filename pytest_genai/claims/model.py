@@ -43,6 +43,7 @@ class MetricDef:
     description: str = ""
     timing: bool = False
     source: str | None = None  # fixed source kind (spec, modeled, config, measured); None: decided per recording
+    max_regression: float | None = None  # the gate's default threshold (fraction): a quality metric's own
 
     @property
     def higher_is_better(self) -> bool | None:
@@ -153,7 +154,7 @@ def _str_tuple(value: Any, where: str, field: str) -> tuple[str, ...]:
 
 def parse_metrics(data: Mapping[str, Any], file: str) -> dict[str, MetricDef]:
     metrics: dict[str, MetricDef] = {}
-    allowed = {"name", "unit", "direction", "description", "timing", "source"}
+    allowed = {"name", "unit", "direction", "description", "timing", "source", "max_regression"}
     for i, entry in enumerate(data.get("metric", [])):
         where = f"{file}: metric #{i + 1}"
         if not isinstance(entry, dict):
@@ -179,7 +180,13 @@ def parse_metrics(data: Mapping[str, Any], file: str) -> dict[str, MetricDef]:
         source = entry.get("source")
         if source is not None and source not in SOURCES:
             raise ClaimsError(f"{where}: field 'source' must be one of {SOURCES}, got {source!r}")
-        metrics[name] = MetricDef(name, unit, direction, str(entry.get("description", "")), timing, source)
+        limit = entry.get("max_regression")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float))
+                                  or not 0 <= limit < 1):
+            raise ClaimsError(f"{where}: field 'max_regression' must be a fraction in [0, 1) (0.005 = 0.5%), "
+                              f"got {limit!r}")
+        metrics[name] = MetricDef(name, unit, direction, str(entry.get("description", "")), timing, source,
+                                  None if limit is None else float(limit))
     return metrics
 
 

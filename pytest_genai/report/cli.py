@@ -7,7 +7,10 @@ threshold, an output path that is an input, or nothing to compare.  Every expect
 is one readable message on stderr, never a traceback.
 
 ``compare`` and ``gate`` print a short summary (regressions, improvements past their
-threshold, unmatched benchmarks, counts); ``--all`` adds the row of every metric.
+threshold, inconclusive rows, unmatched benchmarks, counts); ``--all`` adds the row of every metric.
+A metric whose rounds both runs kept is judged on its ratio's interval (:mod:`.compare`); a row the
+interval cannot decide is ``inconclusive``: the gate lists it and exits 0 for it, and
+``--strict-inconclusive`` makes it a failure (exit 1), for CI that must decide every row.
 """
 
 from __future__ import annotations
@@ -300,24 +303,51 @@ def _header(baseline: Run, current: Run, thresholds: Thresholds) -> str:
             f"current: {current.source} ({len(current.records)} benchmark(s)) · thresholds: {thresholds.id}")
 
 
+def verdict_counts(comparison: Any) -> dict[str, dict[str, int]]:
+    """Gated rows by verdict (regressed / improved / unchanged / inconclusive) and by how they were judged
+    (interval / exact / point): ``{"regressed": {"interval": 1, "point": 0, ...}, ...}``."""
+    from .compare import EXACT, INTERVAL, POINT, VERDICTS
+
+    out = {v: {b: 0 for b in (INTERVAL, EXACT, POINT)} for v in VERDICTS}
+    for pc in comparison.pairs:
+        for m in pc.metrics:
+            if m.verdict is not None:
+                out[m.verdict][m.basis] += 1
+    return out
+
+
 def _counts(comparison: Any) -> str:
-    """The summary's counts: benchmarks compared vs unmatched, gated values, regressed/improved/unusable."""
-    from .compare import BASELINE_UNUSABLE, NOT_FINITE, REGRESSED
+    """The summary's counts: benchmarks compared vs unmatched, gated values by verdict (and how many of each were
+    decided on intervals), not finite, refused and unusable."""
+    from .compare import BASELINE_UNUSABLE, NOT_FINITE, UNITS_DIFFER
 
     nb, nc = len(comparison.only_baseline), len(comparison.only_current)
     unmatched = f"{nb + nc} unmatched" + (f" ({nb} baseline only, {nc} current only)" if nb + nc else "")
-    regressed, not_finite = len(comparison.metrics_where(REGRESSED)), len(comparison.metrics_where(NOT_FINITE))
+    not_finite = len(comparison.metrics_where(NOT_FINITE))
     unusable = len(comparison.metrics_where(BASELINE_UNUSABLE))
+    refused = len(comparison.metrics_where(UNITS_DIFFER))
+    counts = verdict_counts(comparison)
+
+    def count(verdict: str, label: str, less: int = 0) -> str:
+        on_intervals = counts[verdict]["interval"]
+        return (f"{sum(counts[verdict].values()) - less} {label}"
+                + (f" ({on_intervals} on intervals)" if on_intervals else ""))
+
+    words = [count("regressed", "regressed", not_finite)] + ([f"{not_finite} not finite"] if not_finite else [])
+    words += [count("improved", "improved past the threshold"), count("unchanged", "unchanged"),
+              count("inconclusive", "inconclusive")]
+    point = sum(c["point"] for c in counts.values())
     text = (f"{len(comparison.pairs)} benchmark(s) compared, {unmatched}; {comparison.gated_count} gated metric "
-            f"value(s): {regressed} regressed, " + (f"{not_finite} not finite, " if not_finite else "")
-            + f"{len(comparison.improved)} improved past the threshold")
+            f"value(s): {', '.join(words)}"
+            + (f"; {point} judged on two values without rounds (point comparison)" if point else ""))
+    text += f"; {refused} refused (units differ)" if refused else ""
     return text + (f"; {unusable} baseline value(s) unusable (nan/inf, not gated)" if unusable else "")
 
 
 def _summary_sections(comparison: Any, *, rows: bool, regressions: bool, skip_baseline_only: bool = False) -> list[str]:
     """The summary's tables: regressions (``regressions``), improvements past the threshold and unusable baselines
     (``rows``: not needed when every row is printed anyway), and the benchmarks present on one side only."""
-    from .compare import BASELINE_UNUSABLE, FAILING
+    from .compare import BASELINE_UNUSABLE, FAILING, INCONCLUSIVE, UNITS_DIFFER
     from .views import comparison_table, one_sided_table
 
     parts: list[str] = []
@@ -328,6 +358,13 @@ def _summary_sections(comparison: Any, *, rows: bool, regressions: bool, skip_ba
     if rows and comparison.improved:
         parts += ["Improved past the threshold (a real change, or a noisy baseline?):",
                   comparison_table(comparison, where=lambda m: m.improved_past_limit).to_markdown()]
+    if rows and comparison.metrics_where(INCONCLUSIVE):
+        parts += ["Inconclusive (the rounds' interval cannot decide against the threshold; --strict-inconclusive "
+                  "makes these fail the gate):",
+                  comparison_table(comparison, where=lambda m: m.status == INCONCLUSIVE).to_markdown()]
+    if rows and comparison.metrics_where(UNITS_DIFFER) and not regressions:
+        parts += ["Refused (recorded in units with no known conversion; not compared):",
+                  comparison_table(comparison, where=lambda m: m.status == UNITS_DIFFER).to_markdown()]
     if rows and comparison.metrics_where(BASELINE_UNUSABLE):
         parts += ["Baseline value unusable (nan/inf; not gated):",
                   comparison_table(comparison, where=lambda m: m.status == BASELINE_UNUSABLE).to_markdown()]
@@ -369,10 +406,11 @@ _ALL_HINT = "(--all prints every compared metric)"
 
 
 def _summary_row(mc: Any) -> bool:
-    """The rows a two-run summary shows: regressed or not finite, or improved past the threshold."""
-    from .compare import FAILING
+    """The rows a two-run summary shows: regressed, not finite or refused, inconclusive, or improved past the
+    threshold."""
+    from .compare import FAILING, INCONCLUSIVE
 
-    return mc.status in FAILING or mc.improved_past_limit
+    return mc.status in FAILING or mc.status == INCONCLUSIVE or mc.improved_past_limit
 
 
 def _export(args: argparse.Namespace, comparison: Any, thresholds: Thresholds, extra: Mapping[str, Any]) -> None:
@@ -384,7 +422,8 @@ def _export(args: argparse.Namespace, comparison: Any, thresholds: Thresholds, e
         emit(rows_csv(rows), args.output)
         return
     doc = {"baseline": comparison.baseline.source, "current": comparison.current.source,
-           "thresholds": thresholds.id, "counts": _counts(comparison), **extra, "rows": rows,
+           "thresholds": thresholds.id, "counts": _counts(comparison), "verdicts": verdict_counts(comparison),
+           **extra, "rows": rows,
            "only_baseline": [r.label for r in comparison.only_baseline],
            "only_current": [r.label for r in comparison.only_current],
            "stack_differences": comparison.stack_differences}
@@ -464,6 +503,9 @@ def _gate_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true",
                    help="also fail when a metric without a direction of a matched baseline benchmark is missing from "
                         "the current run")
+    p.add_argument("--strict-inconclusive", action="store_true",
+                   help="also fail on a row whose rounds' interval cannot decide it against its threshold "
+                        "(inconclusive: listed, and exit 0 without this flag)")
     p.add_argument("--no-claims", action="store_true",
                    help="do not check generation claims when the runs are on different device generations")
     p.add_argument("--baseline", metavar="RUN", default=None,
@@ -498,7 +540,7 @@ def _gate(args: argparse.Namespace) -> int:
     if warning:
         warn([warning])
     result = gate_runs(baseline, current, info, thresholds, claims, strict=args.strict,
-                       allow_missing=args.allow_missing)
+                       allow_missing=args.allow_missing, strict_inconclusive=args.strict_inconclusive)
     comparison = result.comparison
     if not comparison.pairs:
         raise ReportInputError(
@@ -509,7 +551,11 @@ def _gate(args: argparse.Namespace) -> int:
         failures = result.failures
         _export(args, comparison, thresholds, {
             "verdict": "fail" if failures else "pass", "exit_code": EXIT_REGRESSION if failures else EXIT_OK,
-            "failures": [{"benchmark": f.benchmark, "metric": f.metric, "why": f.reason} for f in failures],
+            "failures": [{"benchmark": f.benchmark, "device": f.device, "metric": f.metric, "why": f.reason}
+                         for f in failures],
+            "inconclusive": [{"benchmark": pc.pair.current.label, "metric": m.metric, "why": m.note}
+                             for pc, m in result.inconclusive],
+            "strict_inconclusive": args.strict_inconclusive,
             "generation_checks": [dict(vars(c)) for c in result.generation_checks], "notes": list(result.notes)})
         return EXIT_REGRESSION if failures else EXIT_OK
     parts = ["## pytest-genai gate", _header(baseline, current, thresholds)]
@@ -525,9 +571,13 @@ def _gate(args: argparse.Namespace) -> int:
     counts = _counts(comparison)
     if failures:
         parts += [f"**FAIL**: {len(failures)} failure(s): regressed metrics, failed generation claims or missing "
-                  "benchmarks", failures_table(result).to_markdown(), counts]
+                  "benchmarks" + (", inconclusive rows (--strict-inconclusive)" if args.strict_inconclusive else ""),
+                  failures_table(result).to_markdown(), counts]
     else:
-        parts.append(f"**PASS**: {counts}; no regression")
+        undecided = len(result.inconclusive)
+        parts.append(f"**PASS**: {counts}; no regression"
+                     + (f" decided; {undecided} inconclusive row(s) listed above (--strict-inconclusive fails them)"
+                        if undecided else ""))
     if not args.all:
         parts.append(_ALL_HINT)
     emit("\n\n".join(parts), args.output)

@@ -1,17 +1,38 @@
-"""Metric-by-metric comparison of two runs (``pytest-genai compare``), the basis of the gate."""
+"""Metric-by-metric comparison of two runs (``pytest-genai compare``), the basis of the gate.
+
+Each row says how it was judged (``basis``):
+
+* ``interval`` — both runs kept the metric's rounds (``metric_rounds``, pytest-benchmark's ``stats.data``): the
+  current/baseline ratio of their medians gets the percentile bootstrap interval the generation claims use
+  (:func:`pytest_genai.claims.stats.bootstrap_ratio_interval`), and the row reads ``regressed``, ``improved``,
+  ``unchanged`` or ``inconclusive`` against its threshold (:func:`.deltas.ratio_verdict`). As for a claim, an
+  interval under :data:`pytest_genai.claims.check.MIN_LEVEL` (fewer than 5 rounds a side) and a value on the other
+  side of the threshold than its interval decide nothing. CPU pressure (the ``cpu_contention`` attachment past
+  :data:`pytest_genai.claims.check.CONTENDED_SHARE`) can make a row inconclusive but never decides it: a contended
+  current run cannot be called regressed, a contended baseline cannot clear a current run (unchanged or improved).
+* ``exact`` — a deterministic metric (a quality metric with its registry threshold, or a modeled, spec or config
+  number): its two values, exactly as before.
+* ``point`` — a measured metric without rounds on both sides: the old comparison of two values, labelled so (noise
+  can decide it either way); the row's note says which side lacked rounds.
+
+Units are compared before values: a side recorded in another unit than the registry's (``ms`` for ``step_time_s``)
+is converted where :data:`.registry.UNIT_SCALES` knows both, and the row is refused (``units differ``, a failure)
+where it does not: never gated as-is.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping, Sequence
 
 from pytest_genai.identity import environment_differences
 from pytest_genai.stack import stack_differences
 
-from .deltas import is_regression, relative_change, worsening
+from .deltas import INCONCLUSIVE, IMPROVED, UNCHANGED, is_regression, ratio_verdict, relative_change, worsening
 from .matching import Pair, match_records
-from .registry import MetricInfo
+from .registry import MetricInfo, unit_factor
 from .runs import Record, Run
 from .thresholds import Thresholds
 
@@ -26,12 +47,27 @@ MISSING_CURRENT = "missing in current"
 MISSING_BASELINE = "new in current"
 BASELINE_UNUSABLE = "baseline unusable"
 """The baseline value is nan/inf: nothing to compare the current value with; not counted as gated."""
+UNITS_DIFFER = "units differ"
+"""The two runs recorded a directed metric in units with no known conversion: refused, never gated as-is."""
 
-FAILING = (REGRESSED, NOT_FINITE)
-"""Statuses the gate always fails on; ``MISSING_CURRENT`` fails it only with ``--strict``."""
+FAILING = (REGRESSED, NOT_FINITE, UNITS_DIFFER)
+"""Statuses the gate always fails on; ``MISSING_CURRENT`` fails it only with ``--strict``; ``INCONCLUSIVE`` only with
+``--strict-inconclusive``."""
 
-GATED = (REGRESSED, NOT_FINITE, WORSE, BETTER, SAME)
+GATED = (REGRESSED, NOT_FINITE, WORSE, BETTER, SAME, IMPROVED, UNCHANGED, INCONCLUSIVE)
 """Statuses of a value that was actually judged against its threshold."""
+
+INTERVAL, EXACT, POINT = "interval", "exact", "point"
+"""How a row was judged (``MetricComparison.basis``): on its rounds' interval, on two deterministic values, or on two
+measured values without rounds (the old point comparison)."""
+
+VERDICTS = ("regressed", "improved", "unchanged", "inconclusive")
+"""The four words every gated row reads as (:attr:`MetricComparison.verdict`)."""
+
+MAX_ROUNDS = 100
+"""Rounds a side that the bootstrap resamples: a longer series (pytest-benchmark keeps every round of a fast function)
+is represented by this many evenly spaced order statistics, whose interval is that of 100 rounds: wider than the full
+series' would be, never narrower, and 2000 resamples of it take ~0.1 s."""
 
 _DIRECTED = ("higher", "lower")
 
@@ -49,6 +85,23 @@ class MetricComparison:
     max_regression: float | None
     status: str
     source: str
+    basis: str = EXACT
+    interval: Mapping[str, Any] | None = None
+    """The current/baseline ratio's interval (:meth:`pytest_genai.claims.stats.Interval.to_json`) of an interval row."""
+    note: str = ""
+    """Why an interval row is inconclusive, which side a point row lacked rounds on, a unit conversion."""
+
+    @property
+    def verdict(self) -> str | None:
+        """``regressed`` / ``improved`` / ``unchanged`` / ``inconclusive`` for a gated row (a point or exact row's
+        worse/better/same reads as unchanged unless past its threshold), None for one that was not gated."""
+        if self.status in (REGRESSED, NOT_FINITE):
+            return "regressed"
+        if self.status in (IMPROVED, UNCHANGED, INCONCLUSIVE):
+            return self.status
+        if self.status in (WORSE, BETTER, SAME):
+            return "improved" if self.improved_past_limit else "unchanged"
+        return None
 
     @property
     def ratio(self) -> float | None:
@@ -67,6 +120,8 @@ class MetricComparison:
     @property
     def improved_past_limit(self) -> bool:
         """True when the value got better by more than its threshold (worth a look: a real change, or noise)."""
+        if self.status == IMPROVED:
+            return True
         if self.status != BETTER or self.max_regression is None or self.baseline is None or self.current is None:
             return False
         assert self.direction in _DIRECTED
@@ -182,30 +237,137 @@ def compare_metric(
     return MetricComparison(metric, unit, direction, baseline, current, change, limit, status, source)
 
 
+def stall_share(rec: Record | None) -> float | None:
+    """The share of the benchmark's measurement with a task waiting for a CPU (its ``cpu_contention`` attachment,
+    :mod:`pytest_genai.runtime.pressure`), or None where the run did not record one."""
+    reading = rec.attachments.get("cpu_contention") if rec is not None else None
+    value = reading.get("stall_share_measured") if isinstance(reading, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _thin(rounds: Sequence[float]) -> list[float]:
+    """At most :data:`MAX_ROUNDS` evenly spaced order statistics of ``rounds`` (all of them when fewer)."""
+    xs = sorted(rounds)
+    n = len(xs)
+    if n <= MAX_ROUNDS:
+        return xs
+    return [xs[round(i * (n - 1) / (MAX_ROUNDS - 1))] for i in range(MAX_ROUNDS)]
+
+
+def judge_on_rounds(mc: MetricComparison, base_rounds: Sequence[float] | None, cur_rounds: Sequence[float] | None,
+                    base_stall: float | None = None, cur_stall: float | None = None) -> MetricComparison:
+    """``mc`` judged on the interval of the current/baseline ratio of the two runs' rounds, where both hold two or
+    more; otherwise ``mc`` itself, labelled a point comparison when it is a measured value (the note says why)."""
+    if mc.status not in (REGRESSED, WORSE, BETTER, SAME) or mc.max_regression is None:
+        return mc  # missing, not finite, undirected, refused: nothing an interval could decide
+    deterministic = mc.basis == EXACT
+    have_b, have_c = bool(base_rounds and len(base_rounds) >= 2), bool(cur_rounds and len(cur_rounds) >= 2)
+    if not (have_b and have_c):
+        if deterministic and not (have_b or have_c):
+            return mc
+        lacking = ("either run" if not (have_b or have_c) else "the current run" if have_b else "the baseline")
+        why = f"point comparison: no rounds recorded in {lacking}, so noise is not judged"
+        return dataclasses.replace(mc, basis=POINT, note=_join(mc.note, why))
+    from pytest_genai.claims.check import CONTENDED_SHARE, MIN_LEVEL
+    from pytest_genai.claims.stats import bootstrap_ratio_interval
+
+    try:
+        interval = bootstrap_ratio_interval(_thin(cur_rounds), _thin(base_rounds))
+    except ValueError as exc:  # a non-positive baseline round: no ratio to bootstrap
+        why = f"point comparison: the rounds give no ratio interval ({exc})"
+        return dataclasses.replace(mc, basis=POINT, note=_join(mc.note, why))
+    assert mc.direction in _DIRECTED and mc.baseline is not None and mc.current is not None
+    limit = mc.max_regression
+    verdict = ratio_verdict(interval.lo, interval.hi, mc.direction, limit)
+    point = REGRESSED if is_regression(mc.baseline, mc.current, mc.direction, limit) else UNCHANGED
+    why = ""
+    if verdict != INCONCLUSIVE and interval.level < MIN_LEVEL:
+        why = (f"a {interval.level:.0%} interval (under {MIN_LEVEL:.0%}) decides nothing; record 5 rounds or more "
+               "a side")
+    elif verdict != INCONCLUSIVE and (verdict == REGRESSED) != (point == REGRESSED):
+        why = ("the recorded values and their rounds' interval disagree about the threshold; record the value of "
+               "the statistic the rounds are for (their median)")
+    elif verdict == REGRESSED and cur_stall is not None and cur_stall > CONTENDED_SHARE:
+        why = (f"slower past the threshold, but a task waited for a CPU {cur_stall:.0%} of the current run's "
+               f"measurement (over {CONTENDED_SHARE:.0%}): a contended run cannot be called regressed")
+    elif verdict in (UNCHANGED, IMPROVED) and base_stall is not None and base_stall > CONTENDED_SHARE:
+        why = (f"{verdict}, but a task waited for a CPU {base_stall:.0%} of the baseline's measurement (over "
+               f"{CONTENDED_SHARE:.0%}): a contended baseline cannot clear the current run")
+    elif verdict == INCONCLUSIVE:
+        why = f"the interval straddles the {limit * 100:g}% threshold: noise could put the change on either side"
+    status = INCONCLUSIVE if why else verdict
+    return dataclasses.replace(mc, status=status, basis=INTERVAL, interval=interval.to_json(),
+                               note=_join(mc.note, why))
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def _side_unit(rec: Record, name: str, registered: str) -> str:
+    return rec.units.get(name) or registered
+
+
+def _convert(value: float | None, factor: float) -> float | None:
+    return value if value is None or factor == 1.0 else value * factor
+
+
 def compare_records(
     base: Record, cur: Record, info: Mapping[str, MetricInfo], thresholds: Thresholds
 ) -> tuple[MetricComparison, ...]:
-    """Every metric of a matched pair, baseline's metrics first, then metrics new in ``cur``."""
+    """Every metric of a matched pair, baseline's metrics first, then metrics new in ``cur``; units converted (or the
+    row refused) before values are compared, and rows judged on their rounds where both runs kept them."""
     names = list(base.metrics) + [m for m in cur.metrics if m not in base.metrics]
     # pytest-benchmark statistics other than the median: compared only when a threshold names them (mean:5%)
     timing = {m: f for m, f in thresholds.timing_fields().items() if m not in names}
     names += [m for m, f in timing.items() if f in base.timing or f in cur.timing]
     experiment = cur.experiment or base.experiment
+    stalls = stall_share(base), stall_share(cur)
     out = []
     for name in names:
-        unit = cur.units.get(name) or base.units.get(name) or ("s" if name in timing else "")
-        out.append(
-            compare_metric(
-                name,
-                base.metrics.get(name, base.timing.get(timing.get(name, ""))),
-                cur.metrics.get(name, cur.timing.get(timing.get(name, ""))),
-                info.get(name),
-                thresholds.for_metric(name, experiment),
-                unit=unit,
-                source=_source(base, cur, name),
-            )
-        )
+        definition = info.get(name)
+        registered = (definition.unit if definition is not None else "") or ("s" if name in timing else "")
+        b_unit, c_unit = _side_unit(base, name, registered), _side_unit(cur, name, registered)
+        target = registered or c_unit or b_unit
+        b_val = base.metrics.get(name, base.timing.get(timing.get(name, "")))
+        c_val = cur.metrics.get(name, cur.timing.get(timing.get(name, "")))
+        b_rounds, c_rounds = base.rounds.get(name), cur.rounds.get(name)
+        b_factor = unit_factor(b_unit, target) if b_unit and target else 1.0
+        c_factor = unit_factor(c_unit, target) if c_unit and target else 1.0
+        notes = []
+        for side, unit, factor in (("baseline", b_unit, b_factor), ("current run", c_unit, c_factor)):
+            if factor not in (None, 1.0):
+                notes.append(f"the {side}'s {unit} converted to {target}")
+        source = _source(base, cur, name)
+        limit = thresholds.for_metric(name, experiment, definition.max_regression if definition else None)
+        if b_factor is None or c_factor is None:
+            direction = definition.direction if definition is not None else None
+            why = (f"the baseline records it in {b_unit!r}, the current run in {c_unit!r}"
+                   + (f" (the registry: {registered!r})" if registered and registered not in (b_unit, c_unit) else "")
+                   + ": no known conversion, so the values are not compared — record both in one unit")
+            status = UNITS_DIFFER if direction in _DIRECTED and b_val is not None and c_val is not None else (
+                NO_DIRECTION if direction == "none" else UNREGISTERED if direction is None else
+                MISSING_CURRENT if c_val is None else MISSING_BASELINE)
+            out.append(MetricComparison(name, target, direction, b_val, c_val, None, None, status, source,
+                                        note=why))
+            continue
+        mc = compare_metric(name, _convert(b_val, b_factor), _convert(c_val, c_factor), definition, limit,
+                            unit=target, source=source)
+        deterministic = (definition is not None and definition.max_regression is not None
+                         and not definition.timing) or _deterministic_source(source)
+        mc = dataclasses.replace(mc, basis=EXACT if deterministic else POINT, note=_join(*notes))
+        scaled = [None if r is None else tuple(x * f for x in r) if f != 1.0 else r
+                  for r, f in ((b_rounds, b_factor), (c_rounds, c_factor))]
+        out.append(judge_on_rounds(mc, scaled[0], scaled[1], *stalls))
     return tuple(out)
+
+
+def _deterministic_source(source: str) -> bool:
+    """Modeled, spec and config numbers (any mix of them) are computed, not measured: the same inputs, the same
+    number."""
+    return all(part in ("modeled", "spec", "config") for part in source.split("/"))
 
 
 def compare_runs(baseline: Run, current: Run, info: Mapping[str, MetricInfo], thresholds: Thresholds) -> Comparison:

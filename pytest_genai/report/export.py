@@ -42,7 +42,8 @@ def json_text(obj: Any) -> str:
 
 
 COMPARISON_COLUMNS = ("benchmark", "experiment", "baseline_device", "current_device", "metric", "unit", "source",
-                      "baseline", "current", "ratio", "change", "direction", "limit", "status")
+                      "baseline", "current", "ratio", "change", "direction", "limit", "status", "verdict", "basis",
+                      "interval_lo", "interval_hi", "interval_level", "rounds", "note")
 
 
 def comparison_rows(comparison: Comparison, where: Callable[[MetricComparison], bool] | None = None
@@ -59,7 +60,12 @@ def comparison_rows(comparison: Comparison, where: Callable[[MetricComparison], 
                         "current_device": cur.device.generation if cur.device else None,
                         "metric": mc.metric, "unit": mc.unit, "source": mc.source, "baseline": mc.baseline,
                         "current": mc.current, "ratio": mc.ratio, "change": mc.change, "direction": mc.direction,
-                        "limit": mc.max_regression, "status": mc.status})
+                        "limit": mc.max_regression, "status": mc.status, "verdict": mc.verdict,
+                        "basis": mc.basis if mc.gated else None,
+                        "interval_lo": mc.interval["lo"] if mc.interval else None,
+                        "interval_hi": mc.interval["hi"] if mc.interval else None,
+                        "interval_level": mc.interval["level"] if mc.interval else None,
+                        "rounds": mc.interval["n"] if mc.interval else None, "note": mc.note or None})
     return out
 
 

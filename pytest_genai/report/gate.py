@@ -2,7 +2,10 @@
 
 Software-change mode: every metric with a direction is compared with its threshold
 (:mod:`.thresholds`); a worsening beyond it, or a current value that is nan/inf, fails
-the gate.  A benchmark of the baseline with no counterpart in the current run fails it
+the gate. A metric whose rounds both runs kept is judged on the interval of its ratio
+(:mod:`.compare`): a decided regression fails the gate, an ``inconclusive`` row is listed and
+fails it only with ``strict_inconclusive`` (``--strict-inconclusive``, for strict CI). A metric
+recorded in units with no known conversion fails it too (``units differ``).  A benchmark of the baseline with no counterpart in the current run fails it
 too, and so does a metric with a direction that disappeared from a matched benchmark (or is recorded as null),
 unless ``allow_missing``; with ``strict``, any metric that disappeared fails it as well.  A baseline value that is nan/inf cannot be compared with
 ("baseline unusable") and is not counted as gated.
@@ -23,7 +26,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .compare import MISSING_CURRENT, Comparison, MetricComparison, PairComparison, compare_runs, fails
+from .compare import (
+    INCONCLUSIVE, MISSING_CURRENT, UNITS_DIFFER, Comparison, MetricComparison, PairComparison, compare_runs, fails,
+)
 from .deltas import speedup
 from .matching import nearest_difference
 from .registry import SPEEDUP_METRIC, THROUGHPUT_METRICS, MetricInfo
@@ -59,6 +64,9 @@ class Failure:
     benchmark: str
     metric: str
     reason: str
+    device: str = ""
+    """The device the failing row ran on (``cpu``; ``a100 → h100`` for a pair across generations): one benchmark name
+    may run on several devices in one run, and the row must say which one failed."""
 
 
 @dataclass(frozen=True)
@@ -68,31 +76,59 @@ class GateResult:
     notes: tuple[str, ...]
     strict: bool
     allow_missing: bool = False
+    strict_inconclusive: bool = False
 
     @property
     def failures(self) -> tuple[Failure, ...]:
         out: list[Failure] = []
         for pc in self.comparison.pairs:
             for mc in pc.metrics:
-                if fails(mc, strict=self.strict, allow_missing=self.allow_missing):
-                    out.append(Failure(pc.pair.current.label, mc.metric, _reason(mc)))
+                if fails(mc, strict=self.strict, allow_missing=self.allow_missing) or (
+                        self.strict_inconclusive and mc.status == INCONCLUSIVE):
+                    out.append(Failure(pc.pair.current.label, mc.metric, _reason(mc),
+                                       _device_text(pc.pair.baseline, pc.pair.current)))
         for check in self.generation_checks:
             if check.verdict == "fail":
-                out.append(Failure(check.benchmark, check.metric, check.message))
+                out.append(Failure(check.benchmark, check.metric, check.message,
+                                   f"{check.from_generation} → {check.to_generation}"))
         if not self.allow_missing:
             for rec in self.comparison.only_baseline:
                 nearest = nearest_difference(rec, self.comparison.only_current)
                 out.append(Failure(rec.label, "*", "benchmark of the baseline missing from the current run "
                                                    "(--allow-missing accepts that)"
-                                   + (f"; the nearest current benchmark differs in: {nearest}" if nearest else "")))
+                                   + (f"; the nearest current benchmark differs in: {nearest}" if nearest else ""),
+                                   _device_text(rec)))
         return tuple(out)
+
+    @property
+    def inconclusive(self) -> list[tuple[PairComparison, MetricComparison]]:
+        """The rows the interval could not decide: listed by the gate, failures only with ``strict_inconclusive``."""
+        return self.comparison.metrics_where(INCONCLUSIVE)
 
     @property
     def passed(self) -> bool:
         return not self.failures
 
 
+def _device_text(base: Record, cur: Record | None = None) -> str:
+    def one(r: Record) -> str:
+        return r.device.label if r.device is not None else "no device"
+
+    return one(base) if cur is None or one(base) == one(cur) else f"{one(base)} → {one(cur)}"
+
+
+def _interval_text(mc: MetricComparison) -> str:
+    iv = mc.interval
+    if not iv:
+        return ""
+    return f"ratio interval [{iv['lo']:.4g}, {iv['hi']:.4g}] ({iv['level']:.0%}, n={iv['n']})"
+
+
 def _reason(mc: MetricComparison) -> str:
+    if mc.status == UNITS_DIFFER:
+        return mc.note
+    if mc.status == INCONCLUSIVE:
+        return f"inconclusive (--strict-inconclusive): {_interval_text(mc)}; {mc.note}"
     if mc.status == MISSING_CURRENT:
         if mc.direction in ("higher", "lower"):
             return ("metric missing from the current run (not recorded, or not a number); --allow-missing "
@@ -103,7 +139,12 @@ def _reason(mc: MetricComparison) -> str:
     assert mc.change is not None and mc.max_regression is not None
     worse = -mc.change if mc.direction == "higher" else mc.change
     word = "dropped" if mc.direction == "higher" else "rose"
-    return f"{word} {worse * 100:.2f}% (limit {mc.max_regression * 100:g}%, {mc.direction} is better)"
+    text = f"{word} {worse * 100:.2f}% (limit {mc.max_regression * 100:g}%, {mc.direction} is better)"
+    if mc.interval:
+        return f"{text}; {_interval_text(mc)} wholly past the limit"
+    if mc.note.startswith(mc.basis):
+        return f"{text}; {mc.note}"
+    return f"{text}; {mc.basis} comparison" + (f" ({mc.note})" if mc.note else "")
 
 
 def _norm(text: Any) -> str:
@@ -232,6 +273,7 @@ def gate_runs(
     claims: Sequence[Any] = (),
     strict: bool = False,
     allow_missing: bool = False,
+    strict_inconclusive: bool = False,
 ) -> GateResult:
     """Compare ``current`` with ``baseline`` and decide pass/fail, checking generation claims where they apply."""
     comparison = compare_runs(baseline, current, info, thresholds)
@@ -276,4 +318,4 @@ def gate_runs(
             "that applies; its metrics are gated as for a software change"
         )
     comparison = dataclasses.replace(comparison, pairs=tuple(pairs))
-    return GateResult(comparison, tuple(checks), tuple(notes), strict, allow_missing)
+    return GateResult(comparison, tuple(checks), tuple(notes), strict, allow_missing, strict_inconclusive)

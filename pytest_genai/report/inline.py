@@ -4,7 +4,9 @@ The lead's plugin registers :class:`BaselinePlugin` when the option is given.  A
 benchmark's call phase passes, its ``benchmark.extra_info["genai"]`` is matched to the
 baseline run's benchmark with the same (experiment, config, model) — not by node id, so
 a CUDA run and an HPU run of one config pair up — and every metric is compared with its
-threshold (:mod:`.thresholds`).  A regressed benchmark becomes an ordinary test failure
+threshold (:mod:`.thresholds`), on its rounds' interval where both runs kept them (pytest-benchmark's
+rounds for the median round time, ``metric_rounds`` for the genai metrics: :mod:`.compare`); a row the
+interval cannot decide is listed as inconclusive, never a failure.  A regressed benchmark becomes an ordinary test failure
 with a short message (no traceback); the session ends with the usual ``N passed, N
 failed`` line and a summary table.  Unlike ``--benchmark-compare-fail`` nothing raises
 out of the session.
@@ -19,7 +21,7 @@ from typing import Any, Mapping
 
 import pytest
 
-from .compare import FAILING, MetricComparison, compare_records
+from .compare import FAILING, INCONCLUSIVE, UNITS_DIFFER, MetricComparison, compare_records
 from .deltas import worsening
 from .errors import ReportInputError
 from .matching import check_unique, match_records
@@ -40,16 +42,25 @@ class InlineResult:
     def regressions(self) -> tuple[MetricComparison, ...]:
         return tuple(m for m in self.metrics if m.status in FAILING)
 
+    @property
+    def inconclusive(self) -> tuple[MetricComparison, ...]:
+        return tuple(m for m in self.metrics if m.status == INCONCLUSIVE)
+
 
 def regression_message(result: InlineResult, baseline_source: str) -> str:
     """The failure text of a regressed benchmark: one line per regressed metric, no traceback."""
     lines = [f"genai baseline: {result.record.label} regressed against {baseline_source}"]
     for m in result.regressions:
         unit = f" {m.unit}" if m.unit else ""
-        if m.status == "regressed":
+        if m.status == UNITS_DIFFER:
+            lines.append(f"  {m.metric}: {m.note}")
+        elif m.status == "regressed":
             limit = f"limit {m.max_regression * 100:g}%, {m.direction} is better"
+            iv = m.interval
+            judged = (f"; ratio interval [{iv['lo']:.4g}, {iv['hi']:.4g}] ({iv['level']:.0%}, n={iv['n']}) wholly "
+                      "past the limit" if iv else f"; {m.note or m.basis + ' comparison'}")
             lines.append(f"  {m.metric}: {format_number(m.baseline)} -> {format_number(m.current)}{unit} "
-                         f"({format_change(m.change)}; {limit})")
+                         f"({format_change(m.change)}; {limit}{judged})")
         else:
             lines.append(f"  {m.metric}: {format_number(m.baseline)} -> {m.current}{unit} (not a finite number)")
     return "\n".join(lines)
@@ -61,12 +72,15 @@ def _stats_dict(bench: Any) -> dict[str, float] | None:
     stats = getattr(meta, "stats", None)
     if stats is None:
         return None
-    out = {}
+    out: dict[str, Any] = {}
     for name in BENCH_STATS_FIELDS:
         try:
             out[name] = float(getattr(stats, name))
         except (AttributeError, TypeError, ValueError, ZeroDivisionError):  # too few rounds for stddev/iqr
             pass
+    data = getattr(stats, "data", None)  # every round's time: the median round time is then judged on its interval
+    if out and isinstance(data, (list, tuple)) and len(data) >= 2:
+        out["data"] = [float(x) for x in data]
     return out or None
 
 
@@ -182,7 +196,9 @@ class BaselinePlugin:
             worst = max(gated, key=lambda m: worsening(m.baseline, m.current, m.direction), default=None)
             worst_text = "—" if worst is None else f"{worst.metric} {format_change(worst.change)}"
             regressed = ", ".join(m.metric for m in r.regressions)
-            status = f"REGRESSED: {regressed}" if regressed else "ok"
+            undecided = ", ".join(m.metric for m in r.inconclusive)
+            status = (f"REGRESSED: {regressed}" if regressed else "ok") + (
+                f"; inconclusive: {undecided}" if undecided else "")
             device = r.baseline.device.generation if r.baseline.device else "—"
             rows.append([r.nodeid, device, str(len(r.metrics)), worst_text, status])
         table = make_table(["benchmark", "baseline device", "metrics", "largest worsening", "status"], rows,
@@ -201,4 +217,7 @@ class BaselinePlugin:
             tr.write_line(line)
         failed = sum(1 for r in self.results if r.regressions)
         unmatched = sum(1 for r in self.results if r.baseline is None)
-        tr.write_line(f"{len(self.results)} benchmark(s) compared, {failed} regressed, {unmatched} without a baseline match")
+        undecided = sum(len(r.inconclusive) for r in self.results)
+        tr.write_line(f"{len(self.results)} benchmark(s) compared, {failed} regressed, {unmatched} without a baseline match"
+                      + (f", {undecided} metric(s) inconclusive (their rounds' interval straddles the threshold, or "
+                         "the machine was contended): not failures" if undecided else ""))

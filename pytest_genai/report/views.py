@@ -44,8 +44,9 @@ def comparison_table(comparison: Comparison, *, strict: bool = False, allow_miss
 
     ``where`` keeps only the rows it is true for (the short summary's regressions, improvements, ...).
     """
-    headers = ["benchmark", "device", "metric", "baseline", "current", "ratio", "change", "better", "limit", "status"]
-    numeric = [False, False, False, True, True, True, True, False, True, False]
+    headers = ["benchmark", "device", "metric", "baseline", "current", "ratio", "ratio interval", "change", "better",
+               "limit", "judged on", "status"]
+    numeric = [False, False, False, True, True, True, False, True, False, True, False, False]
     rows = []
     for pc in comparison.pairs:
         for mc in pc.metrics:
@@ -60,10 +61,12 @@ def comparison_table(comparison: Comparison, *, strict: bool = False, allow_miss
                 format_number(mc.baseline),
                 format_number(mc.current),
                 "—" if mc.ratio is None else f"{mc.ratio:.4g}x",
+                _interval_cell(mc),
                 format_change(mc.change),
                 _ARROWS.get(mc.direction, str(mc.direction)),
                 "—" if mc.max_regression is None else f"{mc.max_regression * 100:g}%",
-                _status(mc, strict, allow_missing),
+                mc.basis if mc.gated else "—",
+                _status(mc, strict, allow_missing) + (f" ({mc.note})" if mc.note else ""),
             ]
             rows.append(row)
     return make_table(headers, rows, numeric)
@@ -101,8 +104,15 @@ def one_sided_table(only_baseline: Sequence[Record], only_current: Sequence[Reco
                       rows)
 
 
+def _interval_cell(mc: MetricComparison) -> str:
+    """The ratio's interval of a row judged on rounds: ``[0.97x, 1.02x] 95%``."""
+    iv = mc.interval
+    return "—" if not iv else f"[{iv['lo']:.4g}x, {iv['hi']:.4g}x] {iv['level']:.0%}"
+
+
 def failures_table(result: GateResult) -> Table:
-    return make_table(["benchmark", "metric", "why"], [[f.benchmark, f.metric, f.reason] for f in result.failures])
+    return make_table(["benchmark", "device", "metric", "why"],
+                      [[f.benchmark, f.device or "—", f.metric, f.reason] for f in result.failures])
 
 
 BASIS_NOTE = ("Source: the paper and section a paper claim comes from; target: a goal of this project, not a paper "
@@ -146,7 +156,11 @@ def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | N
             names = [r.name for r, _ in pairs]
             params = [n[len(test) + 1:-1] if n.startswith(test + "[") else n for n in names]
             unique = list(dict.fromkeys(params))
-            for labels in (params, [dict(zip(unique, distinct_parts(unique)))[p] for p in params]):
+            def parted() -> list[str]:  # the shortened names computed once per table (per row it was quadratic)
+                short = dict(zip(unique, distinct_parts(unique)))
+                return [short[p] for p in params]
+
+            for labels in (params, parted()):
                 table = make_table(headers, [[row[0], label] + row[2:] for row, label in zip(rows, labels)], numeric)
                 if table.markdown_width() <= MAX_ROW_CHARS:
                     break

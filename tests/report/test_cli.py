@@ -36,7 +36,8 @@ def test_gate_regression_table_names_the_metric(runs, capsys, tmp_path: Path) ->
     assert gate_main([str(base), str(cur), "-o", str(summary)]) == EXIT_REGRESSION
     out = capsys.readouterr().out
     assert "**FAIL**: 1 failure(s)" in out
-    assert "| test_q[cpu-real] | tokens_per_s | dropped 40.00% (limit 5%, higher is better) |" in out
+    assert ("| test_q[cpu-real] | cpu | tokens_per_s | dropped 40.00% (limit 5%, higher is better); point comparison: "
+            "no rounds recorded in either run, so noise is not judged |") in re.sub(r" +", " ", out)
     assert summary.read_text() == out
     assert not list(summary.parent.glob(".*tmp"))  # atomic write left no temp file
     assert gate_main([str(base), str(cur), "--all"]) == EXIT_REGRESSION  # every row, with its status
@@ -56,7 +57,7 @@ def test_compare_prints_ratios_with_direction(runs, capsys) -> None:
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if "tokens_per_s" in line)
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[3:9] == ["1000", "600", "0.6x", "-40.00%", "↑ higher", "5%"]
+    assert cells[3:11] == ["1000", "600", "0.6x", "—", "-40.00%", "↑ higher", "5%", "point"]
     assert "↓ lower" in next(line for line in out.splitlines() if "perplexity" in line)
 
 
@@ -120,8 +121,8 @@ def test_one_sided_benchmarks_and_nan_values(tmp_path: Path, capsys) -> None:
     b = write_run(tmp_path / "b.json", [quant(ppl=math.nan), bench("test_new", "quant", {"mode": "x"}, {})])
     assert gate_main([str(a), str(b)]) == EXIT_REGRESSION
     out = capsys.readouterr()
-    assert "| test_q[cpu-real] | perplexity | current value is nan (baseline 12)" in out.out
-    assert re.search(r"\| test_q\[cpu-fake\] +\| \* +\| benchmark of the baseline missing", out.out)
+    assert "| test_q[cpu-real] | cpu | perplexity | current value is nan (baseline 12)" in re.sub(r" +", " ", out.out)
+    assert re.search(r"\| test_q\[cpu-fake\] +\| cpu +\| \* +\| benchmark of the baseline missing", out.out)
     assert re.search(r"\| test_new +\| cpu +\| current only", out.out)
     assert "perplexity is nan (not finite)" in out.err
 
@@ -184,7 +185,7 @@ def test_gate_hardware_upgrade_checks_the_generation_claim(tmp_path: Path, capsy
     out = re.sub(r" +", " ", capsys.readouterr().out)
     assert "### Hardware-upgrade claims" in out
     assert "| A2.gen.gaudi_gaudi2 | test_ft[hpu-ddp] | gaudi → gaudi2 | tokens_per_s | 1000 | 2700 | 2.7x | [2.5, 3] |" in out
-    assert "| test_ft[hpu-fsdp] | tokens_per_s | gaudi→gaudi2 speedup of tokens_per_s: claim A2.gen.gaudi_gaudi2: " \
+    assert "| test_ft[hpu-fsdp] | gaudi → gaudi2 | tokens_per_s | gaudi→gaudi2 speedup of tokens_per_s: claim A2.gen.gaudi_gaudi2: " \
            "measured 2.375, interval [" in out and "n=5) < min 2.5" in out
     assert gate_main([str(old), str(new), "--no-claims"]) == EXIT_OK  # gated as a software change: both got faster
 

@@ -53,8 +53,8 @@ def test_gate_fails_the_slowed_run_with_a_table_naming_the_metrics(two_runs, cap
     assert gate_main([str(base), str(slow), "--max-regression", "*=50%"]) == EXIT_REGRESSION
     out = capsys.readouterr().out
     failures = re.sub(r" +", " ", out.split("**FAIL**")[1])  # columns are padded for terminals
-    assert "| test_tokens[cpu] | tokens_per_s | dropped" in failures
-    assert "| test_tokens[cpu] | benchmark_median_s | rose" in failures
+    assert "| test_tokens[cpu] | cpu | tokens_per_s | dropped" in failures
+    assert "| test_tokens[cpu] | cpu | benchmark_median_s | rose" in failures
 
     assert report_main([str(slow), "-o", str(pytester.path / "r.md"), "-o", str(pytester.path / "r.html")]) == EXIT_OK
     assert "## Experiment: toy — test_tokens" in (pytester.path / "r.md").read_text()
@@ -71,7 +71,8 @@ def test_inline_baseline_fails_the_regressed_benchmark_without_traceback(pyteste
     text = result.stdout.str()
     result.stdout.fnmatch_lines([
         "*genai baseline: test_tokens?cpu? regressed against*base.json",
-        "*tokens_per_s: * -> * tokens/s (-*%; limit 50%, higher is better)",
+        "*tokens_per_s: * -> * tokens/s (-*%; limit 50%, higher is better; point comparison: no rounds *)",
+        "*benchmark_median_s: * -> * s (+*%; limit 50%, lower is better; ratio interval [[]*] (*, n=5) wholly past*",
         "*genai baseline: *base.json (thresholds: *=50%)*",
         "*test_toy.py::test_tokens?cpu?*REGRESSED: tokens_per_s, benchmark_median_s*",
         "*1 benchmark(s) compared, 1 regressed, 0 without a baseline match",

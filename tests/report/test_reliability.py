@@ -92,8 +92,8 @@ def test_gate_fails_nan_current_against_nan_baseline_and_counts_unusable_baselin
     cur = write_run(tmp_path / "cur.json", [quant(tps=math.nan, ppl=12.0)])
     assert gate_main([str(base), str(cur)]) == EXIT_REGRESSION
     out = re.sub(r" +", " ", capsys.readouterr().out)
-    assert "| test_q[cpu-real] | tokens_per_s | current value is nan (baseline nan) |" in out
-    assert "| perplexity | inf | 12 | — | — | ↓ lower | — | baseline unusable |" in out
+    assert "| test_q[cpu-real] | cpu | tokens_per_s | current value is nan (baseline nan) |" in out
+    assert "| perplexity | inf | 12 | — | — | — | ↓ lower | — | — | baseline unusable |" in out
     # tokens_per_s (not finite) is gated; perplexity with an unusable baseline is not
     assert "1 gated metric value(s): 0 regressed, 1 not finite" in out
     assert "1 baseline value(s) unusable (nan/inf, not gated)" in out
@@ -162,7 +162,7 @@ def test_gate_fails_on_a_missing_baseline_benchmark_unless_allowed(tmp_path: Pat
     cur = write_run(tmp_path / "cur.json", [quant(), quant("test_q[cpu-new]", config={"mode": "new"})])
     assert gate_main([str(base), str(cur)]) == EXIT_REGRESSION
     out = re.sub(r" +", " ", capsys.readouterr().out)
-    assert "| test_q[cpu-fake] | * | benchmark of the baseline missing from the current run" in out
+    assert "| test_q[cpu-fake] | cpu | * | benchmark of the baseline missing from the current run" in out
     assert "1 benchmark(s) compared, 2 unmatched (1 baseline only, 1 current only)" in out
     assert gate_main([str(base), str(cur), "--allow-missing"]) == EXIT_OK
     out = re.sub(r" +", " ", capsys.readouterr().out)

@@ -29,9 +29,47 @@ def test_resolution_most_specific_first() -> None:
 
 def test_builtin_defaults_apply_when_nothing_given() -> None:
     t = parse_thresholds(None)
-    assert t.for_metric("perplexity") == BUILTIN_DEFAULTS["perplexity"]
+    assert t.for_metric("benchmark_median_s") == BUILTIN_DEFAULTS["benchmark_median_s"]
     assert t.for_metric("some_new_metric") == DEFAULT_MAX_REGRESSION
     assert parse_thresholds("  ").id == "defaults"
+
+
+def test_the_registry_threshold_sits_below_the_users_keys_and_above_the_defaults() -> None:
+    assert parse_thresholds(None).for_metric("ppl_ratio", "quant", registry=0.005) == pytest.approx(0.005)
+    assert parse_thresholds("ppl_ratio=2%").for_metric("ppl_ratio", "quant", registry=0.005) == pytest.approx(0.02)
+    assert parse_thresholds("*=3%").for_metric("ppl_ratio", "quant", registry=0.005) == pytest.approx(0.03)
+
+
+# A quality metric: a deterministic score of the model's outputs or of its storage (fixed model, data and seed give the
+# same number), told by its name; each needs its own threshold, a 4 % worse perplexity ratio must not pass on 5 %.
+QUALITY_WORDS = ("perplexity", "ppl", "acc", "compression_ratio", "bits_per", "loss")
+QUALITY_LIMITS = {"perplexity": 0.005, "ppl": 0.005, "acc": 0.01, "loss": 0.01, "compression_ratio": 0.001,
+                  "bits_per_byte": 0.005, "bits_per_weight": 0.001}
+
+
+def _quality_limit(name: str) -> float:
+    for word in ("bits_per_byte", "bits_per_weight", "perplexity", "ppl", "compression_ratio", "acc", "loss"):
+        if word in name:
+            return QUALITY_LIMITS[word]
+    raise AssertionError(name)
+
+
+def test_every_quality_metric_of_the_registry_has_its_quality_threshold() -> None:
+    """Walks every metrics_*.toml: each directed quality metric resolves, with no user threshold, to its quality
+    threshold (perplexities 0.5 %, accuracies and losses 1 %, storage 0.1 %), from the registry, never the 5 % default."""
+    from pytest_genai.claims import load_metrics
+    from pytest_genai.report.registry import metric_info_from
+
+    info = metric_info_from(load_metrics())
+    quality = [m for m in info.values() if m.direction in ("higher", "lower") and not m.timing
+               and any(w in m.name for w in QUALITY_WORDS)]
+    assert {"perplexity", "ppl_ratio", "word_ppl_ratio", "rolling_token_perplexity", "lmeval_word_perplexity",
+            "acc", "compression_ratio"} <= {m.name for m in quality}
+    wrong = {m.name: m.max_regression for m in quality if m.max_regression != pytest.approx(_quality_limit(m.name))}
+    assert wrong == {}
+    t = parse_thresholds(None)
+    for m in quality:
+        assert t.for_metric(m.name, "quant", registry=m.max_regression) == pytest.approx(_quality_limit(m.name))
 
 
 @pytest.mark.parametrize(
