@@ -464,15 +464,27 @@ def test_benchmarks_take_a_log_only_capacity_count_and_unreported_pcu_cells_with
     (tmp_path / "rdu" / cfg).mkdir(parents=True)
     (tmp_path / "rdu" / cfg / "section_report.csv").write_text(vendor_fixtures.section_report([
         ("0", "0", "Forward", "0.002", "40.0", "--"), ("1", "0", "Backward", "0.004", "60.0", "--")]))
+    # with PCU figures: the claim reads the highest section's (the authors' statistic), the weighted mean beside it
+    judged = "L2-h768-a12-s1024-b8-fp16-train"
+    (tmp_path / "rdu" / judged).mkdir(parents=True)
+    (tmp_path / "rdu" / judged / "section_report.csv").write_text(vendor_fixtures.section_report([
+        ("0", "0", "Forward", "0.002", "40.0", "50%"), ("1", "0", "Backward", "0.004", "60.0", "20%")]))
     repo = Path(__file__).resolve().parents[2]
     out = tmp_path / "out.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "benchmarks/test_dabench_level1.py", "-k", f"capacity_wse or ({cfg} and rdu)",
+        [sys.executable, "-m", "pytest", "benchmarks/test_dabench_level1.py", "-k",
+         f"capacity_wse or ({cfg} and rdu) or ({judged} and rdu)",
          "-q", "-p", "no:cacheprovider", f"--genai-dabench-profiles={tmp_path}", f"--benchmark-json={out}"],
         cwd=repo, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = {b["name"]: b["extra_info"]["genai"] for b in json.loads(out.read_text())["benchmarks"]}
     capacity = next(g for name, g in rows.items() if "capacity_wse" in name)
     assert capacity["metrics"]["max_layers"] == 72 and "allocation_ratio" not in capacity["metrics"]
-    rdu = next(g for name, g in rows.items() if "level1_rdu" in name)
-    assert "allocation_ratio" not in rdu["metrics"] and "B1.rdu_allocation" not in {c["id"] for c in rdu["claims"]}
+    rdu = next(g for name, g in rows.items() if "level1_rdu" in name and cfg in name)
+    assert not {"allocation_ratio", "allocation_ratio_section_max", "allocation_ratio_latency_weighted"} & set(
+        rdu["metrics"]) and "B1.rdu_allocation" not in {c["id"] for c in rdu["claims"]}
+    rdu = next(g for name, g in rows.items() if "level1_rdu" in name and judged in name)
+    assert rdu["metrics"]["allocation_ratio_section_max"] == 0.5
+    assert abs(rdu["metrics"]["allocation_ratio_latency_weighted"] - (0.002 * 0.5 + 0.004 * 0.2) / 0.006) < 1e-12
+    claim = next(c for c in rdu["claims"] if c["id"] == "B1.rdu_allocation")
+    assert claim["metric"] == "allocation_ratio_section_max" and claim["verdict"] == "pass"
