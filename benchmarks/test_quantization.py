@@ -91,9 +91,9 @@ def test_quantized_model_quality(benchmark, genai, genai_device, genai_settings,
                                  quantized_models, case):
     from pytest_genai.evals import data, runner, throughput
     from pytest_genai.runtime.threads import pin_threads
-    from pytest_genai.compose.quality_result import quality_result
-    from pytest_genai.compose.quantized_eval import (mechanics_problems, quantize, resolve_backend, resolve_tiers,
-                                                     wikitext_calibration)
+    from pytest_genai.compose.quality_result import PEAK_MEASURES, own_peak_bytes, quality_result
+    from pytest_genai.compose.quantized_eval import (mechanics_problems, quantize, resident_bytes, resolve_backend,
+                                                     resolve_tiers, wikitext_calibration)
     from pytest_genai.quant import BackendUnavailable, model_stored_bytes
 
     session = fp32_eval_baseline
@@ -150,13 +150,17 @@ def test_quantized_model_quality(benchmark, genai, genai_device, genai_settings,
     # 0.577, 0.552, 0.566, 0.566 s); accelerators compile or autotune per shape, so they get a warm-up round.
     ids = session.throughput_ids(eval_model, tokenizer, settings.throughput_batch, settings.throughput_seq)
     device.reset_peak_memory()
+    allocated_at_reset = device.allocated_memory_bytes()  # the fp32 baseline stays on the device beside this row
     benchmark.pedantic(throughput.forward_fn(model, ids, device.torch_device, device.synchronize),
                        rounds=settings.rounds, warmup_rounds=0 if device.kind == "cpu" else 1, iterations=1)
+    peak = device.peak_memory_bytes()
+    if allocated_at_reset is not None:
+        peak = own_peak_bytes(peak, allocated_at_reset, resident_bytes(model, device.torch_device))
     genai.record(quality_result(case.task, result, baseline, data_note=data.source_note(case.task, source),
                                 forward_tokens=ids.numel(), forward_s=benchmark.stats.stats.median,
                                 forward_round_s=benchmark.stats.stats.data,
-                                peak_memory_bytes=device.peak_memory_bytes(), model_bytes=model_stored_bytes(model),
-                                quantized=quantized))
+                                peak_memory_bytes=peak, model_bytes=model_stored_bytes(model),
+                                quantized=quantized, peak_memory_measure=PEAK_MEASURES.get(device.kind)))
     if quantized is not None:
         claims = [c for c in TASK_CLAIMS[case.task] if not (case.sparsity and c in PAPER_METHOD_QUALITY)]
         if claims:

@@ -28,9 +28,26 @@ def _m(value: float, source: str = MEASURED, **kw: Any) -> Measurement:
     return Measurement(value, source=source, **kw)
 
 
+#: What ``peak_memory_bytes`` holds, per device kind: on an accelerator the model's own forward peak (the allocator's
+#: peak less what other objects held when it was reset: the session keeps the fp32 baseline on the device beside
+#: every quantized row); on the CPU the process's RSS high-water mark, which cannot be reset or split.
+PEAK_MEASURES = {"cuda": "allocator_peak_of_this_model", "hpu": "allocator_peak_of_this_model",
+                 "cpu": "process_rss_high_water"}
+
+
+def own_peak_bytes(peak: int | None, allocated_at_reset: int | None, model_resident: int) -> int | None:
+    """The row's model's own peak: the allocator's peak since the reset, less what was allocated at the reset that is
+    not this model (``allocated_at_reset - model_resident``). None without both device counts."""
+    if peak is None or allocated_at_reset is None:
+        return None
+    others = max(allocated_at_reset - model_resident, 0)
+    return max(peak - others, model_resident)
+
+
 def quality_result(task: str, result: "TaskResult", baseline: "TaskResult", *, data_note: str,
                    forward_tokens: int, forward_s: float, peak_memory_bytes: int | None, model_bytes: int,
-                   quantized: "QuantizedModel | None" = None, forward_round_s: Sequence[float] = ()) -> Result:
+                   quantized: "QuantizedModel | None" = None, forward_round_s: Sequence[float] = (),
+                   peak_memory_measure: str | None = None) -> Result:
     """One row: ``result`` (the row's model on ``task``) and, when ``quantized`` (the fp32 row passes None),
     everything the quantization did and the comparison with ``baseline`` (the session's fp32 run on the same
     examples). ``forward_tokens`` / ``forward_s``: the throughput batch's tokens and the median seconds of its timed
@@ -50,6 +67,8 @@ def quality_result(task: str, result: "TaskResult", baseline: "TaskResult", *, d
         "eval_tokens_per_s": _m(result.eval_tokens_per_s),
     })
     labels = {"data": data_note}
+    if peak_memory_bytes is not None and peak_memory_measure:
+        labels["peak_memory_measure"] = peak_memory_measure
     attachments: dict[str, Any] = {}
     if quantized is None:
         return Result(out, labels, attachments)

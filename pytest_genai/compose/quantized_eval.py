@@ -108,6 +108,17 @@ def quantize(model: Any, case: QuantCase, device_kind: str, sync: Any = lambda: 
                           dict(model.genai_quant.compute_paths), pruning)
 
 
+def resident_bytes(model: Any, torch_device: Any) -> int:
+    """Bytes of ``model``'s parameters and buffers that live on ``torch_device`` (each tensor counted once)."""
+    seen: set[int] = set()
+    total = 0
+    for t in (*model.parameters(), *model.buffers()):
+        if t.device == torch_device and id(t) not in seen:
+            seen.add(id(t))
+            total += t.numel() * t.element_size()
+    return total
+
+
 def wikitext_calibration(ids: Any, torch_device: Any, sync: Any = lambda: None, batches: int = 4) -> Any:
     """``calibrate(model)`` running up to ``batches`` WikiText rows of ``ids`` ([batch, seq] tokens), one forward each:
     the measurement pass INC FP8 runs between ``prepare`` and ``convert`` (Gaudi)."""

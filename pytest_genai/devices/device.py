@@ -80,6 +80,19 @@ class Device:
             return int(rss if sys.platform == "darwin" else rss * 1024)
         return None
 
+    def allocated_memory_bytes(self) -> int | None:
+        """Device memory allocated right now (the allocator's count), where the runtime reports it; None on the CPU
+        and the dataflow kinds. Read after :meth:`reset_peak_memory` it is what the next peak starts from."""
+        if self.kind == "cuda":
+            import torch
+
+            return int(torch.cuda.memory_allocated(self.index))
+        if self.kind == "hpu":
+            import habana_frameworks.torch.hpu as hthpu
+
+            return int(hthpu.memory_allocated(self.index))
+        return None
+
     def reset_peak_memory(self) -> None:
         if self.kind == "cuda":
             import torch

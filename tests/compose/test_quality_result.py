@@ -137,3 +137,37 @@ def test_throughput_rounds_are_recorded_so_its_timing_claim_can_be_judged():
     claim = {c.id: c for c in load_claims()}["A1.gaudi2_fake_tokens_per_s"]
     assert check_value(claim, m.value, median_interval(m.rounds)).verdict == "fail"  # far below 30K tokens/s
     assert check_value(claim, m.value).verdict == "inconclusive"
+
+
+def test_an_accelerator_rows_peak_is_its_own_models_not_the_fp32_baseline_kept_beside_it():
+    """The session keeps the fp32 baseline on the device for every row; the allocator's peak counted it in every
+    quantized row's memory (a 4x compressed model read as barely smaller)."""
+    from pytest_genai.compose.quality_result import own_peak_bytes
+
+    fp32_baseline, quantized_model, activations = 4_000, 1_000, 500
+    allocated_at_reset = fp32_baseline + quantized_model
+    peak = allocated_at_reset + activations
+    assert own_peak_bytes(peak, allocated_at_reset, quantized_model) == quantized_model + activations
+    assert own_peak_bytes(peak, None, quantized_model) is None and own_peak_bytes(None, 10, 1) is None
+    assert own_peak_bytes(900, 1_000, 1_000) == 1_000  # never below the model's own resident bytes
+
+
+def test_the_peak_memory_figure_says_what_it_holds():
+    from pytest_genai.compose.quality_result import PEAK_MEASURES
+
+    row = quality_result("wikitext", wikitext(), wikitext(), data_note="d", forward_tokens=8, forward_s=1.0,
+                         peak_memory_bytes=123, model_bytes=10, peak_memory_measure=PEAK_MEASURES["cuda"])
+    assert row.labels["peak_memory_measure"] == "allocator_peak_of_this_model"
+    assert PEAK_MEASURES["cpu"] == "process_rss_high_water"
+
+
+def test_resident_bytes_counts_each_tensor_on_the_device_once():
+    import torch
+
+    from pytest_genai.compose.quantized_eval import resident_bytes
+
+    model = torch.nn.Sequential(torch.nn.Embedding(10, 4), torch.nn.Linear(4, 10, bias=False))
+    model[1].weight = model[0].weight  # tied, as an LM head is
+    model.register_buffer("b", torch.zeros(3, dtype=torch.float16))
+    assert resident_bytes(model, torch.device("cpu")) == 10 * 4 * 4 + 3 * 2
+    assert resident_bytes(model, torch.device("meta")) == 0
