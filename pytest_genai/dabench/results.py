@@ -110,12 +110,16 @@ def profile_result(profile: DataflowProfile) -> Result:
     The allocation is recorded under a name that says its statistic where the format gives per-part figures
     (``allocation_ratio_section_max`` and ``allocation_ratio_latency_weighted`` for SambaTune sections;
     ``allocation_ratio`` where the format states one whole-chip figure). An LI the format's subtasks do not give is
-    said so in ``li_not_judged``, never left out silently."""
+    said so in ``li_not_judged``, an allocation it gives no figure for in ``allocation_not_judged``: never left out
+    silently."""
     metrics: dict[str, Any] = {}
     labels: dict[str, str] = {}
     if profile.allocation_ratio is not None:
         metrics[profile.allocation_metric] = _m(profile.allocation_ratio)
         labels["allocation_source"] = f"{profile.source_format}: {profile.allocation_units}"
+    else:
+        labels["allocation_not_judged"] = (f"no {profile.allocation_metric}: the {profile.source_format} gives no "
+                                           f"figure for it ({profile.allocation_units}: '--' or no cells)")
     for statistic, value in profile.other_allocations.items():
         metrics[f"allocation_ratio_{statistic}"] = _m(value)
     if profile.load_imbalance is not None:

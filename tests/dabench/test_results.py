@@ -160,6 +160,7 @@ def test_profile_result_names_every_field_by_vendor():
 def test_profile_without_allocation_records_neither_it_nor_its_label():
     result = profile_result(wse_profile(active_pes="--"))
     assert "allocation_ratio" not in result.metrics and "allocation_source" not in result.labels
+    assert result.labels["allocation_not_judged"].startswith("no allocation_ratio: the compile_report.txt")
     assert "load_imbalance" in result.metrics and "li_definition" in result.labels
 
 
