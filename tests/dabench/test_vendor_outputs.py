@@ -194,9 +194,16 @@ def test_a_sambaflow_log_stopped_after_its_figures_is_refused(tmp_path):
     folder = tmp_path / "r"
     folder.mkdir()
     text = (OUTPUTS / "sambanova" / "data_parallel_8_instances.log").read_text()
-    (folder / "run.log").write_text(text + "Traceback (most recent call last):\nKeyboardInterrupt\n")
+    (folder / "run.log").write_text(text + "Traceback (most recent call last):\nKeyboardInterrupt\n")  # ours, appended
     (folder / "run.toml").write_text('precision = "bf16"\nchips = 8\nlayers = 1\n')
     with pytest.raises(RunFailed, match=r"run.log:10: expected a completed training run; the log states interrupted"):
+        read_run(folder, "rdu")
+    # an instance that died before the others printed their lines (the exception line is ours): the sum would be
+    # over fewer instances
+    lines = text.splitlines()
+    (folder / "run.log").write_text("\n".join(lines[:3] + ["RuntimeError: RDU device lost"] + lines[3:]) + "\n")
+    with pytest.raises(RunFailed, match=r"run.log:4: expected a completed training run; the log states exception: "
+                                        r"'RuntimeError: RDU device lost'"):
         read_run(folder, "rdu")
 
 

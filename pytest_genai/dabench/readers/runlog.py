@@ -306,8 +306,10 @@ def read_run(folder: str | Path, kind: str) -> VendorRunLog:
         read = READERS[kind](text, str(log))
         stated = read.stated
         # the wse reader requires the completion line; elsewhere a stop after the run's last figure means the
-        # figures are of a run that did not complete
-        if kind != "wse" and (stopped := stop_reason(text, read.last_line)) is not None:
+        # figures are of a run that did not complete -- and with several instances, a stop anywhere: an instance that
+        # died before the others printed theirs would leave a sum over fewer instances
+        after = 0 if read.instances > 1 else read.last_line
+        if kind != "wse" and (stopped := stop_reason(text, after)) is not None:
             number, why, line, fix = stopped
             raise RunFailed(str(log), number, why, line, fix)
     if kind == "wse":
