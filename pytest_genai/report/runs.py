@@ -83,8 +83,9 @@ class Record:
 
     @property
     def config_key(self) -> str:
-        """Canonical text of the config's identity (sorted keys), used to match benchmarks across runs."""
-        return json.dumps(self.config, sort_keys=True, separators=(",", ":"), default=str)
+        """Canonical text of the config's identity (sorted keys, whole-valued floats as integers), used to match
+        benchmarks across runs."""
+        return json.dumps(_same_numbers(self.config), sort_keys=True, separators=(",", ":"), default=str)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -104,6 +105,19 @@ class Record:
     def label(self) -> str:
         """Short human-readable name: the test's name (with its parameter id)."""
         return self.name
+
+
+def _same_numbers(obj: Any) -> Any:
+    """``obj`` with every whole-valued finite float as an int: a config value ``1`` written as ``1.0`` by another
+    writer (a YAML file, a JSON round trip, numpy) is the same workload, and equal in Python, so it must pair (it
+    failed pairing, and the nearest-difference line had no difference to show). Booleans stay booleans."""
+    if isinstance(obj, float) and math.isfinite(obj) and obj.is_integer():
+        return int(obj)
+    if isinstance(obj, dict):
+        return {k: _same_numbers(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_same_numbers(v) for v in obj]
+    return obj
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,23 @@ def _run_where(store: Store, query: StoreQuery) -> list[Any]:
     return out
 
 
+def time_key(text: str | None) -> float:
+    """A run time (ISO 8601, as pytest-benchmark writes ``datetime``) as seconds since the epoch, for ordering runs:
+    as text, ``2026-03-01T23:00:00-05:00`` sorted before ``2026-03-02T01:00:00Z`` though it is three hours later.
+    A time without an offset is UTC (pytest-benchmark writes UTC); a missing or unreadable one sorts oldest."""
+    import datetime as dt
+
+    if not text:
+        return -math.inf
+    try:
+        when = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        return -math.inf
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.timezone.utc)
+    return when.timestamp()
+
+
 def matching_runs(store: Store, query: StoreQuery) -> list[int]:
     """Ids of the runs with a benchmark matching ``query``, newest first (run time, then id)."""
     from sqlalchemy import select
@@ -104,7 +121,7 @@ def matching_runs(store: Store, query: StoreQuery) -> list[int]:
     stmt = (select(r.c.id).distinct().select_from(r.join(b, b.c.run_id == r.c.id).outerjoin(d, d.c.id == b.c.device_id))
             .where(*_run_where(store, query), *_benchmark_where(store, query)))
     rows = store.read(lambda conn: conn.execute(stmt.add_columns(r.c.run_time)).all())
-    rows.sort(key=lambda row: (row.run_time or "", row.id), reverse=True)
+    rows.sort(key=lambda row: (time_key(row.run_time), row.id), reverse=True)
     return [row.id for row in rows]
 
 
@@ -279,7 +296,7 @@ def series(store: Store, metric: str, query: StoreQuery) -> tuple[list[Point], l
     points = [Point(x.run_id, x.run_time, x.commit_id, x.kind, x.generation, x.name, x.config_id, x.model,
                     number_from(x.value, x.nonfinite), x.unit, x.source, len(json.loads(x.rounds_json or "[]")))
               for x in rows]
-    points.sort(key=lambda p: (p.run_time or "", p.run_id, p.benchmark))
+    points.sort(key=lambda p: (time_key(p.run_time), p.run_id, p.benchmark))
     return points, [Bound(x.claim_id, x.basis, x.bound_min, x.bound_max, x.generation) for x in claim_rows]
 
 
@@ -303,5 +320,5 @@ def run_summaries(store: Store) -> list[dict[str, Any]]:
     out = [{"id": x.id, "time": x.run_time, "commit": (x.commit_id or "")[:12], "scale": x.scale,
             "generations": ",".join(sorted(by_run.get(x.id, []))), "benchmarks": x.n, "source": x.source}
            for x in rows]
-    out.sort(key=lambda o: (o["time"] or "", o["id"]), reverse=True)
+    out.sort(key=lambda o: (time_key(o["time"]), o["id"]), reverse=True)
     return out

@@ -257,3 +257,37 @@ def test_a_diffusion_upgrade_a100_to_h100_pairs_and_checks_its_claim(tmp_path: P
     out = re.sub(r" +", " ", capsys.readouterr().out)
     assert "| A3.gen.a100_h100 |" in out and "2.05x" in out
     assert "- threads 8 -> 32 (1 of 1 paired benchmark(s))" in out and "- cwd: folder differs (main)" in out
+
+
+def test_a_config_value_1_pairs_with_1_0(tmp_path: Path, capsys) -> None:
+    """One writer records ``lr: 1``, another ``1.0`` (a YAML file, a JSON round trip): the same workload, equal in
+    Python, so the benchmarks pair; a real change (1 -> 2) still does not."""
+    from .runfiles import bench, write_run
+
+    base = write_run(tmp_path / "b.json", [bench("t", config={"lr": 1, "sizes": [2, 4], "fused": True},
+                                                 metrics={"tokens_per_s": 100.0})])
+    same = write_run(tmp_path / "c.json", [bench("t", config={"lr": 1.0, "sizes": [2.0, 4], "fused": True},
+                                                 metrics={"tokens_per_s": 100.0})])
+    assert gate_main([str(base), str(same)]) == EXIT_OK
+    assert "1 benchmark(s) compared, 0 unmatched" in capsys.readouterr().out
+    other = write_run(tmp_path / "d.json", [bench("t", config={"lr": 2.0, "sizes": [2, 4], "fused": True},
+                                                  metrics={"tokens_per_s": 100.0})])
+    assert gate_main([str(same), str(other)]) == 2  # nothing pairs: nothing to gate
+    assert "no benchmark of" in capsys.readouterr().err
+
+
+def test_failure_rows_name_the_device_of_a_benchmark_run_on_two(tmp_path: Path, capsys) -> None:
+    """One test name on two devices in one run (cpu and cuda): the row that regressed says which device it was."""
+    from .runfiles import bench, write_run
+
+    def two(cuda_tps: float) -> list:
+        return [bench("test_decode", config={"id": "d"}, metrics={"tokens_per_s": 100.0}, device=("cpu", "cpu")),
+                bench("test_decode", config={"id": "d"}, metrics={"tokens_per_s": cuda_tps}, device=("cuda", "a100"))]
+
+    base, cur = write_run(tmp_path / "b.json", two(1000.0)), write_run(tmp_path / "c.json", two(500.0))
+    assert gate_main([str(base), str(cur), "--format", "json"]) == EXIT_REGRESSION
+    doc = json.loads(capsys.readouterr().out)
+    assert [(f["benchmark"], f["device"], f["metric"]) for f in doc["failures"]] == [
+        ("test_decode", "cuda:a100", "tokens_per_s")]
+    assert gate_main([str(base), str(cur)]) == EXIT_REGRESSION
+    assert re.search(r"\| test_decode +\| cuda:a100 +\| tokens_per_s +\| dropped 50.00%", capsys.readouterr().out)
