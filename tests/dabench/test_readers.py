@@ -122,7 +122,8 @@ def test_sambanova_section_report():
     assert profile.subtask_loads == pytest.approx(latencies)
     # the authors' SN30 statistic (their table's "Highest pcu utilization"), under a name that says so, and the
     # latency-weighted mean beside it under its own name
-    assert profile.allocation_ratio == pytest.approx(0.5) and profile.allocation_metric == "allocation_ratio_section_max"
+    assert profile.allocation_ratio == pytest.approx(0.5)
+    assert profile.allocation_metric == "allocation_ratio_section_max"
     assert profile.other_allocations == {
         "latency_weighted": pytest.approx((0.002 * 0.5 + 0.004 * 0.25 + 0.001 * 0.10) / 0.007)}
     assert profile.load_imbalance == pytest.approx((0.007 / 3) / 0.004)

@@ -37,7 +37,8 @@ def _copy_run(tmp_path: Path, case: str, **settings) -> Path:
 # --- load imbalance on the authors' decoder-block sweep --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("report, layers, li, all_kernels", AUTHORS_SWEEP, ids=[f"L{n}" for _, n, _, _ in AUTHORS_SWEEP])
+@pytest.mark.parametrize("report, layers, li, all_kernels", AUTHORS_SWEEP,
+                         ids=[f"L{n}" for _, n, _, _ in AUTHORS_SWEEP])
 def test_wse2_li_on_the_authors_sweep_reports_is_over_their_fc_and_attention_rows(report, layers, li, all_kernels):
     """Over every top-level kernel sorted as a layer kernel (150-430 here, mostly few-PE add/dropout/cast kernels)
     the LI read 0.67-0.71; over the rows the authors' notebooks select it is 0.957-0.961."""

@@ -17,8 +17,9 @@ one RDU's units), its DDR bandwidth the sum over chips. Allocation ratio = the h
 utilization", ``sambaNova/sambanova_results.numbers`` in ``augustuszzq/Regular-DABench-LLM``), so Paper B's claim is
 judged on it. Beside it, the latency-weighted mean of the sections' PCU utilization (the RDU runs sections one after
 another: the share of the PCUs busy over the run) is ``allocation_ratio_latency_weighted``. LI is over sections'
-measured latencies (the paper reports O3 balance falling as layers grow). ``--`` and other no-figure cells are missing values (that chip's value is
-left out; a section with no latency on any chip is left out of the balance and counted), never zeros.
+measured latencies (the paper reports O3 balance falling as layers grow). ``--`` and other no-figure cells are missing
+values (that chip's value is left out; a section with no latency on any chip is left out of the balance and counted),
+never zeros.
 Assumed (not shown in the docs' text): utilization cells are percents with or without a ``%`` sign; numbers may
 carry thousands separators; header names are matched ignoring case and surrounding spaces; without ``chip_id``
 the rows of one ``section_id`` are taken as that section's chips (its slowest latency, their mean utilization).
