@@ -287,7 +287,9 @@ def cerebras_params(folder: Path) -> dict[str, Any]:
 
 
 def read_run(folder: str | Path, kind: str) -> VendorRunLog:
-    """Read ``folder`` (``run.log`` + ``run.toml`` [+ ``params.yaml``]) as a ``kind`` Level-2 run."""
+    """Read ``folder`` (``run.log`` + ``run.toml`` [+ ``params.yaml`` or ``trainer_params.yaml``]) as a ``kind``
+    Level-2 run: a completed run with its throughput, or one that failed to fit or build (``failure``); a run that
+    did not complete otherwise raises :class:`RunFailed`, a file in an unknown layout :class:`LayoutError`."""
     from pytest_genai._toml import load_toml
 
     if kind not in READERS:
