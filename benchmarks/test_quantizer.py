@@ -141,6 +141,7 @@ def test_sensitivity_analysis_bandwidth(benchmark, genai, cpu, qbench):
     from pytest_genai.quant.eligibility import collect_eligible, module_weight
     from pytest_genai.quant.results import sensitivity_bandwidth_result
     from pytest_genai.quant.sensitivity import analyze_sensitivity
+    from pytest_genai.runtime import native
     from pytest_genai.runtime.timing import paired_rounds
 
     arch = ArchConfig(qbench.layers, qbench.vocab)
@@ -168,7 +169,8 @@ def test_sensitivity_analysis_bandwidth(benchmark, genai, cpu, qbench):
         torch.set_num_threads(previous_threads)
     result = sensitivity_bandwidth_result(read_bytes, 2 * copy_elems * 4, analysis_s, copy_s,
                                           scan_path=threshold.scan_path(),
-                                          session_copy_gbs=cpu.spec.mem_bandwidth_gbs if cpu.spec is not None else None)
+                                          session_copy_gbs=cpu.spec.mem_bandwidth_gbs if cpu.spec is not None else None,
+                                          vector_extensions=native.vector_extensions())
     genai.record(result)
     genai.check("A1.target.sensitivity_bandwidth")
     assert median_interval(result.metrics["sensitivity_bandwidth_fraction"].rounds).n == rounds

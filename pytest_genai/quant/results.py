@@ -79,12 +79,14 @@ def quantizer_comparison_result(seconds: Mapping[str, Sequence[float]], inc_pack
 
 def sensitivity_bandwidth_result(read_bytes: int, copy_bytes: int, analysis_s: Sequence[float],
                                  copy_s: Sequence[float], *, scan_path: str,
-                                 session_copy_gbs: float | None = None) -> Result:
+                                 session_copy_gbs: float | None = None,
+                                 vector_extensions: Sequence[str] | None = None) -> Result:
     """The sensitivity analysis reading ``read_bytes`` (every eligible weight once) in ``analysis_s`` seconds per
     round, against a copy moving ``copy_bytes`` (read + write) in ``copy_s`` per round, interleaved: both
     bandwidths over their median seconds and the fraction (analysis over copy) with every round's value;
     ``session_copy_gbs``: the session's CPU spec copy bandwidth, when it has one; ``scan_path``: which kernel scanned
-    the weights (``quant.threshold.scan_path()``)."""
+    the weights (``quant.threshold.scan_path()``: its loop, e.g. ``native_c (avx2)``); ``vector_extensions``: the CPU's
+    (``runtime.native.vector_extensions()``), which decide the loop ``-march=native`` builds."""
     fractions = bandwidth_fractions(read_bytes, copy_bytes, analysis_s, copy_s)
     metrics = {
         "sensitivity_read_gbs": _m(read_bytes / statistics.median(analysis_s) / 1e9),
@@ -96,7 +98,10 @@ def sensitivity_bandwidth_result(read_bytes: int, copy_bytes: int, analysis_s: S
     if session_copy_gbs:
         metrics["copy_gbs_session"] = _m(session_copy_gbs)
     attachments = {"rounds_s": {"analysis": list(analysis_s), "copy": list(copy_s)}}
-    return Result(metrics, {"scan_path": scan_path}, attachments)
+    labels = {"scan_path": scan_path}
+    if vector_extensions is not None:
+        labels["cpu_vector_extensions"] = " ".join(vector_extensions) or "unknown"
+    return Result(metrics, labels, attachments)
 
 
 def bandwidth_fractions(read_bytes: int, copy_bytes: int, analysis_s: Sequence[float],

@@ -180,7 +180,7 @@ class _Candidates:
 
 def _library():
     """The compiled kernels (scan, select, count) with their C signatures, or None without a C compiler."""
-    from ctypes import POINTER, c_double, c_float, c_int, c_int64, c_void_p
+    from ctypes import POINTER, c_char_p, c_double, c_float, c_int, c_int64, c_void_p
 
     import torch  # noqa: F401 - first: the kernel's OpenMP runtime is then torch's (native.OPENMP_FLAGS)
 
@@ -192,6 +192,7 @@ def _library():
         "genai_scan_pieces_f32": (None, (c_void_p, c_void_p, c_int64, c_float, c_float, c_int, c_void_p, c_void_p,
                                          c_void_p, c_void_p, c_void_p, c_int)),
         "genai_scan_openmp": (c_int, ()),
+        "genai_scan_isa": (c_char_p, ()),
         "genai_select_f32": (c_float, (c_void_p, c_int64, c_int64, c_void_p)),
         "genai_count_gt_f32": (c_int64, (c_void_p, c_int64, c_float)),
     }, openmp=True)
@@ -207,8 +208,14 @@ def _native_kernel(weights):
 
 
 def scan_path() -> str:
-    """Which implementation the last streaming pass used: ``native_c`` or ``torch`` (with the reason)."""
+    """Which implementation the last streaming pass used: ``native_c (ISA)`` (the loop compiled in: ``avx512``,
+    ``avx2`` or ``portable``; ``, openmp`` when its pieces ran on torch's OpenMP threads) or ``torch`` (with the
+    reason the kernel was not used)."""
     return _LAST_PATH["path"]
+
+
+def _native_label(lib, openmp: bool = False) -> str:
+    return f"native_c ({lib.genai_scan_isa().decode()}{', openmp' if openmp else ''})"
 
 
 #: The native scan's pieces are whole blocks of the C kernel's (4096 elements), so a piece's sums add up the same blocks
@@ -273,7 +280,7 @@ def _scan_native(lib, weights, lo: float, hi: float, keep: bool, expected: int):
         return above, inside, total, (out if out.data_ptr() != buf[offsets[j]:].data_ptr() else None)
 
     if threads > 1 and len(pieces) > 1 and lib.genai_scan_openmp():
-        _LAST_PATH["path"] = "native_c (openmp)"
+        _LAST_PATH["path"] = _native_label(lib, openmp=True)
         count = len(pieces)
         ptrs = (ctypes.c_void_p * count)(*[flats[i].data_ptr() + 4 * a for i, a, _ in pieces])
         lens = (ctypes.c_int64 * count)(*[b - a for _, a, b in pieces])
@@ -314,7 +321,7 @@ def _scan(weights, lo: float, hi: float, keep: bool, expected: int = 0):
 
     lib = _native_kernel(weights)
     if lib is not None:
-        _LAST_PATH["path"] = "native_c"
+        _LAST_PATH["path"] = _native_label(lib)
         return _scan_native(lib, weights, lo, hi, keep, expected)
     from pytest_genai.runtime import native
 

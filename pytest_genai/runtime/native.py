@@ -55,6 +55,26 @@ def _cpu_key() -> str:
     return "\n".join(sorted(set(keep)))
 
 
+#: The vector extensions worth naming in a result (x86 and Arm ``/proc/cpuinfo`` flag names), in the order listed.
+VECTOR_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
+                "amx_tile", "asimd", "sve", "sve2")
+
+
+def vector_extensions(cpuinfo: str | None = None) -> list[str]:
+    """The CPU's vector extensions among :data:`VECTOR_FLAGS`, from ``/proc/cpuinfo`` (``cpuinfo``: its text) or
+    empty where it cannot be read: what ``-march=native`` builds the kernels for."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
+        except OSError:
+            return []
+    flags: set[str] = set()
+    for line in cpuinfo.splitlines():
+        if line.split(":")[0].strip() in ("flags", "Features"):
+            flags.update(line.split(":", 1)[1].split())
+    return [name for name in VECTOR_FLAGS if name in flags]
+
+
 #: Added for a kernel loaded with ``openmp=True``. Its ``#pragma omp`` loops then run on the process's OpenMP runtime:
 #: loaded after torch, the library's ``libgomp.so.1`` is torch's own (the loader reuses a loaded soname), so the
 #: loops run on torch's intra-op threads instead of competing with them (they spin for milliseconds after each torch

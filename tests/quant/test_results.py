@@ -95,6 +95,14 @@ def test_bandwidth_pins_every_metric_source_label_and_attachment():
     assert m["sensitivity_bandwidth_fraction"].value == 1.0
 
 
+def test_bandwidth_records_the_loop_that_ran_and_the_cpus_vector_extensions():
+    result = sensitivity_bandwidth_result(1e9, 1e9, [1.0], [1.0], scan_path="native_c (avx2, openmp)",
+                                          vector_extensions=["sse4_2", "avx", "avx2", "fma"])
+    assert result.labels == {"scan_path": "native_c (avx2, openmp)", "cpu_vector_extensions": "sse4_2 avx avx2 fma"}
+    assert sensitivity_bandwidth_result(1e9, 1e9, [1.0], [1.0], scan_path="torch",
+                                        vector_extensions=[]).labels["cpu_vector_extensions"] == "unknown"
+
+
 @pytest.mark.parametrize("session", [None, 0.0])
 def test_bandwidth_without_a_session_spec_records_no_session_copy(session):
     result = sensitivity_bandwidth_result(1e9, 1e9, [1.0], [1.0], scan_path="torch", session_copy_gbs=session)

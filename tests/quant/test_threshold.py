@@ -170,16 +170,21 @@ def test_bounds_compare_as_fp32_on_both_paths():
     assert got[0] == want[0] == [1] and got[1] == want[1] == [2]
 
 
-def test_the_portable_kernel_matches_torch_too(monkeypatch, tmp_path):
-    """Built without AVX-512 (as on CPUs that lack it), the kernel's block-and-mask path gives the same results."""
+@pytest.mark.parametrize(("isa", "flags"), [("avx2", ("-mno-avx512f",)), ("portable", ("-mno-avx512f", "-mno-avx2"))])
+def test_the_narrower_kernels_match_torch_too(monkeypatch, tmp_path, isa, flags):
+    """Built without AVX-512 (as on CPUs that lack it: the AVX2 loop), or without AVX2 too (the block-and-mask
+    loop), the kernel gives the same counts and candidates, and its sums to fp32 rounding."""
     from pytest_genai.runtime import native
 
     if native.compiler() is None:
         pytest.skip("no C compiler here")
+    if isa == "avx2" and "avx2" not in native.vector_extensions():
+        pytest.skip("this CPU has no AVX2")
     monkeypatch.setenv("PYTEST_GENAI_CACHE", str(tmp_path))
-    monkeypatch.setattr(native, "FLAGS", native.FLAGS + ("-mno-avx512f",))
+    monkeypatch.setattr(native, "FLAGS", native.FLAGS + flags)
     native.load.cache_clear()
     try:
+        assert T._library().genai_scan_isa().decode() == isa
         g = torch.Generator().manual_seed(9)
         ws = [torch.randn(300, 70, generator=g), torch.randn(4097, generator=g), torch.randn(9000, generator=g)]
         for expected in (0, 10**6):
@@ -250,6 +255,7 @@ def test_the_thread_pool_path_gives_what_the_openmp_path_does(monkeypatch):
     used = T.scan_path()
     monkeypatch.setattr(lib, "genai_scan_openmp", lambda: 0)
     pooled = T._scan(ws, 0.2, 0.25, keep=True, expected=1000)
-    assert T.scan_path() == "native_c" and used in ("native_c", "native_c (openmp)")
+    isa = lib.genai_scan_isa().decode()
+    assert T.scan_path() == f"native_c ({isa})" and used in (f"native_c ({isa})", f"native_c ({isa}, openmp)")
     assert first[0] == pooled[0] and first[1] == pooled[1] and first[2] == pooled[2]
     assert torch.equal(first[3].values(), pooled[3].values()) and first[3].spans == pooled[3].spans

@@ -103,3 +103,14 @@ def test_an_openmp_kernel_runs_on_torchs_openmp_runtime_and_builds_without_it_wh
     assert plain is not None and native.why_not(KERNEL) == ""
     plain.genai_scan_openmp.restype = ctypes.c_int
     assert plain.genai_scan_openmp() == 0
+
+
+def test_vector_extensions_read_cpuinfo_flags_in_a_fixed_order():
+    """What the bandwidth benchmark records beside the scan's path: x86 ``flags`` and Arm ``Features`` lines."""
+    epyc = "processor\t: 0\nflags\t\t: fpu sse4_2 avx2 avx fma bmi2\nprocessor\t: 1\nflags\t\t: fpu sse4_2 avx2 avx fma\n"
+    assert native.vector_extensions(epyc) == ["sse4_2", "avx", "avx2", "fma"]
+    xeon = "flags\t\t: avx avx2 avx512f avx512bw avx512vl avx512_vnni amx_tile fma sse4_2\n"
+    assert native.vector_extensions(xeon) == ["sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl",
+                                              "avx512_vnni", "amx_tile"]
+    assert native.vector_extensions("Features\t: fp asimd sve sve2\n") == ["asimd", "sve", "sve2"]
+    assert native.vector_extensions("model name\t: unknown\n") == []

@@ -1,10 +1,13 @@
 /* pytest-genai: the sensitivity analysis's one streaming pass over a weight tensor (pytest_genai/quant/threshold.py).
  *
  * For n fp32 weights w: sum |w|, the number with |w| > hi, the number with lo <= |w| <= hi, and the in-bracket
- * magnitudes appended to out in order (at most cap of them). Each weight is read from memory once. With AVX-512
- * (compiled with -march=native on a CPU that has it) one loop does everything, 16 weights at a time, compressing
- * the few bracket values into out; otherwise a 4096-element block is reduced by a loop the compiler vectorizes,
- * then, only when the block holds bracket values, re-read from L1 to build a byte mask and collect what it marks.
+ * magnitudes appended to out in order (at most cap of them). Each weight is read from memory once. Built with
+ * -march=native, the CPU's widest path is compiled in (genai_scan_isa names it): with AVX-512 one loop does
+ * everything, 16 weights at a time, compressing the few bracket values into out; with AVX2 the same loop, 8 weights
+ * at a time, packing the bracket lanes with a permutation from a 256-entry table (AVX2 has no compress); otherwise
+ * a 4096-element block is reduced by a loop the compiler vectorizes, then, only when the block holds bracket
+ * values, re-read from L1 to build a byte mask and collect what it marks (half the AVX-512 loop's rate on an AVX2
+ * CPU, measured: docs/quant.md).
  *
  * Sums are fp32 within a block and fp64 across blocks. NaN compares false everywhere and propagates into the sum,
  * as in the torch path. Returns the number of in-bracket values (stored only while it is <= cap; the caller
@@ -12,7 +15,7 @@
  */
 #include <stdint.h>
 #include <string.h>
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -71,6 +74,97 @@ int64_t genai_scan_f32(const float *restrict w, int64_t n, float lo, float hi, i
     *sum_abs = total;
     return inside;
 }
+#elif defined(__AVX2__)
+/* PACK[m]: the lanes of m's set bits in order, one per 4-bit field from the lowest (unused fields 0). Filled when the
+ * library loads (a constructor runs once, before any thread can call in). */
+static uint32_t PACK[256];
+enum { PREFETCH_AHEAD = 768 };  /* floats */
+
+__attribute__((constructor)) static void genai_scan_pack_table(void) {
+    for (int m = 0; m < 256; m++) {
+        uint32_t v = 0;
+        int k = 0;
+        for (int j = 0; j < 8; j++)
+            if ((m >> j) & 1) v |= (uint32_t)j << (4 * k++);
+        PACK[m] = v;
+    }
+}
+
+/* 8 weights: |w| into the sum, the > hi count into the per-lane counter (a true compare is all ones: -1), the
+ * bracket lanes packed to the front and stored at out + inside while 8 more fit (no data-dependent branch, as in the
+ * AVX-512 loop), else one by one. */
+#define GENAI_SCAN_AVX2_STEP(x, s, gacc)                                                                          \
+    do {                                                                                                          \
+        s = _mm256_add_ps(s, x);                                                                                  \
+        gacc = _mm256_sub_epi32(gacc, _mm256_castps_si256(_mm256_cmp_ps(x, vhi, _CMP_GT_OQ)));                    \
+        const int in = _mm256_movemask_ps(_mm256_and_ps(_mm256_cmp_ps(x, vlo, _CMP_GE_OQ),                        \
+                                                        _mm256_cmp_ps(x, vhi, _CMP_LE_OQ)));                      \
+        if (keep && inside + 8 <= cap) {                                                                          \
+            const __m256i idx = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)PACK[in]), shifts),     \
+                                                 _mm256_set1_epi32(7));                                           \
+            _mm256_storeu_ps(out + inside, _mm256_permutevar8x32_ps(x, idx));                                     \
+        } else if (keep && in) {                                                                                  \
+            float lanes[8];                                                                                       \
+            _mm256_storeu_ps(lanes, x);                                                                           \
+            int64_t k = inside;                                                                                   \
+            for (int j = 0; j < 8; j++) {                                                                         \
+                if (((in >> j) & 1) && k < cap) out[k] = lanes[j];                                                \
+                k += (in >> j) & 1;                                                                               \
+            }                                                                                                     \
+        }                                                                                                         \
+        inside += __builtin_popcount((unsigned)in);                                                               \
+    } while (0)
+
+int64_t genai_scan_f32(const float *restrict w, int64_t n, float lo, float hi, int keep,
+                       float *restrict out, int64_t cap,
+                       int64_t *n_above, double *sum_abs) {
+    int64_t above = 0, inside = 0;
+    double total = 0.0;
+    const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+    int64_t a = 0;
+    for (; a + BLOCK <= n; a += BLOCK) {
+        /* two sums and two counters, one per half of 16 weights: the adds' latency overlaps (and the 16 lane sums
+         * per block are as many as the AVX-512 loop's) */
+        __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+        __m256i g0 = _mm256_setzero_si256(), g1 = _mm256_setzero_si256();  /* at most BLOCK / 16 per lane */
+        for (int i = 0; i < BLOCK; i += 16) {
+            /* one cache line, 3 KiB ahead: one core's read stream reached 1.0 of the copy's rate with it, 0.7-0.9
+             * without (AMD EPYC, AVX2, measured: docs/quant.md); a prefetch past the end is a hint, never a fault */
+            _mm_prefetch((const char *)(w + a + i + PREFETCH_AHEAD), _MM_HINT_T0);
+            const __m256 x0 = _mm256_and_ps(_mm256_loadu_ps(w + a + i), absmask);
+            const __m256 x1 = _mm256_and_ps(_mm256_loadu_ps(w + a + i + 8), absmask);
+            GENAI_SCAN_AVX2_STEP(x0, s0, g0);
+            GENAI_SCAN_AVX2_STEP(x1, s1, g1);
+        }
+        float lane_sums[16];
+        int32_t lane_counts[16];
+        _mm256_storeu_ps(lane_sums, s0);
+        _mm256_storeu_ps(lane_sums + 8, s1);
+        _mm256_storeu_si256((__m256i *)lane_counts, g0);
+        _mm256_storeu_si256((__m256i *)(lane_counts + 8), g1);
+        float s = 0.0f;
+        for (int j = 0; j < 16; j++) {
+            s += lane_sums[j];
+            above += lane_counts[j];
+        }
+        total += (double)s;
+    }
+    for (; a < n; a++) {
+        const float x = __builtin_fabsf(w[a]);
+        total += (double)x;
+        above += x > hi;
+        if (x >= lo && x <= hi) {
+            if (keep && inside < cap) out[inside] = x;
+            inside++;
+        }
+    }
+    *n_above = above;
+    *sum_abs = total;
+    return inside;
+}
+#undef GENAI_SCAN_AVX2_STEP
 #else
 int64_t genai_scan_f32(const float *restrict w, int64_t n, float lo, float hi, int keep,
                        float *restrict out, int64_t cap,
@@ -132,6 +226,17 @@ void genai_scan_pieces_f32(const float *const *w, const int64_t *n, int64_t piec
 #endif
     for (int64_t j = 0; j < pieces; j++)
         inside[j] = genai_scan_f32(w[j], n[j], lo, hi, keep, out[j], cap[j], &n_above[j], &sum_abs[j]);
+}
+
+/* The streaming loop compiled in: "avx512", "avx2" or "portable" (what -march=native found on the building CPU). */
+const char *genai_scan_isa(void) {
+#if defined(__AVX512F__)
+    return "avx512";
+#elif defined(__AVX2__)
+    return "avx2";
+#else
+    return "portable";
+#endif
 }
 
 /* 1 when built with OpenMP (genai_scan_pieces_f32 runs its pieces in parallel), else 0. */
