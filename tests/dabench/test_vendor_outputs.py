@@ -221,3 +221,17 @@ def test_rdu_allocation_claim_reads_the_authors_statistic():
     highest = [float(row["highest_pcu_utilization_percent"]) / 100 for row in _authors_sn30_table()]
     assert (min(highest), max(highest), len(highest)) == (0.70, 0.99, 10)
     assert {check_value(claim, x).verdict for x in highest} == {"fail"}
+
+
+# --- Graphcore: PopTorch GPT-2 ------------------------------------------------------------------------------------
+
+
+def test_a_poptorch_gpt2_log_reads_the_median_after_its_first_step_and_says_so(tmp_path):
+    """ALCF's GPT-2 POD16 sample output: step 0 (646.8 samples/s) includes the graph load."""
+    folder = tmp_path / "gpt2-pod16"
+    folder.mkdir()
+    shutil.copy(OUTPUTS / "graphcore" / "gpt2_pod16_run.log", folder / "run.log")
+    (folder / "run.toml").write_text('precision = "fp16"\nchips = 16\nlayers = 12\n')
+    run = read_run(folder, "ipu")
+    assert run.samples_per_s == pytest.approx(1058.7595523807183)
+    assert run.throughput_statistic == "median_after_first_step" and "median of 3" in run.throughput_basis
