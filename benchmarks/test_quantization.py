@@ -90,6 +90,7 @@ PARAMS = [pytest.param(c, marks=pytest.mark.extension) if _extra_method(c) else 
 def test_quantized_model_quality(benchmark, genai, genai_device, genai_settings, eval_model, fp32_eval_baseline,
                                  quantized_models, case):
     from pytest_genai.evals import data, runner, throughput
+    from pytest_genai.runtime import energy
     from pytest_genai.runtime.threads import pin_threads
     from pytest_genai.compose.quality_result import PEAK_MEASURES, own_peak_bytes, quality_result
     from pytest_genai.compose.quantized_eval import (mechanics_problems, quantize, resident_bytes, resolve_backend,
@@ -151,8 +152,11 @@ def test_quantized_model_quality(benchmark, genai, genai_device, genai_settings,
     ids = session.throughput_ids(eval_model, tokenizer, settings.throughput_batch, settings.throughput_seq)
     device.reset_peak_memory()
     allocated_at_reset = device.allocated_memory_bytes()  # the fp32 baseline stays on the device beside this row
-    benchmark.pedantic(throughput.forward_fn(model, ids, device.torch_device, device.synchronize),
-                       rounds=settings.rounds, warmup_rounds=0 if device.kind == "cpu" else 1, iterations=1)
+    meter, round_j = energy.meter_for(device.kind, device.index), []  # None where the device reports no energy
+    warmup = 0 if device.kind == "cpu" else 1
+    benchmark.pedantic(energy.metered(throughput.forward_fn(model, ids, device.torch_device, device.synchronize),
+                                      meter, round_j),
+                       rounds=settings.rounds, warmup_rounds=warmup, iterations=1)
     peak = device.peak_memory_bytes()
     if allocated_at_reset is not None:
         peak = own_peak_bytes(peak, allocated_at_reset, resident_bytes(model, device.torch_device))
@@ -160,7 +164,8 @@ def test_quantized_model_quality(benchmark, genai, genai_device, genai_settings,
                                 forward_tokens=ids.numel(), forward_s=benchmark.stats.stats.median,
                                 forward_round_s=benchmark.stats.stats.data,
                                 peak_memory_bytes=peak, model_bytes=model_stored_bytes(model),
-                                quantized=quantized, peak_memory_measure=PEAK_MEASURES.get(device.kind)))
+                                quantized=quantized, peak_memory_measure=PEAK_MEASURES.get(device.kind),
+                                energy_round_j=round_j[warmup:], energy_method=meter and meter.method))
     if quantized is not None:
         claims = [c for c in TASK_CLAIMS[case.task] if not (case.sparsity and c in PAPER_METHOD_QUALITY)]
         if claims:

@@ -47,7 +47,8 @@ def own_peak_bytes(peak: int | None, allocated_at_reset: int | None, model_resid
 def quality_result(task: str, result: "TaskResult", baseline: "TaskResult", *, data_note: str,
                    forward_tokens: int, forward_s: float, peak_memory_bytes: int | None, model_bytes: int,
                    quantized: "QuantizedModel | None" = None, forward_round_s: Sequence[float] = (),
-                   peak_memory_measure: str | None = None) -> Result:
+                   peak_memory_measure: str | None = None, energy_round_j: Sequence[float] = (),
+                   energy_method: str | None = None) -> Result:
     """One row: ``result`` (the row's model on ``task``) and, when ``quantized`` (the fp32 row passes None),
     everything the quantization did and the comparison with ``baseline`` (the session's fp32 run on the same
     examples). ``forward_tokens`` / ``forward_s``: the throughput batch's tokens and the median seconds of its timed
@@ -58,6 +59,7 @@ def quality_result(task: str, result: "TaskResult", baseline: "TaskResult", *, d
     out: dict[str, Measurement] = {"tokens_per_s": _m(tokens_per_s(forward_tokens, forward_s), rounds=rates)}
     if peak_memory_bytes is not None:
         out["peak_memory_bytes"] = _m(peak_memory_bytes)
+    out.update(energy_metrics(forward_tokens, energy_round_j))
     out["model_bytes"] = _m(model_bytes)
     out.update({name: _m(value) for name, value in result.metrics.items()})
     out.update({
@@ -69,6 +71,8 @@ def quality_result(task: str, result: "TaskResult", baseline: "TaskResult", *, d
     labels = {"data": data_note}
     if peak_memory_bytes is not None and peak_memory_measure:
         labels["peak_memory_measure"] = peak_memory_measure
+    if energy_round_j and energy_method:
+        labels["energy_method"] = energy_method
     attachments: dict[str, Any] = {}
     if quantized is None:
         return Result(out, labels, attachments)
@@ -92,6 +96,19 @@ def quality_result(task: str, result: "TaskResult", baseline: "TaskResult", *, d
             out["nonzero_fraction"] = _m(report["nonzero_fraction"])
     out.update(comparison_metrics(task, result, baseline))
     return Result(out, labels, attachments)
+
+
+def energy_metrics(tokens: int, round_j: Sequence[float]) -> dict[str, Measurement]:
+    """``energy_j`` (median joules of a timed round) and ``tokens_per_j`` (``tokens`` per joule, each round's rate
+    kept) from the rounds' measured energies; empty where the device reports no energy (absent, never 0)."""
+    import statistics
+
+    rounds = [float(j) for j in round_j if j > 0]
+    if not rounds:
+        return {}
+    rates = tuple(tokens / j for j in rounds)
+    return {"energy_j": _m(statistics.median(rounds), rounds=tuple(rounds) if len(rounds) >= 2 else None),
+            "tokens_per_j": _m(tokens / statistics.median(rounds), rounds=rates if len(rates) >= 2 else None)}
 
 
 def comparison_metrics(task: str, result: "TaskResult", baseline: "TaskResult") -> dict[str, Measurement]:

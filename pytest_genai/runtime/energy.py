@@ -1,0 +1,145 @@
+"""Energy of measured work, where the device reports it: hardware choice needs performance per watt (MLPerf Power;
+optimum-benchmark records energy too).
+
+- NVIDIA: NVML's total-energy counter (``nvmlDeviceGetTotalEnergyConsumption``, millijoules since the driver
+  loaded, Volta and newer), read before and after each timed round: the difference is the round's energy.
+- Intel Gaudi: no cumulative counter; the board power (``hl-smi -Q power.draw``, watts, or pyhlml's
+  ``hlmlDeviceGetPowerUsage`` in milliwatts) is sampled in a thread while the round runs and integrated over time
+  (trapezoids).
+- Elsewhere (the CPU here, the dataflow kinds): no meter, and the benchmark records no energy at all: absent, never 0.
+
+Every figure is ``measured``. Readers are injectable, so the arithmetic is tested with fakes on the CPU.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+#: Seconds between power samples where power is integrated (hl-smi answers in tens of milliseconds).
+SAMPLE_INTERVAL_S = 0.05
+
+
+@dataclass
+class CounterMeter:
+    """A meter over a cumulative energy counter: ``read_j()`` returns joules since some fixed origin."""
+
+    read_j: Callable[[], float]
+    method: str
+
+    def measure(self, fn: Callable[[], Any]) -> tuple[Any, float]:
+        before = self.read_j()
+        out = fn()
+        return out, self.read_j() - before
+
+
+@dataclass
+class PowerMeter:
+    """A meter that integrates sampled power: ``read_w()`` returns watts now."""
+
+    read_w: Callable[[], float]
+    method: str
+    interval_s: float = SAMPLE_INTERVAL_S
+    clock: Callable[[], float] = field(default=time.perf_counter)
+
+    def measure(self, fn: Callable[[], Any]) -> tuple[Any, float]:
+        samples: list[tuple[float, float]] = [(self.clock(), self.read_w())]
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.wait(self.interval_s):
+                samples.append((self.clock(), self.read_w()))
+
+        thread = threading.Thread(target=sample, name="genai-power", daemon=True)
+        thread.start()
+        try:
+            out = fn()
+        finally:
+            stop.set()
+            thread.join()
+        samples.append((self.clock(), self.read_w()))
+        return out, integrate_j(samples)
+
+
+def integrate_j(samples: list[tuple[float, float]]) -> float:
+    """Joules from ``(seconds, watts)`` samples in time order: the trapezoid rule."""
+    return sum((t1 - t0) * (w0 + w1) / 2.0 for (t0, w0), (t1, w1) in zip(samples, samples[1:]))
+
+
+def nvml_meter(index: int) -> CounterMeter | None:
+    """NVML's energy counter for GPU ``index``, or None without pynvml (nvidia-ml-py) or without the counter."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)  # NotSupported before Volta
+    except Exception:  # pynvml.NVMLError and its subclasses: no counter here
+        return None
+    return CounterMeter(lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(handle) / 1000.0,
+                        "nvml_total_energy_counter")
+
+
+def hl_smi_power_reader(index: int, run: Callable[..., Any] | None = None) -> Callable[[], float]:
+    """``read_w`` for Gaudi ``index`` through ``hl-smi -i <index> -Q power.draw -f csv,noheader,nounits``."""
+    import subprocess
+
+    run = run or subprocess.run
+
+    def read_w() -> float:
+        done = run(["hl-smi", "-i", str(index), "-Q", "power.draw", "-f", "csv,noheader,nounits"],
+                   capture_output=True, text=True, timeout=10, check=True)
+        return float(done.stdout.strip().splitlines()[0].split(",")[0])
+
+    return read_w
+
+
+def hpu_meter(index: int) -> PowerMeter | None:
+    """Sampled Gaudi power (pyhlml where importable, else hl-smi), or None when neither answers."""
+    try:
+        import pyhlml
+
+        pyhlml.hlmlInit()
+        handle = pyhlml.hlmlDeviceGetHandleByIndex(index)
+        read = lambda: pyhlml.hlmlDeviceGetPowerUsage(handle) / 1000.0  # noqa: E731  (milliwatts)
+        read()
+        return PowerMeter(read, "pyhlml_power_integrated")
+    except Exception:  # not installed, or no device behind it
+        pass
+    import shutil
+
+    if shutil.which("hl-smi") is None:
+        return None
+    read = hl_smi_power_reader(index)
+    try:
+        read()
+    except Exception:
+        return None
+    return PowerMeter(read, "hl_smi_power_integrated")
+
+
+def meter_for(kind: str, index: int) -> CounterMeter | PowerMeter | None:
+    """The energy meter of a device, or None where none reports energy (then no energy is recorded)."""
+    if kind == "cuda":
+        return nvml_meter(index)
+    if kind == "hpu":
+        return hpu_meter(index)
+    return None
+
+
+def metered(fn: Callable[[], Any], meter: CounterMeter | PowerMeter | None, rounds_j: list[float]
+            ) -> Callable[[], Any]:
+    """``fn`` wrapped so that each call's energy is appended to ``rounds_j`` (``fn`` itself when ``meter`` is None).
+    ``fn`` must end with the device synchronized, so the energy is the work's, not just its launch's."""
+    if meter is None:
+        return fn
+
+    def run() -> Any:
+        out, joules = meter.measure(fn)
+        rounds_j.append(joules)
+        return out
+
+    return run
