@@ -57,7 +57,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
 )
 
 #: Metrics files shared by every experiment (not owned by one row).
-SHARED_METRICS_FILES = ("metrics_core.toml", "metrics_energy.toml")
+SHARED_METRICS_FILES = ("metrics_core.toml", "metrics_device.toml")
 
 NAMES: tuple[str, ...] = tuple(e.name for e in EXPERIMENTS)
 

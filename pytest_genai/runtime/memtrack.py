@@ -118,3 +118,27 @@ def make_tracker(budget_bytes: int | None = None) -> Any:
             return out
 
     return TensorMemoryTracker()
+
+
+def fixed_overhead_bytes(allocated: Any, warm: Any) -> int:
+    """Device memory a runtime keeps for itself once work has run: ``allocated()`` before and after ``warm()``
+    (which must free everything it made). On CUDA this is cuBLAS's and cuBLASLt's workspaces, held per handle and
+    stream by the caching allocator once a matmul ran (32 MiB by default on Hopper): counted in every peak, in no
+    model of the tensors a run needs."""
+    before = int(allocated())
+    warm()
+    return max(int(allocated()) - before, 0)
+
+
+def cuda_fixed_overhead_bytes(torch_device: Any) -> int:
+    """:func:`fixed_overhead_bytes` on a CUDA device: a small fp32 and bf16 matmul, forward and backward."""
+    import torch
+
+    def warm() -> None:
+        for dtype in (torch.float32, torch.bfloat16):
+            x = torch.randn(64, 64, device=torch_device, dtype=dtype, requires_grad=True)
+            (x @ x).sum().backward()
+            del x
+        torch.cuda.synchronize(torch_device)
+
+    return fixed_overhead_bytes(lambda: torch.cuda.memory_allocated(torch_device), warm)

@@ -107,6 +107,11 @@ def run_throughput(cfg: ThroughputConfig, kind: str, env: dict[str, int]) -> dic
     arch = get_arch(cfg.model, cfg.scale)
     impl, backend, label = attention_setup(kind, cfg.attention, supports_sdpa(arch), cfg.precision)
     device = _device(kind, env["local_rank"])
+    overhead = None
+    if kind == "cuda":  # the runtime's own workspaces, measured before the peak: part of it, in no tensor model
+        from pytest_genai.runtime.memtrack import cuda_fixed_overhead_bytes
+
+        overhead = cuda_fixed_overhead_bytes(device.torch_device)
     device.reset_peak_memory()
     rss0 = current_rss_bytes()
     ctx = Context(device_kind=kind, local_rank=env["local_rank"], precision=cfg.precision, lr=cfg.lr)
@@ -149,6 +154,7 @@ def run_throughput(cfg: ThroughputConfig, kind: str, env: dict[str, int]) -> dic
         "peak_memory_bytes": int(peak),
         "memory_measure": "live_tensor_bytes" if kind == "cpu" else "allocator_peak",
         "memory_probe_steps": probe_steps,
+        **({} if overhead is None else {"fixed_overhead_bytes": int(overhead)}),
         "rss_growth_bytes": peak_rss_bytes() - rss0,
         "setup_s": setup_s,
         "attention_impl": label,
