@@ -17,6 +17,7 @@ clears the bound (see :func:`pytest_genai.claims.check.check_value`), ``inconclu
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import random
 import statistics
@@ -221,3 +222,57 @@ def paired_drop_interval(to_wrong: int, to_right: int, n: int, level: float = LE
     p = mcnemar_exact_p(to_wrong, to_right)
     return Interval(min(corners_lo), max(corners_hi), level, n,
                     f"McNemar exact, discordant {to_wrong}/{to_right}, p={p:.2g}")
+
+
+# --- a baseline of several runs: their spread between runs --------------------------------------------------------
+
+
+def _t_pdf(x: float, df: int) -> float:
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+    return c * (1 + x * x / df) ** (-(df + 1) / 2)
+
+
+@functools.lru_cache(maxsize=64)  # one per (level, run count): the gate asks the same for every metric
+def t_quantile(p: float, df: int) -> float:
+    """The ``p`` quantile (0.5 < p < 1) of Student's t with ``df`` degrees of freedom: bisection on its CDF, the
+    density integrated by Simpson's rule (t(0.975, 4) = 2.776, t(0.975, 1) = 12.71, as the tables give)."""
+    if not 0.5 < p < 1 or df < 1:
+        raise ValueError(f"t_quantile needs 0.5 < p < 1 and df >= 1, got p={p}, df={df}")
+
+    def cdf(t: float) -> float:
+        steps = 4000
+        h = t / steps
+        total = _t_pdf(0.0, df) + _t_pdf(t, df)
+        total += sum((4 if i % 2 else 2) * _t_pdf(i * h, df) for i in range(1, steps))
+        return 0.5 + total * h / 3
+
+    lo, hi = 0.0, 1.0
+    while cdf(hi) < p:
+        lo, hi = hi, hi * 2
+    return _bisect(lambda t: cdf(t) - p, lo, hi)
+
+
+def run_spread_interval(current: Sequence[float], baseline_runs: Sequence[Sequence[float]],
+                        level: float = LEVEL) -> Interval:
+    """Prediction interval of ``median(current) / baseline`` when the baseline is ``N`` separate runs (each a list of
+    its rounds, or its one value) and the current side one more run: rounds inside one run understate the variance
+    between runs (another node, boot, thermal state), so the ratio is judged against the spread of the runs' medians.
+
+    On the log scale, with ``m_j`` the baseline runs' medians and ``s`` their sample standard deviation:
+    ``log median(current) - mean(log m_j) +- t(1 - (1 - level)/2, N - 1) * s * sqrt(1 + 1/N)``, the Student-t
+    prediction interval for one more run (the new run's own run-to-run noise is that of the baseline's runs, the
+    baseline mean's is ``s / sqrt(N)``). It needs two runs or more; two give ``t = 12.7``: wide, as it should be."""
+    runs = [_finite(r, "run_spread_interval baseline run") for r in baseline_runs]
+    cur = _finite(current, "run_spread_interval current")
+    if len(runs) < 2 or any(not r for r in runs) or not cur:
+        raise ValueError(f"run_spread_interval needs a current value and at least 2 baseline runs, got "
+                         f"{len(runs)} run(s)")
+    medians = [statistics.median(r) for r in runs]
+    if min(medians) <= 0 or statistics.median(cur) <= 0:
+        raise ValueError("run_spread_interval: the run medians must be positive")
+    logs = [math.log(m) for m in medians]
+    n = len(logs)
+    center = math.log(statistics.median(cur)) - statistics.fmean(logs)
+    half = t_quantile(1 - (1 - level) / 2, n - 1) * statistics.stdev(logs) * math.sqrt(1 + 1 / n)
+    return Interval(math.exp(center - half), math.exp(center + half), level, n,
+                    f"run-to-run prediction interval over {n} baseline runs (Student t on log run medians)")

@@ -270,7 +270,6 @@ def judge_on_rounds(mc: MetricComparison, base_rounds: Sequence[float] | None, c
         lacking = ("either run" if not (have_b or have_c) else "the current run" if have_b else "the baseline")
         why = f"point comparison: no rounds recorded in {lacking}, so noise is not judged"
         return dataclasses.replace(mc, basis=POINT, note=_join(mc.note, why))
-    from pytest_genai.claims.check import CONTENDED_SHARE, MIN_LEVEL
     from pytest_genai.claims.stats import bootstrap_ratio_interval
 
     try:
@@ -278,7 +277,48 @@ def judge_on_rounds(mc: MetricComparison, base_rounds: Sequence[float] | None, c
     except ValueError as exc:  # a non-positive baseline round: no ratio to bootstrap
         why = f"point comparison: the rounds give no ratio interval ({exc})"
         return dataclasses.replace(mc, basis=POINT, note=_join(mc.note, why))
+    return _decide(mc, interval, base_stall, cur_stall)
+
+
+def judge_on_runs(mc: MetricComparison, runs: Sequence[Sequence[float]], base_rounds: Sequence[float] | None,
+                  cur_rounds: Sequence[float] | None, base_stall: float | None = None,
+                  cur_stall: float | None = None) -> MetricComparison:
+    """``mc`` against a baseline of several runs (``runs``: each run's rounds or value): the run-to-run prediction
+    interval (:func:`pytest_genai.claims.stats.run_spread_interval`), widened to the rounds' bootstrap interval where
+    both sides kept rounds, so the spread between runs widens what one run's rounds say."""
+    if mc.status not in (REGRESSED, WORSE, BETTER, SAME) or mc.max_regression is None or mc.basis == EXACT:
+        return mc
+    from pytest_genai.claims.stats import Interval, bootstrap_ratio_interval, run_spread_interval
+
+    assert mc.current is not None
+    current = cur_rounds if cur_rounds and len(cur_rounds) >= 2 else (mc.current,)
+    try:
+        spread = run_spread_interval(_thin(current), [_thin(r) for r in runs])
+    except ValueError as exc:  # a non-positive value: no ratio
+        return dataclasses.replace(mc, basis=POINT, note=_join(mc.note, f"point comparison: the runs give no ratio "
+                                                                         f"interval ({exc})"))
+    interval, how = spread, f"baseline of {len(runs)} runs: their spread between runs sets the interval"
+    if base_rounds and cur_rounds and len(base_rounds) >= 2 and len(cur_rounds) >= 2:
+        try:
+            within = bootstrap_ratio_interval(_thin(cur_rounds), _thin(base_rounds))
+        except ValueError:
+            within = None
+        if within is not None:
+            # widening keeps the prediction interval's coverage
+            interval = Interval(min(spread.lo, within.lo), max(spread.hi, within.hi), spread.level,
+                                spread.n, f"{spread.method}, joined with the {within.method} of the newest run's rounds")
+    return _decide(mc, interval, base_stall, cur_stall, how)
+
+
+def _decide(mc: MetricComparison, interval: Any, base_stall: float | None, cur_stall: float | None,
+            how: str = "") -> MetricComparison:
+    """The interval row's verdict (:func:`.deltas.ratio_verdict`), with the claims' rules: too low a level, a value
+    on the other side of the threshold than its interval, or a contended run that could have made the decision,
+    read inconclusive."""
+    from pytest_genai.claims.check import CONTENDED_SHARE, MIN_LEVEL
+
     assert mc.direction in _DIRECTED and mc.baseline is not None and mc.current is not None
+    assert mc.max_regression is not None
     limit = mc.max_regression
     verdict = ratio_verdict(interval.lo, interval.hi, mc.direction, limit)
     point = REGRESSED if is_regression(mc.baseline, mc.current, mc.direction, limit) else UNCHANGED
@@ -299,7 +339,7 @@ def judge_on_rounds(mc: MetricComparison, base_rounds: Sequence[float] | None, c
         why = f"the interval straddles the {limit * 100:g}% threshold: noise could put the change on either side"
     status = INCONCLUSIVE if why else verdict
     return dataclasses.replace(mc, status=status, basis=INTERVAL, interval=interval.to_json(),
-                               note=_join(mc.note, why))
+                               note=_join(mc.note, how, why))
 
 
 def _join(*parts: str) -> str:
@@ -360,7 +400,12 @@ def compare_records(
         mc = dataclasses.replace(mc, basis=EXACT if deterministic else POINT, note=_join(*notes))
         scaled = [None if r is None else tuple(x * f for x in r) if f != 1.0 else r
                   for r, f in ((b_rounds, b_factor), (c_rounds, c_factor))]
-        out.append(judge_on_rounds(mc, scaled[0], scaled[1], *stalls))
+        runs = base.run_rounds.get(name)
+        if runs and len(runs) >= 2:
+            out.append(judge_on_runs(mc, [tuple(x * b_factor for x in r) for r in runs], scaled[0], scaled[1],
+                                     *stalls))
+        else:
+            out.append(judge_on_rounds(mc, scaled[0], scaled[1], *stalls))
     return tuple(out)
 
 

@@ -80,6 +80,9 @@ class Record:
     rounds: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     """Every round's value of a metric, where the run recorded two or more (``metric_rounds``; pytest-benchmark's
     ``stats.data`` for :data:`BENCH_MEDIAN_METRIC`): a generation claim's speedup is then judged on an interval."""
+    run_rounds: Mapping[str, tuple[tuple[float, ...], ...]] = field(default_factory=dict)
+    """A baseline formed from several runs (``last:5``): each run's rounds of a metric (its one value where it kept
+    none), newest run first; the gate then judges the metric against the spread between those runs."""
 
     @property
     def config_key(self) -> str:

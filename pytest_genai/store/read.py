@@ -4,10 +4,13 @@
 A query is words: filters ``key=value`` (:data:`RUN_FILTERS` on the run, :data:`BENCHMARK_FILTERS` on its
 benchmarks: only the matching benchmarks are kept) and at most one selector, ``latest`` (the newest matching run, by
 the run's time; the default) or ``best`` (every metric at the best value any matching run recorded, by the metric's
-direction). ``generation=a100 latest``, ``experiment=quant model=smollm2-135m best``, ``run=12``.
+direction), or ``last:N`` (the N newest matching runs as one baseline whose spread between runs widens the gate's
+intervals). ``generation=a100 latest``, ``experiment=quant model=smollm2-135m best``, ``run=12``,
+``generation=h100 last:5``.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -22,6 +25,8 @@ from .ingest import number_from
 BENCHMARK_FILTERS = ("generation", "kind", "device", "experiment", "model", "config")
 RUN_FILTERS = ("run", "commit", "branch", "scale", "node")
 SELECTORS = ("latest", "best")
+LAST = "last:"
+"""``last:N``: the N newest matching runs, one baseline whose spread between runs widens the gate's intervals."""
 PREFIX = "store:"
 
 
@@ -55,10 +60,17 @@ def parse_query(text: str) -> StoreQuery:
             filters.append((key, value))
         elif word.lower() in SELECTORS:
             selectors.append(word.lower())
+        elif word.lower().startswith(LAST):
+            count = word[len(LAST):]
+            if not count.isdigit() or int(count) < 1:
+                raise StoreError(f"store query {text!r}: {word!r} asks for no run; give last:N with N >= 1 runs "
+                                 "(five or more let a timing row be decided against their spread), e.g. last:5")
+            selectors.append(f"{LAST}{int(count)}")
         else:
-            raise StoreError(f"store query {text!r}: {word!r} is neither key=value nor one of {', '.join(SELECTORS)}")
+            raise StoreError(f"store query {text!r}: {word!r} is neither key=value nor one of "
+                             f"{', '.join(SELECTORS)}, last:N")
     if len(selectors) > 1:
-        raise StoreError(f"store query {text!r}: give one of {' or '.join(SELECTORS)}, not both")
+        raise StoreError(f"store query {text!r}: give one of {', '.join(SELECTORS)} or last:N, not several")
     return StoreQuery(tuple(filters), selectors[0] if selectors else "latest")
 
 
@@ -69,7 +81,7 @@ def looks_like_query(text: str) -> bool:
         return False
     if text.strip().startswith(PREFIX):
         return True
-    return all("=" in w or w.lower() in SELECTORS for w in words)
+    return all("=" in w or w.lower() in SELECTORS or w.lower().startswith(LAST) for w in words)
 
 
 def _benchmark_where(store: Store, query: StoreQuery) -> list[Any]:
@@ -164,6 +176,25 @@ def stored_run(store: Store, run_id: int, query: StoreQuery | None = None) -> Ru
     return store.read(read)
 
 
+def last_runs(store: Store, ids: Sequence[int], count: int, query: StoreQuery) -> Run:
+    """The ``count`` newest of the matching runs ``ids`` (newest first) as one baseline
+    (:func:`pytest_genai.report.baselines.combine_runs`); its label names the runs. A store holding fewer is a labelled
+    fallback: the baseline is the runs there are, and a warning says so."""
+    from pytest_genai.report.baselines import combine_runs
+
+    chosen = list(ids[:count])
+    runs = [stored_run(store, i, query) for i in chosen]
+    label = f"store runs {', '.join(map(str, chosen))} ({query.text}: {len(chosen)} run(s), newest first)"
+    combined = combine_runs(runs, label)
+    if len(chosen) < count:
+        short = (f"store query {query.text!r}: {store.shown} holds {len(chosen)} matching run(s), not {count}; the "
+                 f"baseline is run(s) {', '.join(map(str, chosen))}"
+                 + (" — one run has no spread between runs, so its rows are judged as against one run" if len(chosen) == 1
+                    else ""))
+        combined = dataclasses.replace(combined, warnings=combined.warnings + (short,))
+    return combined
+
+
 def _claim(row: Any) -> dict[str, Any]:
     return {"id": row.claim_id, "metric": row.metric, "measured": row.measured, "min": row.bound_min,
             "max": row.bound_max, "paper": row.paper, "verdict": row.verdict, "message": row.message,
@@ -240,6 +271,8 @@ def query_run(store: Store, text: str, info: Mapping[str, Any] | None = None, ex
                          "shows what it holds")
     if query.selector == "latest":
         return stored_run(store, ids[0], query)
+    if query.selector.startswith(LAST):
+        return last_runs(store, ids, int(query.selector[len(LAST):]), query)
     runs = [stored_run(store, i, query) for i in ids]
     return best_run(runs, info or {}, f"store: {query.text} (best of {len(ids)} run(s): {', '.join(map(str, ids))})")
 
