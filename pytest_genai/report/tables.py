@@ -5,6 +5,7 @@ pytest run and the ``pytest-genai`` subcommands' listings (:func:`text_table`)."
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
@@ -147,10 +148,16 @@ class Table:
     def _right(self, i: int) -> bool:
         return bool(self.numeric) and self.numeric[i]
 
+    @functools.cached_property
+    def _md_cells(self) -> list[list[str]]:
+        """Header and rows escaped for Markdown, once: widths are asked for several times while a caller fits a table
+        to :data:`MAX_ROW_CHARS` (25,000 claims escaped each cell four times)."""
+        return [[_md_escape(c) for c in row] for row in (self.headers, *self.rows)]
+
     def column_widths(self) -> list[int]:
         """Each column's width in the Markdown layout (cells escaped, at least 3)."""
-        cells = [list(self.headers)] + [list(r) for r in self.rows]
-        return [max(3, *(len(_md_escape(row[i])) for row in cells)) for i in range(len(self.headers))]
+        cells = self._md_cells
+        return [max(3, *(len(row[i]) for row in cells)) for i in range(len(self.headers))]
 
     def markdown_width(self) -> int:
         """Characters in each Markdown line of this table."""
@@ -158,8 +165,7 @@ class Table:
 
     def to_markdown(self) -> str:
         """GitHub-flavoured Markdown, columns padded so it also reads well in a terminal."""
-        cells = [list(self.headers)] + [list(r) for r in self.rows]
-        cells = [[_md_escape(c) for c in row] for row in cells]
+        cells = self._md_cells
         widths = self.column_widths()
         lines = []
         for n, row in enumerate(cells):
