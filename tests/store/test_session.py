@@ -32,6 +32,21 @@ def test_an_empty_store_option_is_a_usage_error(pytester: pytest.Pytester) -> No
     result.stderr.fnmatch_lines(["*command-line option --genai-store: an empty store URL*"])
 
 
+@pytest.mark.parametrize("where", ["option", "environment"])
+def test_a_store_url_naming_no_file_is_a_usage_error_before_any_test(pytester: pytest.Pytester, monkeypatch,
+                                                                     where: str) -> None:
+    """`GENAI_STORE="sqlite:///$UNSET"`: the session said nothing, and the run went into an in-memory database."""
+    pytester.makepyfile(TEST)
+    if where == "environment":
+        monkeypatch.setenv("GENAI_STORE", "sqlite:///")
+        result = pytester.runpytest("-p", "no:cacheprovider")
+    else:
+        result = pytester.runpytest("--genai-store", "sqlite:///:memory:", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    source = "environment variable GENAI_STORE" if where == "environment" else "command-line option --genai-store"
+    result.stderr.fnmatch_lines([f"*{source}: store sqlite:///*: names no database file*"])
+
+
 def test_without_benchmark_json_the_session_document_is_stored(pytester: pytest.Pytester) -> None:
     pytest.importorskip("sqlalchemy")
     pytester.makepyfile(TEST)
