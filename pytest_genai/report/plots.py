@@ -602,9 +602,12 @@ def pareto_plots(recs: Sequence[Record], outdir: Path, info: Mapping[str, Metric
 
 
 def trend_plot(lines: Mapping[str, Sequence[tuple[Any, float]]], bands: Sequence[tuple[str, float | None, float | None]],
-               metric: str, unit: str, path: str | Path) -> Path:
+               metric: str, unit: str, path: str | Path,
+               changes: Sequence[tuple[str, Any, float]] = ()) -> Path:
     """``pytest-genai history``'s trend: one line per label (a device generation) of (time, value) points, each
-    claim's bounds shaded (``(claim id, min, max)``; a one-sided bound is shaded to the edge of the plot)."""
+    claim's bounds shaded (``(claim id, min, max)``; a one-sided bound is shaded to the edge of the plot), and each
+    change point (``(line, time, step)``) a dashed vertical line at the run where the new level starts, its step
+    written beside it."""
     fig = _new_figure((8.0, 4.8))
     ax = fig.add_subplot()
     values = [v for pts in lines.values() for _, v in pts if _finite_number(v)]  # linear axis: 0 and below shown
@@ -624,6 +627,10 @@ def trend_plot(lines: Mapping[str, Sequence[tuple[Any, float]]], bands: Sequence
         ax.axhspan(a, b, alpha=0.12, color=f"C{(i + len(lines)) % 10}",
                    label=f"{claim} [{'' if low is None else f'{low:g}'}, {'' if high is None else f'{high:g}'}]")
     ax.set_ylim(bottom, top)
+    for i, (_line, when, step) in enumerate(changes):
+        ax.axvline(when, linestyle="--", linewidth=1.0, color="0.3", label="change point" if i == 0 else None)
+        ax.annotate(f"{step:+.1%}", xy=(when, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -3),
+                    textcoords="offset points", fontsize="x-small", rotation=90, va="top", ha="left")
     ax.set_ylabel(f"{metric} [{unit}]" if unit and unit != "1" else metric)
     ax.set_xlabel("run time (UTC)")
     title = f"{metric}: history by device generation"

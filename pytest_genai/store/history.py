@@ -1,9 +1,13 @@
 """``pytest-genai history METRIC``: one metric's values across the stored runs, as a table (md, csv or json) and a
-trend plot (one line per device generation, the bounds of the claims judged on the metric shaded)."""
+trend plot (one line per device generation, the bounds of the claims judged on the metric shaded), with the change
+points of each line (:mod:`.changes`: the run where it shifted, the step and its p-value) listed and marked on the
+plot. ``--changes`` prints only the change points and exits 1 when one of them is a step in the metric's bad
+direction (any step, for a metric without a direction), so CI can fail on it."""
 from __future__ import annotations
 
 import argparse
 import datetime
+import math
 from typing import Any, Sequence
 
 from .read import Bound, Point, StoreQuery, series
@@ -25,7 +29,22 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-plot", action="store_true", help="print the series only")
     p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
                    help="also write the printed series to FILE (atomically; repeatable)")
+    p.add_argument("--changes", action="store_true",
+                   help="print the change points only (needs apache-otava); exit 1 when one is a step in the metric's "
+                        "bad direction, 0 when there is none")
+    p.add_argument("--max-pvalue", type=_pvalue, default=None, metavar="P",
+                   help="significance a change point needs (default 0.001, Apache Otava's)")
     return p
+
+
+def _pvalue(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a p-value between 0 and 1 (e.g. 0.001)")
+    return value
 
 
 def default_plot(metric: str) -> str:
@@ -52,11 +71,7 @@ def _line_key(p: Point) -> tuple[Any, ...]:
     return (p.generation, p.benchmark, p.model, p.config_id)
 
 
-def lines(points: Sequence[Point]) -> dict[str, list[tuple[Any, float]]]:
-    """Points per line: one line per (generation, benchmark, model, config), labelled by the generation alone when
-    one benchmark matches, by generation and config when several do, and by the benchmark (and model) where two
-    lines would otherwise share a label (benchmarks of one parameter id, ``cpu``, are not one series)."""
-    several = len({(p.benchmark, p.model) for p in points}) > 1
+def _labels(points: Sequence[Point], several: bool) -> dict[tuple[Any, ...], str]:
     labels: dict[tuple[Any, ...], str] = {}
     for p in points:
         labels.setdefault(_line_key(p), line_label(p, several))
@@ -68,6 +83,25 @@ def lines(points: Sequence[Point]) -> dict[str, list[tuple[Any, float]]]:
             generation, benchmark, model, _ = key
             same_benchmark = sum(1 for k in taken[labels[key]] if k[1] == benchmark) > 1
             labels[key] = f"{generation or 'no device'} · {benchmark}" + (f" · {model}" if same_benchmark else "")
+    return labels
+
+
+def line_points(points: Sequence[Point]) -> dict[str, list[Point]]:
+    """The points of each line of :func:`lines`, by its label (oldest first), with their runs."""
+    several = len({(p.benchmark, p.model) for p in points}) > 1
+    labels = _labels(points, several)
+    out: dict[str, list[Point]] = {}
+    for p in points:
+        out.setdefault(labels[_line_key(p)], []).append(p)
+    return out
+
+
+def lines(points: Sequence[Point]) -> dict[str, list[tuple[Any, float]]]:
+    """Points per line: one line per (generation, benchmark, model, config), labelled by the generation alone when
+    one benchmark matches, by generation and config when several do, and by the benchmark (and model) where two
+    lines would otherwise share a label (benchmarks of one parameter id, ``cpu``, are not one series)."""
+    several = len({(p.benchmark, p.model) for p in points}) > 1
+    labels = _labels(points, several)
     out: dict[str, list[tuple[Any, float]]] = {}
     for p in points:
         when = _when(p.run_time)
@@ -115,7 +149,7 @@ def _history(args: argparse.Namespace) -> int:
 
     # the default plot's name from the metric's, slugged and capped: never a path ('tokens_per_s../../x' wrote above
     # the working folder), never a name too long for the file system
-    plot = None if args.no_plot else (args.plot or default_plot(args.metric))
+    plot = None if args.no_plot or (args.changes and not args.plot) else (args.plot or default_plot(args.metric))
     # neither the table nor the plot may replace the store, nor one of them the other (-o X --plot X kept one)
     store_file = [url[len("sqlite:///"):]] if is_sqlite(url) and url.startswith("sqlite:///") else []
     check_outputs(args.output, store_file, example=f"history-{file_stem(args.metric)}.{args.format}")
@@ -129,29 +163,89 @@ def _history(args: argparse.Namespace) -> int:
         raise StoreError(f"store {shown}: no value of {args.metric!r}"
                          + (" matching " + " ".join(f"{k}={v}" for k, v in filters) if filters else "")
                          + "; `pytest-genai store list` shows the runs it holds")
-    if args.format == "csv":
-        text = csv_text(COLUMNS, _rows(points))
+    changes, unavailable = _changes(args, points)
+    if args.changes:
+        emit(_changes_text(args, changes, shown, len(points)), args.output)
+    elif args.format == "csv":
+        emit(csv_text(COLUMNS, _rows(points)), args.output)
     elif args.format == "json":
-        text = json_text({"metric": args.metric, "filters": dict(filters), "points": [dict(zip(COLUMNS, r))
-                                                                                     for r in _rows(points)],
-                          "claims": [vars(b) for b in bounds]})
+        emit(json_text({"metric": args.metric, "filters": dict(filters), "points": [dict(zip(COLUMNS, r))
+                                                                                   for r in _rows(points)],
+                        "claims": [vars(b) for b in bounds],
+                        "change_points": None if unavailable else [c.to_json() for c in changes],
+                        **({"change_points_unavailable": unavailable} if unavailable else {})}), args.output)
     else:
         table = make_table(COLUMNS, [[c if c is not None else "—" for c in r] for r in _rows(points)],
                            [False] * 6 + [True, False, False, True])
         text = (f"## pytest-genai history: {args.metric}\n\nstore: {shown} · {len(points)} value(s) in "
-                f"{len({p.run_id for p in points})} run(s)\n\n" + table.to_markdown() + "\n")
-    emit(text, args.output)
-    if not args.no_plot:
+                f"{len({p.run_id for p in points})} run(s)\n\n" + table.to_markdown() + "\n\n"
+                + (f"Change points: not computed ({unavailable})." if unavailable else _changes_md(changes)) + "\n")
+        emit(text, args.output)
+    if plot is not None:
         from pytest_genai.report.plots import PlotsUnavailable, trend_plot
 
         path = plot
         unit = next((p.unit for p in points if p.unit), "")
+        marks = [(c.line, when, c.step) for c in changes if (when := _when(c.run_time)) is not None]
         try:
-            written = trend_plot(lines(points), bands(bounds, {p.generation for p in points}), args.metric, unit, path)
+            written = trend_plot(lines(points), bands(bounds, {p.generation for p in points}), args.metric, unit, path,
+                                 changes=marks)
         except PlotsUnavailable as exc:
             warn([str(exc)])
         else:
             import sys
 
             print(f"wrote {written}", file=sys.stderr)
+    if args.changes and any(c.worse is not False for c in changes):
+        return 1  # a step in the bad direction (or any step of a metric without one): CI fails on it
     return 0
+
+
+CHANGE_COLUMNS = ("line", "run", "time", "commit", "before", "after", "step", "pvalue", "worse")
+
+
+def _changes(args: argparse.Namespace, points: Sequence[Point]) -> tuple[list[Any], str | None]:
+    """The change points of every line, or ([], why) when apache-otava is missing (an error with --changes)."""
+    from pytest_genai.report.errors import ReportInputError
+    from pytest_genai.report.registry import default_metric_info
+
+    from .changes import MAX_PVALUE, ChangePointsUnavailable, find_changes
+
+    info, _ = default_metric_info()
+    direction = getattr(info.get(args.metric), "direction", None)
+    try:
+        return find_changes(line_points(points), direction, args.max_pvalue or MAX_PVALUE), None
+    except ChangePointsUnavailable as exc:
+        if args.changes:
+            raise ReportInputError(f"--changes: {exc}") from None
+        return [], str(exc)
+
+
+def _change_cells(c: Any) -> list[Any]:
+    return [c.line, c.run_id, c.run_time, (c.commit or "")[:12], c.before, c.after, c.step, c.pvalue, c.worse]
+
+
+def _changes_md(changes: Sequence[Any]) -> str:
+    from pytest_genai.report.tables import format_number, make_table
+
+    if not changes:
+        return "Change points: none (Apache Otava's e-divisive means, p <= the --max-pvalue, default 0.001)."
+    rows = [[c.line, str(c.run_id), c.run_time or "—", (c.commit or "")[:12] or "—", format_number(c.before),
+             format_number(c.after), f"{c.step:+.2%}", f"{c.pvalue:.2g}",
+             "worse" if c.worse else ("better" if c.worse is False else "—")] for c in changes]
+    table = make_table(["line", "from run", "time", "commit", "mean before", "mean after", "step", "p-value",
+                        "direction"], rows, [False, True, False, False, True, True, True, True, False])
+    return "Change points (Apache Otava's e-divisive means; each line's new level starts at the run named):\n\n" + \
+        table.to_markdown()
+
+
+def _changes_text(args: argparse.Namespace, changes: Sequence[Any], shown: str, n: int) -> str:
+    from pytest_genai.report.export import csv_text, json_text
+
+    if args.format == "csv":
+        return csv_text(CHANGE_COLUMNS, [_change_cells(c) for c in changes])
+    if args.format == "json":
+        return json_text({"metric": args.metric, "change_points": [c.to_json() for c in changes],
+                          "worse": sum(1 for c in changes if c.worse is not False)})
+    return (f"## pytest-genai history --changes: {args.metric}\n\nstore: {shown} · {n} value(s)\n\n"
+            + _changes_md(changes) + "\n")
