@@ -215,7 +215,8 @@ def one_line(text: str) -> str:
     return _LINE_BREAK.sub(" ", text)
 
 
-_MD_SPECIAL = re.compile(r"[\\`*\[\]<>#|~&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# `[` escaped is enough for no link or image to open, `<` for no HTML or autolink; `>` matters at a line's start only
+_MD_SPECIAL = re.compile(r"[\\`*\[<#|~&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 
 
 def md_inline(text: str) -> str:
@@ -225,12 +226,12 @@ def md_inline(text: str) -> str:
     return _MD_SPECIAL.sub(lambda m: "\\" + m.group(), visible(text))
 
 
-_BLOCK_START = re.compile(r"^(\s*)(?:([-+=])|(\d+)([.)]))", re.MULTILINE)
+_BLOCK_START = re.compile(r"^(\s*)(?:([-+=>])|(\d+)([.)]))", re.MULTILINE)
 
 
 def md_block_starts(text: str) -> str:
-    """Each line of ``text`` that would open a list or underline a heading (``- ``, ``+``, ``=``, ``1.``) with that mark
-    escaped: wrapped prose whose line happens to start with one stays prose."""
+    """Each line of ``text`` that would open a list or a quote or underline a heading (``- ``, ``+``, ``>``, ``=``,
+    ``1.``) with that mark escaped: wrapped prose whose line happens to start with one stays prose."""
     return _BLOCK_START.sub(lambda m: m.group(1) + ("\\" + m.group(2) if m.group(2) else m.group(3) + "\\" + m.group(4)),
                             text)
 

@@ -86,3 +86,16 @@ def test_report_on_the_terminal_carries_no_escape_sequence(tmp_path: Path, capsy
     assert report_main([_report(tmp_path, CONTROL)]) == 0
     out = capsys.readouterr()
     assert out.out.startswith("# pytest-genai report") and "\x1b" not in out.out and "\x00" not in out.out
+
+
+@pytest.mark.parametrize("mark", ["-", "+", ">", "1.", "2)", "===", "#"])
+def test_a_wrapped_line_of_prose_never_opens_a_block(mark: str) -> None:
+    """Wrapping at 120 characters can put any word of a name at a line's start: `- x` would open a list there."""
+    markdown_it = pytest.importorskip("markdown_it")
+    text = "x" * 119 + f" {mark} y " + "z" * (116 - len(mark)) + f" {mark} w"  # each mark starts a line
+    md = to_markdown([Paragraph(text)])
+    assert all(line.split()[0] != mark for line in md.splitlines()[1:] if line), md  # each escaped where it starts
+    assert len(md.splitlines()) == 3  # the mark did start the second and third lines
+    tokens = markdown_it.MarkdownIt("commonmark").parse(md)
+    assert [t.type for t in tokens] == ["paragraph_open", "inline", "paragraph_close"], md
+    assert _plain(tokens[1].children) == text
