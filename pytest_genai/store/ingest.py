@@ -41,6 +41,8 @@ class ClaimRow:
     claim: Mapping[str, Any]
     fullname: str | None
     """The benchmark (node id) that checked it, when known."""
+    position: int | None = None
+    """That benchmark's index in the run: one node id may name several benchmarks (one test run on two devices)."""
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,7 @@ def run_rows(doc: Any, source: str, command: str | None = None) -> RunRows:
     benches = tuple(BenchmarkRow(rec, _metric_rows(rec, raw)) for rec, raw in zip(run.records, doc["benchmarks"]))
     # each benchmark's own verdicts (not_applicable ones included), then the session's verdicts of tests that are
     # not benchmarks of this document (its list repeats the benchmarks' applicable ones)
-    claims = [ClaimRow(c, b.record.fullname) for b in benches for c in b.record.claims]
+    claims = [ClaimRow(c, b.record.fullname, i) for i, b in enumerate(benches) for c in b.record.claims]
     names = {b.record.fullname for b in benches}
     run_claims = genai.get("claims") if isinstance(genai.get("claims"), list) else []
     claims += [ClaimRow(c, None) for c in run_claims if isinstance(c, dict) and c.get("nodeid") not in names]

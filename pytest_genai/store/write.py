@@ -99,7 +99,10 @@ def _insert(conn: Any, store: Store, rows: RunRows) -> tuple[int, bool]:
         for c in rows.claims:
             measured, lo, hi, paper = claim_numbers(c.claim, ("measured", "min", "max", "paper"))
             interval = c.claim.get("interval")
-            claim_rows.append({"run_id": run_id, "benchmark_id": bench_ids.get(c.fullname or ""),
+            # by the benchmark's position: one node id may name two benchmarks (one test on two devices), and the
+            # first of them took the second's claims
+            bid = int(ids[c.position]) if c.position is not None else bench_ids.get(c.fullname or "")
+            claim_rows.append({"run_id": run_id, "benchmark_id": bid,
                                "claim_id": str(c.claim.get("id", "")), "metric": claim_text(c.claim, "metric"),
                                "measured": measured, "bound_min": lo, "bound_max": hi, "paper": paper,
                                "verdict": claim_text(c.claim, "verdict"), "basis": claim_text(c.claim, "basis"),
@@ -111,7 +114,11 @@ def _insert(conn: Any, store: Store, rows: RunRows) -> tuple[int, bool]:
 
 def add_document(store: Store, doc: Any, source: str, command: str | None = None) -> Added:
     """Add one parsed pytest-benchmark JSON document (a no-op when the store holds it already)."""
-    rows = run_rows(doc, source, command)
+    return add_rows(store, run_rows(doc, source, command), source)
+
+
+def add_rows(store: Store, rows: RunRows, source: str) -> Added:
+    """Add a run's rows (:func:`read_rows`, :func:`~.ingest.run_rows`): one transaction."""
     from sqlalchemy.exc import IntegrityError
 
     try:
@@ -121,15 +128,20 @@ def add_document(store: Store, doc: Any, source: str, command: str | None = None
     return Added(source, run_id, new, rows.row_count)
 
 
-def read_document(path: str | os.PathLike[str]) -> Any:
-    """The run file ``path`` as a document, validated as ``pytest-genai report`` reads it and as the store takes it
-    (an error naming the file on any problem)."""
+def read_rows(path: str | os.PathLike[str], command: str | None = None) -> RunRows:
+    """The run file ``path`` as the rows the store takes, validated as ``pytest-genai report`` reads it too (an
+    error naming the file on any problem); built once, so adding them does not build them again."""
     from pytest_genai.report.runs import load_run
 
     load_run(path)
     doc = json.loads(Path(path).read_bytes().decode("utf-8-sig"))
-    run_rows(doc, os.path.basename(path))
-    return doc
+    return run_rows(doc, os.path.basename(path), command)
+
+
+def read_document(path: str | os.PathLike[str]) -> Any:
+    """The run file ``path`` as a document, validated as :func:`read_rows` validates it."""
+    read_rows(path)
+    return json.loads(Path(path).read_bytes().decode("utf-8-sig"))
 
 
 def add_file(store: Store, path: str | os.PathLike[str], command: str | None = None,

@@ -112,3 +112,21 @@ def test_last_0_and_a_store_with_fewer_runs_are_clear_messages(store_url: str, t
     assert code == 0 and "holds 2 matching run(s), not 5; the baseline is run(s) 2, 1" in err
     assert doc["baseline"].startswith("store runs 2, 1 (")
 
+
+
+def test_one_test_name_on_two_devices_keeps_each_claim_with_its_own_benchmark(store_url: str) -> None:
+    """Two benchmarks with one node id (a test run on the CPU and on an A100 in one session): each one's claim is
+    stored under it; the first took both before."""
+    def claim(verdict: str) -> dict[str, Any]:
+        return {"id": "A1.tokens", "metric": "tokens_per_s", "measured": 1.0, "min": 1.0, "max": None,
+                "paper": None, "verdict": verdict, "message": verdict, "basis": "target", "interval": None}
+
+    benches = [bench("test_decode", "quant", {"id": "d"}, {"tokens_per_s": 10.0}, device=("cpu", "cpu"),
+                     claims=[claim("fail")]),
+               bench("test_decode", "quant", {"id": "d"}, {"tokens_per_s": 1000.0}, device=("cuda", "a100"),
+                     claims=[claim("pass")])]
+    with open_store(store_url) as store:
+        add_document(store, run_doc(benches), "two.json")
+        run = query_run(store, "latest")
+    got = {r.device.generation: [c["verdict"] for c in r.claims] for r in run.records}
+    assert got == {"cpu": ["fail"], "a100": ["pass"]}
