@@ -32,14 +32,14 @@ def _url(args: argparse.Namespace) -> str:
 
 def _add(args: argparse.Namespace) -> int:
     from .engine import open_store
-    from .write import add_file, read_document, run_files
+    from .write import add_rows, read_rows, run_files
 
     # every file read and checked before anything is written: one bad file in a folder adds none of them
-    files = [(path, read_document(path)) for path in run_files(args.runs)]
+    files = [(path, read_rows(path)) for path in run_files(args.runs)]
     added = 0
     with open_store(_url(args)) as store:
-        for path, doc in files:
-            result = add_file(store, path, doc=doc)
+        for path, rows in files:
+            result = add_rows(store, rows, path.name)
             added += result.new
             what = "added as" if result.new else "already stored as"
             print(f"{path}: {what} run {result.run_id} ({result.rows} rows)")
