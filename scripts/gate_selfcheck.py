@@ -1,0 +1,168 @@
+"""How often the noise-aware gate is fooled: false alarms on same-code pairs, detection of injected slowdowns.
+
+Each case is a pair of real measured runs of the Level 1 CPU sweep's first point at tiny scale (``L2-h64-a1-s128``:
+two decoder layers, hidden 64, sequence 128, fp32 forward; :mod:`pytest_genai.dabench.model`'s stack and step), each a
+run of ``--rounds`` rounds of ``step_time_s`` (the median step time of the round's steps) with its CPU pressure read
+from ``/proc/pressure/cpu`` (:mod:`pytest_genai.runtime.pressure`), gated by :func:`pytest_genai.report.gate.gate_runs`
+exactly as ``pytest-genai gate`` gates two run files (threshold ``step_time_s=10%``, the median round time's default).
+
+For every slowdown in ``--slowdowns`` (0 = the same code), ``--pairs`` pairs are measured: half idle, half with a CPU
+burner (one spinning process per core, DECISIONS.md's "heavy job beside it") beside one side, the baseline side in
+every other loaded pair. A slowdown is injected into the current side's measured step: after each step, a busy loop
+for that fraction of the step's own time. The table gives per condition the rows read regressed / inconclusive /
+unchanged / improved and the seconds of measurement behind each decision (both sides).
+
+    python3 scripts/gate_selfcheck.py --pairs 10 --rounds 10 --json /tmp/selfcheck.json
+
+Targets (the regression-gate issue): no false alarm on same-code pairs, idle or loaded; every 30 % slowdown regressed,
+idle or loaded; every 15 % slowdown regressed when idle (loaded: inconclusive allowed); never ``unchanged`` on a
+slowdown at or above the threshold. The exit status is 1 when a target is missed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+THRESHOLD = 0.10
+STEPS_PER_ROUND = 20
+
+
+def _burners() -> list[subprocess.Popen]:
+    n = os.cpu_count() or 2
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.wait(timeout=10)
+
+
+def _spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def measure_side(step: Any, rounds: int, slowdown: float, loaded: bool) -> tuple[list[float], dict | None, float]:
+    """``rounds`` rounds of the step's median time (s), the pressure reading over them, and the wall seconds."""
+    from pytest_genai.runtime.pressure import Window
+
+    procs = _burners() if loaded else []
+    try:
+        if procs:
+            time.sleep(0.3)  # let the burners reach the cores
+        window = Window.open()
+        start = time.perf_counter()
+        out = []
+        for _ in range(rounds):
+            times = []
+            for _ in range(STEPS_PER_ROUND):
+                t0 = time.perf_counter()
+                step()
+                took = time.perf_counter() - t0
+                if slowdown:
+                    _spin(took * slowdown)
+                times.append(time.perf_counter() - t0)
+            out.append(statistics.median(times))
+        wall = time.perf_counter() - start
+        reading = window.reading()
+    finally:
+        _stop(procs)
+    return out, reading, wall
+
+
+def run_doc(rounds: list[float], reading: dict | None, label: str) -> dict[str, Any]:
+    """A run file as ``--benchmark-json`` writes it for one genai benchmark (the contract the gate reads)."""
+    genai = {"schema": "pytest-genai/1", "experiment": "dabench", "device": {"kind": "cpu", "generation": "cpu"},
+             "model": "decoder-stack", "config": {"id": "L2-h64-a1-s128-b1-fp32-forward"},
+             "metrics": {"step_time_s": statistics.median(rounds)}, "metric_sources": {"step_time_s": "measured"},
+             "metric_units": {"step_time_s": "s"}, "metric_rounds": {"step_time_s": rounds}, "claims": [],
+             "labels": {}, "attachments": {"cpu_contention": reading} if reading else {}}
+    bench = {"name": "test_level1_cpu[L2-h64-a1-s128-b1-fp32-forward]", "fullname": label, "param": None,
+             "extra_info": {"genai": genai}, "options": {}}
+    return {"machine_info": {}, "commit_info": {}, "benchmarks": [bench], "datetime": "2026-12-03T00:00:00"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=10, help="pairs per slowdown (half of them loaded)")
+    parser.add_argument("--rounds", type=int, default=10, help="rounds per run")
+    parser.add_argument("--slowdowns", default="0,0.05,0.15,0.30", help="injected slowdowns, comma separated")
+    parser.add_argument("--json", default=None, help="also write every case here")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from pytest_genai.claims import load_metrics
+    from pytest_genai.dabench import model
+    from pytest_genai.dabench.config import DecoderConfig
+    from pytest_genai.report.gate import gate_runs
+    from pytest_genai.report.registry import metric_info_from
+    from pytest_genai.report.runs import run_from_json
+    from pytest_genai.report.thresholds import parse_thresholds
+
+    torch.set_num_threads(1)  # one core for the step, as the burner gets one per core
+    cfg = DecoderConfig(layers=2, hidden=64, heads=1, seq_len=128)
+    dev = torch.device("cpu")
+    stack = model.build_stack(cfg, dev)
+    step = model.make_step(cfg, stack, model.make_input(cfg, dev))
+    for _ in range(20):
+        step()
+    info = metric_info_from(load_metrics())
+    thresholds = parse_thresholds(f"step_time_s={THRESHOLD * 100:g}%")
+    cases = []
+    for slowdown in [float(x) for x in args.slowdowns.split(",")]:
+        for i in range(args.pairs):
+            loaded = i % 2 == 1
+            load_side = ("current" if (i // 2) % 2 == 0 else "baseline") if loaded else None
+            base = measure_side(step, args.rounds, 0.0, load_side == "baseline")
+            cur = measure_side(step, args.rounds, slowdown, load_side == "current")
+            result = gate_runs(run_from_json(run_doc(base[0], base[1], "base"), "base"),
+                               run_from_json(run_doc(cur[0], cur[1], "cur"), "cur"), info, thresholds)
+            (mc,) = [m for m in result.comparison.pairs[0].metrics if m.metric == "step_time_s"]
+            cases.append({"slowdown": slowdown, "loaded": load_side or "idle", "verdict": mc.verdict,
+                          "status": mc.status, "ratio": mc.ratio, "interval": mc.interval, "note": mc.note,
+                          "stall_base": (base[1] or {}).get("stall_share_measured"),
+                          "stall_cur": (cur[1] or {}).get("stall_share_measured"), "seconds": base[2] + cur[2]})
+            print(json.dumps(cases[-1]), file=sys.stderr)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(cases, fh, indent=1)
+    missed = []
+    print("| slowdown | machine | pairs | regressed | inconclusive | unchanged | improved | s per decision | "
+          "CPU stall share |")
+    print("| -------: | ------- | ----: | --------: | -----------: | --------: | -------: | -------------: | "
+          "--------------: |")
+    for slowdown in dict.fromkeys(c["slowdown"] for c in cases):
+        for cond in ("idle", "loaded"):
+            group = [c for c in cases if c["slowdown"] == slowdown and (c["loaded"] == "idle") == (cond == "idle")]
+            if not group:
+                continue
+            n = {v: sum(1 for c in group if c["verdict"] == v) for v in ("regressed", "inconclusive", "unchanged",
+                                                                          "improved")}
+            secs = statistics.fmean(c["seconds"] for c in group)
+            stalls = [x for c in group for x in (c["stall_base"], c["stall_cur"]) if x is not None]
+            psi = f"{min(stalls):.2f}-{max(stalls):.2f}" if stalls else "—"
+            print(f"| {slowdown:.0%} | {cond} | {len(group)} | {n['regressed']} | {n['inconclusive']} | "
+                  f"{n['unchanged']} | {n['improved']} | {secs:.2f} | {psi} |")
+            if slowdown == 0 and n["regressed"]:
+                missed.append(f"{n['regressed']} false alarm(s), {cond}")
+            if (slowdown >= 0.30 or (slowdown >= 0.15 and cond == "idle")) and n["regressed"] < len(group):
+                missed.append(f"{slowdown:.0%} slowdown not detected {len(group) - n['regressed']} time(s), {cond}")
+            if slowdown >= THRESHOLD and n["unchanged"]:
+                missed.append(f"{slowdown:.0%} slowdown read unchanged {n['unchanged']} time(s), {cond}")
+    for line in missed:
+        print(f"target missed: {line}", file=sys.stderr)
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
