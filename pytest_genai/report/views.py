@@ -66,7 +66,7 @@ def comparison_table(comparison: Comparison, *, strict: bool = False, allow_miss
                 _ARROWS.get(mc.direction, str(mc.direction)),
                 "—" if mc.max_regression is None else f"{mc.max_regression * 100:g}%",
                 mc.basis if mc.gated else "—",
-                _status(mc, strict, allow_missing) + (f" ({mc.note})" if mc.note else ""),
+                _status(mc, strict, allow_missing) + (f" ({mc.note})" if _shown_note(mc) else ""),
             ]
             rows.append(row)
     return make_table(headers, rows, numeric)
@@ -102,6 +102,11 @@ def one_sided_table(only_baseline: Sequence[Record], only_current: Sequence[Reco
              for r in only_current]
     return make_table(["benchmark", "device", "present in", "nearest counterpart differs in (baseline -> current)"],
                       rows)
+
+
+def _shown_note(mc: MetricComparison) -> bool:
+    """A row's note, except the one every two-value row has (its "judged on" cell already says ``point``)."""
+    return bool(mc.note) and not mc.note.startswith("point comparison: no rounds recorded in either run")
 
 
 def _interval_cell(mc: MetricComparison) -> str:
