@@ -136,10 +136,21 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
     if fit is not None and not fit.fits(cfg.strategy):  # the planner as a tool: do not launch what cannot fit
         pytest.skip(f"planner: {cfg.strategy} needs {estimate.total / 2**30:.1f} GiB per device, more than "
                     f"{fit.usable_bytes / 2**30:.1f} GiB usable ({fit.reason})")
+    if kind != "cpu":  # on the CPU the device check above is the host's; elsewhere each rank also builds on the host
+        from pytest_genai.runtime.memtrack import host_available_bytes
+        from pytest_genai.train.config import init_mode
+        from pytest_genai.train.planner import host_fit_problem
+
+        if why := host_fit_problem(get_arch(cfg.model, cfg.scale), init_mode(cfg, kind), launch_spec.nproc,
+                                   host_available_bytes()):
+            pytest.skip(f"planner: {why}")
     summary = benchmark.pedantic(finetune_runs.get, args=(cfg, kind, launch_spec), kwargs={"fresh": True},
                                  rounds=1, iterations=1)
     _skip_unless_node0(summary, launch_spec)
-    config = {**dataclasses.asdict(cfg), "id": cfg.id, "weights": "random", "world_size": world,
+    # init "auto" stays out of the config, so runs written before the field pair with these (the mode that ran is
+    # the "init" label)
+    config = {**{k: v for k, v in dataclasses.asdict(cfg).items() if (k, v) != ("init", "auto")},
+              "id": cfg.id, "weights": "random", "world_size": world,
               "nproc": launch_spec.nproc, "nnodes": launch_spec.nnodes, "sharded": cfg.sharded,
               "fits": None if fit is None else fit.ddp_fits}
     genai.start(config=config, model=cfg.model)

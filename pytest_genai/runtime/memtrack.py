@@ -142,3 +142,15 @@ def cuda_fixed_overhead_bytes(torch_device: Any) -> int:
         torch.cuda.synchronize(torch_device)
 
     return fixed_overhead_bytes(lambda: torch.cuda.memory_allocated(torch_device), warm)
+
+
+def host_available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
+    """The node's available RAM (``MemAvailable``), or None where it cannot be read (not Linux)."""
+    try:
+        with open(meminfo, encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None

@@ -107,3 +107,31 @@ def build_model(arch: ArchSpec, attention: str = "sdpa", *, seed: int = 0, devic
             model = model.to(device)
     model.train()
     return model
+
+
+def materialize(model: Any, device: Any, seed: int = 0) -> Any:
+    """Give a model built on the meta device (and possibly already sharded, FSDP2's meta DTensors) real storage on
+    ``device`` and initialize it there, so that no process ever holds the whole model in host memory.
+
+    Parameters: transformers' own initialization (``init_weights``, the same distributions as a normal build; the
+    values differ from an eager build's, which does not matter to throughput: the weights are random either way).
+    Buffers that are computed, not learned (the rotary embedding's ``inv_freq``), are copied from a freshly
+    constructed module of the same class, whatever the transformers version computes them with. LoRA's ``lora_B``
+    starts at zero, as peft starts it.
+    """
+    import torch
+
+    model.to_empty(device=device)
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        base.init_weights()
+        for module in base.modules():
+            if hasattr(module, "inv_freq") and hasattr(base, "config"):
+                fresh = type(module)(config=base.config)
+                for name, buf in fresh.named_buffers(recurse=False):
+                    getattr(module, name).copy_(buf.to(getattr(module, name).dtype))
+        for name, param in model.named_parameters():
+            if ".lora_B." in name:
+                param.zero_()
+    return model

@@ -18,6 +18,17 @@ from pytest_genai.train.archs import PAPER_ARCHS, SCALES
 from pytest_genai.train.lora import LoraSpec
 
 STRATEGIES = ("ddp", "fsdp", "zero2", "zero3")
+INIT_MODES = ("auto", "eager", "deferred")
+
+
+def init_mode(cfg: "ThroughputConfig", device_kind: str) -> str:
+    """How a rank builds ``cfg``'s model: ``deferred`` (already sharded, on the device) or ``eager`` (whole, in host
+    memory, then wrapped). ``auto``: deferred for FSDP and ZeRO-3 on accelerators, where models are large and each
+    rank of a node building the whole fp32 model in the node's RAM is what fails first; eager on the CPU, where the
+    ranks' tiny models are built whole as before."""
+    if cfg.init != "auto":
+        return cfg.init
+    return "deferred" if cfg.strategy in ("fsdp", "zero3") and device_kind in ("cuda", "hpu") else "eager"
 ATTENTION_MODES = ("unfused", "fused")  # the baseline first: comparisons reuse its run
 PRECISIONS = ("fp32", "amp")
 METHODS = ("full", "lora")
@@ -56,8 +67,15 @@ class ThroughputConfig:
     lr: float = 1e-3
     seed: int = 0
     lora: LoraSpec | None = None
+    #: "auto": deferred for the sharded strategies (FSDP, ZeRO-3) on accelerators, eager otherwise
+    #: (:func:`init_mode`); "deferred" builds already sharded (never the whole fp32 model in host RAM).
+    init: str = "auto"
 
     def __post_init__(self) -> None:
+        _choice(self, "init", INIT_MODES)
+        if self.init == "deferred" and self.strategy not in ("fsdp", "zero3"):
+            raise ValueError(f"ThroughputConfig.init='deferred' needs a sharded strategy (fsdp, zero3), not "
+                             f"{self.strategy!r}: DDP holds the whole model on every rank")
         if isinstance(self.lora, dict):  # from JSON
             object.__setattr__(self, "lora", LoraSpec(**self.lora))
         if self.lora is not None and not isinstance(self.lora, LoraSpec):
@@ -82,8 +100,9 @@ class ThroughputConfig:
     def id(self) -> str:
         size = self.model if self.scale == "full" else f"{self.model}@{self.scale}"
         method = "" if self.lora is None else f"-{self.lora.id}"
+        init = "" if self.init == "auto" else f"-init_{self.init}"  # auto: the ids of earlier runs stand
         return (f"{size}-random-{self.strategy}-attn_{self.attention}-{self.precision}"
-                f"-mb{self.micro_batch}-s{self.seq_len}{method}")
+                f"-mb{self.micro_batch}-s{self.seq_len}{method}{init}")
 
     @property
     def method(self) -> str:

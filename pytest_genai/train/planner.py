@@ -374,3 +374,43 @@ def min_world_size(w: Workload, strategy: str, capacity_bytes: int, usable_fract
         mid = (low + high) // 2
         low, high = (low, mid) if fits(mid) else (mid, high)
     return high
+
+
+#: Bytes per parameter of the fp32 model a rank builds in host memory before it moves it to its device.
+HOST_BUILD_BYTES = 4
+
+
+def host_bytes_per_rank(arch: ArchSpec, init: str) -> int:
+    """Host memory one rank needs to build the model: the whole fp32 model (``eager``: built on the host, then
+    moved), or one unit at a time (``deferred``: FSDP materializes its shard on the device, ZeRO-3 partitions each
+    parameter as it is created; the largest unit bounds what is ever whole)."""
+    if init == "eager":
+        return arch.param_count() * HOST_BUILD_BYTES
+    if init == "deferred":
+        return _largest_unit_params(arch) * HOST_BUILD_BYTES
+    raise ValueError(f"init={init!r} is unknown; use 'eager' or 'deferred'")
+
+
+def host_fit_problem(arch: ArchSpec, init: str, ranks_per_node: int, host_available_bytes: int | None,
+                     usable_fraction: float = 0.9) -> str | None:
+    """Why the node's ranks cannot build the model in its RAM (a skip reason), or None (None when RAM is unknown)."""
+    if host_available_bytes is None:
+        return None
+    need = ranks_per_node * host_bytes_per_rank(arch, init)
+    usable = int(host_available_bytes * usable_fraction)
+    if need <= usable:
+        return None
+    hint = "a sharded strategy (fsdp, zero3) builds deferred" if init == "eager" else "fewer ranks per node"
+    return (f"host memory: {ranks_per_node} ranks x {host_bytes_per_rank(arch, init) / 2**30:.1f} GiB to build "
+            f"{arch.id} ({init}) > {usable / 2**30:.1f} GiB usable of the node's available RAM; {hint}")
+
+
+#: Seconds a job may take per billion parameters beyond the base timeout: building, initializing and moving a
+#: large model, and compiling its graphs on Gaudi, take minutes before the first step.
+TIMEOUT_S_PER_BILLION_PARAMS = 15.0
+
+
+def job_timeout_s(base_s: float, arch: ArchSpec) -> float:
+    """The job's timeout: ``base_s`` (``--genai-timeout``) plus :data:`TIMEOUT_S_PER_BILLION_PARAMS` per billion
+    parameters (a 70B model: +17.5 min), so a full-size job is not killed while it is still starting."""
+    return float(base_s) + TIMEOUT_S_PER_BILLION_PARAMS * arch.param_count() / 1e9

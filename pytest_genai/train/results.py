@@ -93,8 +93,9 @@ def throughput_result(summary: RunSummary, cfg: ThroughputConfig, device: Device
         if extra.get(key):
             labels[key] = extra[key]
     labels["base_dtype"] = extra.get("base_dtype", "float32")
-    if extra.get("hpu_mode"):  # the Gaudi execution mode the ranks really ran in
-        labels["hpu_mode"] = extra["hpu_mode"]
+    for key in ("hpu_mode", "init"):  # the Gaudi execution mode and the model build the ranks really ran
+        if extra.get(key):
+            labels[key] = extra[key]
     out: dict[str, Any] = {}
     if cfg.lora is not None:
         labels["adapter_dtype"] = extra.get("adapter_dtype") or ""

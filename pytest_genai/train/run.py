@@ -88,6 +88,13 @@ def launch_config(cfg: ThroughputConfig | WikitextConfig, device_kind: str, spec
     The result is None on the nodes of a multi-node job other than node 0. A missing optional package (DeepSpeed
     for ZeRO, optimum-habana on hpu) raises :class:`MissingRequirement` here, before any rank starts."""
     check_requirements(cfg, device_kind)
+    if isinstance(cfg, ThroughputConfig):  # a full-size model takes minutes to build before its first step
+        import dataclasses
+
+        from pytest_genai.train.archs import get_arch
+        from pytest_genai.train.planner import job_timeout_s
+
+        spec = dataclasses.replace(spec, timeout_s=job_timeout_s(spec.timeout_s, get_arch(cfg.model, cfg.scale)))
     if device_kind == "hpu":  # the bridge reads the mode at import: it must be in the ranks' environment
         from pytest_genai.runtime.hpu_mode import mode_env
         from pytest_genai.train.gaudi import hpu_mode_for

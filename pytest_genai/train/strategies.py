@@ -153,24 +153,33 @@ class DeepSpeedTrainer(Trainer):
         self.engine = engine
         self.name = f"zero{stage}"
 
-    @classmethod
-    def wrap(cls, model: Any, ctx: Context, stage: int, micro_batch: int) -> "DeepSpeedTrainer":
-        import deepspeed
+    @staticmethod
+    def config(hidden: int | None, stage: int, micro_batch: int, ctx: Context) -> dict[str, Any]:
+        """DeepSpeed's config; ``hidden=None`` (a model not built yet) keeps DeepSpeed's own bucket sizes."""
         import deepspeed.ops
 
         if ctx.device_kind == "cpu":
             deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
-        config = {
+        return {
             "train_micro_batch_size_per_gpu": micro_batch,
             "gradient_accumulation_steps": 1,
-            "zero_optimization": {"stage": stage, **zero_buckets(model.config.hidden_size, stage)},
+            "zero_optimization": {"stage": stage, **({} if hidden is None else zero_buckets(hidden, stage))},
             "steps_per_print": 2**31 - 1,
             "wall_clock_breakdown": False,
         }
-        model = model.to(ctx.torch_device)
+
+    @classmethod
+    def start(cls, model: Any, ctx: Context, stage: int, config: dict[str, Any]) -> "DeepSpeedTrainer":
+        import deepspeed
+
         engine, _, _, _ = deepspeed.initialize(model=model, optimizer=_optimizer(model.parameters(), ctx.lr),
                                                config=config)
         return cls(ctx, engine, stage)
+
+    @classmethod
+    def wrap(cls, model: Any, ctx: Context, stage: int, micro_batch: int) -> "DeepSpeedTrainer":
+        config = cls.config(model.config.hidden_size, stage, micro_batch, ctx)
+        return cls.start(model.to(ctx.torch_device), ctx, stage, config)
 
     def step(self, input_ids):
         with self.ctx.autocast():
@@ -184,6 +193,44 @@ class DeepSpeedTrainer(Trainer):
 
         with torch.no_grad(), self.ctx.autocast():
             return self.engine(input_ids=input_ids, labels=input_ids).loss.detach()
+
+
+#: Strategies whose units can be built already sharded: FSDP (meta device, ``fully_shard``, then each rank's shard
+#: materialized on its device) and ZeRO-3 (``deepspeed.zero.Init`` partitions every parameter as it is created).
+DEFERRED_STRATEGIES = ("fsdp", "zero3")
+
+
+def build_and_wrap(strategy: str, build: Any, ctx: Context, micro_batch: int, *, deferred: bool,
+                   seed: int = 0, hidden: int | None = None) -> tuple[Trainer, Any]:
+    """``(trainer, model)``. ``build(device)`` makes the (possibly LoRA-wrapped) model, ``device=None`` on the host or
+    ``"meta"`` without storage. ``deferred``: the sharded strategies build without ever holding the whole fp32
+    model in host memory (a 70B model is 280 GB per rank in fp32); the others build it whole, then wrap."""
+    if not deferred:
+        model = build(None)
+        return wrap(strategy, model, ctx, micro_batch), model
+    if strategy == "fsdp":
+        from torch.distributed.fsdp import fully_shard
+
+        from pytest_genai.train.build import materialize
+
+        model = build("meta")
+        for layer in decoder_layers(model):
+            fully_shard(layer)
+        fully_shard(model)
+        materialize(model, ctx.torch_device, seed)
+        return FSDPTrainer(ctx, model, _optimizer(model.parameters(), ctx.lr)), model
+    if strategy == "zero3":
+        import deepspeed
+
+        config = DeepSpeedTrainer.config(hidden, 3, micro_batch, ctx)
+        # each parameter is partitioned as its module is created; transformers' init_weights does not reach the
+        # partitioned tensors, so they keep torch's default initialization: random weights either way (throughput
+        # does not depend on their values), of another distribution than an eager build's
+        with deepspeed.zero.Init(config_dict_or_path=config, remote_device="cpu" if ctx.device_kind == "cpu"
+                                 else None):
+            model = build(None)
+        return DeepSpeedTrainer.start(model, ctx, 3, config), model
+    raise ValueError(f"strategy={strategy!r} cannot build deferred; use one of {DEFERRED_STRATEGIES}")
 
 
 def wrap(strategy: str, model: Any, ctx: Context, micro_batch: int) -> Trainer:

@@ -102,7 +102,8 @@ def run_throughput(cfg: ThroughputConfig, kind: str, env: dict[str, int]) -> dic
 
     from pytest_genai.train.archs import get_arch
     from pytest_genai.train.build import build_model, supports_sdpa
-    from pytest_genai.train.strategies import Context, wrap
+    from pytest_genai.train.config import init_mode
+    from pytest_genai.train.strategies import Context, build_and_wrap
 
     arch = get_arch(cfg.model, cfg.scale)
     impl, backend, label = attention_setup(kind, cfg.attention, supports_sdpa(arch), cfg.precision)
@@ -131,18 +132,28 @@ def run_throughput(cfg: ThroughputConfig, kind: str, env: dict[str, int]) -> dic
     # the second step, when the optimizer states exist. CUDA's allocator keeps its own statistics.
     probe_steps = min(MEMORY_PROBE_STEPS, cfg.warmup)
     tracker = make_tracker() if kind == "cpu" else contextlib.nullcontext()
-    with tracker:
-        model = build_model(arch, impl, seed=cfg.seed)
-        dtypes = {"base_dtype": "float32", "adapter_dtype": None}
-        if cfg.lora is not None:  # base frozen (bf16 on accelerators, fp32 on the CPU), adapters trainable
-            from pytest_genai.train.lora import adapter_dtype_for, apply_lora, base_dtype_for
+    dtypes = {"base_dtype": "float32", "adapter_dtype": None}
+    if cfg.lora is not None:  # base frozen (bf16 on accelerators, fp32 on the CPU), adapters trainable
+        from pytest_genai.train.lora import adapter_dtype_for, base_dtype_for
 
-            dtypes = {"base_dtype": base_dtype_for(kind), "adapter_dtype": adapter_dtype_for(kind)}
+        dtypes = {"base_dtype": base_dtype_for(kind), "adapter_dtype": adapter_dtype_for(kind)}
+
+    def build(where: str | None) -> Any:
+        model = build_model(arch, impl, seed=cfg.seed, device=where)
+        if cfg.lora is not None:
+            from pytest_genai.train.lora import apply_lora
+
             model = apply_lora(model, cfg.lora, **dtypes)
-        trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+        return model
+
+    init = init_mode(cfg, kind)
+    with tracker:
         t0 = time.perf_counter()
-        trainer = wrap(cfg.strategy, model, ctx, cfg.micro_batch)
+        trainer, model = build_and_wrap(cfg.strategy, build, ctx, cfg.micro_batch, deferred=init == "deferred",
+                                        seed=cfg.seed, hidden=arch.hidden)
         setup_s = time.perf_counter() - t0
+        # ZeRO-3 partitions each parameter (numel 0 on the rank after partitioning); ds_numel is its full size
+        trainable = sum(getattr(p, "ds_numel", p.numel()) for p in model.parameters() if p.requires_grad)
         with sdpa():
             probe_s, probe_losses = _timed_steps(trainer, device, batches[:probe_steps])
     with sdpa():
@@ -154,6 +165,7 @@ def run_throughput(cfg: ThroughputConfig, kind: str, env: dict[str, int]) -> dic
         "peak_memory_bytes": int(peak),
         "memory_measure": "live_tensor_bytes" if kind == "cpu" else "allocator_peak",
         "memory_probe_steps": probe_steps,
+        "init": init,
         **({} if overhead is None else {"fixed_overhead_bytes": int(overhead)}),
         "rss_growth_bytes": peak_rss_bytes() - rss0,
         "setup_s": setup_s,
