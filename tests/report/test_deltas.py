@@ -106,3 +106,22 @@ def test_roofline_ridge_and_roof() -> None:
     assert xs[1] == pytest.approx(295.35, rel=1e-4) and ys[1] == pytest.approx(989.4)
     with pytest.raises(ValueError, match="positive"):
         ridge_point(0.0, 1.0)
+
+
+@given(lo=st.floats(0.01, 10.0), width=st.floats(0.0, 5.0), limit=st.floats(0.0, 0.5),
+       direction=st.sampled_from(["higher", "lower"]))
+def test_an_interval_verdict_never_clears_a_ratio_past_the_threshold(lo, width, limit, direction) -> None:
+    """ratio_verdict: 'unchanged' or 'improved' only when every ratio of the interval is within the threshold on the
+    bad side, 'regressed' only when every one is past it; a point interval agrees with is_regression."""
+    from pytest_genai.report.deltas import ratio_verdict
+
+    hi = lo + width
+    verdict = ratio_verdict(lo, hi, direction, limit)
+    worst = hi if direction == "lower" else lo
+    best = lo if direction == "lower" else hi
+    if verdict in ("unchanged", "improved"):
+        assert not is_regression(1.0, worst, direction, limit)
+    if verdict == "regressed":
+        assert is_regression(1.0, best, direction, limit)
+    if width == 0.0:
+        assert (ratio_verdict(lo, lo, direction, limit) == "regressed") == is_regression(1.0, lo, direction, limit)
