@@ -75,33 +75,32 @@ int64_t genai_scan_f32(const float *restrict w, int64_t n, float lo, float hi, i
     return inside;
 }
 #elif defined(__AVX2__)
-/* PACK[m]: the lanes of m's set bits in order, one per 4-bit field from the lowest (unused fields 0). Filled when the
- * library loads (a constructor runs once, before any thread can call in). */
-static uint32_t PACK[256];
+/* PACK[m]: the lanes of m's set bits in order, then zeros: one 32-byte row per 8-bit mask (8 KiB, stays in L1),
+ * loaded as the permutation itself. Filled when the library loads (a constructor runs once, before any thread can
+ * call in). */
+static int32_t PACK[256][8] __attribute__((aligned(32)));
 enum { PREFETCH_AHEAD = 768 };  /* floats */
 
 __attribute__((constructor)) static void genai_scan_pack_table(void) {
     for (int m = 0; m < 256; m++) {
-        uint32_t v = 0;
         int k = 0;
         for (int j = 0; j < 8; j++)
-            if ((m >> j) & 1) v |= (uint32_t)j << (4 * k++);
-        PACK[m] = v;
+            if ((m >> j) & 1) PACK[m][k++] = j;
+        while (k < 8) PACK[m][k++] = 0;
     }
 }
 
-/* 8 weights: |w| into the sum, the > hi count into the per-lane counter (a true compare is all ones: -1), the
- * bracket lanes packed to the front and stored at out + inside while 8 more fit (no data-dependent branch, as in the
- * AVX-512 loop), else one by one. */
+/* 8 weights: |w| into the sum, the > hi count into the per-lane counter (a true compare is all ones: -1); in the
+ * bracket is >= lo and not > hi (NaN: neither); the bracket lanes packed to the front and stored at out + inside
+ * while 8 more fit (no data-dependent branch, as in the AVX-512 loop), else one by one. */
 #define GENAI_SCAN_AVX2_STEP(x, s, gacc)                                                                          \
     do {                                                                                                          \
         s = _mm256_add_ps(s, x);                                                                                  \
-        gacc = _mm256_sub_epi32(gacc, _mm256_castps_si256(_mm256_cmp_ps(x, vhi, _CMP_GT_OQ)));                    \
-        const int in = _mm256_movemask_ps(_mm256_and_ps(_mm256_cmp_ps(x, vlo, _CMP_GE_OQ),                        \
-                                                        _mm256_cmp_ps(x, vhi, _CMP_LE_OQ)));                      \
+        const __m256 gt = _mm256_cmp_ps(x, vhi, _CMP_GT_OQ);                                                      \
+        gacc = _mm256_sub_epi32(gacc, _mm256_castps_si256(gt));                                                   \
+        const int in = _mm256_movemask_ps(_mm256_andnot_ps(gt, _mm256_cmp_ps(x, vlo, _CMP_GE_OQ)));               \
         if (keep && inside + 8 <= cap) {                                                                          \
-            const __m256i idx = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)PACK[in]), shifts),     \
-                                                 _mm256_set1_epi32(7));                                           \
+            const __m256i idx = _mm256_load_si256((const __m256i *)PACK[in]);                                     \
             _mm256_storeu_ps(out + inside, _mm256_permutevar8x32_ps(x, idx));                                     \
         } else if (keep && in) {                                                                                  \
             float lanes[8];                                                                                       \
@@ -122,7 +121,6 @@ int64_t genai_scan_f32(const float *restrict w, int64_t n, float lo, float hi, i
     double total = 0.0;
     const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
     int64_t a = 0;
     for (; a + BLOCK <= n; a += BLOCK) {
         /* two sums and two counters, one per half of 16 weights: the adds' latency overlaps (and the 16 lane sums
