@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def devices_main(argv: list[str]) -> int:
     from pytest_genai.devices import detect_all
-    from pytest_genai.report.tables import text_table
+    from pytest_genai.tables import text_table
 
     parser = argparse.ArgumentParser(prog="pytest-genai devices", description=SUBCOMMANDS["devices"][1])
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -91,7 +91,7 @@ def claims_main(argv: list[str]) -> int:
     from pathlib import Path
 
     from pytest_genai.claims import ClaimsError, load_claims
-    from pytest_genai.report.tables import text_table
+    from pytest_genai.tables import text_table
 
     parser = argparse.ArgumentParser(prog="pytest-genai claims", description=SUBCOMMANDS["claims"][1])
     parser.add_argument("--paper", help="only this paper's claims (A or B)")

@@ -1,10 +1,10 @@
 """The terminal summary's closing tables: claim verdicts and each benchmark's main metric (rendered by
-:func:`pytest_genai.report.tables.text_table`)."""
+:func:`pytest_genai.tables.text_table`)."""
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from pytest_genai.report.tables import text_table
+from pytest_genai.tables import text_table
 
 
 def _bound(v: dict[str, Any]) -> str:

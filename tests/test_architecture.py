@@ -36,9 +36,10 @@ def module_name(path: Path, root: Path = PACKAGE) -> str:
     return ".".join(parts)
 
 
-def imported_modules(source: str, module: str, is_package: bool = False) -> set[str]:
+def imported_modules(source: str, module: str, is_package: bool = False, strings: bool = True) -> set[str]:
     """Every ``pytest_genai`` module ``source`` names: imports anywhere in the file (relative ones resolved
-    against ``module``), ``importlib.import_module`` literals, and string constants that are module names."""
+    against ``module``), ``importlib.import_module`` literals, and (``strings``) string constants that are module
+    names."""
     tree = ast.parse(source)
     package = module if is_package else module.rpartition(".")[0]
     found: set[str] = set()
@@ -54,7 +55,8 @@ def imported_modules(source: str, module: str, is_package: bool = False) -> set[
                 target = node.module or ""
             found.add(target)
             found.update(f"{target}.{alias.name}" for alias in node.names)  # `from pkg import submodule`
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _MODULE_STRING.fullmatch(node.value):
+        elif (strings and isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and _MODULE_STRING.fullmatch(node.value)):
             found.add(node.value.partition(":")[0])
     return {m for m in found if m == "pytest_genai" or m.startswith("pytest_genai.")}
 
@@ -119,3 +121,72 @@ def test_every_experiment_package_exists():
 ])
 def test_the_walk_sees_every_kind_of_import(module, source, bad):
     assert bool(violations({module: (source, False)})) is bad
+
+
+def import_graph(modules: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (anywhere in the file, lazy imports too). Edges into a package's
+    ``__init__`` are left out: an ``__init__`` is the package's re-export face, and ``from pkg import module`` names
+    the module itself. So are module names in strings: a ``python -m`` worker runs in another process."""
+    packages = {name for name, (_, is_package) in modules.items() if is_package}
+    graph: dict[str, set[str]] = {}
+    for name, (source, is_package) in modules.items():
+        targets = {t for t in imported_modules(source, name, is_package, strings=False)
+                   if t in modules and t not in packages}
+        graph[name] = targets - {name}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_loop_among_the_packages_modules():
+    """Two modules that import each other (even lazily) share machinery that belongs in a third both import."""
+    cycles = import_cycles(import_graph(_package_modules()))
+    assert not cycles, "import loops: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_loop_finder_finds_a_lazy_loop():
+    modules = {"pytest_genai.a": ("def f():\n    from pytest_genai import b\n", False),
+               "pytest_genai.b": ("from pytest_genai.a import f\n", False),
+               "pytest_genai.c": ("import pytest_genai.a\n", False)}
+    assert import_cycles(import_graph(modules)) == [["pytest_genai.a", "pytest_genai.b"]]
+
+
+def test_no_experiment_renders_through_the_report_layer():
+    """Experiments and the core render tables with ``pytest_genai.tables`` (below both); ``report`` is the top floor."""
+    found = [f"{name} imports {target}" for name, (source, is_package) in sorted(_package_modules().items())
+             if family(name) in EXPERIMENTS | {"runtime", "devices", "claims"}
+             for target in sorted(imported_modules(source, name, is_package)) if family(target) == "report"]
+    assert not found, "\n".join(found)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .tree import set_module  # noqa: F401  (re-exported: callers put modules back through apply)
+
 MODES = ("fake", "real")
 BACKENDS = ("native", "torchao", "inc", "fp8_w8a8")
 SPARSE = (None, "bitmask")
@@ -25,15 +27,6 @@ class QuantInfo:
     backend_formats: dict  # {module: backend that quantized it}
     compute_paths: dict = field(default_factory=dict)  # {module: what its forward runs}, e.g. fp8_w8a8_scaled_mm
     sparse: str | None = None  # "bitmask": prune-then-quantize codes stored as bitmask + nonzero codes
-
-
-def set_module(model, name: str, module) -> None:
-    """Put ``module`` at the dotted path ``name`` of ``model`` (``"model.layers.0.mlp.up_proj"``)."""
-    if "." in name:
-        parent_name, child = name.rsplit(".", 1)
-        setattr(model.get_submodule(parent_name), child, module)
-    else:
-        setattr(model, name, module)
 
 
 def resolve_modules(model, plan) -> dict:

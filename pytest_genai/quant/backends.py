@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 
-from .apply import set_module
+from .tree import set_module
 
 
 class BackendUnavailable(RuntimeError):

@@ -33,7 +33,7 @@ from .deltas import speedup
 from .matching import nearest_difference
 from .registry import SPEEDUP_METRIC, THROUGHPUT_METRICS, MetricInfo
 from .runs import BENCH_MEDIAN_METRIC, Record, Run
-from .tables import format_number
+from pytest_genai.tables import format_number
 from .thresholds import Thresholds
 
 CLAIM_CHECKED = "see claim"

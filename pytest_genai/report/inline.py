@@ -27,7 +27,7 @@ from .errors import ReportInputError
 from .matching import check_unique, match_records
 from .registry import MetricInfo, default_metric_info
 from .runs import BENCH_STATS_FIELDS, Record, load_run, records_from_benchmarks
-from .tables import format_change, format_number, make_table
+from pytest_genai.tables import format_change, format_number, make_table
 from .thresholds import ThresholdError, parse_thresholds
 
 

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from .matching import match_records
 from .runs import Record, Run
-from .tables import Table, format_number, modeled_mark
+from pytest_genai.tables import Table, format_number, modeled_mark
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from .pareto import pareto_front
 from .registry import THROUGHPUT_METRICS, MetricInfo, default_metric_info
 from .roofline import ceiling_polyline
 from .runs import Record, records_from_benchmarks
-from .tables import format_number, format_value, shorten_unique
+from pytest_genai.tables import format_number, format_value, shorten_unique
 from .views import distinguishing_keys, value_key
 
 CATEGORY_PARAMS = ("strategy", "parallelism", "dtype", "precision", "mode", "attention", "flash_attention")

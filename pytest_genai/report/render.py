@@ -16,7 +16,7 @@ from pytest_genai.experiments import label as experiment_label
 
 from .registry import MetricInfo
 from .runs import Run
-from .tables import Table, md_block_starts, md_inline, one_line, visible
+from pytest_genai.tables import Table, md_block_starts, md_inline, one_line, visible
 from .views import BASIS_NOTE, claims_tables, experiment_tables
 
 

@@ -14,7 +14,7 @@ from .gate import GateResult, GenerationCheck
 from .matching import nearest_difference
 from .registry import MetricInfo
 from .runs import Record
-from .tables import (MAX_ROW_CHARS, Table, distinct_parts, format_change, format_number, format_value, make_table,
+from pytest_genai.tables import (MAX_ROW_CHARS, Table, distinct_parts, format_change, format_number, format_value, make_table,
                      modeled_mark, shorten, shorten_unique)
 
 MAX_LABEL_CHARS = 24

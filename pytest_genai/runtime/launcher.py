@@ -32,10 +32,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_genai.runtime.processes import (TAIL_LINES, TOKEN_ENV, SigtermAsInterrupt, alive, die_with_parent,  # noqa: F401
+                                            is_launch_process, job_processes, kill_job, rank_logs, signal_all,
+                                            start_watchdog, stop_watchdog, stop_watchdog_if_done, tail,
+                                            token_processes)
 from pytest_genai.runtime.rank import RESULT_ON_ANOTHER_NODE
-
-TOKEN_ENV = "PYTEST_GENAI_LAUNCH_TOKEN"
-TAIL_LINES = 30
 
 
 class LaunchError(RuntimeError):
@@ -133,193 +134,6 @@ def torchrun_command(spec: LaunchSpec, log_dir: Path, worker: Sequence[str], run
     return cmd + list(worker)
 
 
-def _proc_env_has(pid: int, needle: bytes) -> bool:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            return needle in fh.read()
-    except OSError:
-        return False
-
-
-def _children(pid: int) -> list[int]:
-    kids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as fh:
-                    fields = fh.read().rsplit(b")", 1)[1].split()
-                if int(fields[1]) == pid:
-                    kids.append(int(entry))
-            except (OSError, IndexError, ValueError):
-                continue
-    return kids
-
-
-def job_processes(root_pid: int, token: str) -> list[int]:
-    """Every process of one launch: descendants of torchrun, plus any process carrying the launch token.
-
-    Descendants only while ``root_pid`` is still this launch's torchrun (it carries the token): once torchrun is
-    reaped its pid can name an unrelated process, whose children must not be killed with the job."""
-    found: list[int] = []
-    stack = [root_pid] if is_launch_process(root_pid, token) else []
-    while stack:
-        pid = stack.pop()
-        for kid in _children(pid):
-            if kid not in found:
-                found.append(kid)
-                stack.append(kid)
-    found += [pid for pid in token_processes(token) if pid != root_pid and pid not in found]
-    return found
-
-
-def is_launch_process(pid: int, token: str) -> bool:
-    """Whether ``pid`` still carries this launch's token (not a recycled pid)."""
-    return os.path.isdir("/proc") and _proc_env_has(pid, f"{TOKEN_ENV}={token}".encode())
-
-
-def token_processes(token: str) -> list[int]:
-    """Every process (but this one) whose environment carries the launch ``token``."""
-    if not os.path.isdir("/proc"):
-        return []
-    needle = f"{TOKEN_ENV}={token}".encode()
-    me = os.getpid()
-    return [int(entry) for entry in os.listdir("/proc")
-            if entry.isdigit() and int(entry) != me and _proc_env_has(int(entry), needle)]
-
-
-def _signal_all(pids: Sequence[int], sig: int) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            state = fh.read().rsplit(b")", 1)[1].split()[0]
-        return state not in (b"Z", b"X")
-    except (OSError, IndexError):
-        return False
-
-
-def kill_job(proc: subprocess.Popen, token: str, grace_s: float = 3.0) -> None:
-    """SIGTERM torchrun and every worker, then SIGKILL whatever is left after ``grace_s``."""
-    pids = job_processes(proc.pid, token)
-    _signal_all(([proc.pid] if proc.poll() is None else []) + pids, signal.SIGTERM)  # a reaped pid is not ours
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None and not any(_alive(p) for p in pids):
-            break
-        time.sleep(0.05)
-    leftovers = [p for p in [*pids, *job_processes(proc.pid, token)] if _alive(p)]
-    if proc.poll() is None:
-        leftovers.append(proc.pid)
-    _signal_all(leftovers, signal.SIGKILL)
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
-        pass
-
-
-def _die_with_parent() -> Callable[[], None]:
-    """A ``preexec_fn``: in the child, SIGKILL it when the thread that started it dies (Linux prctl
-    PR_SET_PDEATHSIG), and exit at once if the parent died before that took effect. libc's ``prctl`` is looked up
-    here, in the parent: the child between fork and exec must not import or dlopen (another pytest thread may hold
-    the import lock or the loader's)."""
-    prctl = None
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        try:
-            prctl = ctypes.CDLL(None, use_errno=True).prctl
-        except (OSError, AttributeError):
-            prctl = None
-    parent = os.getpid()
-
-    def child() -> None:  # pragma: no cover - runs in the child between fork and exec
-        if prctl is not None:
-            prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
-            if os.getppid() != parent:
-                os._exit(1)
-
-    return child
-
-
-class _SigtermAsInterrupt:
-    """While a job runs in the main thread, SIGTERM raises KeyboardInterrupt (so the job is killed, then pytest
-    stops as after Ctrl-C) instead of ending the process with the job still running."""
-
-    def __enter__(self) -> "_SigtermAsInterrupt":
-        import threading
-
-        self.previous = None
-        if threading.current_thread() is threading.main_thread():
-            def handler(signum: int, frame: object) -> None:
-                raise KeyboardInterrupt(f"signal {signum} (SIGTERM) while a distributed job ran; it was killed")
-
-            self.previous = signal.signal(signal.SIGTERM, handler)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGTERM, self.previous)
-
-
-def _start_watchdog(root: int, token: str, env: Mapping[str, str], remove: str | None = None
-                    ) -> subprocess.Popen | None:
-    try:
-        return subprocess.Popen([sys.executable, "-m", "pytest_genai.runtime.watchdog", str(os.getpid()), str(root),
-                                 token, *([remove] if remove else [])], env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
-    except OSError:  # pragma: no cover - the job still runs; only the SIGKILL safety net is missing
-        return None
-
-
-def _stop_watchdog(watchdog: subprocess.Popen | None) -> None:
-    if watchdog is not None and watchdog.poll() is None:
-        watchdog.kill()
-        watchdog.wait()
-
-
-def _stop_watchdog_if_done(watchdog: subprocess.Popen | None, proc: subprocess.Popen, token: str) -> None:
-    """Stop the watchdog once the job is gone; while any of it lives (a second signal cut ``kill_job`` short) the
-    watchdog stays, and kills it when pytest exits."""
-    if proc.poll() is not None and not any(_alive(p) for p in job_processes(proc.pid, token)):
-        _stop_watchdog(watchdog)
-
-
-TAIL_BYTES = 64 * 1024
-
-
-def _tail(path: Path, lines: int = TAIL_LINES, max_bytes: int = TAIL_BYTES) -> str:
-    """The last ``lines`` lines of a log, read from its last ``max_bytes`` only (a rank's log can be gigabytes, e.g.
-    with NCCL_DEBUG=INFO: reading it whole to show 30 lines could take pytest's memory with it)."""
-    try:
-        with open(path, "rb") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, size - max_bytes))
-            data = fh.read(max_bytes)
-    except OSError as exc:
-        return f"(unreadable: {exc})"
-    if size > max_bytes:  # the first line read is a partial one
-        data = data.split(b"\n", 1)[1] if b"\n" in data else data
-    return "\n".join(data.decode("utf-8", errors="replace").splitlines()[-lines:])
-
-
-def rank_logs(log_dir: Path) -> dict[str, str]:
-    """Tail of every log under ``log_dir``: torchrun's own and each rank's stdout/stderr (``<rank>/stderr.log``)."""
-    logs: dict[str, str] = {}
-    for path in sorted(log_dir.rglob("*.log")):
-        rel = path.relative_to(log_dir)
-        parts = rel.parts
-        # torchrun layout: <run_id>/attempt_<n>/<local_rank>/{stdout,stderr}.log
-        name = f"rank {parts[-2]} {path.stem}" if len(parts) >= 2 and parts[-2].isdigit() else str(rel)
-        logs[name] = _tail(path)
-    return logs
-
-
 @dataclass(frozen=True)
 class LaunchResult:
     result: dict | None  # None on the other nodes of a multi-node job: node 0 holds rank 0
@@ -367,13 +181,13 @@ def launch(
         return _launch_warm(cmd, worker, spec, child_env, log_dir, result_path)
     launcher_log = log_dir / "torchrun.log"
     start = time.monotonic()
-    with open(launcher_log, "wb") as out, _SigtermAsInterrupt():
+    with open(launcher_log, "wb") as out, SigtermAsInterrupt():
         proc = subprocess.Popen(cmd, env=child_env, stdout=out, stderr=subprocess.STDOUT, cwd=work_dir,
-                                start_new_session=True, preexec_fn=_die_with_parent())
+                                start_new_session=True, preexec_fn=die_with_parent())
         watchdog = None
         try:  # an interrupt from here on (the watchdog's start included) kills the job
             watchdog_env = {k: v for k, v in child_env.items() if k != TOKEN_ENV}  # not itself a job process
-            watchdog = _start_watchdog(proc.pid, token, watchdog_env)
+            watchdog = start_watchdog(proc.pid, token, watchdog_env)
             returncode = proc.wait(timeout=spec.timeout_s)
         except subprocess.TimeoutExpired:
             kill_job(proc, token)
@@ -386,12 +200,12 @@ def launch(
             kill_job(proc, token)
             raise
         finally:
-            _stop_watchdog_if_done(watchdog, proc, token)
+            stop_watchdog_if_done(watchdog, proc, token)
     wall = time.monotonic() - start
-    leftovers = [p for p in job_processes(proc.pid, token) if _alive(p)]
+    leftovers = [p for p in job_processes(proc.pid, token) if alive(p)]
     if leftovers:
-        _signal_all(leftovers, signal.SIGKILL)
-    _stop_watchdog(watchdog)  # the job ended and what it left is killed: the watchdog has nothing left to guard
+        signal_all(leftovers, signal.SIGKILL)
+    stop_watchdog(watchdog)  # the job ended and what it left is killed: the watchdog has nothing left to guard
     if returncode != 0:
         raise LaunchError(
             f"distributed job failed with exit code {returncode} ({spec.world_size} ranks, {' '.join(worker)})",
@@ -432,7 +246,7 @@ def _launch_warm(cmd: Sequence[str], worker: Sequence[str], spec: LaunchSpec, ch
     module, argv = worker[1], list(worker[2:])
     what = f"{spec.world_size} ranks, {' '.join(worker)}, warm launcher"
     start = time.monotonic()
-    with _SigtermAsInterrupt():
+    with SigtermAsInterrupt():
         try:
             agent = warm.agent({**child_env, TOKEN_ENV: uuid.uuid4().hex}, log_dir.parent.parent / "warm-agent.log")
             job_env = {**child_env, TOKEN_ENV: agent.token}
@@ -451,8 +265,8 @@ def _launch_warm(cmd: Sequence[str], worker: Sequence[str], spec: LaunchSpec, ch
             warm.discard()
             raise
     wall = time.monotonic() - start
-    strays = [p for p in token_processes(agent.token) if p != agent.proc.pid and _alive(p)]
-    _signal_all(strays, signal.SIGKILL)  # a rank's detached child (the job's ranks have all exited)
+    strays = [p for p in token_processes(agent.token) if p != agent.proc.pid and alive(p)]
+    signal_all(strays, signal.SIGKILL)  # a rank's detached child (the job's ranks have all exited)
     if not answer.get("ok"):
         raise LaunchError(f"distributed job failed ({what}): {answer.get('error')}", returncode=1, timed_out=False,
                           logs=rank_logs(log_dir))

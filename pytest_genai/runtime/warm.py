@@ -174,7 +174,7 @@ class WarmAgent:
     """One agent process and its watchdog; :meth:`run` one job at a time."""
 
     def __init__(self, env: Mapping[str, str], log_path: Path):
-        from pytest_genai.runtime.launcher import TOKEN_ENV, _die_with_parent, _start_watchdog
+        from pytest_genai.runtime.processes import TOKEN_ENV, die_with_parent, start_watchdog
 
         self.env = dict(env)
         self.token = self.env[TOKEN_ENV]
@@ -188,13 +188,13 @@ class WarmAgent:
             self.proc = subprocess.Popen([sys.executable, "-m", "pytest_genai.runtime.warm", str(self.log_path)],
                                          env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL, start_new_session=True,
-                                         preexec_fn=_die_with_parent())
+                                         preexec_fn=die_with_parent())
         except OSError as exc:
             shutil.rmtree(self.tmp, ignore_errors=True)
             raise AgentGone(f"the warm launcher's agent did not start ({exc}); {SWITCH_ENV}=0 launches every job "
                             "through a fresh torchrun") from None
         watchdog_env = {k: v for k, v in self.env.items() if k != TOKEN_ENV}
-        self.watchdog = _start_watchdog(self.proc.pid, self.token, watchdog_env, remove=self.tmp)
+        self.watchdog = start_watchdog(self.proc.pid, self.token, watchdog_env, remove=self.tmp)
         self._buffer = b""
         try:
             ready = self._answer(READY_TIMEOUT_S)
@@ -209,9 +209,9 @@ class WarmAgent:
             raise
 
     def log_tail(self, lines: int = 30) -> str:
-        from pytest_genai.runtime.launcher import _tail
+        from pytest_genai.runtime.processes import tail
 
-        return f"\n----- warm agent log (last {lines} lines) -----\n{_tail(self.log_path, lines)}"
+        return f"\n----- warm agent log (last {lines} lines) -----\n{tail(self.log_path, lines)}"
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -261,10 +261,10 @@ class WarmAgent:
 
     def kill(self) -> None:
         """The agent, every rank it forked and its watchdog."""
-        from pytest_genai.runtime.launcher import _stop_watchdog, kill_job
+        from pytest_genai.runtime.processes import stop_watchdog, kill_job
 
         kill_job(self.proc, self.token)
-        _stop_watchdog(self.watchdog)
+        stop_watchdog(self.watchdog)
         self._job_tmp = None
         shutil.rmtree(self.tmp, ignore_errors=True)
 
@@ -273,7 +273,7 @@ class WarmAgent:
         still carrying its launch token)."""
         import signal
 
-        from pytest_genai.runtime.launcher import _alive, _signal_all, _stop_watchdog, token_processes
+        from pytest_genai.runtime.processes import alive, signal_all, stop_watchdog, token_processes
 
         try:
             if self.proc.stdin is not None:
@@ -283,8 +283,8 @@ class WarmAgent:
             pass
         if self.alive():
             self.kill()
-        _signal_all([p for p in token_processes(self.token) if _alive(p)], signal.SIGKILL)
-        _stop_watchdog(self.watchdog)
+        signal_all([p for p in token_processes(self.token) if alive(p)], signal.SIGKILL)
+        stop_watchdog(self.watchdog)
         self._job_tmp = None
         shutil.rmtree(self.tmp, ignore_errors=True)
 

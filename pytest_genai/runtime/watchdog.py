@@ -17,13 +17,13 @@ POLL_S = 0.2
 
 
 def watch(parent: int, root: int, token: str, poll_s: float = POLL_S, remove: str | None = None) -> int:
-    from pytest_genai.runtime.launcher import _alive, _signal_all, is_launch_process, job_processes
+    from pytest_genai.runtime.processes import alive, signal_all, is_launch_process, job_processes
 
-    while _alive(parent):  # a job that ends normally: the launcher terminates this process
+    while alive(parent):  # a job that ends normally: the launcher terminates this process
         time.sleep(poll_s)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         # torchrun itself only while its pid is still torchrun (a reaped one's pid may be another process's now)
-        _signal_all([root] * is_launch_process(root, token) + job_processes(root, token), sig)
+        signal_all([root] * is_launch_process(root, token) + job_processes(root, token), sig)
         time.sleep(1.0 if sig == signal.SIGTERM else 0)
     if remove:
         import shutil

@@ -49,7 +49,7 @@ def _add(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     from pytest_genai.report.export import csv_text, json_text
-    from pytest_genai.report.tables import make_table
+    from pytest_genai.tables import make_table
 
     from .engine import open_store
     from .read import run_summaries

@@ -136,7 +136,7 @@ def history_main(argv: Sequence[str] | None = None) -> int:
 def _history(args: argparse.Namespace) -> int:
     from pytest_genai.report.cli import emit, warn
     from pytest_genai.report.export import csv_text, json_text
-    from pytest_genai.report.tables import make_table
+    from pytest_genai.tables import make_table
 
     from .engine import open_store
     from .errors import StoreError
@@ -226,7 +226,7 @@ def _change_cells(c: Any) -> list[Any]:
 
 
 def _changes_md(changes: Sequence[Any]) -> str:
-    from pytest_genai.report.tables import format_number, make_table
+    from pytest_genai.tables import format_number, make_table
 
     if not changes:
         return "Change points: none (Apache Otava's e-divisive means, p <= the --max-pvalue, default 0.001)."

@@ -84,8 +84,8 @@ def run_bare(cfg: ThroughputConfig, nproc: int, *, timeout_s: float = 300.0,
     The job carries a launch token so that, on a timeout, torchrun and every rank are found and killed (as the
     suite's launcher does); nothing else of the launcher is used.
     """
-    from pytest_genai.runtime.launcher import (TOKEN_ENV, _alive, _die_with_parent, _signal_all, _SigtermAsInterrupt,
-                                               _start_watchdog, _stop_watchdog, _stop_watchdog_if_done, job_processes,
+    from pytest_genai.runtime.processes import (TOKEN_ENV, alive, die_with_parent, signal_all, SigtermAsInterrupt,
+                                               start_watchdog, stop_watchdog, stop_watchdog_if_done, job_processes,
                                                kill_job)
 
     cmd = command(cfg, nproc)
@@ -100,15 +100,15 @@ def run_bare(cfg: ThroughputConfig, nproc: int, *, timeout_s: float = 300.0,
         start = time.monotonic()
         # the launcher's guarantees: SIGTERM to pytest kills the job, a dead pytest takes torchrun with it (parent
         # death signal) and the ranks (the watchdog, by token); an interrupt stays an interrupt
-        with _SigtermAsInterrupt():
+        with SigtermAsInterrupt():
             # bytes a rank prints that are not UTF-8 (a library's message in another locale) are replaced: a strict
             # decode raised UnicodeDecodeError in place of the job's output
             proc = subprocess.Popen(cmd, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     encoding="utf-8", errors="replace", start_new_session=True,
-                                    preexec_fn=_die_with_parent())
+                                    preexec_fn=die_with_parent())
             watchdog = None
             try:
-                watchdog = _start_watchdog(proc.pid, token, {k: v for k, v in child_env.items() if k != TOKEN_ENV})
+                watchdog = start_watchdog(proc.pid, token, {k: v for k, v in child_env.items() if k != TOKEN_ENV})
                 stdout, stderr = proc.communicate(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 kill_job(proc, token)
@@ -122,10 +122,10 @@ def run_bare(cfg: ThroughputConfig, nproc: int, *, timeout_s: float = 300.0,
                 kill_job(proc, token)
                 raise
             finally:
-                _stop_watchdog_if_done(watchdog, proc, token)
+                stop_watchdog_if_done(watchdog, proc, token)
         wall = time.monotonic() - start
-        _signal_all([p for p in job_processes(proc.pid, token) if _alive(p)], signal.SIGKILL)  # what it left
-        _stop_watchdog(watchdog)
+        signal_all([p for p in job_processes(proc.pid, token) if alive(p)], signal.SIGKILL)  # what it left
+        stop_watchdog(watchdog)
     if proc.returncode != 0:
         raise RuntimeError(f"the bare DDP job exited {proc.returncode}: {' '.join(cmd[:6])}\n"
                            f"stdout: {stdout[-1000:]}\nstderr: {stderr[-2000:]}")

@@ -75,7 +75,7 @@ def main(argv: list[str]) -> int:
             "recommended": result.recommended, "reason": result.reason, "source": "modeled",
         }, indent=2))
         return 0
-    from pytest_genai.report.tables import text_table
+    from pytest_genai.tables import text_table
 
     print(f"{arch.id}: {arch.param_count() / 1e9:.2f} B parameters; {args.method} fine-tune, {args.precision}, "
           f"micro-batch {args.micro_batch} x {args.seq_len} tokens, {args.attention} attention")

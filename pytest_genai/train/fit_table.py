@@ -57,7 +57,7 @@ def spec_capacities() -> dict[str, int]:
 
 def fit_table_markdown(capacities: Mapping[str, int] | None = None, lora: LoraSpec = LoraSpec()) -> str:
     """The table as Markdown (what docs/finetune.md shows; a test keeps the two equal)."""
-    from pytest_genai.report.tables import make_table
+    from pytest_genai.tables import make_table
 
     capacities = spec_capacities() if capacities is None else capacities
     headers = ["model", "method", "DDP GiB/device", "ZeRO-3 GiB/device",

@@ -9,7 +9,7 @@ from pytest_genai.report.cli import report_main
 from pytest_genai.report.registry import MetricInfo
 from pytest_genai.report.render import Image, report_blocks, to_html, to_markdown
 from pytest_genai.report.runs import run_from_json
-from pytest_genai.report.tables import MAX_ROW_CHARS, distinct_parts, format_number, format_value
+from pytest_genai.tables import MAX_ROW_CHARS, distinct_parts, format_number, format_value
 from pytest_genai.report.views import experiment_tables
 
 from .runfiles import bench, run_doc
@@ -229,7 +229,7 @@ def test_claims_table_values_carry_their_source_and_interval() -> None:
 def test_shortened_benchmark_names_in_a_claims_table_stay_distinct() -> None:
     """The cut in the middle removed exactly the part that differed (attn_fused vs attn_unfused): two rows, one pass
     and one fail, under one name."""
-    from pytest_genai.report.tables import shorten_unique
+    from pytest_genai.tables import shorten_unique
     from pytest_genai.report.views import claims_tables
 
     names = [f"llama-3.1-8b@tiny-random-ddp-attn_{a}-fp32-mb2-s128-lora_r8a16_qkvo_d0.05-{x}"
@@ -252,7 +252,7 @@ def test_shortened_benchmark_names_in_a_claims_table_stay_distinct() -> None:
 @pytest.mark.parametrize("breaker", ["\r\n", "\r", "\n", "\u2028"])
 def test_a_line_break_of_any_kind_in_a_cell_stays_in_its_row(breaker) -> None:
     """Only "\\n" was replaced: a "\\r" in a label split the Markdown row in two in CommonMark renderers."""
-    from pytest_genai.report.tables import make_table
+    from pytest_genai.tables import make_table
 
     md = make_table(["a", "b"], [[f"mem|ory{breaker}x", "1"]], [False, True]).to_markdown()
     assert len(md.splitlines()) == 3 and not re.search(r"[\r\u2028]", md) and "mem\\|ory x" in md

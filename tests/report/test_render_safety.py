@@ -10,7 +10,7 @@ import pytest
 from pytest_genai.report.registry import default_metric_info
 from pytest_genai.report.render import Heading, Paragraph, report_blocks, to_html, to_markdown
 from pytest_genai.report.runs import load_run
-from pytest_genai.report.tables import make_table
+from pytest_genai.tables import make_table
 
 from .runfiles import bench, run_doc
 

@@ -279,7 +279,7 @@ def test_the_log_tail_reads_only_the_end_of_a_large_log(tmp_path, monkeypatch):
     are read now, the partial first line of that window is dropped, and bytes that are not UTF-8 are replaced."""
     import builtins
 
-    from pytest_genai.runtime import launcher
+    from pytest_genai.runtime import processes
 
     log = tmp_path / "rank0.log"
     with open(log, "wb") as fh:
@@ -308,13 +308,13 @@ def test_the_log_tail_reads_only_the_end_of_a_large_log(tmp_path, monkeypatch):
 
     monkeypatch.setattr(builtins, "open", lambda p, *a, **k: Counting(real_open(p, *a, **k)) if str(p) == str(log)
                         else real_open(p, *a, **k))
-    tail = launcher._tail(log)
+    tail = processes.tail(log)
     lines = tail.splitlines()
-    assert len(lines) == launcher.TAIL_LINES and lines[-1] == "line 4999 \ufffd" and lines[0] == "line 4970 \ufffd"
-    assert sum(read_sizes) <= launcher.TAIL_BYTES
+    assert len(lines) == processes.TAIL_LINES and lines[-1] == "line 4999 \ufffd" and lines[0] == "line 4970 \ufffd"
+    assert sum(read_sizes) <= processes.TAIL_BYTES
     short = tmp_path / "short.log"
     short.write_bytes(b"first\nsecond\n")
-    assert launcher._tail(short) == "first\nsecond"  # a log under the window keeps its first line
+    assert processes.tail(short) == "first\nsecond"  # a log under the window keeps its first line
 
 
 def test_a_recycled_torchrun_pid_does_not_take_its_new_owners_children_with_the_job(tmp_path):
@@ -324,7 +324,7 @@ def test_a_recycled_torchrun_pid_does_not_take_its_new_owners_children_with_the_
     import subprocess
     import sys
 
-    from pytest_genai.runtime.launcher import is_launch_process, job_processes
+    from pytest_genai.runtime.processes import is_launch_process, job_processes
 
     code = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
     stranger = subprocess.Popen([sys.executable, "-c", code], env={k: v for k, v in os.environ.items()
@@ -348,9 +348,9 @@ def test_a_recycled_torchrun_pid_does_not_take_its_new_owners_children_with_the_
 
 
 def _kids(pid: int) -> list[int]:
-    from pytest_genai.runtime.launcher import _children
+    from pytest_genai.runtime.processes import children
 
-    return sorted(_children(pid))
+    return sorted(children(pid))
 
 
 def test_the_child_side_of_the_parent_death_signal_imports_and_loads_nothing():
@@ -359,9 +359,9 @@ def test_the_child_side_of_the_parent_death_signal_imports_and_loads_nothing():
     prctl is looked up in the parent now; the child only calls it (and exits if its parent is already gone)."""
     import dis
 
-    from pytest_genai.runtime.launcher import _die_with_parent
+    from pytest_genai.runtime.processes import die_with_parent
 
-    child = _die_with_parent()
+    child = die_with_parent()
     ops = {i.opname for i in dis.get_instructions(child)}
     names = set(child.__code__.co_names)
     assert "IMPORT_NAME" not in ops and not names & {"ctypes", "CDLL", "import_module"}, (ops, names)

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from pytest_genai.report.tables import Table, format_change, format_number, make_table, text_table
+from pytest_genai.tables import Table, format_change, format_number, make_table, text_table
 
 
 @pytest.mark.parametrize(
@@ -60,7 +60,7 @@ def test_importing_the_report_commands_imports_nothing_heavy() -> None:
 
 
 def test_modeled_mark_only_where_the_name_does_not_say_it():
-    from pytest_genai.report.tables import modeled_mark
+    from pytest_genai.tables import modeled_mark
 
     assert modeled_mark("bytes_moved", "modeled") == " (modeled)"
     assert modeled_mark("bytes_moved_modeled", "modeled") == ""
