@@ -187,7 +187,7 @@ def test_timer_overhead_cpu(benchmark, genai, cpu):
 
 
 
-#: The decoder-block forward the harness-overhead test times (issue 17): L2-h256 of the CPU tiny sweep, 2 steps per
+#: The decoder-block forward the harness-overhead test times (harness overhead): L2-h256 of the CPU tiny sweep, 2 steps per
 #: side per round (~20 ms), 40 rounds (its 95% interval: the 14th to 27th of the sorted per-round ratios).
 OVERHEAD_CFG = DecoderConfig(layers=2, hidden=256, heads=default_heads(256))
 OVERHEAD_STEPS, OVERHEAD_ROUNDS = 2, 40
@@ -197,7 +197,7 @@ OVERHEAD_STEPS, OVERHEAD_ROUNDS = 2, 40
 @pytest.mark.claims("B1.target.timer_path_vs_bare", kinds=("cpu",))
 def test_timer_path_vs_bare_cpu(benchmark, genai, cpu, pinned_threads):
     """The same decoder-block forward through the Level 1 timer and through a bare loop, in interleaved rounds
-    (order alternating): the timer path's throughput over the bare loop's, per round (issue 17: >= 0.95)."""
+    (order alternating): the timer path's throughput over the bare loop's, per round (target >= 0.95)."""
     from pytest_genai.dabench.overhead import timer_path_vs_bare
     from pytest_genai.dabench.results import timer_vs_bare_result
 

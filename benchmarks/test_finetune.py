@@ -189,7 +189,7 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
             f"planner terms: {estimate.as_dict()}")
 
 
-#: Harness overhead (issue 17): the tiny Llama-3.1-8B DDP row (SDPA on the CPU) at sequence length 512 with 50 steps,
+#: Harness overhead (the launcher must not slow the steps it times): the tiny Llama-3.1-8B DDP row (SDPA on the CPU) at sequence length 512 with 50 steps,
 #: 3 of them warm-up, through the suite's launcher + worker and through a bare torchrun script, launched alternately
 #: (bare, suite, ..., suite, bare: five suite jobs and six bare ones, each ~5 s of start-up and ~3 s of steps on 2 idle
 #: cores). The row's own 128-token steps take ~14 ms, where this VM's scheduling jitter is +-30% per step; a 512-token
@@ -213,7 +213,7 @@ def _overhead_config() -> ThroughputConfig:
 def test_launcher_vs_bare_cpu(benchmark, genai, cpu, launch_spec, tmp_path):
     """The same tiny DDP training step through the suite's launcher + worker and through a bare torchrun script
     (pytest_genai/train/bare_ddp.py), launched alternately (bare, suite, ..., suite, bare): steady-state step
-    throughput after warm-up, suite over bare (issue 17: >= 0.95; the 95% interval is a two-stage bootstrap over jobs
+    throughput after warm-up, suite over bare (target >= 0.95; the 95% interval is a two-stage bootstrap over jobs
     and their steps, so a load change between jobs widens it instead of deciding the verdict). Launch wall times
     (start-up, build, steps, exit) are recorded beside it, not judged."""
     if why := ranks_problem("cpu", launch_spec.nproc):

@@ -8,13 +8,13 @@ quantized rows add the comparison with the session's fp32 baseline (evaluated on
 plan summary and, in real mode, the measured compression ratio. Claims come from the claims data: out-of-scope ones
 (other devices or models) are recorded as not applicable.
 
-Issue 13 rows (real mode, each its own id): weight-only fp8 storage with Gaudi's bf16/fp8 tiers on any device, the
+Rows beyond the paper's plan (real mode, each its own id): weight-only fp8 storage with Gaudi's bf16/fp8 tiers on any device, the
 same plan computed in FP8 (``fp8_w8a8``: activations quantized too, ``torch._scaled_mm``; INC FP8 with a WikiText
 calibration pass on Gaudi), and prune-then-quantize (``pruned-bitmask``: the global threshold's 30% zeroed, codes stored
 as bitmask + nonzeros) with the device's tiers and with bf16/fp8. Each records which compute path every layer ran and
 fails when the case's mechanics did not happen (a fallen-back FP8 layer, an unpaid mask).
 
-The issue 13 rows carry the ``extension`` marker (beyond the paper's plan): the test command and ``-m cpu`` run them,
+These rows carry the ``extension`` marker (beyond the paper's plan): the test command and ``-m cpu`` run them,
 the README's main job does not. Default CPU run (``--genai-scale tiny``): WikiText as the opening ~682 tokens of each of 3 seeded articles (2,048
 tokens), 40 HellaSwag and 40 BoolQ examples; HellaSwag and BoolQ for fp32 and real mode only (``_TINY_SKIP``).
 """

@@ -12,12 +12,12 @@ Timing: rounds interleaved across the three (the order rotates each round) and m
 build is never timed. pytest-benchmark's own stats time the pytest-genai pipeline. Peak memory: each
 quantizer in its own process (forked from a fresh interpreter after the imports); the kernel's RSS
 high-water mark is reset (/proc/self/clear_refs) after the model is built, and ``peak_rss_growth_ratio = (peak RSS - RSS before the model) / fp32 model bytes``.
-Targets from the issues: at least 2x faster than torchao (issue 17), no slower than INC; peak growth under 1.3x of
+Project targets: at least 2x faster than torchao, no slower than INC; peak growth under 1.3x of
 the fp32 model.
 
 ``test_sensitivity_analysis_bandwidth``: the sensitivity analysis reads every eligible weight once (plus a ~0.4%
 sample); its bytes read per second against a copy's bytes moved per second (read + write, as the session's CPU spec
-measures it), both on one pinned thread (as the timing comparison above), in interleaved rounds (issue 17: at least
+measures it), both on one pinned thread (as the timing comparison above), in interleaved rounds (target: at least
 50%).
 """
 from __future__ import annotations

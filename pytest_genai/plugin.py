@@ -21,7 +21,7 @@ SELFCHECK_MARKER = "selfcheck"
 SELFCHECK_TEXT = ("checks the suite itself against other tools and bare code paths (lm-eval, torchao, INC, a bare "
                   "torchrun script, a bare timing loop, the memory bandwidth); not a paper experiment: "
                   "-m 'cpu and not selfcheck and not extension' runs the papers' experiments alone")
-#: Rows beyond the papers' plans: issue 13's weight-only FP8, FP8-compute and prune-then-quantize A1 rows. They run in
+#: Rows beyond the papers' plans: the weight-only FP8, FP8-compute and prune-then-quantize A1 rows. They run in
 #: the test command and with ``-m cpu``; the README's main job leaves them out with the self-checks.
 EXTENSION_MARKER = "extension"
 EXTENSION_TEXT = ("a row beyond the papers' plans (Paper A's weight-only FP8, FP8-compute and prune-then-quantize rows): "

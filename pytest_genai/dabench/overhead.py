@@ -5,7 +5,7 @@ under ``--benchmark-disable``): :func:`~pytest_genai.runtime.timing.time_callabl
 synchronize, two clock reads and a stored sample around every step. The bare path is ``for _ in range(steps):
 step()`` between two ``time.perf_counter()`` reads. Both run the same ``steps`` steps of the same stack and input,
 in interleaved rounds with the order alternating (:func:`~pytest_genai.runtime.timing.paired_rounds`); each round's
-throughput ratio (timer path over bare) is one value for the interval a timing claim is judged on (issue 17:
+throughput ratio (timer path over bare) is one value for the interval a timing claim is judged on (the harness-overhead target:
 target >= 0.95).
 """
 from __future__ import annotations

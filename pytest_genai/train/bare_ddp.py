@@ -1,4 +1,4 @@
-"""A bare ``torchrun`` DDP script: the yardstick for the suite's launcher and worker (issue 17).
+"""A bare ``torchrun`` DDP script: the yardstick for the suite's launcher and worker (the harness must not slow the steps it times).
 
 ``torchrun --standalone --nproc-per-node=N -m pytest_genai.train.bare_ddp CONFIG_JSON`` does only what a user's
 own script would: set the threads, join the gloo process group, build the same model as the worker (same

@@ -8,7 +8,7 @@ followed by a ``|``-separated table with one row per kernel: ``Kernel Name | Sam
 Transmission Samples/s | Active PEs | Compute Utilization`` (per-kernel Active PEs is a count of PEs). Table rules
 (``+---+``) and blank rows are skipped; text after the table (later sections) is not read.
 
-What real reports hold (issue 12, public GPT-2 reports from a WSE-2): ``--`` cells (no estimate) on hundreds of rows;
+What real reports hold (public GPT-2 reports from a WSE-2): ``--`` cells (no estimate) on hundreds of rows;
 hierarchical kernel names -- ``attention3``, ``attention3.compute_core``,
 ``attention3.compute_core.attn_fc_q_proj.lib_fc`` -- whose nested rows are parts of their parent (summing every row
 double-counts); embedding, layer-norm, loss and optimizer kernels beside the layers' kernels.
