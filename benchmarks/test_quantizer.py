@@ -79,7 +79,7 @@ def test_quantizer_speed_and_memory_vs_torchao_and_inc(benchmark, genai, cpu, qb
     from pytest_genai.quant import compression_report
     from pytest_genai.quant.backends import inc_available, inc_packing_timer, torchao_available
     from pytest_genai.quant.bench import (ArchConfig, ModelFactory, probe_memory_subprocess, run_quantizer,
-                                          time_interleaved, warm_up)
+                                          round_ratios, time_interleaved, warm_up)
     from pytest_genai.quant.results import quantizer_comparison_result
 
     if not os.path.exists("/proc/self/clear_refs"):
@@ -109,7 +109,13 @@ def test_quantizer_speed_and_memory_vs_torchao_and_inc(benchmark, genai, cpu, qb
             return out
 
         runners["inc"] = inc_timed
-        seconds, finished = time_interleaved(runners, fresh, qbench.rounds)
+        def decided(seconds):  # both speed targets judged on the per-round ratios (auto rounds stop there)
+            return all(genai.decided(f"quantize_time_ratio_vs_{other}", round_ratios(seconds, "pytest-genai", other))
+                       for other in ("torchao", "inc"))
+
+        loops: list = []
+        seconds, finished = time_interleaved(runners, fresh, qbench.rounds, policy=genai.rounds_policy,
+                                             decided=decided, outcome=loops)
         last = dict(zip(("model", "plan"), finished["pytest-genai"]))
 
         def pipeline(model):
@@ -123,6 +129,8 @@ def test_quantizer_speed_and_memory_vs_torchao_and_inc(benchmark, genai, cpu, qb
     memory = probe_memory_subprocess(quantizers, arch, qbench.threads)
     genai.record(quantizer_comparison_result(seconds, inc_packing, memory, last["plan"],
                                              compression_report(None, last["model"])))
+    for other in ("torchao", "inc"):
+        genai.note_rounds(f"quantize_time_ratio_vs_{other}", loops[0])
     # The paper's range, then our targets (claims data: A1.target.*): no slower than torchao or INC, peak RSS growth
     # under 1.3x the fp32 model. Measured bytes == predicted is a property (pytest_genai.compose.quant_properties), not a
     # claim: computed from the same tensors here, it could not fail.
@@ -139,10 +147,10 @@ def test_sensitivity_analysis_bandwidth(benchmark, genai, cpu, qbench):
     from pytest_genai.quant.bench import ArchConfig, build_random_model
     from pytest_genai.quant.config import SensitivityConfig
     from pytest_genai.quant.eligibility import collect_eligible, module_weight
-    from pytest_genai.quant.results import sensitivity_bandwidth_result
+    from pytest_genai.quant.results import bandwidth_fractions, sensitivity_bandwidth_result
     from pytest_genai.quant.sensitivity import analyze_sensitivity
     from pytest_genai.runtime import native
-    from pytest_genai.runtime.timing import paired_rounds
+    from pytest_genai.runtime.timing import paired_rounds_until
 
     arch = ArchConfig(qbench.layers, qbench.vocab)
     model = build_random_model(arch)
@@ -162,8 +170,11 @@ def test_sensitivity_analysis_bandwidth(benchmark, genai, cpu, qbench):
     try:
         analyze_sensitivity(model, cfg)  # warm-up (the kernel compiles once per CPU type, outside the timed rounds)
         rounds = 9  # the median's 95% interval is then the 2nd to 8th ratio: one pre-empted round cannot decide
-        analysis_s, copy_s = paired_rounds(lambda: analyze_sensitivity(model, cfg), lambda: dst.copy_(src),
-                                           rounds=rounds)
+        analysis_s, copy_s, loop = paired_rounds_until(
+            lambda: analyze_sensitivity(model, cfg), lambda: dst.copy_(src), rounds=rounds,
+            policy=genai.rounds_policy,
+            decided=lambda a, c: genai.decided("sensitivity_bandwidth_fraction",
+                                               bandwidth_fractions(read_bytes, 2 * copy_elems * 4, a, c)))
         benchmark.pedantic(analyze_sensitivity, args=(model, cfg), rounds=3, iterations=1)
     finally:
         torch.set_num_threads(previous_threads)
@@ -172,5 +183,7 @@ def test_sensitivity_analysis_bandwidth(benchmark, genai, cpu, qbench):
                                           session_copy_gbs=cpu.spec.mem_bandwidth_gbs if cpu.spec is not None else None,
                                           vector_extensions=native.vector_extensions())
     genai.record(result)
+    genai.note_rounds("sensitivity_bandwidth_fraction", loop)
     genai.check("A1.target.sensitivity_bandwidth")
-    assert median_interval(result.metrics["sensitivity_bandwidth_fraction"].rounds).n == rounds
+    assert loop.rounds >= rounds
+    assert median_interval(result.metrics["sensitivity_bandwidth_fraction"].rounds).n == loop.rounds

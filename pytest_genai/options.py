@@ -7,6 +7,7 @@ import re
 from typing import Any, Callable
 
 from pytest_genai.devices.device import KINDS
+from pytest_genai.runtime.rounds import DEFAULT_BUDGET_S, parse_duration, parse_rounds
 
 CLAIMS_MODES = ("enforce", "strict", "report")
 
@@ -232,6 +233,9 @@ SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | No
     "finetune_methods": ("--genai-finetune-methods", "GENAI_FINETUNE_METHODS", "genai_finetune_methods",
                          parse_finetune_methods, None),
     "store": ("--genai-store", "GENAI_STORE", "genai_store", parse_store, None),
+    "rounds": ("--genai-rounds", "GENAI_ROUNDS", "genai_rounds", parse_rounds, None),
+    "time_budget": ("--genai-time-budget", "GENAI_TIME_BUDGET", "genai_time_budget", parse_duration,
+                    DEFAULT_BUDGET_S),
 }
 
 

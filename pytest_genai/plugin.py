@@ -45,6 +45,8 @@ _HELP = {
     "max_regression": "per-metric regression thresholds for --genai-baseline, e.g. tokens_per_s=5%,perplexity=0.5%; or pytest-benchmark's field:N% for its round-time statistics (min, max, mean, median, stddev, iqr: median:10%) and for genai metrics (tokens_per_s:5%)",
     "store": "also write this run into the results store at the end of the session (after --benchmark-json): a SQLAlchemy URL (sqlite:///PATH, postgresql+psycopg://USER@HOST/DB) or a SQLite file path; see pytest-genai history/compare",
     "finetune_methods": "A2 fine-tuning methods, comma separated: full, lora (default: lora only at --genai-scale full, both at tiny and small)",
+    "rounds": "auto: a timing benchmark whose interval cannot yet decide its claim (or, with --genai-baseline, its gate threshold) takes more interleaved rounds, up to --genai-time-budget, and the JSON's rounds says how many and why it stopped; fixed (default): each benchmark's own count",
+    "time_budget": "with --genai-rounds auto: the most seconds each benchmark spends on rounds past its own, e.g. 60s, 2m (default 60s)",
     "report": "write this run's report (what `pytest-genai report` renders: claims, one table per experiment, the --genai-plots plots) to this file at the end of the session, also when tests failed; Markdown, or HTML for a .html path",
 }
 

@@ -264,6 +264,58 @@ class GenaiRecorder:
     def attach(self, name: str, obj: Any) -> None:
         self.data["attachments"][name] = jsonable(obj)
 
+    # -- rounds ----------------------------------------------------------------------------------------------
+    @property
+    def rounds_policy(self) -> Any:
+        """This session's :class:`pytest_genai.runtime.rounds.RoundsPolicy` (``--genai-rounds``,
+        ``--genai-time-budget``): pass it to the timing loop with :meth:`decided` as its test."""
+        from pytest_genai.options import resolve
+        from pytest_genai.runtime.rounds import FIXED, RoundsPolicy
+
+        config = self._request.config
+        return RoundsPolicy(mode=resolve(config, "rounds") or FIXED, budget_s=resolve(config, "time_budget"))
+
+    def decided(self, metric: str, rounds: Any, *claim_ids: str) -> bool:
+        """Would more rounds of ``metric`` change nothing? False while one of ``claim_ids`` (default: every claim
+        this test declares on ``metric``) reads inconclusive on these rounds' median interval; and while, with
+        ``--genai-baseline``, this benchmark's gate row for ``metric`` does, or, without a baseline row, the
+        median's interval is wider than half the metric's gate threshold (5% by default: a later gate could not
+        decide it). CPU contention is left out: it makes a verdict inconclusive however many rounds are taken."""
+        values = [float(r) for r in rounds]
+        if len(values) < 2:
+            return False
+        claims = self._state.claims()
+        ids = claim_ids or tuple(cid for mark in self._request.node.iter_markers("claims") for cid in mark.args
+                                 if cid in claims and claims[cid].metric == metric)
+        data = self.data
+        device = self._device
+        import statistics
+
+        interval = median_interval(values)
+        for cid in ids:
+            claim = claims[cid]
+            ok, _why = claim.applies_to(device_kind=device.kind if device else None,
+                                        generation=device.generation if device else None, model=data.get("model"),
+                                        experiment=data.get("experiment"), config=data.get("config"))
+            if ok and check_value(claim, statistics.median(values), interval).verdict == INCONCLUSIVE:
+                return False
+        baseline = self._request.config.pluginmanager.get_plugin("genai-baseline")
+        undecided = (None if baseline is None else
+                     baseline.gate_undecided(self._request.node.name, data, metric, values))
+        if undecided is not None:
+            return not undecided
+        # no baseline row to decide: precise enough that a later gate at the metric's threshold can decide
+        from pytest_genai.report.thresholds import Thresholds, precise_for_gate
+
+        known = self._state.metrics().get(metric)
+        limit = Thresholds().for_metric(metric, data.get("experiment"), known.max_regression if known else None)
+        return precise_for_gate(values, limit)
+
+    def note_rounds(self, metric: str, outcome: Any) -> None:
+        """Record how the rounds behind ``metric`` were taken (a
+        :class:`pytest_genai.runtime.rounds.RoundsOutcome`) in the JSON's ``rounds``."""
+        self.data.setdefault("rounds", {})[metric] = outcome.to_json()
+
     # -- claims ----------------------------------------------------------------------------------------------
     def check(self, *claim_ids: str, value: float | None = None) -> list[Any]:
         """Check claims by id against the recorded metric each names (or ``value``, with a single id).

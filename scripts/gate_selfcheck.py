@@ -13,6 +13,12 @@ for that fraction of the step's own time. The table gives per condition the rows
 unchanged / improved and the seconds of measurement behind each decision (both sides).
 
     python3 scripts/gate_selfcheck.py --pairs 10 --rounds 10 --json /tmp/selfcheck.json
+    python3 scripts/gate_selfcheck.py --pairs 10 --rounds 10 --rounds-mode auto --time-budget 10
+
+``--rounds-mode auto`` lets the baseline side add rounds until its median's interval is narrower than half the
+threshold, and the current side while its gate row against the baseline reads inconclusive, each within
+``--time-budget`` seconds (:func:`pytest_genai.runtime.rounds.run_rounds`, the loop behind
+``--genai-rounds auto``); the table's "rounds" column says how many each side took.
 
 Targets (the regression-gate issue): no false alarm on same-code pairs, idle or loaded; every 30 % slowdown regressed,
 idle or loaded; every 15 % slowdown regressed when idle (loaded: inconclusive allowed); never ``unchanged`` on a
@@ -51,9 +57,13 @@ def _spin(seconds: float) -> None:
         pass
 
 
-def measure_side(step: Any, rounds: int, slowdown: float, loaded: bool) -> tuple[list[float], dict | None, float]:
-    """``rounds`` rounds of the step's median time (s), the pressure reading over them, and the wall seconds."""
+def measure_side(step: Any, rounds: int, slowdown: float, loaded: bool, policy: Any = None,
+                 decided: Any = None) -> tuple[list[float], dict | None, float, Any]:
+    """``rounds`` rounds of the step's median time (s) (more under an ``auto`` ``policy`` while ``decided(rounds)``
+    is false: :func:`pytest_genai.runtime.rounds.run_rounds`, as ``--genai-rounds auto`` takes them), the pressure
+    reading over them, the wall seconds, and the loop's outcome."""
     from pytest_genai.runtime.pressure import Window
+    from pytest_genai.runtime.rounds import run_rounds
 
     procs = _burners() if loaded else []
     try:
@@ -61,8 +71,9 @@ def measure_side(step: Any, rounds: int, slowdown: float, loaded: bool) -> tuple
             time.sleep(0.3)  # let the burners reach the cores
         window = Window.open()
         start = time.perf_counter()
-        out = []
-        for _ in range(rounds):
+        out: list[float] = []
+
+        def one(_i: int) -> None:
             times = []
             for _ in range(STEPS_PER_ROUND):
                 t0 = time.perf_counter()
@@ -72,11 +83,13 @@ def measure_side(step: Any, rounds: int, slowdown: float, loaded: bool) -> tuple
                     _spin(took * slowdown)
                 times.append(time.perf_counter() - t0)
             out.append(statistics.median(times))
+
+        outcome = run_rounds(one, rounds, policy, None if decided is None else (lambda: decided(out)))
         wall = time.perf_counter() - start
         reading = window.reading()
     finally:
         _stop(procs)
-    return out, reading, wall
+    return out, reading, wall, outcome
 
 
 def run_doc(rounds: list[float], reading: dict | None, label: str) -> dict[str, Any]:
@@ -96,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=10, help="pairs per slowdown (half of them loaded)")
     parser.add_argument("--rounds", type=int, default=10, help="rounds per run")
     parser.add_argument("--slowdowns", default="0,0.05,0.15,0.30", help="injected slowdowns, comma separated")
+    parser.add_argument("--rounds-mode", default="fixed", choices=("fixed", "auto"),
+                        help="auto: the current side adds rounds while its gate row against the baseline reads "
+                             "inconclusive (as --genai-rounds auto with --genai-baseline)")
+    parser.add_argument("--time-budget", type=float, default=10.0, help="seconds of extra rounds per side (auto)")
     parser.add_argument("--json", default=None, help="also write every case here")
     args = parser.parse_args(argv)
 
@@ -107,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     from pytest_genai.report.gate import gate_runs
     from pytest_genai.report.registry import metric_info_from
     from pytest_genai.report.runs import run_from_json
-    from pytest_genai.report.thresholds import parse_thresholds
+    from pytest_genai.report.thresholds import parse_thresholds, precise_for_gate
 
     torch.set_num_threads(1)  # one core for the step, as the burner gets one per core
     cfg = DecoderConfig(layers=2, hidden=64, heads=1, seq_len=128)
@@ -116,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     step = model.make_step(cfg, stack, model.make_input(cfg, dev))
     for _ in range(20):
         step()
+    from pytest_genai.runtime.rounds import RoundsPolicy
+
+    policy = RoundsPolicy(args.rounds_mode, budget_s=args.time_budget)
     info = metric_info_from(load_metrics())
     thresholds = parse_thresholds(f"step_time_s={THRESHOLD * 100:g}%")
     cases = []
@@ -123,24 +143,37 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(args.pairs):
             loaded = i % 2 == 1
             load_side = ("current" if (i // 2) % 2 == 0 else "baseline") if loaded else None
-            base = measure_side(step, args.rounds, 0.0, load_side == "baseline")
-            cur = measure_side(step, args.rounds, slowdown, load_side == "current")
-            result = gate_runs(run_from_json(run_doc(base[0], base[1], "base"), "base"),
-                               run_from_json(run_doc(cur[0], cur[1], "cur"), "cur"), info, thresholds)
-            (mc,) = [m for m in result.comparison.pairs[0].metrics if m.metric == "step_time_s"]
+            # the baseline run takes rounds until a later gate at the threshold could decide (--genai-rounds auto
+            # without a baseline of its own)
+            base = measure_side(step, args.rounds, 0.0, load_side == "baseline", policy,
+                                lambda rounds: precise_for_gate(rounds, THRESHOLD))
+
+            def row(cur_rounds: list[float], base_reading: dict | None, cur_reading: dict | None) -> Any:
+                result = gate_runs(run_from_json(run_doc(base[0], base_reading, "base"), "base"),
+                                   run_from_json(run_doc(cur_rounds, cur_reading, "cur"), "cur"), info, thresholds)
+                (mc,) = [m for m in result.comparison.pairs[0].metrics if m.metric == "step_time_s"]
+                return mc
+
+            def decided(cur_rounds: list[float]) -> bool:  # contention left out: more rounds cannot undo it
+                return row(cur_rounds, None, None).status != "inconclusive"
+
+            cur = measure_side(step, args.rounds, slowdown, load_side == "current", policy, decided)
+            mc = row(cur[0], base[1], cur[1])
             cases.append({"slowdown": slowdown, "loaded": load_side or "idle", "verdict": mc.verdict,
                           "status": mc.status, "ratio": mc.ratio, "interval": mc.interval, "note": mc.note,
                           "stall_base": (base[1] or {}).get("stall_share_measured"),
-                          "stall_cur": (cur[1] or {}).get("stall_share_measured"), "seconds": base[2] + cur[2]})
+                          "stall_cur": (cur[1] or {}).get("stall_share_measured"), "seconds": base[2] + cur[2],
+                          "rounds_current": cur[3].rounds, "stopped": cur[3].stopped,
+                          "rounds_baseline": base[3].rounds})
             print(json.dumps(cases[-1]), file=sys.stderr)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(cases, fh, indent=1)
     missed = []
     print("| slowdown | machine | pairs | regressed | inconclusive | unchanged | improved | s per decision | "
-          "CPU stall share |")
+          "rounds (base / current) | CPU stall share |")
     print("| -------: | ------- | ----: | --------: | -----------: | --------: | -------: | -------------: | "
-          "--------------: |")
+          "----------------------: | --------------: |")
     for slowdown in dict.fromkeys(c["slowdown"] for c in cases):
         for cond in ("idle", "loaded"):
             group = [c for c in cases if c["slowdown"] == slowdown and (c["loaded"] == "idle") == (cond == "idle")]
@@ -151,8 +184,10 @@ def main(argv: list[str] | None = None) -> int:
             secs = statistics.fmean(c["seconds"] for c in group)
             stalls = [x for c in group for x in (c["stall_base"], c["stall_cur"]) if x is not None]
             psi = f"{min(stalls):.2f}-{max(stalls):.2f}" if stalls else "—"
+            taken = [c["rounds_current"] for c in group]
+            based = [c["rounds_baseline"] for c in group]
             print(f"| {slowdown:.0%} | {cond} | {len(group)} | {n['regressed']} | {n['inconclusive']} | "
-                  f"{n['unchanged']} | {n['improved']} | {secs:.2f} | {psi} |")
+                  f"{n['unchanged']} | {n['improved']} | {secs:.2f} | {min(based)}-{max(based)} / {min(taken)}-{max(taken)} | {psi} |")
             if slowdown == 0 and n["regressed"]:
                 missed.append(f"{n['regressed']} false alarm(s), {cond}")
             if (slowdown >= 0.30 or (slowdown >= 0.15 and cond == "idle")) and n["regressed"] < len(group):

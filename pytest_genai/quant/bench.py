@@ -131,20 +131,31 @@ def run_quantizer(name: str, model, *, sensitive_fraction: float = 0.25, tiers=(
     raise ValueError(f"quantizer {name!r}: use one of {QUANTIZERS}")
 
 
-def time_interleaved(runners: dict, fresh, rounds: int, clock=None) -> tuple[dict[str, list[float]], dict]:
+def time_interleaved(runners: dict, fresh, rounds: int, clock=None, *, policy=None, decided=None,
+                     outcome: list | None = None) -> tuple[dict[str, list[float]], dict]:
     """Seconds of each runner (``name -> run(model)``) on a fresh model per call, ``rounds`` rounds interleaved
     with the order rotated every round (a slow spell of a shared machine hits all alike); the model build is never
     timed. Returns the per-round seconds and, per name, the last model and what its run returned. ``clock``: the
-    timer (default ``time.perf_counter``, wall time; tests of the loop itself pass a CPU-time clock)."""
+    timer (default ``time.perf_counter``, wall time; tests of the loop itself pass a CPU-time clock).
+
+    ``policy`` (:class:`pytest_genai.runtime.rounds.RoundsPolicy`) ``auto`` adds whole rotations while
+    ``decided(seconds)`` is false and its budget allows; the loop's
+    :class:`~pytest_genai.runtime.rounds.RoundsOutcome` is appended to ``outcome`` when one is given."""
     import gc
     import time
+
+    from pytest_genai.runtime.rounds import run_rounds
 
     clock = time.perf_counter if clock is None else clock
 
     names = list(runners)
     seconds: dict[str, list[float]] = {n: [] for n in names}
     last: dict = {}
-    for r in progress.steps(range(rounds), f"timing {', '.join(names)} interleaved", unit="rounds"):
+    shown = progress.steps(range(rounds), f"timing {', '.join(names)} interleaved", unit="rounds")
+    ticks = iter(shown)
+
+    def one(r: int) -> None:
+        next(ticks, None)
         for name in names[r % len(names):] + names[:r % len(names)]:
             model = fresh()
             gc.collect()
@@ -154,6 +165,13 @@ def time_interleaved(runners: dict, fresh, rounds: int, clock=None) -> tuple[dic
             last[name] = (model, out)
             del model
             gc.collect()
+
+    test = None if decided is None else (lambda: decided(seconds))
+    done = run_rounds(one, rounds, policy, test, cycle=len(names), clock=clock)
+    for _ in ticks:  # close the progress line
+        pass
+    if outcome is not None:
+        outcome.append(done)
     return seconds, last
 
 

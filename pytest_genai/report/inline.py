@@ -171,6 +171,28 @@ class BaselinePlugin:
         self.results.append(result)
         return result
 
+    def gate_undecided(self, name: str, genai: Mapping[str, Any], metric: str, rounds: list[float]) -> bool | None:
+        """Would this benchmark's gate row for ``metric`` read inconclusive on ``rounds`` (its other data as
+        recorded so far)? None where the baseline has no counterpart or no rounds for it (no gate row for more
+        rounds to decide). Contention is left out, as more rounds cannot undo it."""
+        import statistics
+
+        data = dict(genai)
+        data.update(metrics={metric: statistics.median(rounds)}, metric_rounds={metric: list(rounds)},
+                    metric_sources={metric: (genai.get("metric_sources") or {}).get(metric, "measured")},
+                    metric_units={metric: (genai.get("metric_units") or {}).get(metric, "")},
+                    attachments={}, claims=[])
+        try:
+            (record,) = records_from_benchmarks([{"name": name, "fullname": name, "extra_info": {"genai": data}}],
+                                                "this run")
+        except ReportInputError:
+            return None
+        base = next((p.baseline for p in match_records(self.baseline.records, [record]).pairs), None)
+        if base is None or len(base.rounds.get(metric, ())) < 2:
+            return None
+        rows = [m for m in compare_records(base, record, self.info, self.thresholds) if m.metric == metric]
+        return bool(rows) and rows[0].status == INCONCLUSIVE
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         report = yield

@@ -29,7 +29,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Collection, Mapping
+from typing import Collection, Mapping, Sequence
 
 from .runs import BENCH_STATS_FIELDS, bench_stat_metric
 
@@ -185,3 +185,18 @@ def parse_thresholds(text: str | None, *, option: str = "--max-regression") -> T
         else:
             per_metric[metric] = fraction
     return Thresholds(per_metric=per_metric, per_experiment=per_experiment, default=default)
+
+
+def precise_for_gate(rounds: Sequence[float], limit: float) -> bool:
+    """Are ``rounds`` precise enough for a later gate at threshold ``limit`` (a fraction) to decide? Their
+    median's interval no wider than half the threshold: each side of a comparison within about +-1/4 of it, so
+    their ratio's interval (about +-0.35 of it) lies past the threshold for a change of 1.4x it or more."""
+    import statistics
+
+    from pytest_genai.claims.stats import median_interval
+
+    values = [float(r) for r in rounds]
+    if len(values) < 2:
+        return False
+    interval = median_interval(values)
+    return interval.hi - interval.lo <= limit / 2 * abs(statistics.median(values))

@@ -13,7 +13,10 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from pytest_genai.runtime.rounds import RoundsOutcome, RoundsPolicy
 
 Clock = Callable[[], float]
 T = TypeVar("T")
@@ -136,16 +139,38 @@ def paired_rounds(
     neither: the per-round ratio cancels both, and :func:`pytest_genai.claims.stats.median_interval` judges it.
     Each callable is one whole timed block (e.g. N steps); warm both up before calling this.
     """
+    first_s, second_s, _ = paired_rounds_until(first, second, rounds=rounds, clock=clock)
+    return first_s, second_s
+
+
+def paired_rounds_until(
+    first: Callable[[], object],
+    second: Callable[[], object],
+    *,
+    rounds: int,
+    policy: "RoundsPolicy | None" = None,
+    decided: Callable[[tuple[float, ...], tuple[float, ...]], bool] | None = None,
+    clock: Clock = time.perf_counter,
+) -> tuple[tuple[float, ...], tuple[float, ...], "RoundsOutcome"]:
+    """:func:`paired_rounds`, then under an ``auto`` policy (:mod:`pytest_genai.runtime.rounds`) two rounds at a
+    time (both orders) while ``decided(first_s, second_s)`` is false and the budget allows; also returns what the
+    loop did."""
+    from pytest_genai.runtime.rounds import run_rounds
+
     if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
         raise ValueError(f"paired_rounds needs rounds >= 1, got {rounds!r}")
     seconds: tuple[list[float], list[float]] = ([], [])
-    for r in range(rounds):
+
+    def one(r: int) -> None:
         for side in ((0, 1) if r % 2 == 0 else (1, 0)):
             fn = first if side == 0 else second
             t0 = clock()
             fn()
             seconds[side].append(clock() - t0)
-    return tuple(seconds[0]), tuple(seconds[1])
+
+    test = None if decided is None else (lambda: decided(tuple(seconds[0]), tuple(seconds[1])))
+    outcome = run_rounds(one, rounds, policy, test, cycle=2, clock=clock)
+    return tuple(seconds[0]), tuple(seconds[1]), outcome
 
 
 def timer_overhead_s(

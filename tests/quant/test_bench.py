@@ -106,3 +106,18 @@ def test_a_3x_slower_quantizer_fails_its_timing_claim_and_a_3x_faster_passes(slo
     ratios = round_ratios(seconds, "ours", "torchao")
     claim = {c.id: c for c in load_claims()}["A1.target.quantize_vs_torchao"]
     assert check_value(claim, sorted(ratios)[4], median_interval(ratios)).verdict == verdict
+
+
+def test_auto_rounds_add_whole_rotations_until_decided_and_report_why_they_stopped():
+    from pytest_genai.quant.bench import time_interleaved
+    from pytest_genai.runtime.rounds import AUTO, RoundsPolicy
+
+    order: list[str] = []
+    runners = {name: (lambda model, name=name: order.append(name)) for name in ("a", "b", "c")}
+    loops: list = []
+    seconds, _ = time_interleaved(runners, fresh=lambda: object(), rounds=2, policy=RoundsPolicy(AUTO, budget_s=60),
+                                  decided=lambda s: len(s["a"]) >= 4, outcome=loops)
+    (loop,) = loops
+    # 2 planned rounds, then one rotation of 3: every runner went first equally often over the added rounds
+    assert (loop.rounds, loop.stopped) == (5, "decided") and all(len(v) == 5 for v in seconds.values())
+    assert [order[3 * r] for r in range(5)] == ["a", "b", "c", "a", "b"]

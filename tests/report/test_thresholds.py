@@ -112,3 +112,12 @@ def test_id_round_trips(per_metric, per_exp, default) -> None:
     for m in list(per_metric) + ["other"]:
         for e in [None] + [e for e, _ in per_exp]:
             assert again.for_metric(m, e) == pytest.approx(t.for_metric(m, e), rel=1e-12, abs=1e-15)
+
+
+def test_rounds_are_precise_for_a_gate_when_their_median_interval_is_half_the_threshold_wide():
+    from pytest_genai.report.thresholds import precise_for_gate
+
+    tight = [1.0 + 0.004 * (i % 5 - 2) for i in range(20)]  # the median's interval: [0.996, 1.004]
+    assert precise_for_gate(tight, 0.02)  # 0.8% wide, under half of 2%
+    assert not precise_for_gate(tight, 0.015)  # over half of 1.5%
+    assert not precise_for_gate([1.0], 0.5)  # one round: no interval at all
