@@ -162,7 +162,7 @@ def test_leaving_out_the_selfchecks_and_extensions_keeps_every_paper_claim_of_th
                           "test_quantizer_speed_and_memory_vs_torchao_and_inc", "test_sensitivity_analysis_bandwidth",
                           "test_launcher_vs_bare_cpu", "test_timer_path_vs_bare_cpu"}
     extensions = [i["id"].split("[")[1] for i in items if i["extension"]]
-    # exactly issue 13's extra methods: an explicit tier pair, an FP8 compute backend or pruning, on every task
+    # exactly the extra methods: an explicit tier pair, an FP8 compute backend or pruning, on every task
     assert extensions and all("bf16-fp8_e4m3" in x or "pruned" in x for x in extensions), extensions
     assert all(i["id"].split("::")[1].startswith("test_quantized_model_quality[") for i in items if i["extension"])
     plan = [i["id"] for i in items if "test_quantized_model_quality[" in i["id"] and not i["extension"]]

@@ -1,4 +1,5 @@
-"""The timer-path-vs-bare comparison (issue 17): the per-round ratio pinned by examples; one tiny run on the CPU."""
+"""The timer-path-vs-bare comparison (does the suite's timing path cost anything?): the per-round ratio pinned by
+examples; one tiny run on the CPU."""
 import pytest
 
 from pytest_genai.dabench.config import DecoderConfig

@@ -1,4 +1,4 @@
-"""Vendor profile readers on inputs built to the real layouts (tests/dabench/vendor_fixtures.py, issue 12)."""
+"""Vendor profile readers on inputs built to the real layouts (tests/dabench/vendor_fixtures.py)."""
 from types import SimpleNamespace
 
 import pytest

@@ -1,4 +1,5 @@
-"""Vendor outputs built to the real layouts (issue 12): our own files, shaped like the public examples.
+"""Vendor outputs built to the real layouts (so the readers are tested on what the SDKs write): our own files,
+shaped like the public examples.
 
 Cerebras ``compile_report.txt``: the overall block, then one row per kernel with hierarchical names (a top-level
 kernel per layer part, nested ``.compute_core`` / ``.lib_fc`` rows that are parts of it), ``--`` cells where the

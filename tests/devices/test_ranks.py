@@ -43,7 +43,8 @@ def test_the_default_core_count_is_this_process_affinity():
                                   "test_finetune.py::test_finetune_wikitext",
                                   "test_dabench_level2.py::test_parallel_scaling"])
 def test_every_distributed_benchmark_asks_the_rule_before_launching(test):
-    """Each torchrun benchmark calls ranks_problem (issue 18: finetune and Level 2 had no core guard)."""
+    """Each torchrun benchmark calls ranks_problem (finetune and Level 2 once had no guard against more ranks than
+    cores)."""
     file, name = test.split("::")
     tree = ast.parse((BENCHMARKS / file).read_text(encoding="utf-8"))
     func = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)

@@ -163,7 +163,7 @@ def test_gguf_conversion_without_the_gguf_package_names_the_extra(monkeypatch, t
     assert [p for p in (tmp_path / "cache").iterdir() if p.is_dir()] == []  # (the sha256 memo file stays)
 
 
-# -- a broken --genai-model is one line naming the file (issue 18) ----------------------------------------------------
+# -- a broken --genai-model is one line naming the file ------------------------------------------------------------
 def _model_folder(folder, config='{"model_type": "llama"}', weights=None):
     """A folder laid out like save_pretrained's: config.json and one safetensors file (a valid empty header)."""
     import struct

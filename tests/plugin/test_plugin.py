@@ -330,7 +330,8 @@ def test_a_native_toml_ini_value_that_is_not_a_string_is_a_usage_error(pytester:
         ([], {"GENAI_MEMORY_BUDGET": "lots"}, "environment variable GENAI_MEMORY_BUDGET: 'lots' is not a size"),
         (["--genai-trust-remote-code", "maybe"], {},
          "command-line option --genai-trust-remote-code: 'maybe' is not a yes/no value; use yes or no"),
-        # issue 18: one parser per setting, at configure, naming the source actually used and the valid values
+        # one parser per setting, at configure, naming the source actually used and the valid values (a bad value
+        # found mid-run would waste the benchmarks before it)
         (["--genai-scale", "smal"], {}, "command-line option --genai-scale: 'smal' is not a scale; use one of tiny, small, full"),
         ([], {"GENAI_SCALE": "huge"}, "environment variable GENAI_SCALE: 'huge' is not a scale; use one of tiny, small"),
         (["-o", "genai_scale=Tinyy"], {}, "ini setting genai_scale: 'Tinyy' is not a scale"),

@@ -1,5 +1,6 @@
-"""The bare torchrun DDP script (issue 17): its command, its output, the comparison, and how a hung or interrupted
-job ends (a sleeping stand-in; benchmarks/test_finetune.py::test_launcher_vs_bare_cpu runs the real one)."""
+"""The bare torchrun DDP script (the baseline the launcher's overhead is measured against): its command, its
+output, the comparison, and how a hung or interrupted job ends (a sleeping stand-in;
+benchmarks/test_finetune.py::test_launcher_vs_bare_cpu runs the real one)."""
 import dataclasses
 import json
 import statistics

@@ -54,7 +54,7 @@ def test_full_matrix_covers_every_model_strategy_and_attention():
 
 
 def test_paper_scale_defaults_to_lora_and_keeps_full_fine_tuning_as_an_option():
-    """Issue 13: full fine-tuning of Gemma-2-27B under DDP cannot fit a Gaudi; optimum-habana's recipe is LoRA."""
+    """Full fine-tuning of Gemma-2-27B under DDP cannot fit a Gaudi; optimum-habana's recipe is LoRA."""
     default = benchmark_matrix("full")
     assert {c.method for c in default} == {"lora"}
     assert all(c.lora == LoraSpec(rank=8, alpha=16, dropout=0.05, targets=("q_proj", "k_proj", "v_proj", "o_proj"))

@@ -15,7 +15,7 @@ def test_capacities_come_from_the_specs_table():
 
 
 def test_lora_brings_gemma2_27b_ddp_within_one_card_where_full_fine_tuning_never_fits():
-    """Issue 13: full fine-tuning needs ~450 GiB per device under DDP for Gemma-2-27B; LoRA needs ~90 GiB, which
+    """Full fine-tuning needs ~450 GiB per device under DDP for Gemma-2-27B; LoRA needs ~90 GiB, which
     fits a Gaudi3 and an H200 (90% usable) but not a 96 GB Gaudi2 or an 80 GB GPU."""
     rows = {(r[0], r[1].split()[0]): r for r in fit_rows(spec_capacities())}
     full, lora = rows[("gemma-2-27b", "full")], rows[("gemma-2-27b", "lora")]
