@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_genai.options import resolve
+from pytest_genai.plugin.options import resolve
 
 
 def pytest_genai_probes(config: pytest.Config, probes: dict) -> None:

@@ -30,7 +30,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Parametrize ``level1_cfg`` with the sweep of the device kind whose fixture the test requests."""
     if "level1_cfg" not in metafunc.fixturenames:
         return
-    from pytest_genai.options import resolve
+    from pytest_genai.plugin.options import resolve
 
     kind = next(k for k in ("cpu", "cuda", "hpu", "wse", "rdu", "ipu") if k in metafunc.fixturenames)
     configs = default_sweep(kind, resolve(metafunc.config, "scale"))
@@ -212,7 +212,7 @@ def test_timer_path_vs_bare_cpu(benchmark, genai, cpu, pinned_threads):
 
 
 def _profiles_root(request, what: str):
-    from pytest_genai.options import resolve
+    from pytest_genai.plugin.options import resolve
 
     root = resolve(request.config, "dabench_profiles")
     if not root:
@@ -362,7 +362,7 @@ def _ipu_bound(request, genai, cfg) -> None:
     --genai-dabench-profiles; without one, the bound is recorded as not judged, naming the file and how to make it."""
     from pytest_genai.dabench.results import ipu_bound_result
     from pytest_genai.dabench.vendor import VendorUnavailable, read_execution_profile
-    from pytest_genai.options import resolve
+    from pytest_genai.plugin.options import resolve
 
     root = resolve(request.config, "dabench_profiles")
     if not root:
@@ -395,7 +395,7 @@ def test_level1_ipu(request, benchmark, genai, ipu, level1_cfg, tmp_path):
     from pytest_genai.dabench.results import ipu_run_result, profile_result
     from pytest_genai.dabench.vendor import VendorUnavailable, run_on_ipu
 
-    from pytest_genai.options import resolve
+    from pytest_genai.plugin.options import resolve
 
     try:
         import poptorch  # noqa: F401  (live run where the SDK is here; otherwise its outputs, if given)

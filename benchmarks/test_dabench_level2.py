@@ -46,7 +46,7 @@ def _vendor_runs(request, kind, howto=None):
     """The Level-2 runs of ``kind`` under --genai-dabench-profiles, or a skip naming the files and commands
     (``howto``: what to run when it is not the precision / TP runs of ``artifacts.HOWTO``)."""
     from pytest_genai.dabench.level2.artifacts import HOWTO, ArtifactsMissing, read_runs
-    from pytest_genai.options import resolve
+    from pytest_genai.plugin.options import resolve
 
     root = resolve(request.config, "dabench_profiles")
     if not root:

@@ -34,7 +34,7 @@ MIN_EVAL_LOSS_DROP = 0.05
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "finetune_cfg" in metafunc.fixturenames:
-        from pytest_genai.options import resolve
+        from pytest_genai.plugin.options import resolve
 
         # LoRA at paper scale, both methods at tiny/small; --genai-finetune-methods full,lora chooses
         configs = benchmark_matrix(resolve(metafunc.config, "scale"), resolve(metafunc.config, "finetune_methods"))

@@ -29,7 +29,7 @@ import warnings
 
 import pytest
 
-from pytest_genai.options import resolve
+from pytest_genai.plugin.options import resolve
 
 pytestmark = [pytest.mark.quant, pytest.mark.cpu, pytest.mark.selfcheck]
 

@@ -1,10 +1,3 @@
-"""pytest-genai's own hooks, for conftest files and other plugins."""
-
-
-def pytest_genai_probes(config, probes):
-    """Add, replace or remove device probes before detection.
-
-    ``probes`` maps a device kind to a callable returning a
-    :class:`pytest_genai.devices.ProbeResult`; change it in place. Meant for site plugins (a cluster's own
-    detection) and for tests that make a device present without a global flag.
-    """
+"""The plugin's hook specifications under the name conftest files and plugins have imported them by; they live in
+:mod:`pytest_genai.plugin.hookspec`, with the rest of the pytest face."""
+from pytest_genai.plugin.hookspec import pytest_genai_probes  # noqa: F401

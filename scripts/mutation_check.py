@@ -44,14 +44,14 @@ MUTATIONS = (
              "        if lo_out is None and hi_out is None:\n",
              "        if lo_out is None or hi_out is None:\n",  # an interval straddling the bound would pass
              ("tests/claims/test_verdicts.py",)),
-    Mutation("benchmark-json-atomic", "pytest_genai/outputs.py",
+    Mutation("benchmark-json-atomic", "pytest_genai/plugin/outputs.py",
              "            write_bytes_atomic(self.path, self._buffer.getvalue())\n",
              "            open(self.path, 'wb').write(self._buffer.getvalue())\n",  # --benchmark-json written in place
-             ("tests/test_outputs.py",)),
-    Mutation("output-is-input", "pytest_genai/outputs.py",
+             ("tests/plugin/test_outputs.py",)),
+    Mutation("output-is-input", "pytest_genai/plugin/outputs.py",
              "        if path and path != STDOUT and same_path(output, path):\n",
              "        if False:\n",  # `report/compare/gate -o` may overwrite the run it reads
-             ("tests/test_outputs.py", "tests/report/test_reliability.py")),
+             ("tests/plugin/test_outputs.py", "tests/report/test_reliability.py")),
     Mutation("duplicate-keys", "pytest_genai/report/matching.py",
              "    groups = duplicate_groups(run.records)\n    if not groups:\n",
              "    groups = duplicate_groups(run.records)\n    if True:\n",  # two benchmarks with one key pass the gate
@@ -64,7 +64,7 @@ MUTATIONS = (
              "    bad = [d for d in devices if d not in known]\n    if bad:\n",
              "    bad = [d for d in devices if d not in known]\n    if False:\n",  # a 'gaudi9' claim never applies
              ("tests/claims/test_claims.py",)),
-    Mutation("scale-parse", "pytest_genai/options.py",
+    Mutation("scale-parse", "pytest_genai/plugin/options.py",
              "    if scale not in SCALES:\n",
              "    if False:\n",  # a --genai-scale typo is no longer a usage error at configure
              ("tests/test_scales.py",)),

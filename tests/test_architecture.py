@@ -190,3 +190,53 @@ def test_no_experiment_renders_through_the_report_layer():
              if family(name) in EXPERIMENTS | {"runtime", "devices", "claims"}
              for target in sorted(imported_modules(source, name, is_package)) if family(target) == "report"]
     assert not found, "\n".join(found)
+
+
+#: the pytest face: one package, which nothing below it imports (compose's fixtures read the session's settings;
+#: the hookspec alias keeps the name conftest files import)
+FACE = "plugin"
+FACE_USERS = frozenset({COMPOSE, "hookspec"})
+
+
+def test_the_pytest_face_is_one_package_above_everything_else():
+    """Hooks, options, session state, recorder, outputs and the session's reports live in ``pytest_genai.plugin``;
+    the face imports no experiment, and no module outside it (but compose) imports it."""
+    modules = _package_modules()
+    face = sorted(m for m in modules if family(m) == FACE)
+    assert {f"pytest_genai.plugin.{m}" for m in ("options", "session", "recorder", "outputs", "summary",
+                                                  "session_report", "baseline", "store_run", "hookspec")} <= set(face)
+    loose = sorted(m for m in modules if m.count(".") == 1 and m.rpartition(".")[2] in
+                   ("options", "session", "results", "outputs", "session_report", "report_summary"))
+    assert not loose, f"face modules outside pytest_genai.plugin: {loose}"
+    up = [f"{name} imports {target}" for name, (source, is_package) in sorted(modules.items())
+          if family(name) in EXPERIMENTS for target in imported_modules(source, name, is_package)
+          if family(target) == FACE]
+    up += [f"{name} imports {target}" for name, (source, is_package) in sorted(modules.items())
+           if family(name) not in FACE_USERS | {FACE}
+           for target in imported_modules(source, name, is_package) if family(target) == FACE]
+    down = [f"{name} imports {target}" for name in face
+            for target in imported_modules(modules[name][0], name, modules[name][1])
+            if family(target) in EXPERIMENTS]
+    assert not up and not down, "\n".join(up + down)
+
+
+def test_the_public_names_users_import_still_work(pytester: pytest.Pytester) -> None:
+    """``-p pytest_genai.plugin``, the ``genai`` fixture and the hookspec, under the names conftest files use."""
+    import pytest_genai.hookspec
+    import pytest_genai.plugin
+    from pytest_genai.plugin import hookspec
+
+    assert pytest_genai.hookspec.pytest_genai_probes is hookspec.pytest_genai_probes
+    assert callable(pytest_genai.plugin.genai) and callable(pytest_genai.plugin.pytest_addoption)
+    pytester.makeconftest("""
+from pytest_genai.devices import Device, ProbeResult, get_spec
+
+def pytest_genai_probes(config, probes):
+    probes["hpu"] = lambda: ProbeResult("hpu", (Device("hpu", 0, "Fake Gaudi2", "gaudi2", get_spec("gaudi2")),))
+""")
+    pytester.makepyfile("""
+def test_a(genai, hpu):
+    assert hpu.generation == "gaudi2" and genai is not None
+""")
+    result = pytester.runpytest_subprocess("-p", "no:genai", "-p", "pytest_genai.plugin")
+    result.assert_outcomes(passed=1)

@@ -40,7 +40,7 @@ def test_every_benchmark_file_belongs_to_exactly_one_experiment():
 def test_a_benchmark_records_the_experiment_of_its_file(experiment):
     for filename in experiment.benchmarks:
         recorded = _recorded_experiments(ROOT / "benchmarks" / filename)
-        # genai.start() without experiment= takes the file's row (pytest_genai.results.GenaiRecorder.start)
+        # genai.start() without experiment= takes the file's row (pytest_genai.plugin.recorder.GenaiRecorder.start)
         assert recorded <= {experiment.name}, f"{filename} records {recorded}"
 
 

@@ -42,7 +42,7 @@ def test_start_outside_a_registered_file_names_the_fix(pytester):
 
 
 def test_record_refuses_what_has_no_metrics():
-    from pytest_genai.results import GenaiRecorder
+    from pytest_genai.plugin.recorder import GenaiRecorder
 
     recorder = GenaiRecorder.__new__(GenaiRecorder)
     with pytest.raises(TypeError, match="genai.record: int has no 'metrics' mapping"):
@@ -57,7 +57,7 @@ def test_result_is_frozen():
 
 def test_result_problems_names_each_metric_the_recorder_would_not_take_as_built():
     from pytest_genai.record import Measurement, Result
-    from pytest_genai.results import result_problems
+    from pytest_genai.plugin.recorder import result_problems
 
     ok = Result({"tokens_per_s": Measurement(1.0, "measured")})
     assert result_problems(ok) == []

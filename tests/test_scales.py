@@ -1,7 +1,7 @@
 """--genai-scale has one parser (options.parse_scale); every experiment's table serves each value it accepts."""
 import pytest
 
-from pytest_genai.options import SCALES, parse_scale
+from pytest_genai.plugin.options import SCALES, parse_scale
 
 
 def test_every_experiment_serves_every_scale_the_option_accepts():

@@ -50,7 +50,7 @@ from typing import Any, Callable
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from pytest_genai.options import resolve
+from pytest_genai.plugin.options import resolve
 from pytest_genai.quant import apply as _apply
 from pytest_genai.quant import codecs as _codecs
 from pytest_genai.quant import plan as _plan

@@ -1,6 +1,6 @@
 """No modeled, datasheet or configured number is labelled measured: the source checker over real run JSON.
 
-The checker (:func:`pytest_genai.results.run_source_problems`) holds each recorded source against the metric
+The checker (:func:`pytest_genai.plugin.recorder.run_source_problems`) holds each recorded source against the metric
 registry. The suite's reference runs go through it; a name retired by a rename
 (:data:`pytest_genai.report.renames.RENAMED`) is held against its current registry entry with the source it was
 recorded with, so an old run's ``bytes_moved`` labelled measured counts as the modeled number it is.
@@ -15,7 +15,7 @@ import pytest
 
 from pytest_genai.claims.model import load_metrics
 from pytest_genai.report.renames import RENAMED
-from pytest_genai.results import run_source_problems
+from pytest_genai.plugin.recorder import run_source_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE_RUN = ROOT / "docs/results/2026-11-30-cpu-amd-epyc-2vcpu/out.json"

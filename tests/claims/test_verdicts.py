@@ -6,7 +6,7 @@ from hypothesis import given, strategies as st
 
 from pytest_genai.claims import INCONCLUSIVE, Interval, check_value, load_claims, load_metrics
 from pytest_genai.claims.model import Claim
-from pytest_genai.results import failing
+from pytest_genai.plugin.recorder import failing
 
 
 def _claim(**kw) -> Claim:
@@ -138,7 +138,7 @@ def test_which_verdicts_fail_a_test(verdict, basis, mode, fails) -> None:
     ],
 )
 def test_source_rules(name, source, registered, problem) -> None:
-    from pytest_genai.results import source_problem
+    from pytest_genai.plugin.recorder import source_problem
 
     got = source_problem(name, source, registered)
     assert (got is None) if problem is None else (problem in got)

@@ -7,7 +7,7 @@ import pytest
 from pytest_genai.compose.quality_result import comparison_metrics, quality_result
 from pytest_genai.compose.quantized_eval import QuantizedModel
 from pytest_genai.evals.runner import TaskResult
-from pytest_genai.results import result_problems
+from pytest_genai.plugin.recorder import result_problems
 
 ROW = ("tokens_per_s", "peak_memory_bytes", "model_bytes")
 WORK = ("n_examples", "eval_input_tokens", "eval_seconds", "eval_tokens_per_s")

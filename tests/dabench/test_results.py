@@ -20,7 +20,7 @@ from pytest_genai.dabench.results import (WORK_COUNTS, capacity_result, ipu_run_
                                           timer_vs_bare_result, wse_capacity_result, wse_level1_result)
 from pytest_genai.dabench.roofline import Ceilings
 from pytest_genai.dabench.vendor import VendorRun
-from pytest_genai.results import result_problems
+from pytest_genai.plugin.recorder import result_problems
 
 CFG = DecoderConfig(layers=2, hidden=64, heads=1, seq_len=32)
 MEASURED_CEILINGS, SPEC_CEILINGS = Ceilings(1.0, 100.0, "measured"), Ceilings(2.0, 50.0, "spec")

@@ -213,7 +213,7 @@ def test_a_broken_result_has_no_devices() -> None:
 def test_the_session_errors_broken_kinds_and_skips_absent_ones() -> None:
     from types import SimpleNamespace
 
-    from pytest_genai.session import SessionState
+    from pytest_genai.plugin.session import SessionState
 
     def boom():
         raise RuntimeError("driver exploded")

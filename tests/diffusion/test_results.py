@@ -6,7 +6,7 @@ import pytest
 from pytest_genai.diffusion.ddp import DdpSummary
 from pytest_genai.diffusion.results import run_peak_tflops, scaling_result, throughput_result
 from pytest_genai.diffusion.train import TrainResult
-from pytest_genai.results import result_problems
+from pytest_genai.plugin.recorder import result_problems
 
 THROUGHPUT = dict.fromkeys(("images_per_s", "step_time_s", "achieved_tflops", "mfu", "loss_start", "loss_end",
                             "peak_memory_bytes"), "measured")

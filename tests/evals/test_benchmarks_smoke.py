@@ -61,7 +61,7 @@ def test_quantization_and_lm_eval_benchmarks_run_and_record_the_contract(setup, 
     assert real["metric_sources"]["compression_ratio"] == "measured"
     assert real["metric_sources"]["predicted_compression_ratio"] == "modeled"
     from pytest_genai.claims import load_metrics
-    from pytest_genai.results import run_source_problems
+    from pytest_genai.plugin.recorder import run_source_problems
 
     registry = load_metrics()
     assert {name: run_source_problems(g, registry) for name, g in rows.items() if run_source_problems(g, registry)} == {}

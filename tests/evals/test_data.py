@@ -260,7 +260,7 @@ def test_a_missing_data_dir_is_a_usage_error_at_configure_time(pytester, monkeyp
 
 
 def test_an_existing_data_dir_is_accepted_and_made_absolute(tmp_path, monkeypatch):
-    from pytest_genai.options import parse_data_dir
+    from pytest_genai.plugin.options import parse_data_dir
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "d").mkdir()

@@ -11,7 +11,7 @@ from pytest_genai.evals.tasks import ChoiceResult, RollingResult
 from pytest_genai.evals.throughput import OpProfile
 from pytest_genai.evals.windows import Window
 from pytest_genai.record import Measurement
-from pytest_genai.results import result_problems
+from pytest_genai.plugin.recorder import result_problems
 
 WIKITEXT = {"word_perplexity": "measured", "lmeval_word_perplexity": "measured", "word_ppl_rel_diff": "measured",
             "bits_per_byte": "measured", "eval_input_tokens": "measured", "tokens_per_s": "measured",

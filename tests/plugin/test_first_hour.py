@@ -42,7 +42,7 @@ def test_metrics_table_stack_and_latest_baseline(pytester: pytest.Pytester) -> N
 
 
 def test_main_metric_prefers_quality_then_throughput_then_the_first() -> None:
-    from pytest_genai.report_summary import main_metric
+    from pytest_genai.plugin.summary import main_metric
 
     assert main_metric({"tokens_per_s": 1.0, "acc": 0.5, "acc_norm": 0.6}) == "acc_norm"
     assert main_metric({"step_time_s": 1.0, "samples_per_s": 9.0}) == "samples_per_s"

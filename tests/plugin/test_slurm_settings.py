@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from pytest_genai.outputs import node_path
+from pytest_genai.plugin.outputs import node_path
 
 SHOW = """
 def test_show(genai_settings):

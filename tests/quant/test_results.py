@@ -8,7 +8,7 @@ import pytest
 from pytest_genai.quant.bench import MemoryProbe
 from pytest_genai.quant.plan import PrecisionPlan
 from pytest_genai.quant.results import bandwidth_fractions, quantizer_comparison_result, sensitivity_bandwidth_result
-from pytest_genai.results import result_problems
+from pytest_genai.plugin.recorder import result_problems
 
 COMPARISON = {name: "measured" for name in (
     "quantize_seconds", "quantize_seconds_torchao", "quantize_seconds_inc", "quantize_seconds_inc_packing",

@@ -9,7 +9,7 @@ import pytest
 from pytest_genai.report.benchmark_storage import is_storage_id, resolve_storage_id
 from pytest_genai.report.cli import compare_main, gate_main
 from pytest_genai.report.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, ReportInputError
-from pytest_genai.report.inline import BaselinePlugin
+from pytest_genai.plugin.baseline import BaselinePlugin
 from pytest_genai.report.thresholds import ThresholdError, parse_thresholds
 
 from .runfiles import bench, write_run

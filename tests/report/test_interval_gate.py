@@ -18,7 +18,7 @@ from pytest_genai.report.compare import (
 )
 from pytest_genai.report.errors import EXIT_OK, EXIT_REGRESSION
 from pytest_genai.report.gate import gate_runs
-from pytest_genai.report.inline import BaselinePlugin
+from pytest_genai.plugin.baseline import BaselinePlugin
 from pytest_genai.report.registry import metric_info_from
 from pytest_genai.report.runs import run_from_json
 from pytest_genai.report.thresholds import parse_thresholds

@@ -15,7 +15,7 @@ from pytest_genai.report.compare import (
     BASELINE_UNUSABLE, NOT_FINITE, NO_DIRECTION, REGRESSED, UNREGISTERED, compare_metric,
 )
 from pytest_genai.report.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION
-from pytest_genai.report.inline import BaselinePlugin
+from pytest_genai.plugin.baseline import BaselinePlugin
 from pytest_genai.report.registry import MetricInfo
 from pytest_genai.report.runs import load_run
 from pytest_genai.report.thresholds import ThresholdError, parse_thresholds

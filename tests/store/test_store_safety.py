@@ -47,7 +47,7 @@ def test_a_store_url_that_names_no_file_is_refused(url: str, tmp_path: Path, cap
     _one_line_error(capsys, _main("store", "add", str(run)), "names no database file")
     with pytest.raises(StoreError, match="names no database file"):
         open_store(url)
-    from pytest_genai.options import parse_store  # --genai-store: a usage error before any benchmark runs
+    from pytest_genai.plugin.options import parse_store  # --genai-store: a usage error before any benchmark runs
 
     with pytest.raises(ValueError, match="names no database file"):
         parse_store(url)

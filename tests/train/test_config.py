@@ -66,7 +66,7 @@ def test_paper_scale_defaults_to_lora_and_keeps_full_fine_tuning_as_an_option():
 
 
 def test_methods_setting_and_lora_field_errors():
-    from pytest_genai.options import FINETUNE_METHODS, parse_finetune_methods
+    from pytest_genai.plugin.options import FINETUNE_METHODS, parse_finetune_methods
     from pytest_genai.train.config import METHODS
 
     assert FINETUNE_METHODS == METHODS  # --genai-finetune-methods offers exactly the methods the matrix knows

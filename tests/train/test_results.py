@@ -20,7 +20,7 @@ from pytest_genai.train.results import (NO_DDP_COMPARISON, ddp_comparison_result
                                         launcher_vs_bare_result, throughput_result, training_mfu,
                                         wikitext_result)
 from pytest_genai.train.run import RunSummary
-from pytest_genai.results import result_problems
+from pytest_genai.plugin.recorder import result_problems
 
 CFG = ThroughputConfig(model="llama-3.1-8b", steps=6, warmup=2)
 LORA = dataclasses.replace(CFG, lora=LoraSpec())

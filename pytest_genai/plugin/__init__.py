@@ -1,5 +1,13 @@
 """The pytest plugin: options, markers, device fixtures, collection-time skips, report header/summary and the
-pytest-benchmark JSON hooks. Hooks only; the work lives in the modules they call. Imports nothing heavy."""
+pytest-benchmark JSON hooks. Hooks only; the work lives in the modules they call. Imports nothing heavy.
+
+The package is the suite's pytest face, one module a job: :mod:`.options` (settings: CLI, environment, ini),
+:mod:`.session` (the run's state in ``config.stash``), :mod:`.recorder` (the ``genai`` fixture's recorder, which
+fills each benchmark's JSON and checks claims), :mod:`.outputs` (the run's output files), :mod:`.summary` (the
+terminal's metrics and claims tables), :mod:`.session_report` (``--genai-report``), :mod:`.baseline`
+(``--genai-baseline``), :mod:`.store_run` (``--genai-store``) and :mod:`.hookspec`. What experiments hand the
+recorder (:mod:`pytest_genai.record`) and the ground floor they share stay below it, and nothing below imports it
+(``pytest_genai.compose``, the tests' fixtures joining experiments, reads settings through :mod:`.options`)."""
 from __future__ import annotations
 
 import sys
@@ -10,8 +18,8 @@ import pytest
 from pytest_genai import SCHEMA, experiments
 from pytest_genai.devices.device import ENABLE_HINTS, KINDS, Device
 from pytest_genai.devices.probes import DeviceBroken
-from pytest_genai.options import SETTINGS, SettingError, resolve, resolve_all, source_of
-from pytest_genai.session import SessionState
+from pytest_genai.plugin.options import SETTINGS, SettingError, resolve, resolve_all, source_of
+from pytest_genai.plugin.session import SessionState
 
 STATE = pytest.StashKey[SessionState]()
 BENCHMARK_JSON = pytest.StashKey["str | None"]()  # absolute --benchmark-json path, "-" for stdout
@@ -52,13 +60,13 @@ _HELP = {
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from pytest_genai import hookspec
+    from pytest_genai.plugin import hookspec
 
     pluginmanager.add_hookspecs(hookspec)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from pytest_genai.outputs import make_benchmark_json_atomic
+    from pytest_genai.plugin.outputs import make_benchmark_json_atomic
 
     make_benchmark_json_atomic(parser)  # when pytest-benchmark registered first; else pytest_plugin_registered does
     group = parser.getgroup("genai", "pytest-genai: generative-AI benchmarks on accelerators")
@@ -95,7 +103,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("--genai-max-regression: thresholds apply to a comparison with --genai-baseline, "
                                 "which is not given (nothing would be gated); add --genai-baseline BASE.json")
     if baseline:
-        from pytest_genai.report.inline import BaselinePlugin
+        from pytest_genai.plugin.baseline import BaselinePlugin
 
         config.pluginmanager.register(
             BaselinePlugin(config, baseline, resolve(config, "max_regression")), "genai-baseline"
@@ -127,7 +135,7 @@ def _check_one_timing_process(config: pytest.Config) -> None:
 
 def _checked_benchmark_json(config: pytest.Config) -> str | None:
     """The absolute path of --benchmark-json, refused now (not after every benchmark ran) when it cannot be written."""
-    from pytest_genai.outputs import STDOUT, benchmark_json_path, output_file_problem, same_path
+    from pytest_genai.plugin.outputs import STDOUT, benchmark_json_path, output_file_problem, same_path
 
     path = benchmark_json_path(config.getoption("benchmark_json", None), config.invocation_params.dir)
     problem = output_file_problem(path) if path not in (None, STDOUT) else None
@@ -149,7 +157,7 @@ def _store_file(config: pytest.Config) -> str | None:
 
 def _check_report_path(config: pytest.Config) -> None:
     """--genai-report must be a writable file that is none of the run's inputs or other outputs."""
-    from pytest_genai.outputs import clashing_input, output_file_problem
+    from pytest_genai.plugin.outputs import clashing_input, output_file_problem
 
     report = resolve(config, "report")
     if not report:
@@ -171,7 +179,7 @@ def _check_report_path(config: pytest.Config) -> None:
 def pytest_plugin_registered(plugin: Any, manager: pytest.PytestPluginManager) -> None:
     """pytest-benchmark registered after this plugin: make its --benchmark-json atomic now (before parsing)."""
     if getattr(plugin, "__name__", "") == "pytest_benchmark.plugin":
-        from pytest_genai.outputs import make_benchmark_json_atomic
+        from pytest_genai.plugin.outputs import make_benchmark_json_atomic
 
         config = manager.get_plugin("pytestconfig")
         parser = getattr(config, "_parser", None)  # pytest's own parser, before it parses the command line
@@ -297,7 +305,7 @@ def _device(request: pytest.FixtureRequest, kind: str) -> Device:
 @pytest.fixture
 def genai(request: pytest.FixtureRequest):
     """Records this benchmark's domain results into ``benchmark.extra_info["genai"]`` and checks paper claims."""
-    from pytest_genai.results import GenaiRecorder
+    from pytest_genai.plugin.recorder import GenaiRecorder
 
     return GenaiRecorder(request, _state(request.config))
 
@@ -337,7 +345,7 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    from pytest_genai.report_summary import claims_table, metrics_table
+    from pytest_genai.plugin.summary import claims_table, metrics_table
 
     state = _state(config)
     if state.records:
@@ -401,7 +409,7 @@ def _write_empty_benchmark_json(config: pytest.Config) -> None:
     )
     config.hook.pytest_benchmark_update_json(config=config, benchmarks=[], output_json=output)
     from pytest_genai.atomic import write_json_atomic
-    from pytest_genai.outputs import STDOUT
+    from pytest_genai.plugin.outputs import STDOUT
 
     path = config.stash.get(BENCHMARK_JSON, None)  # the path the user gave, resolved at configure time
     if path == STDOUT:  # --benchmark-json -: argparse gave pytest-benchmark the binary stdout
@@ -473,7 +481,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     report = resolve(config, "report")
     if report and not hasattr(config, "workerinput"):  # xdist workers: the controller writes it
         from pytest_genai.report.errors import ReportInputError
-        from pytest_genai.session_report import write_session_report
+        from pytest_genai.plugin.session_report import write_session_report
 
         try:
             path = write_session_report(config, state, report, written, config.stash.get(BENCHMARK_JSON, None))
@@ -486,7 +494,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     store = resolve(config, "store")
     if store and not hasattr(config, "workerinput"):
         from pytest_genai.store.errors import StoreError
-        from pytest_genai.store.session import store_session
+        from pytest_genai.plugin.store_run import store_session
 
         try:
             added = store_session(config, state, store, config.stash.get(BENCHMARK_JSON, None))

@@ -269,7 +269,7 @@ class GenaiRecorder:
     def rounds_policy(self) -> Any:
         """This session's :class:`pytest_genai.runtime.rounds.RoundsPolicy` (``--genai-rounds``,
         ``--genai-time-budget``): pass it to the timing loop with :meth:`decided` as its test."""
-        from pytest_genai.options import resolve
+        from pytest_genai.plugin.options import resolve
         from pytest_genai.runtime.rounds import FIXED, RoundsPolicy
 
         config = self._request.config

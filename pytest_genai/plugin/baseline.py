@@ -21,14 +21,14 @@ from typing import Any, Mapping
 
 import pytest
 
-from .compare import FAILING, INCONCLUSIVE, UNITS_DIFFER, MetricComparison, compare_records
-from .deltas import worsening
-from .errors import ReportInputError
-from .matching import check_unique, match_records
-from .registry import MetricInfo, default_metric_info
-from .runs import BENCH_STATS_FIELDS, Record, load_run, records_from_benchmarks
+from pytest_genai.report.compare import FAILING, INCONCLUSIVE, UNITS_DIFFER, MetricComparison, compare_records
+from pytest_genai.report.deltas import worsening
+from pytest_genai.report.errors import ReportInputError
+from pytest_genai.report.matching import check_unique, match_records
+from pytest_genai.report.registry import MetricInfo, default_metric_info
+from pytest_genai.report.runs import BENCH_STATS_FIELDS, Record, load_run, records_from_benchmarks
 from pytest_genai.tables import format_change, format_number, make_table
-from .thresholds import ThresholdError, parse_thresholds
+from pytest_genai.report.thresholds import ThresholdError, parse_thresholds
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def _claims_experiments() -> set[str]:
 def _baseline_file(config: Any, path: str) -> str:
     """``path``, or the pytest-benchmark storage run that the option's text names (``0003``, ``latest``) when no
     file of that name exists (:mod:`.benchmark_storage`)."""
-    from .benchmark_storage import is_storage_id, machine_id, resolve_storage_id
+    from pytest_genai.report.benchmark_storage import is_storage_id, machine_id, resolve_storage_id
 
     raw = config.getoption("genai_baseline", None) if config is not None else None
     if not isinstance(raw, str) or not is_storage_id(raw) or os.path.isfile(path):
@@ -107,7 +107,7 @@ def _baseline_file(config: Any, path: str) -> str:
 
 def _refuse_overwrite(config: pytest.Config, baseline_path: str) -> None:
     """--benchmark-json naming the baseline file would replace the run this one is compared with."""
-    from pytest_genai.outputs import STDOUT, benchmark_json_path, same_path
+    from pytest_genai.plugin.outputs import STDOUT, benchmark_json_path, same_path
 
     if config is None:  # built outside a pytest session (tests): there is no --benchmark-json
         return

@@ -75,7 +75,7 @@ def write_session_report(config: Any, state: Any, path: str | Path, images: Sequ
     """Render this session's report and write it atomically to ``path``; ``images`` are the --genai-plots PNGs
     to link, ``benchmark_json`` the --benchmark-json path, which names the run in the heading."""
     from pytest_genai.atomic import write_text_atomic
-    from pytest_genai.outputs import STDOUT
+    from pytest_genai.plugin.outputs import STDOUT
 
     path = Path(path)
     source = benchmark_json if benchmark_json and benchmark_json != STDOUT else SESSION_SOURCE

@@ -1,9 +1,9 @@
-"""pytest_genai.outputs: the path behind --benchmark-json and the configure-time output checks."""
+"""pytest_genai.plugin.outputs: the path behind --benchmark-json and the configure-time output checks."""
 import os
 import sys
 from pathlib import Path
 
-from pytest_genai.outputs import STDOUT, benchmark_json_path, clashing_input, output_file_problem
+from pytest_genai.plugin.outputs import STDOUT, benchmark_json_path, clashing_input, output_file_problem
 
 
 def test_benchmark_json_path_from_every_form_pytest_benchmark_may_store(tmp_path):
@@ -40,7 +40,7 @@ def test_clashing_input_follows_links(tmp_path):
 def test_the_benchmark_json_replaces_the_previous_file_by_one_rename(tmp_path, monkeypatch):
     """pytest-benchmark writes ``--benchmark-json`` through :class:`AtomicJsonOutput`: the previous run stays whole
     until one ``os.replace`` puts the complete new file in its place (a plain write would leave a cut file)."""
-    from pytest_genai.outputs import AtomicJsonOutput
+    from pytest_genai.plugin.outputs import AtomicJsonOutput
 
     out = tmp_path / "out.json"
     out.write_text('{"previous": "run"}')

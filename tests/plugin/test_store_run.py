@@ -68,7 +68,7 @@ def test_without_benchmark_json_the_session_document_is_stored(pytester: pytest.
 
 
 def test_the_stored_command_masks_passwords() -> None:
-    from pytest_genai.store.session import session_command
+    from pytest_genai.plugin.store_run import session_command
 
     assert session_command(["--genai-store", "postgresql+psycopg://ci:s3cret@db/r", "-m", "cpu"]) == \
         "pytest --genai-store postgresql+psycopg://ci:***@db/r -m cpu"

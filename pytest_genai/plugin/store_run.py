@@ -2,30 +2,30 @@
 pytest-benchmark wrote its JSON (so a store that cannot be reached never costs the JSON).
 
 With a ``--benchmark-json`` file the store gets that file's document, so ``pytest-genai store add`` of the same file
-later is a no-op; without one it gets the document the file would have held (:mod:`pytest_genai.session_report`).
+later is a no-op; without one it gets the document the file would have held (:mod:`pytest_genai.plugin.session_report`).
 """
 from __future__ import annotations
 
 import os
 from typing import Any
 
-from .write import Added
+from pytest_genai.store.write import Added
 
 
 def session_command(args: Any) -> str:
     """The pytest command line as stored in ``runs.command``, any password in a URL argument masked."""
-    from .location import shown_url
+    from pytest_genai.store.location import shown_url
 
     return " ".join(["pytest", *(shown_url(str(a)) for a in args)])
 
 
 def store_session(config: Any, state: Any, url: str, benchmark_json: str | None) -> Added | None:
     """Add this session's run to the store at ``url``; None when no benchmark ran (nothing to store)."""
-    from pytest_genai.outputs import STDOUT
-    from pytest_genai.session_report import SESSION_SOURCE, session_json
+    from pytest_genai.plugin.outputs import STDOUT
+    from pytest_genai.plugin.session_report import SESSION_SOURCE, session_json
 
-    from .engine import open_store
-    from .write import add_document, add_file
+    from pytest_genai.store.engine import open_store
+    from pytest_genai.store.write import add_document, add_file
 
     command = session_command(config.invocation_params.args)
     with open_store(url) as store:

@@ -1,0 +1,10 @@
+"""pytest-genai's own hooks, for conftest files and other plugins."""
+
+
+def pytest_genai_probes(config, probes):
+    """Add, replace or remove device probes before detection.
+
+    ``probes`` maps a device kind to a callable returning a
+    :class:`pytest_genai.devices.ProbeResult`; change it in place. Meant for site plugins (a cluster's own
+    detection) and for tests that make a device present without a global flag.
+    """
