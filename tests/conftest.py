@@ -3,7 +3,9 @@
 pytester's in-process runs snapshot and restore ``sys.modules``: a module first imported inside such a run is
 dropped afterwards and imported again later, with new classes. torch cannot be imported twice in one process, and
 matplotlib's artists then fail isinstance checks against the old classes ("Invalid arguments to set_clip_path, of
-type Rectangle"), so both are imported once here, before any pytester run, when they are installed.
+type Rectangle"), and SQLAlchemy's compiled cache-key code keeps the first copy's classes ("'InternalTraversal'
+object is not callable" when a store test follows one whose inner run imported it first), so all three are imported
+once here, before any pytester run, when they are installed.
 """
 try:
     import torch  # noqa: F401
@@ -15,6 +17,10 @@ try:
     matplotlib.use("Agg")
     import matplotlib.pyplot  # noqa: F401
 except ImportError:  # plots are optional
+    pass
+try:
+    import sqlalchemy  # noqa: F401
+except ImportError:  # the store is optional
     pass
 
 
