@@ -24,10 +24,6 @@ CPU_THREADS = 1  # pinned: the CI machine has 2 cores shared with the rest of th
 CPU_BUDGET_DEFAULT = 256 * 2**20
 LARGE_HIDDEN = 4096  # matmul-dominated: the physics claims for H100/H200 apply from this hidden size up
 ROUNDS = 5
-# The fastest-step statistic (step_time_fastest_s, which the gate may decide on a contended run): rounds of a few
-# steps each, taken where they fit in about a second. A step longer than that is descheduled on a contended CPU every
-# time, so its fastest step would be no more robust than its median.
-FASTEST_ROUNDS, FASTEST_STEPS, FASTEST_MAX_STEP_S = 10, 5, 0.02
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -91,11 +87,8 @@ def _level1(benchmark, genai, device, cfg, ceilings_for) -> None:
 
     genai.start(device=device, config=cfg, model=MODEL)
     measured = ceilings_for(device, cfg.dtype)
-    fastest = []
 
     def time_step(step) -> float:
-        from pytest_genai.runtime.timing import fastest_step, time_callable
-
         def synced() -> None:
             step()
             device.synchronize()
@@ -103,21 +96,15 @@ def _level1(benchmark, genai, device, cfg, ceilings_for) -> None:
         benchmark.pedantic(synced, setup=device.synchronize, rounds=ROUNDS, warmup_rounds=1, iterations=1)
         stats = getattr(benchmark, "stats", None)
         if stats is None:  # --benchmark-disable: pytest-benchmark ran it once, untimed
+            from pytest_genai.runtime.timing import time_callable
+
             return time_callable(step, sync=device.synchronize, repeats=ROUNDS).median_s
-        if device.kind == "cpu" and stats.stats.median < FASTEST_MAX_STEP_S:
-            fastest.extend(fastest_step(step, FASTEST_STEPS, sync=device.synchronize) for _ in range(FASTEST_ROUNDS))
         return stats.stats.median
 
     meas = level1.measure(cfg, device, time_step=time_step, repeats=ROUNDS)
     genai.record(level1_result(cfg, meas, measured, _spec_ceilings(device, cfg.dtype),
                                ceiling_clock=ceiling_clock(device)[0],
                                cpu_threads=CPU_THREADS if device.kind == "cpu" else None))
-    if fastest:
-        import statistics
-
-        walls = [f.wall_s for f in fastest]
-        genai.metric("step_time_fastest_s", statistics.median(walls), unit="s", rounds=walls)
-        genai.metric("step_time_fastest_cpu_share", statistics.median(f.cpu_share for f in fastest), unit="1")
     genai.check("B1.roofline_ceiling_respected")
     if cfg.layers > 1:
         genai.check("B1.identical_layers_li")

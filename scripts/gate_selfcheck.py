@@ -14,11 +14,6 @@ unchanged / improved and the seconds of measurement behind each decision (both s
 
     python3 scripts/gate_selfcheck.py --pairs 10 --rounds 10 --json /tmp/selfcheck.json
     python3 scripts/gate_selfcheck.py --pairs 10 --rounds 10 --rounds-mode auto --time-budget 10
-    python3 scripts/gate_selfcheck.py --pairs 10 --rounds 10 --statistic fastest
-    python3 scripts/gate_selfcheck.py --table /tmp/selfcheck.json   # the table of saved cases, nothing measured
-
-``--statistic fastest`` makes each round's value its fastest step (``step_time_fastest_s``, with the fastest steps'
-CPU share beside it): the metric the gate may decide on a contended current run (:mod:`pytest_genai.report.compare`).
 
 ``--rounds-mode auto`` lets the baseline side add rounds until its median's interval is narrower than half the
 threshold, and the current side while its gate row against the baseline reads inconclusive, each within
@@ -42,8 +37,6 @@ from typing import Any
 
 THRESHOLD = 0.10
 STEPS_PER_ROUND = 20
-KEPT_CPU_METRIC = "step_time_fastest_cpu_share"  # pytest_genai.report.compare.KEPT_CPU_METRIC
-METRICS = {"median": "step_time_s", "fastest": "step_time_fastest_s"}
 
 
 def _burners() -> list[subprocess.Popen]:
@@ -65,15 +58,12 @@ def _spin(seconds: float) -> None:
 
 
 def measure_side(step: Any, rounds: int, slowdown: float, loaded: bool, policy: Any = None,
-                 decided: Any = None, statistic: str = "median"
-                 ) -> tuple[list[float], dict | None, float, Any, float | None]:
-    """``rounds`` rounds of the step's median time (s), or of its fastest step with ``statistic="fastest"`` (more
-    under an ``auto`` ``policy`` while ``decided(rounds)`` is false: :func:`pytest_genai.runtime.rounds.run_rounds`,
-    as ``--genai-rounds auto`` takes them), the pressure reading over them, the wall seconds, the loop's outcome,
-    and (fastest) the median CPU share of the fastest steps."""
+                 decided: Any = None) -> tuple[list[float], dict | None, float, Any]:
+    """``rounds`` rounds of the step's median time (s) (more under an ``auto`` ``policy`` while ``decided(rounds)``
+    is false: :func:`pytest_genai.runtime.rounds.run_rounds`, as ``--genai-rounds auto`` takes them), the pressure
+    reading over them, the wall seconds, and the loop's outcome."""
     from pytest_genai.runtime.pressure import Window
     from pytest_genai.runtime.rounds import run_rounds
-    from pytest_genai.runtime.timing import fastest_step
 
     procs = _burners() if loaded else []
     try:
@@ -82,15 +72,8 @@ def measure_side(step: Any, rounds: int, slowdown: float, loaded: bool, policy: 
         window = Window.open()
         start = time.perf_counter()
         out: list[float] = []
-        shares: list[float] = []
 
         def one(_i: int) -> None:
-            if statistic == "fastest":
-                best = fastest_step(step, STEPS_PER_ROUND, after=(lambda took: _spin(took * slowdown))
-                                    if slowdown else None)
-                out.append(best.wall_s)
-                shares.append(best.cpu_share)
-                return
             times = []
             for _ in range(STEPS_PER_ROUND):
                 t0 = time.perf_counter()
@@ -106,56 +89,19 @@ def measure_side(step: Any, rounds: int, slowdown: float, loaded: bool, policy: 
         reading = window.reading()
     finally:
         _stop(procs)
-    return out, reading, wall, outcome, statistics.median(shares) if shares else None
+    return out, reading, wall, outcome
 
 
-def run_doc(rounds: list[float], reading: dict | None, label: str, metric: str = "step_time_s",
-            kept_cpu: float | None = None) -> dict[str, Any]:
+def run_doc(rounds: list[float], reading: dict | None, label: str) -> dict[str, Any]:
     """A run file as ``--benchmark-json`` writes it for one genai benchmark (the contract the gate reads)."""
-    metrics = {metric: statistics.median(rounds)}
-    if kept_cpu is not None:
-        metrics[KEPT_CPU_METRIC] = kept_cpu
     genai = {"schema": "pytest-genai/1", "experiment": "dabench", "device": {"kind": "cpu", "generation": "cpu"},
              "model": "decoder-stack", "config": {"id": "L2-h64-a1-s128-b1-fp32-forward"},
-             "metrics": metrics, "metric_sources": dict.fromkeys(metrics, "measured"),
-             "metric_units": {metric: "s", **({KEPT_CPU_METRIC: "1"} if kept_cpu is not None else {})},
-             "metric_rounds": {metric: rounds}, "claims": [],
+             "metrics": {"step_time_s": statistics.median(rounds)}, "metric_sources": {"step_time_s": "measured"},
+             "metric_units": {"step_time_s": "s"}, "metric_rounds": {"step_time_s": rounds}, "claims": [],
              "labels": {}, "attachments": {"cpu_contention": reading} if reading else {}}
     bench = {"name": "test_level1_cpu[L2-h64-a1-s128-b1-fp32-forward]", "fullname": label, "param": None,
              "extra_info": {"genai": genai}, "options": {}}
     return {"machine_info": {}, "commit_info": {}, "benchmarks": [bench], "datetime": "2026-12-03T00:00:00"}
-
-
-def table(cases: list[dict]) -> tuple[list[str], list[str]]:
-    """The markdown table of ``cases`` (per slowdown and condition, the rows read each way) and the targets missed."""
-    missed: list[str] = []
-    lines = ["| slowdown | machine | pairs | regressed | inconclusive | unchanged | improved | s per decision | "
-             "rounds (base / current) | CPU stall share |",
-             "| -------: | ------- | ----: | --------: | -----------: | --------: | -------: | -------------: | "
-             "----------------------: | --------------: |"]
-    for slowdown in dict.fromkeys(c["slowdown"] for c in cases):
-        for cond in ("idle", "loaded"):
-            group = [c for c in cases if c["slowdown"] == slowdown and (c["loaded"] == "idle") == (cond == "idle")]
-            if not group:
-                continue
-            n = {v: sum(1 for c in group if c["verdict"] == v) for v in ("regressed", "inconclusive", "unchanged",
-                                                                          "improved")}
-            secs = statistics.fmean(c["seconds"] for c in group)
-            stalls = [x for c in group for x in (c["stall_base"], c["stall_cur"]) if x is not None]
-            psi = f"{min(stalls):.2f}-{max(stalls):.2f}" if stalls else "—"
-            taken = [c["rounds_current"] for c in group if "rounds_current" in c]
-            based = [c["rounds_baseline"] for c in group if "rounds_baseline" in c]
-            # cases saved before the rounds were recorded: "—" (they took the fixed --rounds)
-            rounds = f"{min(based)}-{max(based)} / {min(taken)}-{max(taken)}" if taken and based else "—"
-            lines.append(f"| {slowdown:.0%} | {cond} | {len(group)} | {n['regressed']} | {n['inconclusive']} | "
-                         f"{n['unchanged']} | {n['improved']} | {secs:.2f} | {rounds} | {psi} |")
-            if slowdown == 0 and n["regressed"]:
-                missed.append(f"{n['regressed']} false alarm(s), {cond}")
-            if (slowdown >= 0.30 or (slowdown >= 0.15 and cond == "idle")) and n["regressed"] < len(group):
-                missed.append(f"{slowdown:.0%} slowdown not detected {len(group) - n['regressed']} time(s), {cond}")
-            if slowdown >= THRESHOLD and n["unchanged"]:
-                missed.append(f"{slowdown:.0%} slowdown read unchanged {n['unchanged']} time(s), {cond}")
-    return lines, missed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,21 +113,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="auto: the current side adds rounds while its gate row against the baseline reads "
                              "inconclusive (as --genai-rounds auto with --genai-baseline)")
     parser.add_argument("--time-budget", type=float, default=10.0, help="seconds of extra rounds per side (auto)")
-    parser.add_argument("--statistic", default="median", choices=tuple(METRICS),
-                        help="each round's statistic of its steps: median (step_time_s) or fastest "
-                             "(step_time_fastest_s, which the gate may decide on a contended run whose fastest steps "
-                             "kept their CPU)")
     parser.add_argument("--json", default=None, help="also write every case here")
-    parser.add_argument("--table", default=None, metavar="JSON",
-                        help="measure nothing: print the table (and the targets missed) of cases saved with --json")
     args = parser.parse_args(argv)
-    if args.table:
-        with open(args.table, encoding="utf-8") as fh:
-            lines, missed = table(json.load(fh))
-        print("\n".join(lines))
-        for line in missed:
-            print(f"target missed: {line}", file=sys.stderr)
-        return 1 if missed else 0
 
     import torch
 
@@ -204,8 +137,7 @@ def main(argv: list[str] | None = None) -> int:
 
     policy = RoundsPolicy(args.rounds_mode, budget_s=args.time_budget)
     info = metric_info_from(load_metrics())
-    metric = METRICS[args.statistic]
-    thresholds = parse_thresholds(f"{metric}={THRESHOLD * 100:g}%")
+    thresholds = parse_thresholds(f"step_time_s={THRESHOLD * 100:g}%")
     cases = []
     for slowdown in [float(x) for x in args.slowdowns.split(",")]:
         for i in range(args.pairs):
@@ -214,33 +146,54 @@ def main(argv: list[str] | None = None) -> int:
             # the baseline run takes rounds until a later gate at the threshold could decide (--genai-rounds auto
             # without a baseline of its own)
             base = measure_side(step, args.rounds, 0.0, load_side == "baseline", policy,
-                                lambda rounds: precise_for_gate(rounds, THRESHOLD), args.statistic)
+                                lambda rounds: precise_for_gate(rounds, THRESHOLD))
 
-            def row(cur_rounds: list[float], base_reading: dict | None, cur_reading: dict | None,
-                    cur_kept: float | None) -> Any:
-                result = gate_runs(run_from_json(run_doc(base[0], base_reading, "base", metric, base[4]), "base"),
-                                   run_from_json(run_doc(cur_rounds, cur_reading, "cur", metric, cur_kept), "cur"),
-                                   info, thresholds)
-                (mc,) = [m for m in result.comparison.pairs[0].metrics if m.metric == metric]
+            def row(cur_rounds: list[float], base_reading: dict | None, cur_reading: dict | None) -> Any:
+                result = gate_runs(run_from_json(run_doc(base[0], base_reading, "base"), "base"),
+                                   run_from_json(run_doc(cur_rounds, cur_reading, "cur"), "cur"), info, thresholds)
+                (mc,) = [m for m in result.comparison.pairs[0].metrics if m.metric == "step_time_s"]
                 return mc
 
             def decided(cur_rounds: list[float]) -> bool:  # contention left out: more rounds cannot undo it
-                return row(cur_rounds, None, None, None).status != "inconclusive"
+                return row(cur_rounds, None, None).status != "inconclusive"
 
-            cur = measure_side(step, args.rounds, slowdown, load_side == "current", policy, decided, args.statistic)
-            mc = row(cur[0], base[1], cur[1], cur[4])
+            cur = measure_side(step, args.rounds, slowdown, load_side == "current", policy, decided)
+            mc = row(cur[0], base[1], cur[1])
             cases.append({"slowdown": slowdown, "loaded": load_side or "idle", "verdict": mc.verdict,
                           "status": mc.status, "ratio": mc.ratio, "interval": mc.interval, "note": mc.note,
                           "stall_base": (base[1] or {}).get("stall_share_measured"),
                           "stall_cur": (cur[1] or {}).get("stall_share_measured"), "seconds": base[2] + cur[2],
                           "rounds_current": cur[3].rounds, "stopped": cur[3].stopped,
-                          "rounds_baseline": base[3].rounds, "kept_cpu_base": base[4], "kept_cpu_cur": cur[4]})
+                          "rounds_baseline": base[3].rounds})
             print(json.dumps(cases[-1]), file=sys.stderr)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(cases, fh, indent=1)
-    lines, missed = table(cases)
-    print("\n".join(lines))
+    missed = []
+    print("| slowdown | machine | pairs | regressed | inconclusive | unchanged | improved | s per decision | "
+          "rounds (base / current) | CPU stall share |")
+    print("| -------: | ------- | ----: | --------: | -----------: | --------: | -------: | -------------: | "
+          "----------------------: | --------------: |")
+    for slowdown in dict.fromkeys(c["slowdown"] for c in cases):
+        for cond in ("idle", "loaded"):
+            group = [c for c in cases if c["slowdown"] == slowdown and (c["loaded"] == "idle") == (cond == "idle")]
+            if not group:
+                continue
+            n = {v: sum(1 for c in group if c["verdict"] == v) for v in ("regressed", "inconclusive", "unchanged",
+                                                                          "improved")}
+            secs = statistics.fmean(c["seconds"] for c in group)
+            stalls = [x for c in group for x in (c["stall_base"], c["stall_cur"]) if x is not None]
+            psi = f"{min(stalls):.2f}-{max(stalls):.2f}" if stalls else "—"
+            taken = [c["rounds_current"] for c in group]
+            based = [c["rounds_baseline"] for c in group]
+            print(f"| {slowdown:.0%} | {cond} | {len(group)} | {n['regressed']} | {n['inconclusive']} | "
+                  f"{n['unchanged']} | {n['improved']} | {secs:.2f} | {min(based)}-{max(based)} / {min(taken)}-{max(taken)} | {psi} |")
+            if slowdown == 0 and n["regressed"]:
+                missed.append(f"{n['regressed']} false alarm(s), {cond}")
+            if (slowdown >= 0.30 or (slowdown >= 0.15 and cond == "idle")) and n["regressed"] < len(group):
+                missed.append(f"{slowdown:.0%} slowdown not detected {len(group) - n['regressed']} time(s), {cond}")
+            if slowdown >= THRESHOLD and n["unchanged"]:
+                missed.append(f"{slowdown:.0%} slowdown read unchanged {n['unchanged']} time(s), {cond}")
     for line in missed:
         print(f"target missed: {line}", file=sys.stderr)
     return 1 if missed else 0

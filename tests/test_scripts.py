@@ -1,6 +1,5 @@
 """The prepared scripts parse, and the CUDA session script's selection and outputs are what its header says."""
 import subprocess
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,50 +112,3 @@ def test_ci_installs_from_the_lock_and_the_lock_scripts_parse():
     newest = (ROOT / "scripts" / "newest_versions.sh").read_text(encoding="utf-8")
     assert '-c "$VENV/torch-pin.txt" --upgrade --upgrade-strategy eager -e ".[ci]"' in newest
     assert newest.rstrip().endswith('exec python3 -m pytest "$@"') and "set -- tests benchmarks" in newest
-
-
-def _selfcheck():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("gate_selfcheck", ROOT / "scripts" / "gate_selfcheck.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_gate_selfcheck_cases_are_gated_as_run_files_and_its_table_names_missed_targets(tmp_path):
-    """The self-check's run files go through the real gate: a contended current side with a 30% slower fastest step
-    whose steps kept their CPU is regressed, the same rounds as median step times are not; the saved cases' table
-    exits 1 with each missed target named."""
-    import json
-
-    from pytest_genai.claims import load_metrics
-    from pytest_genai.report.gate import gate_runs
-    from pytest_genai.report.registry import metric_info_from
-    from pytest_genai.report.runs import run_from_json
-    from pytest_genai.report.thresholds import parse_thresholds
-
-    sc = _selfcheck()
-    info = metric_info_from(load_metrics())
-    base = [1e-3 * (1 + 0.01 * (i % 3)) for i in range(10)]
-    cur = [x * 1.3 for x in base]
-    busy = {"stall_share_measured": 0.5}
-    for statistic, expected in (("fastest", "regressed"), ("median", "inconclusive")):
-        metric = sc.METRICS[statistic]
-        kept = 0.99 if statistic == "fastest" else None
-        result = gate_runs(run_from_json(sc.run_doc(base, None, "b", metric, kept), "b"),
-                           run_from_json(sc.run_doc(cur, busy, "c", metric, kept), "c"), info,
-                           parse_thresholds(f"{metric}=10%"))
-        (mc,) = [m for m in result.comparison.pairs[0].metrics if m.metric == metric]
-        assert mc.status == expected, (statistic, mc.note)
-    cases = [{"slowdown": s, "loaded": "idle", "verdict": v, "seconds": 1.0, "stall_base": 0.0, "stall_cur": 0.0,
-              "rounds_current": 10, "rounds_baseline": 10}
-             for s, v in ((0.0, "regressed"), (0.3, "regressed"), (0.15, "unchanged"))]
-    saved = tmp_path / "cases.json"
-    saved.write_text(json.dumps(cases), encoding="utf-8")
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gate_selfcheck.py"), "--table", str(saved)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1
-    assert "| 30% | idle | 1 | 1 | 0 | 0 | 0 | 1.00 | 10-10 / 10-10 | 0.00-0.00 |" in done.stdout
-    assert "target missed: 1 false alarm(s), idle" in done.stderr
-    assert "target missed: 15% slowdown read unchanged 1 time(s), idle" in done.stderr

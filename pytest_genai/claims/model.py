@@ -2,8 +2,7 @@
 
 * ``metrics_*.toml`` — ``[[metric]]`` tables: ``name``, ``unit``, ``direction`` (higher | lower | none),
   ``description``, and ``timing = true`` for a number derived from measured times (its claims are judged on an
-  interval over rounds, never on one value), and ``contention_robust = true`` for a timing statistic that time lost
-  to other tasks does not move (each round's fastest step), which the gate may decide under CPU pressure.
+  interval over rounds, never on one value).
 * ``paper_*.toml`` — one file per paper: ``paper`` and ``title`` at the top, then ``[[claim]]`` tables. Every claim
   has a ``basis``: ``paper`` (a number or statement of the paper), ``target`` (a goal of this project) or
   ``physics`` (a check any correct measurement must pass). Only ``paper`` claims are attributed to the paper.
@@ -45,9 +44,6 @@ class MetricDef:
     timing: bool = False
     source: str | None = None  # fixed source kind (spec, modeled, config, measured); None: decided per recording
     max_regression: float | None = None  # the gate's default threshold (fraction): a quality metric's own
-    # A timing statistic that time lost to other tasks does not move (the fastest step of each round): the gate may
-    # decide it on a run recorded under CPU pressure, where the fastest steps show they kept their CPU.
-    contention_robust: bool = False
 
     @property
     def higher_is_better(self) -> bool | None:
@@ -158,7 +154,7 @@ def _str_tuple(value: Any, where: str, field: str) -> tuple[str, ...]:
 
 def parse_metrics(data: Mapping[str, Any], file: str) -> dict[str, MetricDef]:
     metrics: dict[str, MetricDef] = {}
-    allowed = {"name", "unit", "direction", "description", "timing", "source", "max_regression", "contention_robust"}
+    allowed = {"name", "unit", "direction", "description", "timing", "source", "max_regression"}
     for i, entry in enumerate(data.get("metric", [])):
         where = f"{file}: metric #{i + 1}"
         if not isinstance(entry, dict):
@@ -189,13 +185,8 @@ def parse_metrics(data: Mapping[str, Any], file: str) -> dict[str, MetricDef]:
                                   or not 0 <= limit < 1):
             raise ClaimsError(f"{where}: field 'max_regression' must be a fraction in [0, 1) (0.005 = 0.5%), "
                               f"got {limit!r}")
-        robust = entry.get("contention_robust", False)
-        if not isinstance(robust, bool):
-            raise ClaimsError(f"{where}: field 'contention_robust' must be true or false, got {robust!r}")
-        if robust and not timing:
-            raise ClaimsError(f"{where}: 'contention_robust = true' is for a timing statistic; add 'timing = true'")
         metrics[name] = MetricDef(name, unit, direction, str(entry.get("description", "")), timing, source,
-                                  None if limit is None else float(limit), robust)
+                                  None if limit is None else float(limit))
     return metrics
 
 

@@ -10,9 +10,6 @@ Each row says how it was judged (``basis``):
   side of the threshold than its interval decide nothing. CPU pressure (the ``cpu_contention`` attachment past
   :data:`pytest_genai.claims.check.CONTENDED_SHARE`) can make a row inconclusive but never decides it: a contended
   current run cannot be called regressed, a contended baseline cannot clear a current run (unchanged or improved).
-  One exception: a ``contention_robust`` metric (each round's fastest step) may be called regressed on a contended
-  current run whose fastest steps kept their CPU (:data:`KEPT_CPU_METRIC` at least :data:`KEPT_CPU_SHARE`): time
-  lost to other tasks makes a step slower, never faster, so it cannot have made those steps slow.
 * ``exact`` — a deterministic metric (a quality metric with its registry threshold, or a modeled, spec or config
   number): its two values, exactly as before.
 * ``point`` — a measured metric without rounds on both sides: the old comparison of two values, labelled so (noise
@@ -61,14 +58,6 @@ GATED = (REGRESSED, NOT_FINITE, WORSE, BETTER, SAME, IMPROVED, UNCHANGED, INCONC
 """Statuses of a value that was actually judged against its threshold."""
 
 INTERVAL, EXACT, POINT = "interval", "exact", "point"
-
-KEPT_CPU_METRIC = "step_time_fastest_cpu_share"
-"""The metric a benchmark records beside a ``contention_robust`` statistic: the median over rounds of the share of its
-fastest step's wall time the process spent on a CPU (:func:`pytest_genai.runtime.timing.fastest_step`)."""
-KEPT_CPU_SHARE = 0.9
-"""The share at which the fastest steps count as never descheduled: a 1-thread step on a CPU reads 0.97-1.0 when it
-kept its core (the timer and the clock reads take the rest), and a step that lost it for a tenth of its time reads
-0.9."""
 """How a row was judged (``MetricComparison.basis``): on its rounds' interval, on two deterministic values, or on two
 measured values without rounds (the old point comparison)."""
 
@@ -268,8 +257,7 @@ def _thin(rounds: Sequence[float]) -> list[float]:
 
 
 def judge_on_rounds(mc: MetricComparison, base_rounds: Sequence[float] | None, cur_rounds: Sequence[float] | None,
-                    base_stall: float | None = None, cur_stall: float | None = None,
-                    kept_cpu: float | None = None) -> MetricComparison:
+                    base_stall: float | None = None, cur_stall: float | None = None) -> MetricComparison:
     """``mc`` judged on the interval of the current/baseline ratio of the two runs' rounds, where both hold two or
     more; otherwise ``mc`` itself, labelled a point comparison when it is a measured value (the note says why)."""
     if mc.status not in (REGRESSED, WORSE, BETTER, SAME) or mc.max_regression is None:
@@ -289,12 +277,12 @@ def judge_on_rounds(mc: MetricComparison, base_rounds: Sequence[float] | None, c
     except ValueError as exc:  # a non-positive baseline round: no ratio to bootstrap
         why = f"point comparison: the rounds give no ratio interval ({exc})"
         return dataclasses.replace(mc, basis=POINT, note=_join(mc.note, why))
-    return _decide(mc, interval, base_stall, cur_stall, kept_cpu=kept_cpu)
+    return _decide(mc, interval, base_stall, cur_stall)
 
 
 def judge_on_runs(mc: MetricComparison, runs: Sequence[Sequence[float]], base_rounds: Sequence[float] | None,
                   cur_rounds: Sequence[float] | None, base_stall: float | None = None,
-                  cur_stall: float | None = None, kept_cpu: float | None = None) -> MetricComparison:
+                  cur_stall: float | None = None) -> MetricComparison:
     """``mc`` against a baseline of several runs (``runs``: each run's rounds or value): the run-to-run prediction
     interval (:func:`pytest_genai.claims.stats.run_spread_interval`), widened to the rounds' bootstrap interval where
     both sides kept rounds, so the spread between runs widens what one run's rounds say."""
@@ -319,15 +307,14 @@ def judge_on_runs(mc: MetricComparison, runs: Sequence[Sequence[float]], base_ro
             # widening keeps the prediction interval's coverage
             interval = Interval(min(spread.lo, within.lo), max(spread.hi, within.hi), spread.level,
                                 spread.n, f"{spread.method}, joined with the {within.method} of the newest run's rounds")
-    return _decide(mc, interval, base_stall, cur_stall, how, kept_cpu=kept_cpu)
+    return _decide(mc, interval, base_stall, cur_stall, how)
 
 
 def _decide(mc: MetricComparison, interval: Any, base_stall: float | None, cur_stall: float | None,
-            how: str = "", kept_cpu: float | None = None) -> MetricComparison:
+            how: str = "") -> MetricComparison:
     """The interval row's verdict (:func:`.deltas.ratio_verdict`), with the claims' rules: too low a level, a value
     on the other side of the threshold than its interval, or a contended run that could have made the decision,
-    read inconclusive. ``kept_cpu``: for a ``contention_robust`` metric, the current run's
-    :data:`KEPT_CPU_METRIC` (None for any other metric)."""
+    read inconclusive."""
     from pytest_genai.claims.check import CONTENDED_SHARE, MIN_LEVEL
 
     assert mc.direction in _DIRECTED and mc.baseline is not None and mc.current is not None
@@ -342,21 +329,15 @@ def _decide(mc: MetricComparison, interval: Any, base_stall: float | None, cur_s
     elif verdict != INCONCLUSIVE and (verdict == REGRESSED) != (point == REGRESSED):
         why = ("the recorded values and their rounds' interval disagree about the threshold; record the value of "
                "the statistic the rounds are for (their median)")
-    elif (verdict == REGRESSED and cur_stall is not None and cur_stall > CONTENDED_SHARE
-          and not (kept_cpu is not None and kept_cpu >= KEPT_CPU_SHARE)):
-        kept = ("" if kept_cpu is None else f"; its fastest steps were on a CPU only {kept_cpu:.0%} of their time "
-                f"(under {KEPT_CPU_SHARE:.0%}), so they were descheduled too")
+    elif verdict == REGRESSED and cur_stall is not None and cur_stall > CONTENDED_SHARE:
         why = (f"slower past the threshold, but a task waited for a CPU {cur_stall:.0%} of the current run's "
-               f"measurement (over {CONTENDED_SHARE:.0%}): a contended run cannot be called regressed{kept}")
+               f"measurement (over {CONTENDED_SHARE:.0%}): a contended run cannot be called regressed")
     elif verdict in (UNCHANGED, IMPROVED) and base_stall is not None and base_stall > CONTENDED_SHARE:
         why = (f"{verdict}, but a task waited for a CPU {base_stall:.0%} of the baseline's measurement (over "
                f"{CONTENDED_SHARE:.0%}): a contended baseline cannot clear the current run")
     elif verdict == INCONCLUSIVE:
         why = f"the interval straddles the {limit * 100:g}% threshold: noise could put the change on either side"
     status = INCONCLUSIVE if why else verdict
-    if status == REGRESSED and cur_stall is not None and cur_stall > CONTENDED_SHARE:
-        why = (f"decided on a contended run ({cur_stall:.0%} CPU stall): each round's fastest step, and those steps "
-               f"kept their CPU ({kept_cpu:.0%} of their time, at least {KEPT_CPU_SHARE:.0%})")
     return dataclasses.replace(mc, status=status, basis=INTERVAL, interval=interval.to_json(),
                                note=_join(mc.note, how, why))
 
@@ -384,7 +365,6 @@ def compare_records(
     names += [m for m, f in timing.items() if f in base.timing or f in cur.timing]
     experiment = cur.experiment or base.experiment
     stalls = stall_share(base), stall_share(cur)
-    kept = _kept_cpu(cur)
     out = []
     for name in names:
         definition = info.get(name)
@@ -421,21 +401,12 @@ def compare_records(
         scaled = [None if r is None else tuple(x * f for x in r) if f != 1.0 else r
                   for r, f in ((b_rounds, b_factor), (c_rounds, c_factor))]
         runs = base.run_rounds.get(name)
-        robust = kept if definition is not None and definition.contention_robust else None
         if runs and len(runs) >= 2:
             out.append(judge_on_runs(mc, [tuple(x * b_factor for x in r) for r in runs], scaled[0], scaled[1],
-                                     *stalls, kept_cpu=robust))
+                                     *stalls))
         else:
-            out.append(judge_on_rounds(mc, scaled[0], scaled[1], *stalls, kept_cpu=robust))
+            out.append(judge_on_rounds(mc, scaled[0], scaled[1], *stalls))
     return tuple(out)
-
-
-def _kept_cpu(rec: Record) -> float | None:
-    """The record's :data:`KEPT_CPU_METRIC`, or None where it holds none (or not a finite number)."""
-    value = rec.metrics.get(KEPT_CPU_METRIC)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
 
 
 def _deterministic_source(source: str) -> bool:

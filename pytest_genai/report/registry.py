@@ -28,16 +28,13 @@ SPEEDUP_METRIC = "speedup"
 class MetricInfo:
     """What the report needs to know about a metric: its unit, which way is better, whether it is derived from
     measured times (``timing``) and the gate's threshold the registry gives it (``max_regression``, a fraction: the
-    quality threshold of a deterministic quality metric such as a perplexity or an accuracy), and whether it is a
-    timing statistic that CPU contention does not move (``contention_robust``: each round's fastest step, which the
-    gate may decide on a contended run where the fastest steps kept their CPU)."""
+    quality threshold of a deterministic quality metric such as a perplexity or an accuracy)."""
 
     name: str
     unit: str
     direction: str
     timing: bool = False
     max_regression: float | None = None
-    contention_robust: bool = False
 
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
@@ -96,8 +93,7 @@ def metric_info_from(registry: Mapping[str, Any]) -> dict[str, MetricInfo]:
         limit = get("max_regression", None)
         out[name] = MetricInfo(name=str(name), unit=str(get("unit", "") or ""), direction=str(get("direction", "none")),
                                timing=bool(get("timing", False)),
-                               max_regression=None if limit is None else float(limit),
-                               contention_robust=bool(get("contention_robust", False)))
+                               max_regression=None if limit is None else float(limit))
     return out
 
 

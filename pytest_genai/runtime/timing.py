@@ -203,41 +203,6 @@ def cpu_times(fn: Callable[[], object], *, min_wall_s: float = 0.2, max_calls: i
     return CpuTimes(wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0)
 
 
-@dataclasses.dataclass(frozen=True)
-class FastestStep:
-    """A round's fastest step: its wall seconds and the share of them the process spent on a CPU (``cpu_s /
-    wall_s``; near 1 for a one-thread step that was never descheduled)."""
-
-    wall_s: float
-    cpu_share: float
-
-
-def fastest_step(step: Callable[[], object], steps: int, *, sync: Callable[[], None] | None = None,
-                 after: Callable[[float], None] | None = None) -> FastestStep:
-    """The fastest of ``steps`` back-to-back synchronized calls of ``step``, with its CPU share.
-
-    A step that lost its core to another task is slower, never faster, so on a contended CPU the fastest of a round
-    is still the step's own time as long as some step ran through a time slice; its CPU share says whether it did
-    (a step longer than the scheduler's slices is descheduled every time, and then the share falls). ``after(took)``
-    runs inside each timed region, after the step (the self-check injects a slowdown there)."""
-    if steps < 1:
-        raise ValueError(f"steps must be >= 1, got {steps}")
-    sync = sync or _noop
-    best: FastestStep | None = None
-    for _ in range(steps):
-        sync()
-        c0, t0 = time.process_time(), time.perf_counter()
-        step()
-        if after is not None:
-            after(time.perf_counter() - t0)
-        sync()
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        if best is None or wall < best.wall_s:
-            best = FastestStep(wall, cpu / wall if wall > 0 else 1.0)
-    assert best is not None
-    return best
-
-
 def slowest_rank_steps(per_rank: Sequence[Sequence[float]]) -> list[float]:
     """Per step, the slowest rank's seconds (ranks x steps in, steps out): every rank waits for it at the next
     collective, so it is the job's step time."""

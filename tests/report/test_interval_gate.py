@@ -104,31 +104,6 @@ def test_cpu_pressure_makes_a_row_inconclusive_but_never_decides_it() -> None:
     assert row(timed("a", 1000.0, seed=1), timed("a", 600.0, seed=2, stall=0.2)).status == REGRESSED
 
 
-def test_the_fastest_step_is_decided_on_a_contended_run_only_where_those_steps_kept_their_cpu() -> None:
-    """``step_time_fastest_s`` is registered contention-robust: a contended current run may be called regressed on it
-    when its fastest steps were on a CPU 90 % of their time or more, and only then."""
-    def fastest(seconds: float, seed: int, stall: float | None = None, kept: float | None = None) -> dict:
-        extra = {} if kept is None else {"step_time_fastest_cpu_share": kept}
-        return timed("a", seconds, seed=seed, stall=stall, metric="step_time_fastest_s", **extra)
-
-    m = "step_time_fastest_s"
-    slow = row(fastest(1e-3, 1), fastest(1.3e-3, 2, stall=0.9, kept=0.99), metric=m)
-    assert slow.status == REGRESSED and "decided on a contended run (90% CPU stall)" in slow.note
-    # descheduled fastest steps (a step longer than the time slices): the pressure rule as for any metric
-    cut = row(fastest(1e-3, 1), fastest(1.3e-3, 2, stall=0.9, kept=0.7), metric=m)
-    assert cut.status == INCONCLUSIVE and "only 70% of their time" in cut.note
-    # no share recorded: nothing shows the fastest steps kept their CPU
-    assert row(fastest(1e-3, 1), fastest(1.3e-3, 2, stall=0.9), metric=m).status == INCONCLUSIVE
-    # a median step time with the same share recorded is not robust: still inconclusive
-    median = row(timed("a", 1e-3, seed=1, metric="step_time_s"),
-                 timed("a", 1.3e-3, seed=2, stall=0.9, metric="step_time_s", step_time_fastest_cpu_share=0.99),
-                 metric="step_time_s")
-    assert median.status == INCONCLUSIVE and "a contended run cannot be called regressed" in median.note
-    # a contended baseline still cannot clear a current run, robust or not
-    base = row(fastest(1.25e-3, 1, stall=0.9, kept=0.99), fastest(1.26e-3, 2, kept=0.99), metric=m)
-    assert base.status == INCONCLUSIVE and "a contended baseline cannot clear" in base.note
-
-
 def test_deterministic_metrics_keep_the_exact_comparison() -> None:
     base = bench("q", metrics={"perplexity": 12.0, "flops_modeled": 1e9}, sources={"perplexity": "measured",
                                                                                   "flops_modeled": "modeled"})

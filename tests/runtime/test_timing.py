@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from pytest_genai.runtime.timing import (Timing, cpu_times, fastest_step, paired_rounds, time_callable,
-                                         time_each, timer_overhead_s)
+from pytest_genai.runtime.timing import (Timing, cpu_times, paired_rounds, time_callable, time_each,
+                                         timer_overhead_s)
 
 
 class Recorder:
@@ -83,25 +83,6 @@ def test_cpu_times_cover_the_requested_wall_time():
     ct = cpu_times(spin, min_wall_s=0.05)
     assert ct.wall_s >= 0.05
     assert 0 < ct.cpu_s <= ct.wall_s * 2 + 0.01  # one busy thread (+ interpreter helpers)
-
-
-def test_the_fastest_step_and_whether_it_kept_its_cpu():
-    """The fastest of the steps is kept, with its share of the wall time on a CPU: a busy step keeps it, a step that
-    sleeps (off the CPU, as a descheduled one) does not; ``after`` runs inside the timed region."""
-    def spin(seconds: float) -> None:
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            pass
-
-    lengths = iter([0.006, 0.002, 0.004])
-    busy = fastest_step(lambda: spin(next(lengths)), 3)
-    assert 0.002 <= busy.wall_s < 0.004 and busy.cpu_share > 0.7
-    asleep = fastest_step(lambda: time.sleep(0.003), 2)
-    assert asleep.wall_s >= 0.003 and asleep.cpu_share < 0.5
-    padded = fastest_step(lambda: spin(0.001), 2, after=lambda took: spin(took))
-    assert padded.wall_s >= 0.002
-    with pytest.raises(ValueError, match="steps must be >= 1"):
-        fastest_step(lambda: None, 0)
 
 
 def test_unsynchronized_cuda_timing_differs():
