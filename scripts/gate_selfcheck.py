@@ -14,6 +14,7 @@ unchanged / improved and the seconds of measurement behind each decision (both s
 
     python3 scripts/gate_selfcheck.py --pairs 10 --rounds 10 --json /tmp/selfcheck.json
     python3 scripts/gate_selfcheck.py --pairs 10 --rounds 10 --rounds-mode auto --time-budget 10
+    python3 scripts/gate_selfcheck.py --table /tmp/selfcheck.json   # the table of saved cases, nothing measured
 
 ``--rounds-mode auto`` lets the baseline side add rounds until its median's interval is narrower than half the
 threshold, and the current side while its gate row against the baseline reads inconclusive, each within
@@ -104,6 +105,38 @@ def run_doc(rounds: list[float], reading: dict | None, label: str) -> dict[str, 
     return {"machine_info": {}, "commit_info": {}, "benchmarks": [bench], "datetime": "2026-12-03T00:00:00"}
 
 
+def table(cases: list[dict]) -> tuple[list[str], list[str]]:
+    """The markdown table of ``cases`` (per slowdown and condition, the rows read each way) and the targets missed."""
+    missed: list[str] = []
+    lines = ["| slowdown | machine | pairs | regressed | inconclusive | unchanged | improved | s per decision | "
+             "rounds (base / current) | CPU stall share |",
+             "| -------: | ------- | ----: | --------: | -----------: | --------: | -------: | -------------: | "
+             "----------------------: | --------------: |"]
+    for slowdown in dict.fromkeys(c["slowdown"] for c in cases):
+        for cond in ("idle", "loaded"):
+            group = [c for c in cases if c["slowdown"] == slowdown and (c["loaded"] == "idle") == (cond == "idle")]
+            if not group:
+                continue
+            n = {v: sum(1 for c in group if c["verdict"] == v) for v in ("regressed", "inconclusive", "unchanged",
+                                                                          "improved")}
+            secs = statistics.fmean(c["seconds"] for c in group)
+            stalls = [x for c in group for x in (c["stall_base"], c["stall_cur"]) if x is not None]
+            psi = f"{min(stalls):.2f}-{max(stalls):.2f}" if stalls else "—"
+            taken = [c["rounds_current"] for c in group if "rounds_current" in c]
+            based = [c["rounds_baseline"] for c in group if "rounds_baseline" in c]
+            # cases saved before the rounds were recorded: "—" (they took the fixed --rounds)
+            rounds = f"{min(based)}-{max(based)} / {min(taken)}-{max(taken)}" if taken and based else "—"
+            lines.append(f"| {slowdown:.0%} | {cond} | {len(group)} | {n['regressed']} | {n['inconclusive']} | "
+                         f"{n['unchanged']} | {n['improved']} | {secs:.2f} | {rounds} | {psi} |")
+            if slowdown == 0 and n["regressed"]:
+                missed.append(f"{n['regressed']} false alarm(s), {cond}")
+            if (slowdown >= 0.30 or (slowdown >= 0.15 and cond == "idle")) and n["regressed"] < len(group):
+                missed.append(f"{slowdown:.0%} slowdown not detected {len(group) - n['regressed']} time(s), {cond}")
+            if slowdown >= THRESHOLD and n["unchanged"]:
+                missed.append(f"{slowdown:.0%} slowdown read unchanged {n['unchanged']} time(s), {cond}")
+    return lines, missed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=10, help="pairs per slowdown (half of them loaded)")
@@ -114,7 +147,16 @@ def main(argv: list[str] | None = None) -> int:
                              "inconclusive (as --genai-rounds auto with --genai-baseline)")
     parser.add_argument("--time-budget", type=float, default=10.0, help="seconds of extra rounds per side (auto)")
     parser.add_argument("--json", default=None, help="also write every case here")
+    parser.add_argument("--table", default=None, metavar="JSON",
+                        help="measure nothing: print the table (and the targets missed) of cases saved with --json")
     args = parser.parse_args(argv)
+    if args.table:
+        with open(args.table, encoding="utf-8") as fh:
+            lines, missed = table(json.load(fh))
+        print("\n".join(lines))
+        for line in missed:
+            print(f"target missed: {line}", file=sys.stderr)
+        return 1 if missed else 0
 
     import torch
 
@@ -169,31 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(cases, fh, indent=1)
-    missed = []
-    print("| slowdown | machine | pairs | regressed | inconclusive | unchanged | improved | s per decision | "
-          "rounds (base / current) | CPU stall share |")
-    print("| -------: | ------- | ----: | --------: | -----------: | --------: | -------: | -------------: | "
-          "----------------------: | --------------: |")
-    for slowdown in dict.fromkeys(c["slowdown"] for c in cases):
-        for cond in ("idle", "loaded"):
-            group = [c for c in cases if c["slowdown"] == slowdown and (c["loaded"] == "idle") == (cond == "idle")]
-            if not group:
-                continue
-            n = {v: sum(1 for c in group if c["verdict"] == v) for v in ("regressed", "inconclusive", "unchanged",
-                                                                          "improved")}
-            secs = statistics.fmean(c["seconds"] for c in group)
-            stalls = [x for c in group for x in (c["stall_base"], c["stall_cur"]) if x is not None]
-            psi = f"{min(stalls):.2f}-{max(stalls):.2f}" if stalls else "—"
-            taken = [c["rounds_current"] for c in group]
-            based = [c["rounds_baseline"] for c in group]
-            print(f"| {slowdown:.0%} | {cond} | {len(group)} | {n['regressed']} | {n['inconclusive']} | "
-                  f"{n['unchanged']} | {n['improved']} | {secs:.2f} | {min(based)}-{max(based)} / {min(taken)}-{max(taken)} | {psi} |")
-            if slowdown == 0 and n["regressed"]:
-                missed.append(f"{n['regressed']} false alarm(s), {cond}")
-            if (slowdown >= 0.30 or (slowdown >= 0.15 and cond == "idle")) and n["regressed"] < len(group):
-                missed.append(f"{slowdown:.0%} slowdown not detected {len(group) - n['regressed']} time(s), {cond}")
-            if slowdown >= THRESHOLD and n["unchanged"]:
-                missed.append(f"{slowdown:.0%} slowdown read unchanged {n['unchanged']} time(s), {cond}")
+    lines, missed = table(cases)
+    print("\n".join(lines))
     for line in missed:
         print(f"target missed: {line}", file=sys.stderr)
     return 1 if missed else 0

@@ -1,5 +1,6 @@
 """The prepared scripts parse, and the CUDA session script's selection and outputs are what its header says."""
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,3 +113,25 @@ def test_ci_installs_from_the_lock_and_the_lock_scripts_parse():
     newest = (ROOT / "scripts" / "newest_versions.sh").read_text(encoding="utf-8")
     assert '-c "$VENV/torch-pin.txt" --upgrade --upgrade-strategy eager -e ".[ci]"' in newest
     assert newest.rstrip().endswith('exec python3 -m pytest "$@"') and "set -- tests benchmarks" in newest
+
+
+def test_gate_selfcheck_table_of_saved_cases_names_each_missed_target(tmp_path):
+    """``--table`` measures nothing: it prints the saved cases' table and exits 1 naming each missed target."""
+    import json
+
+    cases = [{"slowdown": s, "loaded": "idle", "verdict": v, "seconds": 1.0, "stall_base": 0.0, "stall_cur": 0.0,
+              "rounds_current": 10, "rounds_baseline": 10}
+             for s, v in ((0.0, "regressed"), (0.3, "regressed"), (0.15, "unchanged"))]
+    saved = tmp_path / "cases.json"
+    saved.write_text(json.dumps(cases), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gate_selfcheck.py"), "--table", str(saved)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "| 30% | idle | 1 | 1 | 0 | 0 | 0 | 1.00 | 10-10 / 10-10 | 0.00-0.00 |" in done.stdout
+    assert "target missed: 1 false alarm(s), idle" in done.stderr
+    assert "target missed: 15% slowdown read unchanged 1 time(s), idle" in done.stderr
+    cases[0]["verdict"], cases[2]["verdict"] = "unchanged", "regressed"
+    saved.write_text(json.dumps(cases), encoding="utf-8")
+    met = subprocess.run([sys.executable, str(ROOT / "scripts" / "gate_selfcheck.py"), "--table", str(saved)],
+                         capture_output=True, text=True, timeout=120)
+    assert met.returncode == 0 and "target missed" not in met.stderr
