@@ -15,6 +15,11 @@ import pytest
 from pytest_genai.plugin.options import resolve
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # registered here as well as in pyproject.toml, so a copy of these files run elsewhere knows the marker
+    config.addinivalue_line("markers", "slow: seconds a test on 2 cores; the repository's default run leaves it out")
+
+
 def pytest_genai_probes(config: pytest.Config, probes: dict) -> None:
     from pytest_genai.dabench.vendor import with_artifact_devices
 

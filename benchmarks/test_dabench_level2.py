@@ -18,7 +18,7 @@ import pytest
 from pytest_genai.dabench.level2 import config as scaling_config
 from pytest_genai.dabench.level2.config import STRATEGIES, ParallelConfig, PrecisionConfig
 
-pytestmark = pytest.mark.dabench
+pytestmark = [pytest.mark.dabench, pytest.mark.slow]
 
 MODEL = "decoder-block-stack"
 #: The physics claim each run checks (claims/data/paper_b.toml).

@@ -17,7 +17,7 @@ import pytest
 from pytest_genai.diffusion import DiffusionConfig, train_steps
 from pytest_genai.diffusion.results import run_peak_tflops, scaling_result, throughput_result
 
-pytestmark = pytest.mark.diffusion
+pytestmark = [pytest.mark.diffusion, pytest.mark.slow]
 
 SMALL = DiffusionConfig()  # fits 2 CPU cores in seconds
 ACCEL = DiffusionConfig(image_size=128, base_width=64, batch_size=32, steps=20, warmup_steps=5)

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.quant, pytest.mark.selfcheck]
+pytestmark = [pytest.mark.quant, pytest.mark.selfcheck, pytest.mark.slow]
 
 WORD_PPL_TOLERANCE = 1e-3  # 0.1%: the two implementations compute the same quantity
 

@@ -24,7 +24,7 @@ import pytest
 
 from pytest_genai.compose.quantized_eval import QuantCase
 
-pytestmark = pytest.mark.quant
+pytestmark = [pytest.mark.quant, pytest.mark.slow]
 
 TASKS = ("wikitext", "hellaswag", "boolq")
 # ordered so each quantized model is built once and serves its three tasks

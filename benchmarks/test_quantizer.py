@@ -31,7 +31,7 @@ import pytest
 
 from pytest_genai.plugin.options import resolve
 
-pytestmark = [pytest.mark.quant, pytest.mark.cpu, pytest.mark.selfcheck]
+pytestmark = [pytest.mark.quant, pytest.mark.cpu, pytest.mark.selfcheck, pytest.mark.slow]
 
 SCALES = {"tiny": dict(layers=1, vocab=2048), "small": dict(layers=4, vocab=32000), "full": dict(layers=22, vocab=32000)}
 #: Interleaved rounds per scale: the time ratios are judged on the 95% interval of their per-round values, so at

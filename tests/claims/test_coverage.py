@@ -39,6 +39,7 @@ def test_a_claim_scoped_to_a_kind_no_benchmark_reaches_is_dead() -> None:
     assert dead_claims([claim], markers) == []
 
 
+@pytest.mark.slow
 def test_claims_command_lists_basis_and_checker(capsys, tmp_path) -> None:
     from pytest_genai.cli import main
 

@@ -1,6 +1,7 @@
 """Level-2 run logs, capacity sweeps and artifact devices, on folders laid out as docs/dabench.md says."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,9 @@ OOM_LOG = ("2026-03-30 12:53:41,263 INFO:   Compiling the model. This may take a
            "2026-03-30 12:58:27,932 ERROR:  Compile failed: the model does not fit: insufficient on-chip memory "
            "for 80 layers\n")
 
+
+# `-m ""`: what -k names, the slow set included (pyproject.toml's addopts leave it out of a plain run)
+PYTEST = [sys.executable, "-m", "pytest", "-m", ""]
 
 def _run(root: Path, kind: str, name: str, log: str, **settings) -> Path:
     folder = root / kind / "level2" / name
@@ -206,7 +210,7 @@ def test_benchmark_checks_rdu_tp_from_run_logs_without_the_sdk(tmp_path):
     repo = Path(__file__).resolve().parents[2]
     out = tmp_path / "out.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "benchmarks/test_dabench_level2.py", "-k", "vendor_tp_scaling", "-q",
+        [*PYTEST, "benchmarks/test_dabench_level2.py", "-k", "vendor_tp_scaling", "-q",
          "-p", "no:cacheprovider", f"--genai-dabench-profiles={tmp_path}", f"--benchmark-json={out}"],
         cwd=repo, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -240,7 +244,7 @@ def test_benchmark_checks_the_ipu_bound_from_an_execution_profile_without_the_sd
     repo = Path(__file__).resolve().parents[2]
     out = tmp_path / "out.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "benchmarks/test_dabench_level1.py", "-k", "test_level1_ipu and h768", "-q",
+        [*PYTEST, "benchmarks/test_dabench_level1.py", "-k", "test_level1_ipu and h768", "-q",
          "-p", "no:cacheprovider", f"--genai-dabench-profiles={profiles}", f"--benchmark-json={out}"],
         cwd=repo, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -429,7 +433,7 @@ def test_benchmarks_check_ipu_capacity_and_batch_sweeps_without_the_sdks(tmp_pat
     repo = Path(__file__).resolve().parents[2]
     out = tmp_path / "out.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "benchmarks/test_dabench_level1.py", "benchmarks/test_dabench_level2.py",
+        [*PYTEST, "benchmarks/test_dabench_level1.py", "benchmarks/test_dabench_level2.py",
          "-k", "test_capacity_ipu or test_compile_modes_rdu or test_vendor_batch_scaling", "-q", "-p", "no:cacheprovider",
          f"--genai-dabench-profiles={profiles}", f"--benchmark-json={out}"],
         cwd=repo, capture_output=True, text=True, timeout=300, env=env)
@@ -472,7 +476,7 @@ def test_benchmarks_take_a_log_only_capacity_count_and_unreported_pcu_cells_with
     repo = Path(__file__).resolve().parents[2]
     out = tmp_path / "out.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "benchmarks/test_dabench_level1.py", "-k",
+        [*PYTEST, "benchmarks/test_dabench_level1.py", "-k",
          f"capacity_wse or ({cfg} and rdu) or ({judged} and rdu)",
          "-q", "-p", "no:cacheprovider", f"--genai-dabench-profiles={tmp_path}", f"--benchmark-json={out}"],
         cwd=repo, capture_output=True, text=True, timeout=300)

@@ -8,6 +8,8 @@ import pytest
 
 from .conftest import byte_tokenizer, tiny_llama
 
+pytestmark = pytest.mark.slow  # seconds a test (worker processes, timed loops, real models): .ci/run runs them with -m slow
+
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 WIKI = (" = First Page = \n The first page has a few lines of text , with @-@ tokens . \n = = Part = = \n"
         " More words follow here , and then some more ( as usual ) . \n = Second Page = \n"

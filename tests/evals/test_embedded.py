@@ -134,5 +134,5 @@ def test_readme_and_ci_need_no_data_folder():
     first, test = blocks[0], blocks[1]
     assert "python3 -m pytest benchmarks -m \"cpu and not selfcheck and not extension\"" in first and "--genai-data-dir" not in first
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").rstrip("\n").splitlines()
-    assert ci[-1] == test
+    assert f"{test} || status=$?" in ci  # the README's test command, run whatever its result (then the slow set)
     assert any(line.startswith("export GENAI_DATA_DIR=") and "shared/data" in line for line in ci)

@@ -246,6 +246,7 @@ def test_target(benchmark, genai, cpu):
         (1.02, [0.8, 1.02, 1.3, 0.9, 1.2], "strict", "failed", "INCONCLUSIVE"),
     ],
 )
+@pytest.mark.slow
 def test_timing_verdicts_in_a_run(pytester: pytest.Pytester, ratio, rounds, mode, outcome, verdict) -> None:
     """The 3x-slow quantizer target fails its verdict but never the test; the physics claim follows the mode."""
     pytester.makepyfile(TIMING_TEST.replace("RATIO", repr(ratio)).replace("ROUNDS", repr(rounds)))
@@ -408,6 +409,7 @@ def test_all_skipped_run_writes_the_json_at_the_path_given(pytester: pytest.Pyte
 
 
 @pytest.mark.parametrize("json_arg", ["out.json", "-"])
+@pytest.mark.slow
 def test_all_skipped_run_does_not_say_nothing_was_saved_when_the_json_was_written(pytester: pytest.Pytester,
                                                                                   json_arg: str, monkeypatch) -> None:
     # pytest-benchmark warned "Not saving anything, no benchmarks have been run!" (terminal and warnings summary)
@@ -523,6 +525,7 @@ def test_genai_report_over_an_input_or_in_a_missing_folder_is_a_usage_error(pyte
     assert (pytester.path / "base.json").read_text() == '{"benchmarks": []}'
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_session_as_ctrl_c_does_and_the_results_are_written(pytester: pytest.Pytester) -> None:
     """A CI timeout or a Slurm preemption sends SIGTERM: the JSON and the report keep the benchmark that ran (by
     default the process ended with neither written)."""
@@ -622,6 +625,7 @@ def pytest_addoption(parser):
     (["--genai-report", "r.md"], "--genai-report"), (["--genai-plots", "plots"], "--genai-plots"),
     (["--benchmark-json", "out.json"], "--benchmark-json"), (["--genai-store", "runs.sqlite"], "--genai-store"),
 ])
+@pytest.mark.slow
 def test_xdist_with_an_output_is_refused_at_start(pytester: pytest.Pytester, outputs, named) -> None:
     """Under pytest-xdist each worker keeps its own records and pytest-benchmark disables timing: the controller wrote
     an empty JSON and a report saying no benchmark ran, and each worker its own plots into one folder."""

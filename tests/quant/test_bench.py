@@ -7,6 +7,8 @@ import torch
 from pytest_genai.quant.bench import (ArchConfig, ModelFactory, build_random_model,
                                       run_quantizer)
 
+pytestmark = pytest.mark.slow  # seconds a test (worker processes, timed loops, real models): .ci/run runs them with -m slow
+
 
 def test_arch_ids_say_random_weights_and_cuts():
     assert ArchConfig().id == "tinyllama-1.1b-arch-random-weights"

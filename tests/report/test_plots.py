@@ -227,6 +227,7 @@ def test_a_sweep_never_joins_different_modes_and_lockstep_parameters_are_drawn_o
     assert sorted(line.get_label() for line in ax.get_lines()) == ["256", "64"]
 
 
+@pytest.mark.slow
 def test_every_plot_of_a_realistic_run_reads_cleanly(monkeypatch, tmp_path: Path) -> None:
     """The suite's CPU reference run (tests/report/realistic_run.json.gz): every plot it gets is checked for
     legends over the data or off the figure, cut text and colliding x ticks, and for legends naming paths/configs."""

@@ -76,6 +76,7 @@ def test_no_traceback_on_any_mutation(tmp_path: Path, path: tuple, value) -> Non
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.sampled_from(NUMBER_PATHS), numbers)
+@pytest.mark.slow
 def test_no_traceback_on_any_number_where_numbers_are_read(tmp_path: Path, path: tuple, value) -> None:
     _answers_without_traceback(tmp_path, path, value)
 
@@ -88,6 +89,7 @@ def _number_id(value) -> str:
 
 @pytest.mark.parametrize("path", NUMBER_PATHS, ids=lambda path: ".".join(map(str, path[-2:])))
 @pytest.mark.parametrize("value", EDGE_NUMBERS, ids=_number_id)
+@pytest.mark.slow
 def test_no_traceback_on_each_edge_number(tmp_path: Path, path: tuple, value) -> None:
     """Every edge number at every place a number is read, always (hypothesis may not draw them in 60 examples)."""
     _answers_without_traceback(tmp_path, path, value)

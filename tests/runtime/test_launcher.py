@@ -10,6 +10,8 @@ import pytest
 
 from pytest_genai.runtime.launcher import TOKEN_ENV, LaunchError, LaunchSpec, launch, torchrun_command
 
+pytestmark = pytest.mark.slow  # seconds a test (worker processes, timed loops, real models): .ci/run runs them with -m slow
+
 TIMEOUT_S = 6.0  # each case must end well inside this (torchrun start-up is about 2 s here)
 
 

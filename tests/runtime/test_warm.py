@@ -10,6 +10,8 @@ import pytest
 from pytest_genai.runtime import warm
 from pytest_genai.runtime.launcher import TOKEN_ENV, LaunchError, LaunchSpec, launch
 
+pytestmark = pytest.mark.slow  # seconds a test (worker processes, timed loops, real models): .ci/run runs them with -m slow
+
 
 @pytest.fixture(autouse=True)
 def fresh_agent():

@@ -267,6 +267,7 @@ def test_gate_takes_its_baseline_from_the_store(store_url: str, tmp_path: Path) 
     assert verdict["verdict"] == "fail" and any(f["metric"] == "tokens_per_s" for f in verdict["failures"])
 
 
+@pytest.mark.slow
 def test_history_prints_the_series_and_plots_it(store_url: str, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     _three_generations(store_url)

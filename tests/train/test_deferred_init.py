@@ -83,6 +83,7 @@ def test_host_available_bytes_reads_meminfo(tmp_path):
 
 
 @pytest.mark.parametrize("strategy", ["fsdp", "zero3"])
+@pytest.mark.slow
 def test_a_deferred_build_trains_on_two_cpu_ranks(tmp_path, strategy):
     """The deferred path end to end, as an 8-card node runs it, on 2 CPU ranks with gloo: FSDP2 shards the meta
     model and materializes each shard; ZeRO-3 partitions under zero.Init."""

@@ -72,6 +72,7 @@ def lora_reference():
 
 
 @pytest.mark.parametrize("strategy", ["ddp", "fsdp", "zero3"])
+@pytest.mark.slow
 def test_lora_distributed_matches_single_process(tmp_path, lora_reference, strategy):
     if not installed("peft"):
         pytest.skip("LoRA needs peft: pip install 'pytest-genai[lora]'")

@@ -22,6 +22,7 @@ def test_hand_computed_tiny_llama():
 
 @pytest.mark.parametrize("name", sorted(PAPER_ARCHS))
 @pytest.mark.parametrize("scale", ["tiny", "full"])
+@pytest.mark.slow
 def test_analytic_flops_equal_the_flop_counter(name, scale):
     """torch's FlopCounterMode on one forward+backward (meta device) counts exactly the analytic formula."""
     arch = get_arch(name, scale)
@@ -77,6 +78,7 @@ def test_lora_flops_by_hand_tiny_llama():
     # nothing of layer 0's attention inputs trains (these read too high before 2026-12-02)
     ("o_proj",), ("gate_proj", "up_proj", "down_proj"), ("down_proj",), ("o_proj", "down_proj"),
 ])
+@pytest.mark.slow
 def test_lora_flops_equal_the_flop_counter(name, scale, targets):
     """FlopCounterMode on a peft model (meta device) counts exactly what the LoRA formula says runs."""
     arch, spec = get_arch(name, scale), LoraSpec(rank=8, targets=targets, dropout=0.0)

@@ -5,6 +5,8 @@ from pytest_genai.dabench.config import DecoderConfig
 from pytest_genai.dabench.level2.config import ParallelConfig
 from pytest_genai.dabench.level2.run import run_parallel, summarize
 
+pytestmark = pytest.mark.slow  # seconds a test (worker processes, timed loops, real models): .ci/run runs them with -m slow
+
 W = DecoderConfig(layers=2, hidden=32, heads=2, seq_len=8, batch=4, mode="train")
 CONFIGS = [ParallelConfig("dp", W), ParallelConfig("tp", W),
            ParallelConfig("pp", W, micro_batches=2, head_vocab=64)]
