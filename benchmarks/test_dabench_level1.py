@@ -24,6 +24,11 @@ CPU_THREADS = 1  # pinned: the CI machine has 2 cores shared with the rest of th
 CPU_BUDGET_DEFAULT = 256 * 2**20
 LARGE_HIDDEN = 4096  # matmul-dominated: the physics claims for H100/H200 apply from this hidden size up
 ROUNDS = 5
+# The step over the fixed reference kernel timed back to back with it (step_time_per_reference, which the gate decides
+# on one kind of CPU even under load: runtime/reference.py): rounds of up to 20 pairs, about 0.1 s a round, for the
+# configs up to hidden 256 (steps of about 1-15 ms on one core). Chosen by config, not by the measured time: a run
+# beside a load must record the same metrics as the quiet run it is gated against.
+REF_ROUNDS, REF_MAX_STEPS, REF_ROUND_S, REF_MAX_HIDDEN = 10, 20, 0.1, 256
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -87,6 +92,7 @@ def _level1(benchmark, genai, device, cfg, ceilings_for) -> None:
 
     genai.start(device=device, config=cfg, model=MODEL)
     measured = ceilings_for(device, cfg.dtype)
+    normalized: list[tuple[float, float, float]] = []
 
     def time_step(step) -> float:
         def synced() -> None:
@@ -99,12 +105,28 @@ def _level1(benchmark, genai, device, cfg, ceilings_for) -> None:
             from pytest_genai.runtime.timing import time_callable
 
             return time_callable(step, sync=device.synchronize, repeats=ROUNDS).median_s
+        if device.kind == "cpu" and cfg.hidden <= REF_MAX_HIDDEN:
+            from pytest_genai.runtime.reference import reference_kernel, step_over_reference
+
+            reference = reference_kernel()
+            reference()  # warm
+            steps = max(5, min(REF_MAX_STEPS, int(REF_ROUND_S / max(stats.stats.median, 1e-6))))
+            normalized.extend(step_over_reference(step, reference, steps) for _ in range(REF_ROUNDS))
         return stats.stats.median
 
     meas = level1.measure(cfg, device, time_step=time_step, repeats=ROUNDS)
     genai.record(level1_result(cfg, meas, measured, _spec_ceilings(device, cfg.dtype),
                                ceiling_clock=ceiling_clock(device)[0],
                                cpu_threads=CPU_THREADS if device.kind == "cpu" else None))
+    if normalized:
+        import statistics
+
+        from pytest_genai.runtime.reference import REFERENCE_ID, REFERENCE_LABEL
+
+        ratios = [r for _, _, r in normalized]
+        genai.metric("step_time_per_reference", statistics.median(ratios), unit="1", rounds=ratios)
+        genai.metric("reference_time_s", statistics.median(r for _, r, _ in normalized), unit="s")
+        genai.label(REFERENCE_LABEL, REFERENCE_ID)
     genai.check("B1.roofline_ceiling_respected")
     if cfg.layers > 1:
         genai.check("B1.identical_layers_li")

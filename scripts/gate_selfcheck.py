@@ -14,7 +14,15 @@ unchanged / improved and the seconds of measurement behind each decision (both s
 
     python3 scripts/gate_selfcheck.py --pairs 10 --rounds 10 --json /tmp/selfcheck.json
     python3 scripts/gate_selfcheck.py --pairs 10 --rounds 10 --rounds-mode auto --time-budget 10
+    python3 scripts/gate_selfcheck.py --pairs 10 --rounds 10 --statistic reference
     python3 scripts/gate_selfcheck.py --table /tmp/selfcheck.json   # the table of saved cases, nothing measured
+
+``--statistic reference`` times the fixed reference kernel of :mod:`pytest_genai.runtime.reference` back to back
+with each step and gates ``step_time_per_reference`` (each round's median step over the reference's median) beside the
+raw ``step_time_s``, both at the threshold, as the Level 1 CPU benchmark records them: the raw row's regression
+counts only where the normalized row agrees (:mod:`pytest_genai.report.compare`), and the pressure rule holds for
+both. A case then reads as the gate reads the benchmark: regressed when any row fails it, else the normalized row's
+verdict.
 
 ``--rounds-mode auto`` lets the baseline side add rounds until its median's interval is narrower than half the
 threshold, and the current side while its gate row against the baseline reads inconclusive, each within
@@ -59,10 +67,12 @@ def _spin(seconds: float) -> None:
 
 
 def measure_side(step: Any, rounds: int, slowdown: float, loaded: bool, policy: Any = None,
-                 decided: Any = None) -> tuple[list[float], dict | None, float, Any]:
+                 decided: Any = None, reference: Any = None) -> tuple[list[float], dict | None, float, Any, list[float]]:
     """``rounds`` rounds of the step's median time (s) (more under an ``auto`` ``policy`` while ``decided(rounds)``
     is false: :func:`pytest_genai.runtime.rounds.run_rounds`, as ``--genai-rounds auto`` takes them), the pressure
-    reading over them, the wall seconds, and the loop's outcome."""
+    reading over them, the wall seconds, the loop's outcome, and with a ``reference`` kernel each round's median step
+    over the reference's median (the two timed back to back, step by step)."""
+    from pytest_genai.runtime.reference import step_over_reference
     from pytest_genai.runtime.pressure import Window
     from pytest_genai.runtime.rounds import run_rounds
 
@@ -73,8 +83,21 @@ def measure_side(step: Any, rounds: int, slowdown: float, loaded: bool, policy: 
         window = Window.open()
         start = time.perf_counter()
         out: list[float] = []
+        ratios: list[float] = []
+
+        def slowed() -> None:
+            t0 = time.perf_counter()
+            step()
+            if slowdown:
+                _spin((time.perf_counter() - t0) * slowdown)
+
 
         def one(_i: int) -> None:
+            if reference is not None:
+                step_s, _ref_s, ratio = step_over_reference(slowed, reference, STEPS_PER_ROUND)
+                out.append(step_s)
+                ratios.append(ratio)
+                return
             times = []
             for _ in range(STEPS_PER_ROUND):
                 t0 = time.perf_counter()
@@ -85,21 +108,33 @@ def measure_side(step: Any, rounds: int, slowdown: float, loaded: bool, policy: 
                 times.append(time.perf_counter() - t0)
             out.append(statistics.median(times))
 
-        outcome = run_rounds(one, rounds, policy, None if decided is None else (lambda: decided(out)))
+        outcome = run_rounds(one, rounds, policy, None if decided is None else (lambda: decided(out, ratios)))
         wall = time.perf_counter() - start
         reading = window.reading()
     finally:
         _stop(procs)
-    return out, reading, wall, outcome
+    return out, reading, wall, outcome, ratios
 
 
-def run_doc(rounds: list[float], reading: dict | None, label: str) -> dict[str, Any]:
-    """A run file as ``--benchmark-json`` writes it for one genai benchmark (the contract the gate reads)."""
+def run_doc(rounds: list[float], reading: dict | None, label: str, ratios: list[float] | None = None
+            ) -> dict[str, Any]:
+    """A run file as ``--benchmark-json`` writes it for one genai benchmark (the contract the gate reads); with
+    ``ratios``, its ``step_time_per_reference`` rounds and the reference kernel's label too."""
+    from pytest_genai.runtime.reference import REFERENCE_ID
+
+    metrics: dict[str, float] = {"step_time_s": statistics.median(rounds)}
+    units, per_round = {"step_time_s": "s"}, {"step_time_s": rounds}
+    labels = {}
+    if ratios:
+        metrics["step_time_per_reference"] = statistics.median(ratios)
+        units["step_time_per_reference"] = "1"
+        per_round["step_time_per_reference"] = ratios
+        labels["reference_kernel"] = REFERENCE_ID
     genai = {"schema": "pytest-genai/1", "experiment": "dabench", "device": {"kind": "cpu", "generation": "cpu"},
              "model": "decoder-stack", "config": {"id": "L2-h64-a1-s128-b1-fp32-forward"},
-             "metrics": {"step_time_s": statistics.median(rounds)}, "metric_sources": {"step_time_s": "measured"},
-             "metric_units": {"step_time_s": "s"}, "metric_rounds": {"step_time_s": rounds}, "claims": [],
-             "labels": {}, "attachments": {"cpu_contention": reading} if reading else {}}
+             "metrics": metrics, "metric_sources": {m: "measured" for m in metrics},
+             "metric_units": units, "metric_rounds": per_round, "claims": [],
+             "labels": labels, "attachments": {"cpu_contention": reading} if reading else {}}
     bench = {"name": "test_level1_cpu[L2-h64-a1-s128-b1-fp32-forward]", "fullname": label, "param": None,
              "extra_info": {"genai": genai}, "options": {}}
     return {"machine_info": {}, "commit_info": {}, "benchmarks": [bench], "datetime": "2026-12-03T00:00:00"}
@@ -145,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds-mode", default="fixed", choices=("fixed", "auto"),
                         help="auto: the current side adds rounds while its gate row against the baseline reads "
                              "inconclusive (as --genai-rounds auto with --genai-baseline)")
+    parser.add_argument("--statistic", default="median", choices=("median", "reference"),
+                        help="reference: also time the reference kernel beside each step and gate "
+                             "step_time_per_reference with step_time_s (as the Level 1 CPU benchmark records them)")
     parser.add_argument("--time-budget", type=float, default=10.0, help="seconds of extra rounds per side (auto)")
     parser.add_argument("--json", default=None, help="also write every case here")
     parser.add_argument("--table", default=None, metavar="JSON",
@@ -163,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     from pytest_genai.claims import load_metrics
     from pytest_genai.dabench import model
     from pytest_genai.dabench.config import DecoderConfig
+    from pytest_genai.report.compare import fails
     from pytest_genai.report.gate import gate_runs
     from pytest_genai.report.registry import metric_info_from
     from pytest_genai.report.runs import run_from_json
@@ -179,7 +218,16 @@ def main(argv: list[str] | None = None) -> int:
 
     policy = RoundsPolicy(args.rounds_mode, budget_s=args.time_budget)
     info = metric_info_from(load_metrics())
-    thresholds = parse_thresholds(f"step_time_s={THRESHOLD * 100:g}%")
+    reference = None
+    names = ["step_time_s"]
+    if args.statistic == "reference":
+        from pytest_genai.runtime.reference import reference_kernel
+
+        reference = reference_kernel()
+        for _ in range(20):
+            reference()
+        names.insert(0, "step_time_per_reference")  # the row a case reads as, where no row fails the gate
+    thresholds = parse_thresholds(",".join(f"{n}={THRESHOLD * 100:g}%" for n in names))
     cases = []
     for slowdown in [float(x) for x in args.slowdowns.split(",")]:
         for i in range(args.pairs):
@@ -188,20 +236,27 @@ def main(argv: list[str] | None = None) -> int:
             # the baseline run takes rounds until a later gate at the threshold could decide (--genai-rounds auto
             # without a baseline of its own)
             base = measure_side(step, args.rounds, 0.0, load_side == "baseline", policy,
-                                lambda rounds: precise_for_gate(rounds, THRESHOLD))
+                                lambda rounds, ratios: precise_for_gate(ratios or rounds, THRESHOLD), reference)
 
-            def row(cur_rounds: list[float], base_reading: dict | None, cur_reading: dict | None) -> Any:
-                result = gate_runs(run_from_json(run_doc(base[0], base_reading, "base"), "base"),
-                                   run_from_json(run_doc(cur_rounds, cur_reading, "cur"), "cur"), info, thresholds)
-                (mc,) = [m for m in result.comparison.pairs[0].metrics if m.metric == "step_time_s"]
-                return mc
+            def row(cur_rounds: list[float], cur_ratios: list[float], base_reading: dict | None,
+                    cur_reading: dict | None) -> tuple[Any, dict[str, Any]]:
+                """The case's row (the first of ``names``; a failing row of the benchmark wins) and every row's
+                verdict."""
+                result = gate_runs(run_from_json(run_doc(base[0], base_reading, "base", base[4]), "base"),
+                                   run_from_json(run_doc(cur_rounds, cur_reading, "cur", cur_ratios), "cur"), info,
+                                   thresholds)
+                rows = {m.metric: m for m in result.comparison.pairs[0].metrics if m.metric in names}
+                failing = [rows[n] for n in names if fails(rows[n])]
+                return (failing or [rows[names[0]]])[0], {n: rows[n].verdict for n in names}
 
-            def decided(cur_rounds: list[float]) -> bool:  # contention left out: more rounds cannot undo it
-                return row(cur_rounds, None, None).status != "inconclusive"
+            def decided(cur_rounds: list[float], cur_ratios: list[float]) -> bool:
+                # contention left out: more rounds cannot undo it
+                return row(cur_rounds, cur_ratios, None, None)[0].status != "inconclusive"
 
-            cur = measure_side(step, args.rounds, slowdown, load_side == "current", policy, decided)
-            mc = row(cur[0], base[1], cur[1])
+            cur = measure_side(step, args.rounds, slowdown, load_side == "current", policy, decided, reference)
+            mc, verdicts = row(cur[0], cur[4], base[1], cur[1])
             cases.append({"slowdown": slowdown, "loaded": load_side or "idle", "verdict": mc.verdict,
+                          "statistic": args.statistic, "row": mc.metric, "verdicts": verdicts,
                           "status": mc.status, "ratio": mc.ratio, "interval": mc.interval, "note": mc.note,
                           "stall_base": (base[1] or {}).get("stall_share_measured"),
                           "stall_cur": (cur[1] or {}).get("stall_share_measured"), "seconds": base[2] + cur[2],

@@ -140,3 +140,32 @@ def test_gate_selfcheck_table_of_saved_cases_names_each_missed_target(tmp_path):
     met = subprocess.run([sys.executable, str(ROOT / "scripts" / "gate_selfcheck.py"), "--table", str(saved)],
                          capture_output=True, text=True, timeout=120)
     assert met.returncode == 0 and "target missed" not in met.stderr
+
+
+def test_gate_selfcheck_reference_run_files_are_gated_on_the_normalized_row_as_the_gate_reads_them():
+    """The self-check's run files with ``--statistic reference`` carry the normalized rounds and the reference label:
+    through the real gate, a quiet current side 1.3x slower in raw time but not over the reference is not a
+    regression (inconclusive), and one 1.3x slower over the reference too is regressed."""
+    import importlib.util
+
+    from pytest_genai.claims import load_metrics
+    from pytest_genai.report.gate import gate_runs
+    from pytest_genai.report.registry import metric_info_from
+    from pytest_genai.report.runs import run_from_json
+    from pytest_genai.report.thresholds import parse_thresholds
+
+    spec = importlib.util.spec_from_file_location("gate_selfcheck", ROOT / "scripts" / "gate_selfcheck.py")
+    selfcheck = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(selfcheck)
+    info = metric_info_from(load_metrics())
+    limits = parse_thresholds("step_time_s=10%,step_time_per_reference=10%")
+    base = [1e-3 * (1 + 0.01 * (i % 3)) for i in range(10)]
+    ratios = [2.0 * (1 + 0.01 * (i % 3)) for i in range(10)]
+    def verdict(cur_ratio: float) -> dict:
+        doc = selfcheck.run_doc([x * 1.3 for x in base], None, "cur", [r * cur_ratio for r in ratios])
+        result = gate_runs(run_from_json(selfcheck.run_doc(base, None, "base", ratios), "base"),
+                           run_from_json(doc, "cur"), info, limits)
+        return {m.metric: m.status for m in result.comparison.pairs[0].metrics}
+
+    assert verdict(1.0) == {"step_time_s": "inconclusive", "step_time_per_reference": "unchanged"}
+    assert verdict(1.3) == {"step_time_s": "regressed", "step_time_per_reference": "regressed"}

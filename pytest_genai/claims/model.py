@@ -2,7 +2,9 @@
 
 * ``metrics_*.toml`` — ``[[metric]]`` tables: ``name``, ``unit``, ``direction`` (higher | lower | none),
   ``description``, and ``timing = true`` for a number derived from measured times (its claims are judged on an
-  interval over rounds, never on one value).
+  interval over rounds, never on one value), and ``machine_normalized = true`` for a timing ratio over a reference
+  kernel timed beside the step (:mod:`pytest_genai.runtime.reference`): between runs on one device, the gate counts
+  the benchmark's raw speed regressions only where it agrees.
 * ``paper_*.toml`` — one file per paper: ``paper`` and ``title`` at the top, then ``[[claim]]`` tables. Every claim
   has a ``basis``: ``paper`` (a number or statement of the paper), ``target`` (a goal of this project) or
   ``physics`` (a check any correct measurement must pass). Only ``paper`` claims are attributed to the paper.
@@ -44,6 +46,9 @@ class MetricDef:
     timing: bool = False
     source: str | None = None  # fixed source kind (spec, modeled, config, measured); None: decided per recording
     max_regression: float | None = None  # the gate's default threshold (fraction): a quality metric's own
+    # The step's time over a reference kernel's, timed in the same rounds: a slow spell of the machine slows both, so
+    # between runs on one device the gate counts a raw speed regression only where this agrees.
+    machine_normalized: bool = False
 
     @property
     def higher_is_better(self) -> bool | None:
@@ -154,7 +159,7 @@ def _str_tuple(value: Any, where: str, field: str) -> tuple[str, ...]:
 
 def parse_metrics(data: Mapping[str, Any], file: str) -> dict[str, MetricDef]:
     metrics: dict[str, MetricDef] = {}
-    allowed = {"name", "unit", "direction", "description", "timing", "source", "max_regression"}
+    allowed = {"name", "unit", "direction", "description", "timing", "source", "max_regression", "machine_normalized"}
     for i, entry in enumerate(data.get("metric", [])):
         where = f"{file}: metric #{i + 1}"
         if not isinstance(entry, dict):
@@ -185,8 +190,13 @@ def parse_metrics(data: Mapping[str, Any], file: str) -> dict[str, MetricDef]:
                                   or not 0 <= limit < 1):
             raise ClaimsError(f"{where}: field 'max_regression' must be a fraction in [0, 1) (0.005 = 0.5%), "
                               f"got {limit!r}")
+        normalized = entry.get("machine_normalized", False)
+        if not isinstance(normalized, bool):
+            raise ClaimsError(f"{where}: field 'machine_normalized' must be true or false, got {normalized!r}")
+        if normalized and not timing:
+            raise ClaimsError(f"{where}: 'machine_normalized = true' is for a timing ratio; add 'timing = true'")
         metrics[name] = MetricDef(name, unit, direction, str(entry.get("description", "")), timing, source,
-                                  None if limit is None else float(limit))
+                                  None if limit is None else float(limit), normalized)
     return metrics
 
 

@@ -10,6 +10,14 @@ Each row says how it was judged (``basis``):
   side of the threshold than its interval decide nothing. CPU pressure (the ``cpu_contention`` attachment past
   :data:`pytest_genai.claims.check.CONTENDED_SHARE`) can make a row inconclusive but never decides it: a contended
   current run cannot be called regressed, a contended baseline cannot clear a current run (unchanged or improved).
+* A ``machine_normalized`` metric (the step's time over a reference kernel timed beside it,
+  :mod:`pytest_genai.runtime.reference`) between two runs on the same device with the same reference kernel is
+  judged like any interval row, and the benchmark's other speed rows (times, rates, MFU) then count as regressed only
+  where it agrees: a raw slowdown that the normalized row does not show is the machine's drift between runs (or a
+  change in the reference's own ops) and reads inconclusive. The pressure rule holds for it too: beside a CPU load
+  the step slowed more than the reference (a same-code pair read 1.19x in the gate's self-check), so a contended run
+  decides nothing on it either. Between different devices or reference kernels the normalized row is
+  ``not comparable`` (a ruler per machine) and the raw rows decide.
 * ``exact`` — a deterministic metric (a quality metric with its registry threshold, or a modeled, spec or config
   number): its two values, exactly as before.
 * ``point`` — a measured metric without rounds on both sides: the old comparison of two values, labelled so (noise
@@ -28,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from pytest_genai.identity import environment_differences
+from pytest_genai.runtime.reference import REFERENCE_LABEL
 from pytest_genai.stack import stack_differences
 
 from .deltas import INCONCLUSIVE, IMPROVED, UNCHANGED, is_regression, ratio_verdict, relative_change, worsening
@@ -47,6 +56,8 @@ MISSING_CURRENT = "missing in current"
 MISSING_BASELINE = "new in current"
 BASELINE_UNUSABLE = "baseline unusable"
 """The baseline value is nan/inf: nothing to compare the current value with; not counted as gated."""
+NOT_COMPARABLE = "not comparable"
+"""A ``machine_normalized`` row between runs on different devices or with different reference kernels: not gated."""
 UNITS_DIFFER = "units differ"
 """The two runs recorded a directed metric in units with no known conversion: refused, never gated as-is."""
 
@@ -365,9 +376,11 @@ def compare_records(
     names += [m for m, f in timing.items() if f in base.timing or f in cur.timing]
     experiment = cur.experiment or base.experiment
     stalls = stall_share(base), stall_share(cur)
+    other_ruler = _other_ruler(base, cur)
     out = []
     for name in names:
         definition = info.get(name)
+        normalized = definition is not None and definition.machine_normalized
         registered = (definition.unit if definition is not None else "") or ("s" if name in timing else "")
         b_unit, c_unit = _side_unit(base, name, registered), _side_unit(cur, name, registered)
         target = registered or c_unit or b_unit
@@ -400,12 +413,68 @@ def compare_records(
         mc = dataclasses.replace(mc, basis=EXACT if deterministic else POINT, note=_join(*notes))
         scaled = [None if r is None else tuple(x * f for x in r) if f != 1.0 else r
                   for r, f in ((b_rounds, b_factor), (c_rounds, c_factor))]
+        if normalized and other_ruler and mc.status in (REGRESSED, WORSE, BETTER, SAME):
+            out.append(dataclasses.replace(mc, status=NOT_COMPARABLE, max_regression=None,
+                                           note=_join(mc.note, other_ruler)))
+            continue
         runs = base.run_rounds.get(name)
         if runs and len(runs) >= 2:
             out.append(judge_on_runs(mc, [tuple(x * b_factor for x in r) for r in runs], scaled[0], scaled[1],
                                      *stalls))
         else:
             out.append(judge_on_rounds(mc, scaled[0], scaled[1], *stalls))
+    return _corroborated(out, info)
+
+
+def _other_ruler(base: Record, cur: Record) -> str:
+    """Why the two records' ``machine_normalized`` metrics are not comparable ('' when they are): a step over the
+    reference is a property of the code on one kind of device, measured with one reference kernel."""
+    b_ref, c_ref = base.labels.get(REFERENCE_LABEL), cur.labels.get(REFERENCE_LABEL)
+    if not b_ref or not c_ref:
+        side = "either run" if not (b_ref or c_ref) else "the baseline" if not b_ref else "the current run"
+        return f"not comparable: {side} names no {REFERENCE_LABEL} label, so the rulers may differ"
+    if b_ref != c_ref:
+        return f"not comparable: measured against different reference kernels ({b_ref} and {c_ref})"
+    if base.device != cur.device:
+        b_dev = base.device.label if base.device else "none"
+        c_dev = cur.device.label if cur.device else "none"
+        return (f"not comparable: a ruler per device, and these ran on {b_dev} and {c_dev} (the raw times and "
+                f"rates compare the hardware)")
+    return ""
+
+
+_SPEED_DIMENSIONS = ("time", "bandwidth", "flop rate")
+_SPEED_RATIOS = ("mfu",)  # achieved over peak: moves with the step's time as a rate does
+
+
+def _speed_row(mc: MetricComparison, info: Mapping[str, MetricInfo]) -> bool:
+    """A row that a slower machine moves as it moves the step: a measured time, rate, timing ratio or MFU, and a
+    modeled rate (modeled bytes or FLOPs over a measured time)."""
+    from .registry import UNIT_SCALES
+
+    definition = info.get(mc.metric)
+    scale = UNIT_SCALES.get(mc.unit.strip()) if mc.unit else None
+    rate = bool(scale and scale[0] in _SPEED_DIMENSIONS) or mc.unit.endswith("/s")
+    if mc.basis == EXACT:
+        return rate and "modeled" in mc.source.split("/")
+    return bool((definition is not None and definition.timing) or rate or mc.metric in _SPEED_RATIOS)
+
+
+def _corroborated(rows: list[MetricComparison], info: Mapping[str, MetricInfo]) -> tuple[MetricComparison, ...]:
+    """``rows`` with every measured speed row's decided regression kept only where the benchmark's comparable
+    ``machine_normalized`` row reads regressed too; elsewhere it reads inconclusive, with both rows' words."""
+    normalized = [r for r in rows if (d := info.get(r.metric)) is not None and d.machine_normalized and r.gated]
+    if not normalized or any(r.status == REGRESSED for r in normalized):
+        return tuple(rows)
+    ref = normalized[0]
+    out = []
+    for r in rows:
+        if r.status == REGRESSED and r not in normalized and _speed_row(r, info):
+            why = (f"slower past the threshold, but {ref.metric} (the step over a reference kernel timed beside it) "
+                   f"reads {ref.verdict}: the machine was slower, or so were the reference's own ops (a stack change "
+                   f"that slows both); judge on a quiet node or with --strict-inconclusive")
+            r = dataclasses.replace(r, status=INCONCLUSIVE, note=_join(r.note, why))
+        out.append(r)
     return tuple(out)
 
 

@@ -28,13 +28,17 @@ SPEEDUP_METRIC = "speedup"
 class MetricInfo:
     """What the report needs to know about a metric: its unit, which way is better, whether it is derived from
     measured times (``timing``) and the gate's threshold the registry gives it (``max_regression``, a fraction: the
-    quality threshold of a deterministic quality metric such as a perplexity or an accuracy)."""
+    quality threshold of a deterministic quality metric such as a perplexity or an accuracy), and whether it is a
+    step's time over a reference kernel timed beside it (``machine_normalized``:
+    :mod:`pytest_genai.runtime.reference`): between runs on one device, a raw speed regression counts only where it
+    agrees."""
 
     name: str
     unit: str
     direction: str
     timing: bool = False
     max_regression: float | None = None
+    machine_normalized: bool = False
 
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
@@ -93,7 +97,8 @@ def metric_info_from(registry: Mapping[str, Any]) -> dict[str, MetricInfo]:
         limit = get("max_regression", None)
         out[name] = MetricInfo(name=str(name), unit=str(get("unit", "") or ""), direction=str(get("direction", "none")),
                                timing=bool(get("timing", False)),
-                               max_regression=None if limit is None else float(limit))
+                               max_regression=None if limit is None else float(limit),
+                               machine_normalized=bool(get("machine_normalized", False)))
     return out
 
 

@@ -55,6 +55,9 @@ def test_packaged_claims_load_and_cover_both_papers() -> None:
         ({"basis": '"hunch"'}, METRICS, "paper_t.toml: claim 'T.x': field 'basis' must be one of"),
         ({"basis": '"physics"', "paper_value": "1.0"}, METRICS, "field 'paper_value' is for basis = \"paper\""),
         ({}, METRICS + "timing = 1\n", "metrics_t.toml: metric 'ppl_ratio': field 'timing' must be true or false"),
+        ({}, METRICS + "machine_normalized = 1\n",
+         "metric 'ppl_ratio': field 'machine_normalized' must be true or false"),
+        ({}, METRICS + "machine_normalized = true\n", "'machine_normalized = true' is for a timing ratio"),
     ],
 )
 def test_malformed_claim_files_name_file_claim_and_field(tmp_path, fields, metrics_text, message) -> None:
