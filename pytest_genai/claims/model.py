@@ -4,7 +4,9 @@
   ``description``, and ``timing = true`` for a number derived from measured times (its claims are judged on an
   interval over rounds, never on one value), and ``machine_normalized = true`` for a timing ratio over a reference
   kernel timed beside the step (:mod:`pytest_genai.runtime.reference`): between runs on one device, the gate counts
-  the benchmark's raw speed regressions only where it agrees.
+  the benchmark's raw speed regressions only where it agrees; ``measured_inputs = true`` for a modeled number computed
+  from measured times (a modeled byte count over a measured time): noise moves it, so the gate never compares it as
+  an exact, deterministic value.
 * ``paper_*.toml`` — one file per paper: ``paper`` and ``title`` at the top, then ``[[claim]]`` tables. Every claim
   has a ``basis``: ``paper`` (a number or statement of the paper), ``target`` (a goal of this project) or
   ``physics`` (a check any correct measurement must pass). Only ``paper`` claims are attributed to the paper.
@@ -49,6 +51,9 @@ class MetricDef:
     # The step's time over a reference kernel's, timed in the same rounds: a slow spell of the machine slows both, so
     # between runs on one device the gate counts a raw speed regression only where this agrees.
     machine_normalized: bool = False
+    # A modeled number computed from measured times or ceilings (modeled bytes over a measured time): run-to-run noise
+    # moves it, so the gate compares it as a measurement, never as an exact deterministic value.
+    measured_inputs: bool = False
 
     @property
     def higher_is_better(self) -> bool | None:
@@ -159,7 +164,8 @@ def _str_tuple(value: Any, where: str, field: str) -> tuple[str, ...]:
 
 def parse_metrics(data: Mapping[str, Any], file: str) -> dict[str, MetricDef]:
     metrics: dict[str, MetricDef] = {}
-    allowed = {"name", "unit", "direction", "description", "timing", "source", "max_regression", "machine_normalized"}
+    allowed = {"name", "unit", "direction", "description", "timing", "source", "max_regression", "machine_normalized",
+               "measured_inputs"}
     for i, entry in enumerate(data.get("metric", [])):
         where = f"{file}: metric #{i + 1}"
         if not isinstance(entry, dict):
@@ -195,8 +201,11 @@ def parse_metrics(data: Mapping[str, Any], file: str) -> dict[str, MetricDef]:
             raise ClaimsError(f"{where}: field 'machine_normalized' must be true or false, got {normalized!r}")
         if normalized and not timing:
             raise ClaimsError(f"{where}: 'machine_normalized = true' is for a timing ratio; add 'timing = true'")
+        noisy = entry.get("measured_inputs", False)
+        if not isinstance(noisy, bool):
+            raise ClaimsError(f"{where}: field 'measured_inputs' must be true or false, got {noisy!r}")
         metrics[name] = MetricDef(name, unit, direction, str(entry.get("description", "")), timing, source,
-                                  None if limit is None else float(limit), normalized)
+                                  None if limit is None else float(limit), normalized, noisy)
     return metrics
 
 

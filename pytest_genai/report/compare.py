@@ -10,6 +10,7 @@ Each row says how it was judged (``basis``):
   side of the threshold than its interval decide nothing. CPU pressure (the ``cpu_contention`` attachment past
   :data:`pytest_genai.claims.check.CONTENDED_SHARE`) can make a row inconclusive but never decides it: a contended
   current run cannot be called regressed, a contended baseline cannot clear a current run (unchanged or improved).
+  The same rule holds for a ``point`` row.
 * A ``machine_normalized`` metric (the step's time over a reference kernel timed beside it,
   :mod:`pytest_genai.runtime.reference`) between two runs on the same device with the same reference kernel is
   judged like any interval row, and the benchmark's other speed rows (times, rates, MFU) then count as regressed only
@@ -19,7 +20,8 @@ Each row says how it was judged (``basis``):
   decides nothing on it either. Between different devices or reference kernels the normalized row is
   ``not comparable`` (a ruler per machine) and the raw rows decide.
 * ``exact`` — a deterministic metric (a quality metric with its registry threshold, or a modeled, spec or config
-  number): its two values, exactly as before.
+  number): its two values, exactly as before. A modeled number the registry marks ``measured_inputs`` (modeled bytes
+  over a measured time, an efficiency on a measured roofline) is not deterministic: it is compared as a measurement.
 * ``point`` — a measured metric without rounds on both sides: the old comparison of two values, labelled so (noise
   can decide it either way); the row's note says which side lacked rounds.
 
@@ -280,7 +282,8 @@ def judge_on_rounds(mc: MetricComparison, base_rounds: Sequence[float] | None, c
             return mc
         lacking = ("either run" if not (have_b or have_c) else "the current run" if have_b else "the baseline")
         why = f"point comparison: no rounds recorded in {lacking}, so noise is not judged"
-        return dataclasses.replace(mc, basis=POINT, note=_join(mc.note, why))
+        return _point_under_pressure(dataclasses.replace(mc, basis=POINT, note=_join(mc.note, why)),
+                                     base_stall, cur_stall)
     from pytest_genai.claims.stats import bootstrap_ratio_interval
 
     try:
@@ -289,6 +292,24 @@ def judge_on_rounds(mc: MetricComparison, base_rounds: Sequence[float] | None, c
         why = f"point comparison: the rounds give no ratio interval ({exc})"
         return dataclasses.replace(mc, basis=POINT, note=_join(mc.note, why))
     return _decide(mc, interval, base_stall, cur_stall)
+
+
+def _point_under_pressure(mc: MetricComparison, base_stall: float | None, cur_stall: float | None
+                          ) -> MetricComparison:
+    """The pressure rule on a point row, as on an interval row: two values without rounds say even less about noise,
+    so a contended current run is not called regressed on them, nor is a current run cleared against a contended
+    baseline."""
+    from pytest_genai.claims.check import CONTENDED_SHARE
+
+    if mc.status == REGRESSED and cur_stall is not None and cur_stall > CONTENDED_SHARE:
+        why = (f"slower past the threshold, but a task waited for a CPU {cur_stall:.0%} of the current run's "
+               f"measurement (over {CONTENDED_SHARE:.0%}): a contended run cannot be called regressed")
+    elif mc.status in (WORSE, BETTER, SAME) and base_stall is not None and base_stall > CONTENDED_SHARE:
+        why = (f"a task waited for a CPU {base_stall:.0%} of the baseline's measurement (over "
+               f"{CONTENDED_SHARE:.0%}): a contended baseline cannot clear the current run")
+    else:
+        return mc
+    return dataclasses.replace(mc, status=INCONCLUSIVE, note=_join(mc.note, why))
 
 
 def judge_on_runs(mc: MetricComparison, runs: Sequence[Sequence[float]], base_rounds: Sequence[float] | None,
@@ -408,8 +429,11 @@ def compare_records(
             continue
         mc = compare_metric(name, _convert(b_val, b_factor), _convert(c_val, c_factor), definition, limit,
                             unit=target, source=source)
+        noisy = definition is not None and definition.measured_inputs
         deterministic = (definition is not None and definition.max_regression is not None
-                         and not definition.timing) or _deterministic_source(source)
+                         and not definition.timing) or (_deterministic_source(source) and not noisy)
+        if noisy and _deterministic_source(source):
+            notes.append("modeled from measured times, so compared as a measurement")
         mc = dataclasses.replace(mc, basis=EXACT if deterministic else POINT, note=_join(*notes))
         scaled = [None if r is None else tuple(x * f for x in r) if f != 1.0 else r
                   for r, f in ((b_rounds, b_factor), (c_rounds, c_factor))]
@@ -448,16 +472,17 @@ _SPEED_RATIOS = ("mfu",)  # achieved over peak: moves with the step's time as a 
 
 
 def _speed_row(mc: MetricComparison, info: Mapping[str, MetricInfo]) -> bool:
-    """A row that a slower machine moves as it moves the step: a measured time, rate, timing ratio or MFU, and a
-    modeled rate (modeled bytes or FLOPs over a measured time)."""
+    """A measured row that a slower machine moves as it moves the step: a time, a rate, a timing ratio, MFU, or a
+    modeled number from measured times (``measured_inputs``: modeled bytes over a measured time)."""
     from .registry import UNIT_SCALES
 
+    if mc.basis == EXACT:
+        return False
     definition = info.get(mc.metric)
     scale = UNIT_SCALES.get(mc.unit.strip()) if mc.unit else None
     rate = bool(scale and scale[0] in _SPEED_DIMENSIONS) or mc.unit.endswith("/s")
-    if mc.basis == EXACT:
-        return rate and "modeled" in mc.source.split("/")
-    return bool((definition is not None and definition.timing) or rate or mc.metric in _SPEED_RATIOS)
+    return bool((definition is not None and (definition.timing or definition.measured_inputs)) or rate
+                or mc.metric in _SPEED_RATIOS)
 
 
 def _corroborated(rows: list[MetricComparison], info: Mapping[str, MetricInfo]) -> tuple[MetricComparison, ...]:

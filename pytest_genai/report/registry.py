@@ -31,7 +31,8 @@ class MetricInfo:
     quality threshold of a deterministic quality metric such as a perplexity or an accuracy), and whether it is a
     step's time over a reference kernel timed beside it (``machine_normalized``:
     :mod:`pytest_genai.runtime.reference`): between runs on one device, a raw speed regression counts only where it
-    agrees."""
+    agrees. ``measured_inputs``: a modeled number computed from measured times, which the gate never compares as
+    exact."""
 
     name: str
     unit: str
@@ -39,6 +40,7 @@ class MetricInfo:
     timing: bool = False
     max_regression: float | None = None
     machine_normalized: bool = False
+    measured_inputs: bool = False
 
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
@@ -98,7 +100,8 @@ def metric_info_from(registry: Mapping[str, Any]) -> dict[str, MetricInfo]:
         out[name] = MetricInfo(name=str(name), unit=str(get("unit", "") or ""), direction=str(get("direction", "none")),
                                timing=bool(get("timing", False)),
                                max_regression=None if limit is None else float(limit),
-                               machine_normalized=bool(get("machine_normalized", False)))
+                               machine_normalized=bool(get("machine_normalized", False)),
+                               measured_inputs=bool(get("measured_inputs", False)))
     return out
 
 

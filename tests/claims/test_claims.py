@@ -58,6 +58,7 @@ def test_packaged_claims_load_and_cover_both_papers() -> None:
         ({}, METRICS + "machine_normalized = 1\n",
          "metric 'ppl_ratio': field 'machine_normalized' must be true or false"),
         ({}, METRICS + "machine_normalized = true\n", "'machine_normalized = true' is for a timing ratio"),
+        ({}, METRICS + "measured_inputs = 1\n", "metric 'ppl_ratio': field 'measured_inputs' must be true or false"),
     ],
 )
 def test_malformed_claim_files_name_file_claim_and_field(tmp_path, fields, metrics_text, message) -> None:

@@ -104,6 +104,18 @@ def test_cpu_pressure_makes_a_row_inconclusive_but_never_decides_it() -> None:
     assert row(timed("a", 1000.0, seed=1), timed("a", 600.0, seed=2, stall=0.2)).status == REGRESSED
 
 
+
+def test_cpu_pressure_holds_for_point_rows_too() -> None:
+    """Two values without rounds say even less about noise than rounds do: a contended current run is not called
+    regressed on them either, and a contended baseline does not clear a current run."""
+    loaded = row(timed("a", 1000.0, n=0), timed("a", 600.0, n=0, stall=0.6))
+    assert (loaded.status, loaded.basis) == (INCONCLUSIVE, POINT)
+    assert "a contended run cannot be called regressed" in loaded.note
+    cleared = row(timed("a", 800.0, n=0, stall=0.7), timed("a", 810.0, n=0))
+    assert cleared.status == INCONCLUSIVE and "a contended baseline cannot clear" in cleared.note
+    # quiet runs: the labelled point comparison decides as before
+    assert row(timed("a", 1000.0, n=0, stall=0.1), timed("a", 600.0, n=0, stall=0.2)).status == REGRESSED
+
 def test_deterministic_metrics_keep_the_exact_comparison() -> None:
     base = bench("q", metrics={"perplexity": 12.0, "flops_modeled": 1e9}, sources={"perplexity": "measured",
                                                                                   "flops_modeled": "modeled"})
@@ -113,6 +125,29 @@ def test_deterministic_metrics_keep_the_exact_comparison() -> None:
     got = {m.metric: (m.status, m.basis) for m in comparison.pairs[0].metrics}
     assert got["perplexity"] == (REGRESSED, EXACT) and got["flops_modeled"][1] == EXACT
 
+
+
+def test_a_modeled_number_from_measured_times_is_compared_as_a_measurement_not_exactly() -> None:
+    """achieved_gbs_modeled is modeled bytes over a measured time: a slower machine moves it, so it is no exact row
+    (which noise could never make inconclusive); peak_bytes_modeled is the memory model's alone and stays exact."""
+    def side(gbs: float, peak: float, seed: int) -> dict:
+        entry = timed("d", gbs, seed=seed, metric="achieved_gbs_modeled", peak_bytes_modeled=peak)
+        entry["extra_info"]["genai"]["metric_sources"] = {"achieved_gbs_modeled": "modeled",
+                                                          "peak_bytes_modeled": "modeled"}
+        return entry
+
+    comparison = compare_runs(run(side(4.0, 1e6, 1)), run(side(3.0, 1.2e6, 2)), INFO, parse_thresholds(None))
+    got = {m.metric: m for m in comparison.pairs[0].metrics}
+    rate = got["achieved_gbs_modeled"]
+    assert (rate.status, rate.basis) == (REGRESSED, INTERVAL) and "compared as a measurement" in rate.note
+    assert (got["peak_bytes_modeled"].status, got["peak_bytes_modeled"].basis) == (REGRESSED, EXACT)
+    # as Level 1 records it, without rounds on either side: a labelled point comparison, not an exact one
+    bare = [side(4.0, 1e6, 1), side(3.0, 1e6, 2)]
+    for entry in bare:
+        del entry["extra_info"]["genai"]["metric_rounds"]
+    point = compare_runs(run(bare[0]), run(bare[1]), INFO, parse_thresholds(None))
+    (row,) = [m for m in point.pairs[0].metrics if m.metric == "achieved_gbs_modeled"]
+    assert (row.status, row.basis) == (REGRESSED, POINT) and "no rounds recorded in either run" in row.note
 
 def test_quality_ratios_take_their_quality_threshold_from_the_registry() -> None:
     """A 4 % worse perplexity ratio passed the 5 % default; ppl_ratio, word_ppl_ratio, rolling_token_perplexity and
