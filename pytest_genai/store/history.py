@@ -136,7 +136,7 @@ def history_main(argv: Sequence[str] | None = None) -> int:
 def _history(args: argparse.Namespace) -> int:
     from pytest_genai.report.cli import emit, warn
     from pytest_genai.report.export import csv_text, json_text
-    from pytest_genai.tables import make_table
+    from pytest_genai.tables import make_table, md_inline, one_line
 
     from .engine import open_store
     from .errors import StoreError
@@ -177,7 +177,9 @@ def _history(args: argparse.Namespace) -> int:
     else:
         table = make_table(COLUMNS, [[c if c is not None else "—" for c in r] for r in _rows(points)],
                            [False] * 6 + [True, False, False, True])
-        text = (f"## pytest-genai history: {args.metric}\n\nstore: {shown} · {len(points)} value(s) in "
+        # the metric's name and the store's come from the user and the runs: text in the heading, never Markdown
+        text = (f"## pytest-genai history: {md_inline(one_line(args.metric))}\n\nstore: {md_inline(one_line(shown))} · "
+                f"{len(points)} value(s) in "
                 f"{len({p.run_id for p in points})} run(s)\n\n" + table.to_markdown() + "\n\n"
                 + (f"Change points: not computed ({unavailable})." if unavailable else _changes_md(changes)) + "\n")
         emit(text, args.output)
@@ -241,11 +243,13 @@ def _changes_md(changes: Sequence[Any]) -> str:
 
 def _changes_text(args: argparse.Namespace, changes: Sequence[Any], shown: str, n: int) -> str:
     from pytest_genai.report.export import csv_text, json_text
+    from pytest_genai.tables import md_inline, one_line
 
     if args.format == "csv":
         return csv_text(CHANGE_COLUMNS, [_change_cells(c) for c in changes])
     if args.format == "json":
         return json_text({"metric": args.metric, "change_points": [c.to_json() for c in changes],
                           "worse": sum(1 for c in changes if c.worse is not False)})
-    return (f"## pytest-genai history --changes: {args.metric}\n\nstore: {shown} · {n} value(s)\n\n"
+    return (f"## pytest-genai history --changes: {md_inline(one_line(args.metric))}\n\n"
+            f"store: {md_inline(one_line(shown))} · {n} value(s)\n\n"
             + _changes_md(changes) + "\n")

@@ -49,14 +49,14 @@ def _runfiles() -> Any:
     return module
 
 
-def _store(store_url: str, values: list[float]) -> None:
+def _store(store_url: str, values: list[float], metric: str = "tokens_per_s") -> None:
     from pytest_genai.store.engine import open_store
     from pytest_genai.store.write import add_document
 
     rf = _runfiles()
     with open_store(store_url) as store:
         for i, v in enumerate(values, start=1):
-            doc = rf.run_doc([rf.bench("test_decode", "quant", {"id": "decode"}, {"tokens_per_s": v})])
+            doc = rf.run_doc([rf.bench("test_decode", "quant", {"id": "decode"}, {metric: v})])
             doc["datetime"] = f"2026-03-{i:02d}T00:00:00Z"
             doc["commit_info"] = {"id": f"c{i:02d}" + "0" * 38, "branch": "main", "dirty": False}
             add_document(store, doc, f"r{i}.json")
@@ -127,3 +127,13 @@ def test_without_otava_history_says_so_and_changes_is_a_one_line_error(store_url
     assert code == 0 and "Change points: not computed (change points need apache-otava" in out
     code, out, err = _history("tokens_per_s", "--store", store_url, "--changes")
     assert code == 2 and err.count("\n") == 1 and "--changes: change points need apache-otava" in err
+
+
+def test_a_metric_name_with_markdown_in_it_is_text_in_the_heading(store_url: str) -> None:
+    """A metric's name comes from the runs and the command line: in the Markdown heading it is escaped text, so it
+    cannot open a link, raw HTML or a table there."""
+    name = "tok*s<b>|[x](y)"
+    _store(store_url, _series([(3, 1000.0)]), metric=name)
+    code, out, _ = _history(name, "--store", store_url, "--no-plot")
+    heading = out.splitlines()[0]
+    assert code == 0 and heading == r"## pytest-genai history: tok\*s\<b>\|\[x](y)"
