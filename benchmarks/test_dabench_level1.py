@@ -24,10 +24,10 @@ CPU_THREADS = 1  # pinned: the CI machine has 2 cores shared with the rest of th
 CPU_BUDGET_DEFAULT = 256 * 2**20
 LARGE_HIDDEN = 4096  # matmul-dominated: the physics claims for H100/H200 apply from this hidden size up
 ROUNDS = 5
-# The step over the fixed reference kernel timed back to back with it (step_time_per_reference, which the gate decides
-# on one kind of CPU even under load: runtime/reference.py): rounds of up to 20 pairs, about 0.1 s a round, for the
-# configs up to hidden 256 (steps of about 1-15 ms on one core). Chosen by config, not by the measured time: a run
-# beside a load must record the same metrics as the quiet run it is gated against.
+# The step over the fixed reference kernel timed back to back with it (step_time_per_reference: between runs on one
+# device the gate counts a raw slowdown only where this agrees; runtime/reference.py): rounds of up to 20 pairs, about
+# 0.1 s a round, for the configs up to hidden 256 (steps of about 1-15 ms on one core). Chosen by config, not by the
+# measured time: a run beside a load must record the same metrics as the quiet run it is gated against.
 REF_ROUNDS, REF_MAX_STEPS, REF_ROUND_S, REF_MAX_HIDDEN = 10, 20, 0.1, 256
 
 
