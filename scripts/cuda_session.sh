@@ -16,16 +16,16 @@
 # A dry run on a CPU machine (what CI does): GENAI_KIND=cpu GENAI_SELECT=<-k expression> GENAI_INSTALL=0.
 #
 # The pretrained-model rows (Paper A, A1: fp32 / fake / real x WikiText, HellaSwag, BoolQ on SmolLM2) also run when
-# the embedded model, the `gguf` wheel and the data are brought along. The GGUF file (93 MiB) is over the tool's
-# 64 MiB per-call carry limit, so bring it in parts over consecutive calls (each within the machine's 30 s warm
-# window; ignored folders outside `carry` stay on the machine between calls):
-#   here:  mkdir -p .carry/a .carry/b .carry/c && split -n 2 <the GGUF> .carry/a/gguf.part- && \
-#          mv .carry/a/gguf.part-ab .carry/b/ && pip download --no-deps gguf -d .carry/c && \
-#          cp -r ../shared/data .carry/c/data      # .carry/ and .gpu/ are git-ignored
+# the embedded model, the `gguf` wheel and the data are brought along. The GGUF file (94 MiB) is over the tool's
+# 64 MiB per-call carry limit, so bring it in two parts over consecutive calls (the second within the machine's 30 s
+# warm window; ignored folders outside `carry` stay on the machine between calls), the data as one xz archive:
+#   here:  mkdir -p .carry/a .carry/b && split -n 2 <the GGUF> .carry/a/gguf.part- && \
+#          mv .carry/a/gguf.part-ab .carry/b/ && pip download --no-deps gguf==<ci/constraints.txt's> -d .carry/b && \
+#          tar -C ../shared -cJf .carry/b/data.tar.xz data      # .carry/ and .gpu/ are git-ignored
 #   call 1: carry [".carry/a"], command: mkdir -p .gpu/parts && cp .carry/a/* .gpu/parts/
-#   call 2: carry [".carry/b"], command: cp .carry/b/* .gpu/parts/
-#   call 3: carry [".carry/c"], command: GENAI_GGUF_PARTS=.gpu/parts GENAI_WHEELS=.carry/c \
-#           GENAI_DATA=.carry/c/data bash scripts/cuda_session.sh
+#   call 2: carry [".carry/b"], timeout_s 600, command: cp .carry/b/gguf.part-* .gpu/parts/ && mkdir -p .gpu/d && \
+#           tar -C .gpu/d -xJf .carry/b/data.tar.xz && GENAI_GGUF_PARTS=.gpu/parts GENAI_WHEELS=.carry/b \
+#           GENAI_DATA=.gpu/d/data bash scripts/cuda_session.sh
 # Everything the runs measure stays in $OUT: cuda.json (pytest-benchmark JSON, extended), report.md, the logs, and
 # nvidia-smi's view. Copy them to docs/results/<date>-cuda-<gpu>/ with a README saying the date, device, commit
 # and command.
@@ -81,19 +81,33 @@ if [ -n "${GENAI_GGUF_PARTS:-}" ]; then
     export PYTEST_GENAI_CACHE="$PWD/.gpu/cache"
     QUANT_ARGS=(--genai-data-dir "${GENAI_DATA:-../shared/data}")
 fi
-# 8 minutes at most for the benchmarks, so a second try still fits the session's device time.
+# The device tool runs one command for 10 minutes at most, out of 15 minutes of device time a session: everything
+# below keeps inside GENAI_BUDGET_S (default 540 s from the start), and the A1 run keeps GENAI_QUANT_S of it (default
+# 180 s). A run stopped by its timeout still writes what it measured (the plugin turns SIGTERM into Ctrl-C); -k 30:
+# a pytest that ignores the SIGTERM (stuck in a device call) is killed 30 s later. A distributed worker that hangs
+# is killed after GENAI_TIMEOUT seconds (150 here: one-rank jobs of tiny models take seconds) and fails its test.
 # Each run's exit code is kept; the script exits with the first non-zero one (0 only when every run passed). A run
 # that selects no test is pytest's exit 5: a failure here too, since a lease that measured nothing must say so.
-# -k 30: a pytest that ignores the SIGTERM (stuck in a device call) is killed 30 s later.
+BUDGET=${GENAI_BUDGET_S:-540}
+QUANT_S=${GENAI_QUANT_S:-180}
+export GENAI_TIMEOUT=${GENAI_TIMEOUT:-150}
+left() { local n=$(( BUDGET - SECONDS )); [ "$n" -gt 30 ] && echo "$n" || echo 30; }
 rc=0
 codes=()
 keep() { codes+=("$1: $2"); [ "$rc" -ne 0 ] || rc=$2; }
-timeout -k 30 480 python3 -m pytest benchmarks "${PLUGIN[@]}" -m "$KIND and not quant" "${SELECT[@]}" -p no:cacheprovider \
-    --genai-nproc "$NPROC" --benchmark-json "$OUT/cuda.json" -q 2>&1 | tee "$OUT/log.txt"
+bench_s=$(( $(left) - 15 ))
+[ ${#QUANT_ARGS[@]} -eq 0 ] || bench_s=$(( bench_s - QUANT_S ))
+[ "$bench_s" -gt 30 ] || bench_s=30
+echo "time limits: benchmarks ${bench_s} s${QUANT_ARGS[*]:+, A1 the rest of ${BUDGET} s}; hung workers ${GENAI_TIMEOUT} s"
+timeout -k 30 "$bench_s" python3 -m pytest benchmarks "${PLUGIN[@]}" -m "$KIND and not quant" "${SELECT[@]}" \
+    -p no:cacheprovider --genai-nproc "$NPROC" --benchmark-json "$OUT/cuda.json" --durations=15 -q 2>&1 \
+    | tee "$OUT/log.txt"
 keep benchmarks "${PIPESTATUS[0]}"
 if [ ${#QUANT_ARGS[@]} -gt 0 ]; then
-    timeout -k 30 300 python3 -m pytest benchmarks "${PLUGIN[@]}" -m "$KIND and quant and not selfcheck" "${SELECT[@]}" \
-        "${QUANT_ARGS[@]}" -p no:cacheprovider --benchmark-json "$OUT/cuda_quant.json" -q 2>&1 | tee "$OUT/log_quant.txt"
+    quant_s=$(( $(left) - 10 ))
+    timeout -k 30 "$quant_s" python3 -m pytest benchmarks "${PLUGIN[@]}" -m "$KIND and quant and not selfcheck" \
+        "${SELECT[@]}" "${QUANT_ARGS[@]}" -p no:cacheprovider --benchmark-json "$OUT/cuda_quant.json" --durations=15 \
+        -q 2>&1 | tee "$OUT/log_quant.txt"
     keep quant "${PIPESTATUS[0]}"
     python3 -m pytest_genai.cli report "$OUT/cuda_quant.json" -o "$OUT/report_quant.md" > /dev/null 2>&1 || true
 fi

@@ -98,9 +98,10 @@ def _modules() -> Any:
                     "f1": f1, "g": g, "f2": f2}
 
     class DecoderStack(nn.Module):
-        def __init__(self, cfg: DecoderConfig) -> None:
+        def __init__(self, cfg: DecoderConfig, dtype: Any = None) -> None:
             super().__init__()
-            self.blocks = nn.ModuleList(DecoderBlock(cfg) for _ in range(cfg.layers))
+            # each block is cast as soon as it exists, so an fp32 copy of the whole stack never exists at once
+            self.blocks = nn.ModuleList(DecoderBlock(cfg).to(dtype=dtype) for _ in range(cfg.layers))
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             for block in self.blocks:
@@ -111,12 +112,19 @@ def _modules() -> Any:
 
 
 def build_stack(cfg: DecoderConfig, device: Any, *, seed: int = 0) -> Any:
-    """The stack of ``cfg.layers`` blocks in ``cfg.dtype`` on ``device`` (a torch.device), seeded."""
+    """The stack of ``cfg.layers`` blocks in ``cfg.dtype`` on ``device`` (a torch.device), seeded.
+
+    Built on the device itself: built on the host and moved, a 4096-hidden stack of tens of layers (the CUDA capacity
+    search, Level 1 at hidden 8192) spent minutes initializing tens of GB of fp32 on the host's pinned single thread,
+    and needed that much host RAM. Each block is initialized in fp32 and then cast, so two stacks of one seed hold
+    the same weights whatever their dtypes (the precision sweep compares a bf16 stack with its fp32 twin), and on
+    the CPU the weights are those of the host-built stack."""
     import torch
 
     _, DecoderStack = _modules()
     torch.manual_seed(seed)
-    return DecoderStack(cfg).to(device=device, dtype=torch_dtype(cfg.dtype))
+    with torch.device(device):
+        return DecoderStack(cfg, dtype=torch_dtype(cfg.dtype))
 
 
 def make_input(cfg: DecoderConfig, device: Any, *, seed: int = 1) -> Any:

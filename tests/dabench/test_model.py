@@ -60,3 +60,30 @@ def test_layer_steps_one_per_layer():
     assert len(steps) == 3
     steps[1]()
     assert all(p.grad is None for p in stack.parameters())
+
+
+def test_the_stack_is_built_on_its_device_and_never_whole_in_fp32(monkeypatch):
+    """A CUDA stack of tens of 4096-hidden layers was built on the host in fp32 and moved: tens of GB of host RAM and
+    minutes of single-thread init per capacity probe. The meta device stands in for the GPU: every weight must be
+    initialized there, each block must be cast before the next one exists, and a bf16 stack must hold its fp32
+    twin's weights."""
+    from torch import nn
+
+    seen = []
+    reset = nn.Linear.reset_parameters
+
+    def spy(self):
+        seen.append(self.weight.device.type)
+        reset(self)
+
+    monkeypatch.setattr(nn.Linear, "reset_parameters", spy)
+    big = DecoderConfig(layers=3, hidden=256, heads=4, seq_len=16, batch=1, dtype="bf16", mode="train")
+    stack = model.build_stack(big, torch.device("meta"))
+    assert seen == ["meta"] * 12
+    assert all(p.device.type == "meta" and p.dtype == torch.bfloat16 for p in stack.parameters())
+    monkeypatch.setattr(nn.Linear, "reset_parameters", reset)
+    small = DecoderConfig(layers=2, hidden=64, heads=4, seq_len=16, batch=1, dtype="fp32", mode="forward")
+    fp32 = model.build_stack(small, CPU, seed=3)
+    bf16 = model.build_stack(dataclasses.replace(small, dtype="bf16"), CPU, seed=3)
+    for a, b in zip(fp32.parameters(), bf16.parameters()):
+        assert b.dtype == torch.bfloat16 and torch.equal(a.to(torch.bfloat16), b)
