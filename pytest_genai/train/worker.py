@@ -12,11 +12,13 @@ not timed (the growth of the resident set is reported beside it).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from pytest_genai.train.config import ThroughputConfig, WikitextConfig, from_json
@@ -95,6 +97,45 @@ def attention_setup(kind: str, mode: str, family_has_sdpa: bool, precision: str 
     return ("sdpa", None, "sdpa-cpu (not flash attention)") if mode == "fused" else ("eager", None, "eager")
 
 
+@contextlib.contextmanager
+def kv_heads_expanded() -> Iterator[None]:
+    """transformers' SDPA path hands grouped-query attention to torch as ``enable_gqa=True`` (unexpanded key/value
+    heads) when there is no mask; the memory-efficient kernel has no such mode, so an fp32 fused run of a GQA model
+    (Llama 3.1) on CUDA stopped with "No available kernel" on the first H200 run. Inside this block transformers
+    expands the key/value heads first (its own ``repeat_kv``), which every kernel takes. Where a transformers version
+    has no ``use_gqa_in_sdpa`` switch, nothing is changed."""
+    try:
+        from transformers.integrations import sdpa_attention
+    except ImportError:
+        yield
+        return
+    original = getattr(sdpa_attention, "use_gqa_in_sdpa", None)
+    if original is None:
+        yield
+        return
+    sdpa_attention.use_gqa_in_sdpa = lambda *args, **kwargs: False
+    try:
+        yield
+    finally:
+        sdpa_attention.use_gqa_in_sdpa = original
+
+
+def sdpa_context(backend: str | None) -> contextlib.AbstractContextManager[Any]:
+    """SDPA restricted to ``backend`` (None: torch's own choice); the memory-efficient kernel also gets expanded
+    key/value heads (:func:`kv_heads_expanded`)."""
+    if backend is None:
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backends = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+                "math": SDPBackend.MATH}
+    stack = contextlib.ExitStack()
+    stack.enter_context(sdpa_kernel(backends[backend]))
+    if backend == "efficient":
+        stack.enter_context(kv_heads_expanded())
+    return stack
+
+
 def run_throughput(cfg: ThroughputConfig, kind: str, env: dict[str, int]) -> dict[str, Any]:
     import contextlib
 
@@ -120,13 +161,7 @@ def run_throughput(cfg: ThroughputConfig, kind: str, env: dict[str, int]) -> dic
                for i in range(cfg.steps)]
 
     def sdpa():
-        if backend is None:
-            return contextlib.nullcontext()
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-
-        backends = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
-                    "math": SDPBackend.MATH}
-        return sdpa_kernel(backends[backend])
+        return sdpa_context(backend)
 
     # The memory probe covers model construction and the first two (untimed) warm-up steps: the peak comes in
     # the second step, when the optimizer states exist. CUDA's allocator keeps its own statistics.

@@ -34,6 +34,27 @@ def test_counter_agrees_for_sdpa_attention_too():
     assert counted_training_flops(arch, 32, 1, attention="sdpa") == training_flops_per_step(arch, 32, 1)
 
 
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "gemma-2-27b"])
+def test_a_rotary_table_built_by_matmul_is_not_model_work(monkeypatch, name):
+    """transformers 5.17 builds the RoPE frequency table with a batched matmul (inv_freq @ positions), 5.24
+    elementwise; on the first H200 run the counter then read B*S*head_dim FLOPs over the analytic count (2048 for the
+    tiny Llama at 2x128) and every fine-tune row failed its cross-check. The 5.17 form is put back here."""
+    import torch
+
+    def matmul_table(self, x, position_ids):
+        inv = self.inv_freq[None, :, None].expand(position_ids.shape[0], -1, 1).to(dtype=torch.float, device=x.device)
+        freqs = (inv @ position_ids[:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
+    family = {"llama-3.1-8b": "llama", "gemma-2-27b": "gemma2"}[name]
+    module = __import__(f"transformers.models.{family}.modeling_{family}", fromlist=["_"])
+    rotary = next(v for k, v in vars(module).items() if k.endswith("RotaryEmbedding"))
+    monkeypatch.setattr(rotary, "forward", matmul_table)
+    arch = get_arch(name, "tiny")
+    assert counted_training_flops(arch, 128, 2) == training_flops_per_step(arch, 128, 2)
+
+
 @settings(max_examples=25, deadline=None)
 @given(seq=st.integers(1, 4096), batch=st.integers(1, 64), name=st.sampled_from(sorted(PAPER_ARCHS)))
 def test_flops_are_linear_in_batch_and_grow_with_sequence(seq, batch, name):

@@ -50,3 +50,30 @@ def test_summary_rejects_missing_ranks():
     bad["world_size"] = 2
     with pytest.raises(ValueError, match="rank entries"):
         summarize(bad, cfg, warmup=2)
+
+
+def test_the_memory_efficient_kernel_gets_expanded_key_value_heads(monkeypatch):
+    """The first H200 run: Llama 3.1's grouped-query attention reached SDPA as enable_gqa=True with one key/value
+    head, which the memory-efficient kernel (the fp32 'fused' row) cannot run ("No available kernel"). Under the
+    worker's efficient context transformers must hand over as many key/value heads as query heads."""
+    torch = pytest.importorskip("torch")
+    from torch.nn import functional as F
+
+    from pytest_genai.train.archs import get_arch
+    from pytest_genai.train.build import build_model
+    from pytest_genai.train.worker import sdpa_context
+
+    seen = []
+
+    def spy(q, k, v, *args, **kwargs):
+        seen.append((q.shape[1], k.shape[1], bool(kwargs.get("enable_gqa", False))))
+        return torch.zeros_like(q)
+
+    arch = get_arch("llama-3.1-8b", "tiny")
+    model = build_model(arch, "sdpa")
+    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
+    assert arch.num_kv_heads < arch.num_heads
+    with sdpa_context("efficient"):
+        model(input_ids=torch.zeros((1, 8), dtype=torch.long))
+    assert len(seen) == arch.num_layers
+    assert all(s == (arch.num_heads, arch.num_heads, False) for s in seen), seen
