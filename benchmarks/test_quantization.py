@@ -152,12 +152,14 @@ def test_quantized_model_quality(benchmark, genai, genai_device, genai_settings,
     ids = session.throughput_ids(eval_model, tokenizer, settings.throughput_batch, settings.throughput_seq)
     device.reset_peak_memory()
     allocated_at_reset = device.allocated_memory_bytes()  # the fp32 baseline stays on the device beside this row
-    meter, round_j = energy.meter_for(device.kind, device.index), []  # None where the device reports no energy
     warmup = 0 if device.kind == "cpu" else 1
-    benchmark.pedantic(energy.metered(throughput.forward_fn(model, ids, device.torch_device, device.synchronize),
-                                      meter, round_j),
-                       rounds=settings.rounds, warmup_rounds=warmup, iterations=1)
+    forward = throughput.forward_fn(model, ids, device.torch_device, device.synchronize)
+    benchmark.pedantic(forward, rounds=settings.rounds, warmup_rounds=warmup, iterations=1)
     peak = device.peak_memory_bytes()
+    # energy per forward, from windows of back-to-back forwards after the timed rounds (a counter that moves in
+    # steps cannot resolve one forward of milliseconds); nothing where the device reports no energy
+    meter = energy.meter_for(device.kind, device.index)
+    forward_j = energy.per_call_j(forward, meter)
     if allocated_at_reset is not None:
         peak = own_peak_bytes(peak, allocated_at_reset, resident_bytes(model, device.torch_device))
     genai.record(quality_result(case.task, result, baseline, data_note=data.source_note(case.task, source),
@@ -165,7 +167,7 @@ def test_quantized_model_quality(benchmark, genai, genai_device, genai_settings,
                                 forward_round_s=benchmark.stats.stats.data,
                                 peak_memory_bytes=peak, model_bytes=model_stored_bytes(model),
                                 quantized=quantized, peak_memory_measure=PEAK_MEASURES.get(device.kind),
-                                energy_round_j=round_j[warmup:], energy_method=meter and meter.method))
+                                energy_round_j=forward_j, energy_method=meter and meter.method))
     if quantized is not None:
         claims = [c for c in TASK_CLAIMS[case.task] if not (case.sparsity and c in PAPER_METHOD_QUALITY)]
         if claims:

@@ -71,7 +71,7 @@ def quality_result(task: str, result: "TaskResult", baseline: "TaskResult", *, d
     labels = {"data": data_note}
     if peak_memory_bytes is not None and peak_memory_measure:
         labels["peak_memory_measure"] = peak_memory_measure
-    if energy_round_j and energy_method:
+    if "energy_j" in out and energy_method:
         labels["energy_method"] = energy_method
     attachments: dict[str, Any] = {}
     if quantized is None:
@@ -99,8 +99,9 @@ def quality_result(task: str, result: "TaskResult", baseline: "TaskResult", *, d
 
 
 def energy_metrics(tokens: int, round_j: Sequence[float]) -> dict[str, Measurement]:
-    """``energy_j`` (median joules of a timed round) and ``tokens_per_j`` (``tokens`` per joule, each round's rate
-    kept) from the rounds' measured energies; empty where the device reports no energy (absent, never 0)."""
+    """``energy_j`` (median joules of one forward over the energy windows, ``runtime.energy.per_call_j``) and
+    ``tokens_per_j`` (``tokens`` per joule, each window's rate kept); empty where the device reports no energy
+    (absent, never 0)."""
     import statistics
 
     rounds = [float(j) for j in round_j if j > 0]

@@ -2,7 +2,9 @@
 optimum-benchmark records energy too).
 
 - NVIDIA: NVML's total-energy counter (``nvmlDeviceGetTotalEnergyConsumption``, millijoules since the driver
-  loaded, Volta and newer), read before and after each timed round: the difference is the round's energy.
+  loaded, Volta and newer). The counter moves in steps: on the first H200 run a forward of a few milliseconds read
+  either 0 J or one whole step (13-27 J, a step of the board's power times its update period), so a round read alone
+  is noise. :func:`per_call_j` therefore times windows of many calls that start and end on the counter's steps.
 - Intel Gaudi: no cumulative counter; the board power (``hl-smi -Q power.draw``, watts, or pyhlml's
   ``hlmlDeviceGetPowerUsage`` in milliwatts) is sampled in a thread while the round runs and integrated over time
   (trapezoids).
@@ -19,6 +21,10 @@ from typing import Any, Callable
 
 #: Seconds between power samples where power is integrated (hl-smi answers in tens of milliseconds).
 SAMPLE_INTERVAL_S = 0.05
+#: The shortest window of repeated calls whose energy is read (counter steps and power samples come every 10-100 ms).
+WINDOW_S = 0.5
+#: Longest wait for a counter to step; one that does not move in this long reports nothing (absent, never 0).
+STEP_WAIT_S = 2.0
 
 
 @dataclass
@@ -60,6 +66,69 @@ class PowerMeter:
             thread.join()
         samples.append((self.clock(), self.read_w()))
         return out, integrate_j(samples)
+
+
+def _next_step(read_j: Callable[[], float], clock: Callable[[], float], wait_s: float
+               ) -> tuple[float, float] | None:
+    """Polls the counter until it moves: (the new reading, when it was seen), or None after ``wait_s``."""
+    first, start = read_j(), clock()
+    while True:
+        now, at = read_j(), clock()
+        if now != first:
+            return now, at
+        if at - start > wait_s:
+            return None
+
+
+def per_call_j(fn: Callable[[], Any], meter: CounterMeter | PowerMeter | None, *, windows: int = 3,
+               min_s: float = WINDOW_S, clock: Callable[[], float] = time.perf_counter,
+               step_wait_s: float = STEP_WAIT_S) -> list[float]:
+    """Joules per call of ``fn``, one figure per window of at least ``min_s`` seconds of back-to-back calls (``fn``
+    ends with the device synchronized). On a counter, a window opens on one step of the counter and its calls go on
+    until the first step after ``min_s``: the calls between two steps hold all the energy the counter added, give or
+    take the call running at each step, so the error is about one call's worth rather than a whole step. Sampled
+    power is integrated over the window. Empty without a meter, or where a counter does not move."""
+    if meter is None:
+        return []
+    out = []
+    for _ in range(windows):
+        if isinstance(meter, CounterMeter):
+            opened = _next_step(meter.read_j, clock, step_wait_s)
+            if opened is None:
+                return []
+            start_j, start = opened
+            calls, mark = 0, None
+            while True:  # calls go on until the counter steps after min_s: the window closes busy, not idle
+                fn()
+                calls += 1
+                at = clock()
+                if at - start < min_s:
+                    continue
+                reading = meter.read_j()
+                if mark is None:
+                    mark = (reading, at)
+                elif reading != mark[0]:
+                    break
+                elif at - mark[1] > step_wait_s:
+                    return []
+            joules = reading - start_j
+        else:
+            calls = 0
+
+            def repeat() -> None:
+                nonlocal calls
+                start = clock()
+                while True:
+                    fn()
+                    calls += 1
+                    if clock() - start >= min_s:
+                        return
+
+            _, joules = meter.measure(repeat)
+        if joules <= 0 or calls == 0:
+            return []
+        out.append(joules / calls)
+    return out
 
 
 def integrate_j(samples: list[tuple[float, float]]) -> float:
@@ -128,18 +197,3 @@ def meter_for(kind: str, index: int) -> CounterMeter | PowerMeter | None:
     if kind == "hpu":
         return hpu_meter(index)
     return None
-
-
-def metered(fn: Callable[[], Any], meter: CounterMeter | PowerMeter | None, rounds_j: list[float]
-            ) -> Callable[[], Any]:
-    """``fn`` wrapped so that each call's energy is appended to ``rounds_j`` (``fn`` itself when ``meter`` is None).
-    ``fn`` must end with the device synchronized, so the energy is the work's, not just its launch's."""
-    if meter is None:
-        return fn
-
-    def run() -> Any:
-        out, joules = meter.measure(fn)
-        rounds_j.append(joules)
-        return out
-
-    return run

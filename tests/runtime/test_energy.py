@@ -20,14 +20,51 @@ def test_power_is_integrated_over_the_call_with_trapezoids():
     assert out == 7 and joules == pytest.approx(200.0 * 0.5)  # first and last sample, 0.5 s apart
 
 
-def test_metered_records_each_rounds_energy_and_is_the_function_itself_without_a_meter():
-    readings = iter([0.0, 3.0, 3.0, 7.0])
-    rounds = []
-    fn = energy.metered(lambda: None, energy.CounterMeter(lambda: next(readings), "fake"), rounds)
-    fn(), fn()
-    assert rounds == [3.0, 4.0]
-    plain = lambda: None  # noqa: E731
-    assert energy.metered(plain, None, rounds) is plain
+class SteppedCounter:
+    """A fake NVML counter on a fake clock: it adds ``power`` watts' energy in steps every ``period`` seconds, as the
+    real one does (on the H200 a forward of milliseconds read 0 J or a whole 13-27 J step). Each read costs
+    ``read_s``; ``work(s)`` is a call that keeps the device busy for ``s`` seconds."""
+
+    def __init__(self, power=400.0, period=0.1, read_s=1e-5, phase=0.037):
+        self.t, self.power, self.period, self.read_s = phase, power, period, read_s
+
+    def clock(self):
+        return self.t
+
+    def read_j(self):
+        self.t += self.read_s
+        return self.power * self.period * (self.t // self.period)
+
+    def work(self, seconds):
+        def call():
+            self.t += seconds
+        return call
+
+
+@pytest.mark.parametrize("call_s", [0.003, 0.02, 0.15])
+def test_energy_per_call_is_read_over_windows_that_start_and_end_on_counter_steps(call_s):
+    fake = SteppedCounter()
+    meter = energy.CounterMeter(fake.read_j, "fake_counter")
+    once = meter.measure(fake.work(call_s))[1]  # one call read alone: a whole step or nothing
+    assert once in (0.0, pytest.approx(40.0)) or call_s >= fake.period
+    per_call = energy.per_call_j(fake.work(call_s), meter, windows=3, min_s=0.53, clock=fake.clock)
+    assert len(per_call) == 3
+    for joules in per_call:  # within one call's worth over a window of >= 0.53 s (not a whole number of steps)
+        assert joules == pytest.approx(400.0 * call_s, rel=max(0.02, 1.2 * call_s / 0.53))
+
+
+def test_a_counter_that_never_moves_reports_nothing_and_returns():
+    ticks = itertools.count(0.0, 0.01)
+    meter = energy.CounterMeter(lambda: 5.0, "stuck")
+    assert energy.per_call_j(lambda: None, meter, clock=lambda: next(ticks), step_wait_s=1.0) == []
+    assert energy.per_call_j(lambda: None, None) == []
+
+
+def test_sampled_power_is_integrated_over_a_window_of_calls():
+    fake = SteppedCounter()
+    meter = energy.PowerMeter(lambda: 250.0, "fake_power", interval_s=60.0, clock=fake.clock)
+    per_call = energy.per_call_j(fake.work(0.01), meter, windows=2, min_s=0.5, clock=fake.clock)
+    assert per_call == [pytest.approx(2.5), pytest.approx(2.5)]
 
 
 def test_no_meter_on_the_cpu_and_the_dataflow_kinds():
