@@ -100,14 +100,14 @@ bench_s=$(( $(left) - 15 ))
 [ "$bench_s" -gt 30 ] || bench_s=30
 echo "time limits: benchmarks ${bench_s} s${QUANT_ARGS[*]:+, A1 the rest of ${BUDGET} s}; hung workers ${GENAI_TIMEOUT} s"
 timeout -k 30 "$bench_s" python3 -m pytest benchmarks "${PLUGIN[@]}" -m "$KIND and not quant" "${SELECT[@]}" \
-    -p no:cacheprovider --genai-nproc "$NPROC" --benchmark-json "$OUT/cuda.json" --durations=15 -q 2>&1 \
+    -p no:cacheprovider --genai-nproc "$NPROC" --benchmark-json "$OUT/cuda.json" --durations=15 -q -rfEs 2>&1 \
     | tee "$OUT/log.txt"
 keep benchmarks "${PIPESTATUS[0]}"
 if [ ${#QUANT_ARGS[@]} -gt 0 ]; then
     quant_s=$(( $(left) - 10 ))
     timeout -k 30 "$quant_s" python3 -m pytest benchmarks "${PLUGIN[@]}" -m "$KIND and quant and not selfcheck" \
         "${SELECT[@]}" "${QUANT_ARGS[@]}" -p no:cacheprovider --benchmark-json "$OUT/cuda_quant.json" --durations=15 \
-        -q 2>&1 | tee "$OUT/log_quant.txt"
+        -q -rfEs 2>&1 | tee "$OUT/log_quant.txt"
     keep quant "${PIPESTATUS[0]}"
     python3 -m pytest_genai.cli report "$OUT/cuda_quant.json" -o "$OUT/report_quant.md" > /dev/null 2>&1 || true
 fi
