@@ -1,8 +1,10 @@
 """DDPM training steps for the super-resolution model, timed with device synchronization."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import statistics
+from collections.abc import Iterator
 from typing import Any, Callable
 
 from pytest_genai.diffusion.config import DiffusionConfig
@@ -83,6 +85,25 @@ def _nothing() -> None:
     return None
 
 
+@contextlib.contextmanager
+def ieee_fp32(enabled: bool) -> Iterator[None]:
+    """fp32 math that is fp32: cuDNN runs fp32 convolutions on TF32 tensor cores unless told otherwise
+    (``torch.backends.cudnn.allow_tf32`` defaults to True), so the first H200 run's "fp32" diffusion row reached
+    52 TFLOP/s, 78% of the fp32 peak it was divided by. Inside, convolutions and matmuls keep full fp32 (both
+    switches off; the previous values come back on exit). A no-op where ``enabled`` is False."""
+    if not enabled:
+        yield
+        return
+    import torch
+
+    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
 def make_trainer(cfg: DiffusionConfig, device: Any, model: Any = None, wrap: Any = None) -> Trainer:
     """Build the model, optimizer and data of ``cfg`` on ``device`` (a pytest_genai Device) and run step 0 under
     torch's FlopCounterMode. ``wrap`` optionally wraps the model (e.g. DistributedDataParallel) after it is moved
@@ -113,10 +134,11 @@ def make_trainer(cfg: DiffusionConfig, device: Any, model: Any = None, wrap: Any
         j = (i % 4) * cfg.batch_size
         hr = hr_all[j:j + cfg.batch_size].to(tdev, non_blocking=True)
         cond = cond_all[j:j + cfg.batch_size].to(tdev, non_blocking=True)
-        with autocast:
-            loss = ddpm_loss(model, hr, cond, alphas, generator=gen if tdev.type == "cpu" else None)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
+        with ieee_fp32(cfg.dtype == "fp32"):
+            with autocast:
+                loss = ddpm_loss(model, hr, cond, alphas, generator=gen if tdev.type == "cpu" else None)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
         mark_step()
         opt.step()
         mark_step()

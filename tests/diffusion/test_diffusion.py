@@ -52,3 +52,27 @@ def test_training_loss_falls_on_cpu():
     r = train_steps(DiffusionConfig(base_width=16, steps=10, warmup_steps=2), Device("cpu", 0, "cpu", "cpu"))
     assert len(r.step_times_s) == 10 and r.flops_per_step > 0
     assert sum(r.losses[-3:]) / 3 < r.losses[0]
+
+
+@pytest.mark.parametrize("dtype, tf32_inside", [("fp32", False), ("bf16", True)])
+def test_fp32_steps_run_without_tf32_and_the_switches_come_back(monkeypatch, dtype, tf32_inside):
+    """cuDNN's default runs fp32 convolutions on TF32 (the first H200 run's "fp32" row read 78% of the fp32 peak):
+    inside an fp32 step both TF32 switches are off; bf16 steps keep them; after the steps they hold what they held."""
+    torch = pytest.importorskip("torch")
+    from pytest_genai.devices import Device
+    from pytest_genai.diffusion import train
+
+    seen = []
+    loss = train.ddpm_loss
+
+    def spy(*args, **kwargs):
+        seen.append((torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32))
+        return loss(*args, **kwargs)
+
+    monkeypatch.setattr(train, "ddpm_loss", spy)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
+    train.train_steps(DiffusionConfig(base_width=8, steps=2, warmup_steps=1, dtype=dtype),
+                      Device("cpu", 0, "cpu", "cpu"))
+    assert seen and all(s == (tf32_inside, tf32_inside) for s in seen), seen
+    assert torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32
