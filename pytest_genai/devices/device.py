@@ -97,7 +97,11 @@ class Device:
         if self.kind == "cuda":
             import torch
 
-            torch.cuda.reset_peak_memory_stats(self.index)
+            # Before this process has a CUDA context (the probe runs in a child; a run of only `-k diffusion`
+            # reaches here first) torch raises "Invalid device argument": nothing is allocated yet, and the peak
+            # read later counts from the context's start, which is what a reset would give.
+            if torch.cuda.is_initialized():
+                torch.cuda.reset_peak_memory_stats(self.index)
         elif self.kind == "hpu":
             import habana_frameworks.torch.hpu as hthpu
 

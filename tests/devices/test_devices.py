@@ -285,3 +285,22 @@ def test_the_devices_command_lists_a_broken_kind_and_exits_1(monkeypatch, capsys
     assert devices_main(["--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["broken"] == {"hpu": "RuntimeError: driver exploded"} and list(data["absent"]) == ["ipu"]
+
+
+@pytest.mark.parametrize("initialized", [False, True])
+def test_resetting_the_cuda_peak_before_any_cuda_work_is_not_an_error(monkeypatch, initialized) -> None:
+    """On the H200, `-k diffusion` alone failed both rows: the first CUDA call of the pytest process was the peak
+    reset, and torch answers "Invalid device argument" before a context exists. Before one exists there is nothing
+    to reset; after, the reset must happen."""
+    torch = pytest.importorskip("torch")
+    calls = []
+
+    def reset(index):
+        if not initialized:
+            raise RuntimeError("Invalid device argument")
+        calls.append(index)
+
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: initialized)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", reset)
+    Device("cuda", 0, "NVIDIA H200", "h200").reset_peak_memory()
+    assert calls == ([0] if initialized else [])
