@@ -57,7 +57,8 @@ def level1_result(cfg: DecoderConfig, meas: Measurements, measured: Ceilings, sp
     labels, then tokens/s of the step, how the work was counted, the clock the ceilings were read on and, on the
     CPU, the pinned thread count."""
     composed = compose(cfg, meas, measured, spec)
-    metrics = {name: _m(value, composed.sources.get(name)) for name, value in composed.metrics.items()}
+    metrics = {name: _m(value, composed.sources.get(name), composed.rounds.get(name))
+               for name, value in composed.metrics.items()}
     metrics["tokens_per_s"] = _m(cfg.tokens / meas.step_s)
     labels = {**composed.labels, "work_counts": WORK_COUNTS, "ceiling_clock": ceiling_clock}
     if cpu_threads is not None:

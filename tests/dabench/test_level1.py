@@ -68,6 +68,10 @@ def test_measure_on_the_cpu():
     assert meas.step_s > 0 and len(meas.layer_s) == cfg.layers
     assert meas.layer_clock == "process_cpu" and len(meas.layer_wall_s) == cfg.layers
     assert set(meas.class_s) == {"matmul", "attention", "elementwise"}
+    assert set(meas.class_rounds) == set(meas.class_s) and all(len(r) == 3 for r in meas.class_rounds.values())
+    import statistics
+
+    assert all(meas.class_s[c] == statistics.median(meas.class_rounds[c]) for c in meas.class_s)
     import os
 
     import torch

@@ -270,3 +270,24 @@ def test_ipu_run_that_did_not_fit_is_a_capacity_result():
     assert not result_problems(result)
     assert sources(result) == {"compiled": "measured"} and values(result) == {"compiled": 0}
     assert result.labels == {"capacity_failure": "out_of_memory: tile memory exceeded"}
+
+
+def test_the_op_class_times_carry_their_interleaved_rounds():
+    """Each op class is timed in interleaved rounds; the gate can judge a class time on an interval only if the
+    rounds reach the JSON (they were reduced to a median, so two runs compared two numbers). The achieved rate's
+    rounds are the class's FLOPs over each round."""
+    import dataclasses
+
+    rounds = {"matmul": (2e-4, 2.2e-4, 1.9e-4), "attention": (1e-4, 1.1e-4, 0.9e-4)}
+    meas = dataclasses.replace(MEAS, class_rounds=rounds)
+    metrics = level1_result(CFG, meas, MEASURED_CEILINGS, None, ceiling_clock="test").metrics
+    assert metrics["matmul_time_s"].rounds == rounds["matmul"]
+    flops = metrics["matmul_flops"].value
+    assert metrics["matmul_achieved_tflops"].rounds == pytest.approx(tuple(flops / t / 1e12 for t in rounds["matmul"]))
+    assert metrics["attention_time_s"].rounds == rounds["attention"]
+    gbs = [metrics["matmul_bytes_moved_modeled"].value / t / 1e9 for t in rounds["matmul"]]
+    assert metrics["matmul_achieved_gbs_modeled"].rounds == pytest.approx(tuple(gbs))
+    assert len(metrics["matmul_efficiency_modeled"].rounds) == 3
+    assert metrics["elementwise_time_s"].rounds is None  # no rounds given: a point, as before
+    assert metrics["matmul_bytes_moved_modeled"].rounds is None  # a count, not a measurement
+    assert not result_problems(level1_result(CFG, meas, MEASURED_CEILINGS, None, ceiling_clock="test"))
