@@ -90,9 +90,13 @@ def _level1(benchmark, genai, device, cfg, ceilings_for) -> None:
     from pytest_genai.dabench.ceilings import ceiling_clock
     from pytest_genai.dabench.results import level1_result
 
+    from pytest_genai.runtime import energy
+
     genai.start(device=device, config=cfg, model=MODEL)
     measured = ceilings_for(device, cfg.dtype)
     normalized: list[tuple[float, float, float]] = []
+    # energy per step where the device reports it (NVML, Gaudi power): performance per watt beside the roofline
+    meter, step_j = energy.meter_for(device.kind, device.index), []
 
     def time_step(step) -> float:
         def synced() -> None:
@@ -100,6 +104,7 @@ def _level1(benchmark, genai, device, cfg, ceilings_for) -> None:
             device.synchronize()
 
         benchmark.pedantic(synced, setup=device.synchronize, rounds=ROUNDS, warmup_rounds=1, iterations=1)
+        step_j.extend(energy.per_call_j(synced, meter))
         stats = getattr(benchmark, "stats", None)
         if stats is None:  # --benchmark-disable: pytest-benchmark ran it once, untimed
             from pytest_genai.runtime.timing import time_callable
@@ -118,6 +123,10 @@ def _level1(benchmark, genai, device, cfg, ceilings_for) -> None:
     genai.record(level1_result(cfg, meas, measured, _spec_ceilings(device, cfg.dtype),
                                ceiling_clock=ceiling_clock(device)[0],
                                cpu_threads=CPU_THREADS if device.kind == "cpu" else None))
+    if step_j:
+        from pytest_genai.record import Result
+
+        genai.record(Result(energy.energy_metrics(cfg.tokens, step_j), {"energy_method": meter.method}))
     if normalized:
         import statistics
 

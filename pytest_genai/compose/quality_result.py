@@ -16,6 +16,7 @@ from pytest_genai.compose.quantized_eval import compute_path_counts
 from pytest_genai.evals import metrics as evals_metrics
 from pytest_genai.evals.throughput import tokens_per_s
 from pytest_genai.record import Measurement, Result
+from pytest_genai.runtime.energy import energy_metrics
 
 if TYPE_CHECKING:
     from pytest_genai.compose.quantized_eval import QuantizedModel
@@ -96,20 +97,6 @@ def quality_result(task: str, result: "TaskResult", baseline: "TaskResult", *, d
             out["nonzero_fraction"] = _m(report["nonzero_fraction"])
     out.update(comparison_metrics(task, result, baseline))
     return Result(out, labels, attachments)
-
-
-def energy_metrics(tokens: int, round_j: Sequence[float]) -> dict[str, Measurement]:
-    """``energy_j`` (median joules of one forward over the energy windows, ``runtime.energy.per_call_j``) and
-    ``tokens_per_j`` (``tokens`` per joule, each window's rate kept); empty where the device reports no energy
-    (absent, never 0)."""
-    import statistics
-
-    rounds = [float(j) for j in round_j if j > 0]
-    if not rounds:
-        return {}
-    rates = tuple(tokens / j for j in rounds)
-    return {"energy_j": _m(statistics.median(rounds), rounds=tuple(rounds) if len(rounds) >= 2 else None),
-            "tokens_per_j": _m(tokens / statistics.median(rounds), rounds=rates if len(rates) >= 2 else None)}
 
 
 def comparison_metrics(task: str, result: "TaskResult", baseline: "TaskResult") -> dict[str, Measurement]:

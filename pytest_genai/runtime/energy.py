@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 #: Seconds between power samples where power is integrated (hl-smi answers in tens of milliseconds).
 SAMPLE_INTERVAL_S = 0.05
@@ -197,3 +197,22 @@ def meter_for(kind: str, index: int) -> CounterMeter | PowerMeter | None:
     if kind == "hpu":
         return hpu_meter(index)
     return None
+
+
+def energy_metrics(tokens: int, per_call_j: Sequence[float]) -> dict[str, Any]:
+    """``energy_j`` (median joules of one call over the energy windows of :func:`per_call_j`) and ``tokens_per_j``
+    (``tokens`` a call processes, per joule; each window's rate kept as a round), both measured; empty where the
+    device reports no energy (absent, never 0)."""
+    import statistics
+
+    from pytest_genai.record import Measurement
+
+    rounds = [float(j) for j in per_call_j if j > 0]
+    if not rounds:
+        return {}
+    rates = tuple(tokens / j for j in rounds)
+    several = len(rounds) >= 2
+    return {"energy_j": Measurement(statistics.median(rounds), source="measured",
+                                    rounds=tuple(rounds) if several else None),
+            "tokens_per_j": Measurement(tokens / statistics.median(rounds), source="measured",
+                                        rounds=rates if several else None)}

@@ -91,3 +91,42 @@ def test_measure_needs_a_torch_device():
 
     with pytest.raises(ValueError, match="not torch-addressable"):
         level1.measure(CFG, Device(kind="ipu", index=0, name="ipu", generation="bow-ipu"))
+
+
+@pytest.mark.slow
+def test_the_level1_benchmark_records_energy_per_step_where_the_device_reports_it(tmp_path):
+    """End to end through benchmarks/test_dabench_level1.py with a fake stepped energy counter standing in for NVML
+    on the CPU (50 W, 10 ms steps on the wall clock): the row gets `energy_j` per step near 50 W times its step time,
+    `tokens_per_j` and the meter's name; without a meter (the plain CPU) it records no energy at all."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "fakemeter.py").write_text(
+        "import math, time\n"
+        "from pytest_genai.runtime import energy\n"
+        "def pytest_configure(config):\n"
+        "    energy.meter_for = lambda kind, index: energy.CounterMeter(\n"
+        "        lambda: 50.0 * 0.01 * math.floor(time.perf_counter() / 0.01), 'fake_counter')\n",
+        encoding="utf-8")
+    repo = Path(__file__).resolve().parents[2]
+    rows = {}
+    for plugin in ("fakemeter", None):
+        out = tmp_path / f"{plugin}.json"
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-m", "", "benchmarks/test_dabench_level1.py", "-k",
+             "test_level1_cpu and L2-h64-a1-s128-b1-fp32-forward", "-q", "-p", "no:cacheprovider",
+             *(["-p", plugin] if plugin else []), f"--benchmark-json={out}"],
+            cwd=repo, capture_output=True, text=True, timeout=300, env=env)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        (bench,) = json.loads(out.read_text())["benchmarks"]
+        rows[plugin] = bench["extra_info"]["genai"]
+    metrics = rows["fakemeter"]["metrics"]
+    step_s = metrics["step_time_s"]
+    assert metrics["energy_j"] == pytest.approx(50.0 * step_s, rel=0.5)
+    assert metrics["tokens_per_j"] == pytest.approx(128 / metrics["energy_j"])
+    assert rows["fakemeter"]["labels"]["energy_method"] == "fake_counter"
+    assert "energy_j" not in rows[None]["metrics"] and "energy_method" not in rows[None]["labels"]

@@ -82,7 +82,7 @@ def test_hl_smi_power_is_read_in_watts():
 
 
 def test_energy_metrics_are_absent_without_energy_and_per_round_with_it():
-    from pytest_genai.compose.quality_result import energy_metrics
+    from pytest_genai.runtime.energy import energy_metrics
 
     assert energy_metrics(1000, []) == {}
     out = energy_metrics(1000, [2.0, 4.0, 5.0])
