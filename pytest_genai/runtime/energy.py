@@ -136,6 +136,29 @@ def integrate_j(samples: list[tuple[float, float]]) -> float:
     return sum((t1 - t0) * (w0 + w1) / 2.0 for (t0, w0), (t1, w1) in zip(samples, samples[1:]))
 
 
+def _nvml_handle(pynvml: Any, index: int) -> Any:
+    """NVML's handle for CUDA device ``index``. NVML numbers every GPU of the node; CUDA numbers only the visible
+    ones, so under ``CUDA_VISIBLE_DEVICES=5`` CUDA's device 0 is NVML's 5 (taken by index, the meter read another
+    job's GPU, or an idle one). The device's UUID (from torch) names it for both; without it, the visible-devices
+    list maps the ordinal; with neither, the ordinal is NVML's too."""
+    try:
+        import torch
+
+        uuid = str(torch.cuda.get_device_properties(index).uuid)
+        return pynvml.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}")
+    except Exception:  # no uuid in this torch, no CUDA in it, or NVML does not know the name
+        pass
+    import os
+
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    if index < len(visible):
+        name = visible[index]
+        if name.isdigit():
+            return pynvml.nvmlDeviceGetHandleByIndex(int(name))
+        return pynvml.nvmlDeviceGetHandleByUUID(name)
+    return pynvml.nvmlDeviceGetHandleByIndex(index)
+
+
 def nvml_meter(index: int) -> CounterMeter | None:
     """NVML's energy counter for GPU ``index``, or None without pynvml (nvidia-ml-py) or without the counter."""
     try:
@@ -144,7 +167,7 @@ def nvml_meter(index: int) -> CounterMeter | None:
         return None
     try:
         pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        handle = _nvml_handle(pynvml, index)
         pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)  # NotSupported before Volta
     except Exception:  # pynvml.NVMLError and its subclasses: no counter here
         return None

@@ -141,6 +141,19 @@ class LaunchResult:
     log_dir: Path
 
 
+def release_cached_device_memory() -> None:
+    """Gives back the memory this process's CUDA allocator caches but no tensor uses, before ranks start: the
+    in-process benchmarks that ran earlier (Level 1, the A1 rows) keep gigabytes cached on GPU 0, where rank 0 of
+    the job will run. torch is not imported for this: a process that has not used CUDA has nothing to give back."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_initialized():
+        return
+    import gc
+
+    gc.collect()
+    torch.cuda.empty_cache()
+
+
 def launch(
     worker: Sequence[str],
     spec: LaunchSpec,
@@ -159,6 +172,7 @@ def launch(
     """
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
+    release_cached_device_memory()
     run_id = uuid.uuid4().hex[:12]
     rendezvous = next_rendezvous_id() if spec.nnodes > 1 and spec.node_rank is None else run_id
     # a folder of this launch's own: a job relaunched in the same work_dir (RunCache fresh=True) must not report

@@ -88,3 +88,43 @@ def test_energy_metrics_are_absent_without_energy_and_per_round_with_it():
     out = energy_metrics(1000, [2.0, 4.0, 5.0])
     assert out["energy_j"].value == 4.0 and out["energy_j"].source == "measured"
     assert out["tokens_per_j"].value == 250.0 and out["tokens_per_j"].rounds == (500.0, 250.0, 200.0)
+
+
+def _fake_pynvml(counters):
+    import types
+
+    nvml = types.ModuleType("pynvml")
+    nvml.nvmlInit = lambda: None
+    nvml.nvmlDeviceGetHandleByIndex = lambda i: f"index:{i}"
+    nvml.nvmlDeviceGetHandleByUUID = lambda u: f"uuid:{u}"
+    nvml.nvmlDeviceGetTotalEnergyConsumption = lambda handle: counters[handle]
+    return nvml
+
+
+@pytest.mark.parametrize("torch_uuid, visible, expected", [
+    ("3232f831-2440", "5,6", "uuid:GPU-3232f831-2440"),  # torch names the device: by UUID, whatever is visible
+    (None, "5,6", "index:5"),  # no UUID from torch: CUDA's device 0 is the first visible, NVML's 5
+    (None, "GPU-aaaa,GPU-bbbb", "uuid:GPU-aaaa"),
+    (None, None, "index:0"),
+])
+def test_the_energy_meter_reads_the_gpu_cuda_runs_on(monkeypatch, torch_uuid, visible, expected):
+    """Under CUDA_VISIBLE_DEVICES=5, CUDA's device 0 is NVML's GPU 5; taken by ordinal, the meter read GPU 0."""
+    import sys
+    import types
+
+    counters = {"index:0": 1000.0, "index:5": 5000.0, "uuid:GPU-3232f831-2440": 7000.0, "uuid:GPU-aaaa": 9000.0}
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_pynvml(counters))
+    torch = pytest.importorskip("torch")
+
+    def props(index):
+        if torch_uuid is None:
+            raise RuntimeError("no CUDA here")
+        return types.SimpleNamespace(uuid=torch_uuid)
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", props)
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    meter = energy.nvml_meter(0)
+    assert meter is not None and meter.read_j() == counters[expected] / 1000.0

@@ -29,7 +29,8 @@ def check_tp(cfg: ParallelConfig, ctx: Any) -> dict[str, float]:
     w = cfg.workload
     full = build_stack(w, ctx.device, seed=cfg.seed).double()
     x = make_input(w, ctx.device, seed=cfg.seed + 1).double().requires_grad_(True)
-    grad_out = torch.randn(x.shape, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    # drawn on the CPU generator (the same on every device), then moved: backward needs them on the output's device
+    grad_out = torch.randn(x.shape, generator=torch.Generator().manual_seed(3), dtype=torch.float64).to(ctx.device)
     ref = full(x)
     ref.backward(grad_out)
     comm = TimedComm(sync=ctx.sync)
@@ -70,7 +71,8 @@ def check_pp(cfg: ParallelConfig, ctx: Any) -> dict[str, float]:
     x = make_input(w, ctx.device, seed=cfg.seed + 1).double()
     micro = list(x.chunk(cfg.micro_batches))
     gen = torch.Generator().manual_seed(5)
-    grads = [torch.randn((m.shape[0], w.seq_len, width), generator=gen, dtype=torch.float64) for m in micro]
+    grads = [torch.randn((m.shape[0], w.seq_len, width), generator=gen, dtype=torch.float64).to(ctx.device)
+             for m in micro]
     ref = nn.Sequential(*copy.deepcopy(layers))
     ref_out = [ref(m).detach() for m in micro]
     run_sequential_step(ref, micro, grads, None)
@@ -97,7 +99,7 @@ def check_dp(cfg: ParallelConfig, ctx: Any) -> dict[str, float]:
     w = cfg.workload
     xs = [make_input(w, ctx.device, seed=cfg.seed + 1 + r).double() for r in range(ctx.world)]
     gen = torch.Generator().manual_seed(7)
-    gs = [torch.randn(x.shape, generator=gen, dtype=torch.float64) for x in xs]
+    gs = [torch.randn(x.shape, generator=gen, dtype=torch.float64).to(ctx.device) for x in xs]
     ref = build_stack(w, ctx.device, seed=cfg.seed).double()
     ref(torch.cat(xs)).backward(torch.cat(gs))
     ddp = DDP(build_stack(w, ctx.device, seed=cfg.seed).double())
