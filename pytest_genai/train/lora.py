@@ -99,14 +99,29 @@ def apply_lora(model: Any, spec: LoraSpec, base_dtype: str = "float32", adapter_
         raise RuntimeError(f"LoRA needs the peft package ({exc}): pip install 'pytest-genai[lora]'") from None
     import torch
 
-    model = model.to(getattr(torch, base_dtype))
+    base = getattr(torch, base_dtype)
+    model = model.to(base)
+    for p in model.parameters():
+        _cast_shard(p, base)
     with _inc_probe_only_if_loaded():
         peft_model = get_peft_model(model, LoraConfig(**spec.peft_kwargs()))
     wanted = getattr(torch, adapter_dtype)
     for p in peft_model.parameters():
         if p.requires_grad and p.dtype != wanted:
             p.data = p.data.to(wanted)
+        if p.requires_grad:
+            _cast_shard(p, wanted)
     return peft_model
+
+
+def _cast_shard(p: Any, dtype: Any) -> None:
+    """A parameter partitioned by DeepSpeed ZeRO-3 (built under ``zero.Init``) keeps its values in ``p.ds_tensor``
+    and an empty ``p.data``; ``.to(dtype)`` casts only the empty tensor, and every gather rebuilds the weight in the
+    shard's dtype. So a deferred ZeRO-3 LoRA build ran its frozen base in fp32 while recording bf16 (seen on the CPU
+    with DeepSpeed 0.19: gathered weights fp32 after ``model.to(bfloat16)``). The shard is cast too."""
+    shard = getattr(p, "ds_tensor", None)
+    if shard is not None and shard.dtype != dtype:
+        shard.data = shard.data.to(dtype)
 
 
 #: The module that defines INC FP8's ``PatchedLinear`` (what peft's ``dispatch_inc`` looks for).

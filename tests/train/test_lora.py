@@ -74,3 +74,53 @@ def test_apply_lora_does_not_import_inc_to_rule_out_inc_layers():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[-1] == "absent"
+
+
+ZERO3_LORA_PROBE = """
+import os, sys, json
+os.environ.setdefault("DS_ACCELERATOR", "cpu")
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=sys.argv[1], RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+import deepspeed
+from pytest_genai.train.archs import get_arch
+from pytest_genai.train.build import build_model
+from pytest_genai.train.lora import LoraSpec, apply_lora
+arch = get_arch("llama-3.1-8b", "tiny")
+build_model(arch, "eager")  # transformers' lazy imports done outside zero.Init, as in a worker that built before
+config = {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3}}
+with deepspeed.zero.Init(config_dict_or_path=config, remote_device="cpu"):
+    model = apply_lora(build_model(arch, "eager"), LoraSpec(rank=4, alpha=8),
+                       base_dtype="bfloat16", adapter_dtype="float32")
+params = list(model.parameters())
+with deepspeed.zero.GatheredParameters(params):
+    seen = sorted({(str(p.dtype), p.requires_grad) for p in params})
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.slow
+def test_a_zero3_lora_build_gathers_its_frozen_base_in_the_base_dtype(tmp_path):
+    """Built under deepspeed.zero.Init (the deferred ZeRO-3 path on accelerators), `model.to(bfloat16)` cast only the
+    empty `.data` of each partitioned parameter; every gather rebuilt the weights from the fp32 shards, so the frozen
+    base ran in fp32 while the row recorded bf16. One gloo rank on the CPU, in its own process."""
+    pytest.importorskip("deepspeed")
+    pytest.importorskip("peft")
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    import os
+    from pathlib import Path
+
+    repo = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run([sys.executable, "-c", ZERO3_LORA_PROBE, port], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == [["torch.bfloat16", False], ["torch.float32", True]], seen
