@@ -35,6 +35,19 @@ VENDOR_KINDS = ("wse", "rdu", "ipu")
 VENDOR_MODEL = "vendor-gpt2"
 
 
+def _accelerator_memory_bytes(device) -> int | None:
+    """The card's memory, for fitting the sweeps to it (None on the CPU: its sweeps are small)."""
+    if device.kind == "cpu":
+        return None
+    if device.kind == "cuda":
+        import torch
+
+        return int(torch.cuda.get_device_properties(device.index).total_memory)
+    if device.spec is not None and device.spec.mem_capacity_gb:
+        return int(device.spec.mem_capacity_gb * 1e9)
+    return None
+
+
 def _torch_device_or_skip(device, kinds=("cpu", "cuda", "hpu")):
     if device.kind not in kinds:
         pytest.skip(f"this Level 2 benchmark runs through torch on {', '.join(kinds)}; on {device.kind} Level 2 is "
@@ -190,9 +203,18 @@ def test_batch_size_sweep(benchmark, genai, genai_device, genai_settings, pinned
     from pytest_genai.dabench.level2.results import batch_sweep_result
 
     cfg = scaling_config.batch_sweep_config(genai_device.kind, genai_settings["scale"])
+    dropped = None
+    capacity = _accelerator_memory_bytes(genai_device)
+    if capacity is not None:
+        try:
+            cfg, dropped = scaling_config.fitting_batches(cfg, capacity)
+        except ValueError as exc:
+            pytest.skip(str(exc))
     genai.start(config=cfg, model=MODEL)
     result = benchmark.pedantic(batch_sweep, args=(cfg, genai_device), rounds=1, iterations=1)
     genai.record(batch_sweep_result(result, cfg))
+    if dropped:
+        genai.label("batches_left_out", dropped)
     genai.check(*CHECKS["batch"])
 
 
@@ -206,6 +228,10 @@ def test_precision(benchmark, genai, genai_device, genai_settings, precision, pi
     from pytest_genai.dabench.level2.results import precision_result
 
     cfg = PrecisionConfig(scaling_config.precision_workload(genai_device.kind, genai_settings["scale"]), precision)
+    capacity = _accelerator_memory_bytes(genai_device)
+    too_big = capacity is not None and scaling_config.precision_fits(cfg, capacity)
+    if too_big:
+        pytest.skip(too_big)
     genai.start(config=cfg, model=MODEL)
     result = benchmark.pedantic(precision_sweep, args=(cfg, genai_device), rounds=1, iterations=1)
     matmul_precision = None

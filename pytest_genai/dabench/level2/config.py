@@ -262,6 +262,50 @@ def batch_sweep_config(kind: str, scale: str = "tiny") -> BatchSweepConfig:
     return BatchSweepConfig(workload=workload, batches=tuple(batches))
 
 
+#: The share of a device's memory a planned step may take (the allocator's fragmentation and the runtime's own
+#: workspaces take the rest).
+MEMORY_HEADROOM = 0.9
+
+
+def _modeled_peak(cfg: DecoderConfig, accelerator: bool) -> int:
+    from pytest_genai.dabench.capacity import predicted_peak_bytes
+
+    return predicted_peak_bytes(cfg, foreach_optimizer=accelerator).total
+
+
+def fitting_batches(cfg: BatchSweepConfig, capacity_bytes: int, *, accelerator: bool = True
+                    ) -> tuple[BatchSweepConfig, str | None]:
+    """``cfg`` without the batches whose modeled peak (:func:`~pytest_genai.dabench.capacity.predicted_peak_bytes`)
+    exceeds ``MEMORY_HEADROOM`` of ``capacity_bytes``, and what was dropped and why (None when nothing was): at
+    ``--genai-scale full`` the top batch of the CUDA sweep models 169 GiB, over an H200 and an 80 GB H100 alike.
+    Raises ValueError when fewer than two batches fit (no sweep is left to judge)."""
+    limit = MEMORY_HEADROOM * capacity_bytes
+    peaks = {b: _modeled_peak(cfg.at(b), accelerator) for b in cfg.batches}
+    kept = tuple(b for b in cfg.batches if peaks[b] <= limit)
+    if len(kept) == len(cfg.batches):
+        return cfg, None
+    dropped = ", ".join(f"{b} ({peaks[b] / 2**30:.1f} GiB)" for b in cfg.batches if b not in kept)
+    why = (f"batches {dropped} left out: their modeled peak is over {MEMORY_HEADROOM:.0%} of the device's "
+           f"{capacity_bytes / 2**30:.1f} GiB")
+    if len(kept) < 2:
+        raise ValueError(f"the batch sweep of {cfg.id} needs two batches that fit; {why}")
+    return dataclasses.replace(cfg, batches=kept), why
+
+
+def precision_fits(cfg: PrecisionConfig, capacity_bytes: int) -> str | None:
+    """None when the precision sweep's two stacks (the fp32 reference and the low-precision twin, both trained with
+    AdamW and alive together) fit ``MEMORY_HEADROOM`` of ``capacity_bytes`` by the memory model, else why not (at
+    ``--genai-scale full`` the hidden-8192 pair models over 80 GB)."""
+    w = cfg.workload
+    low = dataclasses.replace(w, dtype=PRECISION_DTYPES[cfg.precision][1])
+    need = _modeled_peak(w, True) + _modeled_peak(low, True)
+    if need <= MEMORY_HEADROOM * capacity_bytes:
+        return None
+    return (f"the {cfg.precision} sweep of {w.id} keeps two stacks ({w.dtype} and {low.dtype}) with their "
+            f"optimizer state: {need / 2**30:.1f} GiB modeled, over {MEMORY_HEADROOM:.0%} of the device's "
+            f"{capacity_bytes / 2**30:.1f} GiB; run a smaller --genai-scale")
+
+
 def precision_workload(kind: str, scale: str = "tiny") -> DecoderConfig:
     _check_scale(scale)
     if kind == "cpu":

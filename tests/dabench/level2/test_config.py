@@ -107,3 +107,30 @@ def test_unknown_scale_and_kind():
         c.parallel_workload("cpu", "huge")
     with pytest.raises(ValueError, match="device kind 'ipu'"):
         c.parallel_workload("ipu")
+
+
+H100_BYTES, H200_BYTES = 80 * 10**9, 143771 * 2**20
+
+
+def test_the_batch_sweep_keeps_only_the_batches_the_card_holds():
+    """At --genai-scale full the CUDA sweep's batch 512 models 169 GiB and batch 256 87 GiB: over an H200 and an
+    80 GB H100 respectively. They are left out, saying so; the tiny and small sweeps are untouched."""
+    full = c.batch_sweep_config("cuda", "full")
+    on_h200, why_h200 = c.fitting_batches(full, H200_BYTES)
+    on_h100, why_h100 = c.fitting_batches(full, H100_BYTES)
+    assert on_h200.batches == full.batches[:-1] and "512" in why_h200 and "256" not in why_h200
+    assert on_h100.batches == full.batches[:-2] and "256" in why_h100
+    for scale in ("tiny", "small"):
+        cfg = c.batch_sweep_config("cuda", scale)
+        assert c.fitting_batches(cfg, H100_BYTES) == (cfg, None)
+    with pytest.raises(ValueError, match="needs two batches that fit"):
+        c.fitting_batches(full, 2 * 10**9)
+
+
+def test_the_precision_sweep_is_refused_where_its_two_stacks_do_not_fit():
+    full = c.precision_workload("cuda", "full")
+    for precision in c.precisions("cuda"):
+        why = c.precision_fits(PrecisionConfig(full, precision), H100_BYTES)
+        assert why and "GiB modeled" in why and "--genai-scale" in why
+        assert c.precision_fits(PrecisionConfig(full, precision), H200_BYTES) is None
+        assert c.precision_fits(PrecisionConfig(c.precision_workload("cuda", "small"), precision), H100_BYTES) is None
