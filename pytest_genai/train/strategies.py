@@ -221,6 +221,9 @@ def build_and_wrap(strategy: str, build: Any, ctx: Context, micro_batch: int, *,
         return FSDPTrainer(ctx, model, _optimizer(model.parameters(), ctx.lr)), model
     if strategy == "zero3":
         import deepspeed
+        # imported before zero.Init patches Tensor.__new__: a first import under the patch (transformers reaches it
+        # lazily when the first model class is built) fails torch's own signature check with a TypeError
+        import torch._dynamo  # noqa: F401
 
         config = DeepSpeedTrainer.config(hidden, 3, micro_batch, ctx)
         # each parameter is partitioned as its module is created; transformers' init_weights does not reach the
