@@ -169,3 +169,19 @@ def test_gate_selfcheck_reference_run_files_are_gated_on_the_normalized_row_as_t
 
     assert verdict(1.0) == {"step_time_s": "inconclusive", "step_time_per_reference": "unchanged"}
     assert verdict(1.3) == {"step_time_s": "regressed", "step_time_per_reference": "regressed"}
+
+
+def test_cuda_session_script_says_when_the_budget_leaves_no_time_for_a1(tmp_path):
+    """The device tool stops a command at 10 minutes: with under a minute of GENAI_BUDGET_S left after the main run,
+    A1 is not started (it would be killed with its results unwritten); the script says so and exits non-zero."""
+    import os
+
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    (parts / "gguf.part-aa").write_bytes(b"GGUF")
+    env = {**os.environ, "PATH": f"{_stub_bin(tmp_path / 'bin')}:{os.environ['PATH']}", "OUT": str(tmp_path / "out"),
+           "GENAI_GGUF_PARTS": str(parts), "GENAI_BUDGET_S": "40"}
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "cuda_session.sh")], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "A1 not run:" in done.stdout and "exit codes: benchmarks: 0 quant: 1;" in done.stdout

@@ -126,7 +126,9 @@ def test_the_level1_benchmark_records_energy_per_step_where_the_device_reports_i
         rows[plugin] = bench["extra_info"]["genai"]
     metrics = rows["fakemeter"]["metrics"]
     step_s = metrics["step_time_s"]
-    assert metrics["energy_j"] == pytest.approx(50.0 * step_s, rel=0.5)
+    # the windows' mean call time against the timed rounds' median: the same step, but not the same seconds on a
+    # shared machine (the windows' arithmetic is pinned exactly in tests/runtime/test_energy.py)
+    assert 0.2 < metrics["energy_j"] / (50.0 * step_s) < 5
     assert metrics["tokens_per_j"] == pytest.approx(128 / metrics["energy_j"])
     assert rows["fakemeter"]["labels"]["energy_method"] == "fake_counter"
     assert "energy_j" not in rows[None]["metrics"] and "energy_method" not in rows[None]["labels"]

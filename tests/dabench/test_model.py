@@ -69,17 +69,25 @@ def test_the_stack_is_built_on_its_device_and_never_whole_in_fp32(monkeypatch):
     twin's weights."""
     from torch import nn
 
-    seen = []
-    reset = nn.Linear.reset_parameters
+    seen, events = [], []
+    reset, to = nn.Linear.reset_parameters, nn.Module.to
 
     def spy(self):
         seen.append(self.weight.device.type)
+        events.append("init")
         reset(self)
 
+    def spy_to(self, *args, **kwargs):
+        events.append(f"cast {type(self).__name__}")
+        return to(self, *args, **kwargs)
+
     monkeypatch.setattr(nn.Linear, "reset_parameters", spy)
+    monkeypatch.setattr(nn.Module, "to", spy_to)
     big = DecoderConfig(layers=3, hidden=256, heads=4, seq_len=16, batch=1, dtype="bf16", mode="train")
     stack = model.build_stack(big, torch.device("meta"))
     assert seen == ["meta"] * 12
+    assert events == (["init"] * 4 + ["cast DecoderBlock"]) * 3  # each block cast before the next one is made
+    monkeypatch.setattr(nn.Module, "to", to)
     assert all(p.device.type == "meta" and p.dtype == torch.bfloat16 for p in stack.parameters())
     monkeypatch.setattr(nn.Linear, "reset_parameters", reset)
     small = DecoderConfig(layers=2, hidden=64, heads=4, seq_len=16, batch=1, dtype="fp32", mode="forward")
