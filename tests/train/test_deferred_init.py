@@ -101,11 +101,6 @@ def test_a_deferred_build_trains_on_two_cpu_ranks(tmp_path, strategy):
 
 
 ZERO3_FRESH_PROCESS = """
-import os, sys, json
-os.environ.setdefault("DS_ACCELERATOR", "cpu")
-os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=sys.argv[1], RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
-import torch.distributed as dist
-dist.init_process_group("gloo")
 from pytest_genai.train.archs import get_arch
 from pytest_genai.train.build import build_model
 from pytest_genai.train.strategies import Context, build_and_wrap
@@ -123,19 +118,6 @@ def test_a_zero3_deferred_build_works_in_a_process_that_built_no_model_before(tm
     built, and that import under the patch fails torch's signature check (TypeError). The worker got past it only
     because something before the build had imported it; build_and_wrap must not depend on that."""
     pytest.importorskip("deepspeed")
-    import json
-    import os
-    import socket
-    import subprocess
-    import sys
-    from pathlib import Path
+    from .gloo_rank import run_one_rank
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = str(s.getsockname()[1])
-    repo = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p)}
-    done = subprocess.run([sys.executable, "-c", ZERO3_FRESH_PROCESS, port], capture_output=True, text=True,
-                          timeout=300, cwd=tmp_path, env=env)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == "DeepSpeedTrainer"
+    assert run_one_rank(ZERO3_FRESH_PROCESS, tmp_path) == "DeepSpeedTrainer"

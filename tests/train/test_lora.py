@@ -77,11 +77,6 @@ def test_apply_lora_does_not_import_inc_to_rule_out_inc_layers():
 
 
 ZERO3_LORA_PROBE = """
-import os, sys, json
-os.environ.setdefault("DS_ACCELERATOR", "cpu")
-os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=sys.argv[1], RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
-import torch, torch.distributed as dist
-dist.init_process_group("gloo")
 import deepspeed
 from pytest_genai.train.archs import get_arch
 from pytest_genai.train.build import build_model
@@ -106,21 +101,7 @@ def test_a_zero3_lora_build_gathers_its_frozen_base_in_the_base_dtype(tmp_path):
     base ran in fp32 while the row recorded bf16. One gloo rank on the CPU, in its own process."""
     pytest.importorskip("deepspeed")
     pytest.importorskip("peft")
-    import json
-    import socket
-    import subprocess
-    import sys
+    from .gloo_rank import run_one_rank
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = str(s.getsockname()[1])
-    import os
-    from pathlib import Path
-
-    repo = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p)}
-    done = subprocess.run([sys.executable, "-c", ZERO3_LORA_PROBE, port], capture_output=True, text=True,
-                          timeout=300, cwd=tmp_path, env=env)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = run_one_rank(ZERO3_LORA_PROBE, tmp_path)
     assert seen == [["torch.bfloat16", False], ["torch.float32", True]], seen
