@@ -10,6 +10,9 @@
 * ``paper_*.toml`` — one file per paper: ``paper`` and ``title`` at the top, then ``[[claim]]`` tables. Every claim
   has a ``basis``: ``paper`` (a number or statement of the paper), ``target`` (a goal of this project) or
   ``physics`` (a check any correct measurement must pass). Only ``paper`` claims are attributed to the paper.
+  ``timing = true`` on a claim marks its measurement as timed where the metric is shared with untimed sources (a
+  load imbalance timed per layer here, read from a compiler's report there): judged as a timing claim, on an
+  interval, with the contended-machine rule.
 
 Every loading error names the file, the claim (or metric) and the field.
 """
@@ -229,7 +232,7 @@ def merge_metrics(parts: Iterable[tuple[str, dict[str, MetricDef]]]) -> dict[str
 
 _CLAIM_FIELDS = {
     "id", "section", "metric", "unit", "min", "max", "paper_value", "paper_text", "devices", "models",
-    "experiment", "where", "kind", "from_generation", "to_generation", "note", "basis",
+    "experiment", "where", "kind", "from_generation", "to_generation", "note", "basis", "timing",
 }
 
 
@@ -294,6 +297,12 @@ def parse_claims(data: Mapping[str, Any], file: str, metrics: Mapping[str, Metri
                 f"{where}: field 'basis' must be one of {BASES} (paper: the paper's number or statement; target: "
                 f"our goal; physics: a check any correct measurement passes), got {basis!r}"
             )
+        timing = entry.get("timing", metric.timing)
+        if not isinstance(timing, bool):
+            raise ClaimsError(f"{where}: field 'timing' must be true or false, got {timing!r}")
+        if metric.timing and not timing:
+            raise ClaimsError(f"{where}: field 'timing' is false but metric {metric_name!r} is a timing metric; "
+                              "leave the field out (a claim can mark its measurement as timed, not unmark it)")
         if basis != "paper" and entry.get("paper_value") is not None:
             raise ClaimsError(f"{where}: field 'paper_value' is for basis = \"paper\" claims only (this one is {basis})")
         claims.append(
@@ -318,7 +327,7 @@ def parse_claims(data: Mapping[str, Any], file: str, metrics: Mapping[str, Metri
                 note=str(entry.get("note", "")),
                 file=file,
                 basis=basis,
-                timing=metric.timing,
+                timing=timing,
             )
         )
     return claims

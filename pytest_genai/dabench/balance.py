@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_genai.claims.stats import Interval
 
 LI_DEFINITIONS = {
     "mean_over_max": "mean(load) / max(load)",
@@ -38,6 +42,20 @@ def load_imbalance(loads: Sequence[float], definition: str = "mean_over_max") ->
         return floor
     # mean lies in [min, max]; the clamp only removes floating-point rounding at the ends.
     return min(1.0, max(floor, math.fsum(values) / len(values) / peak))
+
+
+def load_imbalance_interval(samples: Sequence[Sequence[float]], definition: str = "mean_over_max") -> Interval:
+    """Confidence interval of the LI of per-subtask *medians*, ``samples`` holding every subtask's timed rounds.
+
+    The LI a run records is :func:`load_imbalance` of each subtask's median load; a burst of machine noise during
+    one subtask's rounds moves it, and this interval (a bootstrap redrawing each subtask's rounds) says how far, so
+    a claim on LI is judged on it like any timing claim."""
+    from pytest_genai.claims.stats import bootstrap_medians_interval
+
+    if definition not in LI_DEFINITIONS:  # before resampling: the error names the argument, not a resample
+        raise ValueError(f"unknown load-imbalance definition {definition!r}; use one of {sorted(LI_DEFINITIONS)}")
+    return bootstrap_medians_interval(samples, lambda medians: load_imbalance(medians, definition),
+                                      method=f"LI ({LI_DEFINITIONS[definition]}) of subtask medians")
 
 
 def li_deepest_over_shallowest(li_by_layers: Mapping[int, float | None]) -> float:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_genai.dabench.balance import li_deepest_over_shallowest
 from pytest_genai.dabench.capacity import (CapacityOutcome, CapacitySearch, min_failing_layers,
@@ -27,13 +27,16 @@ from pytest_genai.dabench.roofline import Ceilings, arithmetic_intensity, classi
 from pytest_genai.dabench.vendor import VendorRun
 from pytest_genai.record import Measurement, Result
 
+if TYPE_CHECKING:
+    from pytest_genai.claims.stats import Interval
+
 MEASURED, MODELED, SPEC, CONFIG = "measured", "modeled", "spec", "config"
 
 WORK_COUNTS = "analytic (pytest_genai.dabench.counts): matrix-product FLOPs, minimal bytes per op"
 
 
-def _m(value: float, source: str = MEASURED, rounds: Any = None) -> Measurement:
-    return Measurement(value, source=source, rounds=None if rounds is None else tuple(rounds))
+def _m(value: float, source: str = MEASURED, rounds: Any = None, interval: Interval | None = None) -> Measurement:
+    return Measurement(value, source=source, rounds=None if rounds is None else tuple(rounds), interval=interval)
 
 
 def _joined(*results: Result) -> Result:
@@ -57,7 +60,7 @@ def level1_result(cfg: DecoderConfig, meas: Measurements, measured: Ceilings, sp
     labels, then tokens/s of the step, how the work was counted, the clock the ceilings were read on and, on the
     CPU, the pinned thread count."""
     composed = compose(cfg, meas, measured, spec)
-    metrics = {name: _m(value, composed.sources.get(name), composed.rounds.get(name))
+    metrics = {name: _m(value, composed.sources.get(name), composed.rounds.get(name), composed.intervals.get(name))
                for name, value in composed.metrics.items()}
     metrics["tokens_per_s"] = _m(cfg.tokens / meas.step_s)
     labels = {**composed.labels, "work_counts": WORK_COUNTS, "ceiling_clock": ceiling_clock}

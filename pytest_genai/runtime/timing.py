@@ -93,12 +93,16 @@ def time_each(
     repeats: int = 5,
     clock: Clock = time.perf_counter,
     min_sample_s: float = 0.0,
+    same_calls: bool = False,
 ) -> list[Timing]:
     """Timings of several callables, interleaved round by round so that a slow spell of a shared machine affects
     all of them alike (used for per-layer loads).
 
     ``min_sample_s`` > 0 makes each sample long enough for the clock: a callable faster than that is called
     ``ceil(min_sample_s / its warm-up time)`` times per sample and the sample is the mean per call.
+    ``same_calls``: every callable gets the largest of those counts, for callables meant to be compared as equals
+    (identical layers): the first call of a sample runs on colder caches, and a callable given fewer calls because
+    its one warm-up call caught a slow spell would carry more of that cold call in every sample.
     """
     if warmup < 0 or repeats < 1:
         raise ValueError(f"need warmup >= 0 and repeats >= 1, got warmup={warmup}, repeats={repeats}")
@@ -113,6 +117,8 @@ def time_each(
             elapsed = clock() - t0
             if min_sample_s > 0:
                 calls[i] = max(1, math.ceil(min_sample_s / elapsed)) if elapsed > 0 else calls[i] * 10
+    if same_calls:
+        calls = [max(calls)] * len(fns)
     samples: list[list[float]] = [[] for _ in fns]
     for _ in range(repeats):
         for i, fn in enumerate(fns):

@@ -59,6 +59,9 @@ def test_packaged_claims_load_and_cover_both_papers() -> None:
          "metric 'ppl_ratio': field 'machine_normalized' must be true or false"),
         ({}, METRICS + "machine_normalized = true\n", "'machine_normalized = true' is for a timing ratio"),
         ({}, METRICS + "measured_inputs = 1\n", "metric 'ppl_ratio': field 'measured_inputs' must be true or false"),
+        ({"timing": '"yes"'}, METRICS, "paper_t.toml: claim 'T.x': field 'timing' must be true or false, got 'yes'"),
+        ({"timing": "false"}, METRICS + "timing = true\n",
+         "paper_t.toml: claim 'T.x': field 'timing' is false but metric 'ppl_ratio' is a timing metric"),
     ],
 )
 def test_malformed_claim_files_name_file_claim_and_field(tmp_path, fields, metrics_text, message) -> None:
@@ -66,6 +69,15 @@ def test_malformed_claim_files_name_file_claim_and_field(tmp_path, fields, metri
     with pytest.raises(ClaimsError) as info:
         load_claims(tmp_path)
     assert message in str(info.value)
+
+
+def test_a_claim_can_mark_its_measurement_timed_where_the_metric_is_not(tmp_path) -> None:
+    write(tmp_path, claim(timing="true"))
+    (c,) = load_claims(tmp_path)
+    assert c.timing
+    assert check_value(c, 1.0).verdict == "inconclusive"  # one value of a timed measurement decides nothing
+    write(tmp_path, claim())
+    assert not load_claims(tmp_path)[0].timing  # the metric's own flag by default
 
 
 def test_not_toml_names_the_file(tmp_path) -> None:

@@ -43,6 +43,30 @@ def test_compose_records_the_roofline_contract_and_sources():
     assert set(result.sources) == set(m)
 
 
+def test_li_gets_the_interval_of_its_layer_rounds_and_a_claim_is_judged_on_it():
+    from pytest_genai.claims import load_claims
+    from pytest_genai.claims.check import check_value
+
+    def judged(layer_rounds, **kw):
+        medians = tuple(sorted(r)[len(r) // 2] for r in layer_rounds)
+        result = level1.compose(CFG, _meas(layer_s=medians, layer_rounds=layer_rounds),
+                                Ceilings(1.0, 100.0, "measured"), None)
+        interval = result.intervals["load_imbalance"]
+        assert interval.lo <= result.metrics["load_imbalance"] <= interval.hi
+        return check_value(claim, result.metrics["load_imbalance"], interval, **kw)
+
+    claim = next(c for c in load_claims() if c.id == "B1.identical_layers_li")
+    assert claim.timing  # a timed LI: one value decides nothing, and a contended machine cannot fail it
+    even = (5e-4, 5.1e-4, 4.9e-4, 5e-4, 5e-4)
+    assert judged((even, even)).verdict == "pass"
+    lopsided = (even, tuple(1.3 * t for t in even))
+    assert judged(lopsided).verdict == "fail"
+    assert judged(lopsided, stall_share=0.6).verdict == "inconclusive"
+    assert judged((even, (5e-4, 7e-4, 5e-4, 7.5e-4, 4.9e-4))).verdict == "inconclusive"  # a noisy spell: either side
+    assert check_value(claim, 0.95).verdict == "inconclusive"  # without rounds
+    assert "load_imbalance" not in level1.compose(CFG, _meas(), Ceilings(1.0, 100.0, "measured"), None).intervals
+
+
 def test_bound_flips_with_the_ridge():
     work = counts.stack_counts(CFG)
     intensity = work.flops / work.bytes

@@ -3,6 +3,8 @@ benchmark, the labels and attachments, and the branches (CPU or not, budget or n
 capacity judged or not, an IPU run that failed); every metric is registered and its source is one the recorder
 accepts. The vendor profiles are the fixtures' compile reports and section reports, or a synthetic PopVision
 profile: no chip, no SDK."""
+import dataclasses
+
 import pytest
 
 from . import vendor_fixtures
@@ -93,6 +95,15 @@ def test_level1_result_is_compose_with_its_sources_plus_tokens_per_s_and_labels(
     cpu = {"cpu_threads": "1"} if threads else {}
     assert result.labels == {**composed.labels, "work_counts": WORK_COUNTS, "ceiling_clock": "fixed", **cpu}
     assert result.attachments == {}
+    assert result.metrics["load_imbalance"].interval is None  # no layer rounds measured
+
+
+def test_level1_result_carries_the_li_interval_to_the_recorder():
+    meas = dataclasses.replace(MEAS, layer_rounds=((4e-4,) * 5, (5e-4, 5.1e-4, 4.9e-4, 5e-4, 5e-4)))
+    result = level1_result(CFG, meas, MEASURED_CEILINGS, None, ceiling_clock="fixed")
+    li = result.metrics["load_imbalance"]
+    assert li.interval == level1.compose(CFG, meas, MEASURED_CEILINGS, None).intervals["load_imbalance"]
+    assert li.interval.lo <= li.value <= li.interval.hi
 
 
 @pytest.mark.parametrize("budget", [256 * 2**20, None])

@@ -107,6 +107,31 @@ def test_short_work_is_repeated_within_a_sample():
     assert timings[0].samples == (0.25, 0.25)  # one clock step spread over 4 calls
 
 
+def test_same_calls_gives_every_callable_the_largest_call_count():
+    # each callable sets how far the clock moves at its next read: a's warm-up "takes" 2 s, b's 0.5 s
+    step = {"dt": 1.0}
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += step["dt"]
+        return now[0]
+
+    calls = {"a": 0, "b": 0}
+
+    def make(name, dt):
+        def fn():
+            calls[name] += 1
+            step["dt"] = dt
+        return fn
+
+    fns = [make("a", 2.0), make("b", 0.5)]
+    time_each(fns, clock=clock, warmup=1, repeats=2, min_sample_s=3.5)
+    assert calls == {"a": 1 + 2 * 2, "b": 1 + 2 * 7}  # ceil(3.5 / 2) = 2 and ceil(3.5 / 0.5) = 7 calls a sample
+    calls.update(a=0, b=0)
+    time_each(fns, clock=clock, warmup=1, repeats=2, min_sample_s=3.5, same_calls=True)
+    assert calls == {"a": 1 + 2 * 7, "b": 1 + 2 * 7}
+
+
 def test_slowest_rank_per_step_and_median_after_warmup():
     from pytest_genai.runtime.timing import after_warmup, median_after, slowest_rank_steps
 
