@@ -19,7 +19,6 @@ torch is imported inside functions. Results are plain JSON-able dicts.
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import os
 import time
@@ -174,12 +173,10 @@ def _pp_inputs(cfg: ParallelConfig, ctx: RankContext, head_width: int) -> tuple[
 def measure_pp(cfg: ParallelConfig, ctx: RankContext) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
-    from torch import nn
 
     from pytest_genai.dabench.level2.comm import TimedComm
     from pytest_genai.dabench.level2.partition import naive_partition, optimal_partition
-    from pytest_genai.dabench.level2.pipeline import (build_layers, layer_loads, output_width, run_sequential_step,
-                                                     run_stage_step)
+    from pytest_genai.dabench.level2.pipeline import build_layers, layer_loads, output_width, run_stage_step
 
     w = cfg.workload
     layers = build_layers(w, cfg.head_vocab, ctx.device, seed=cfg.seed)
@@ -195,19 +192,10 @@ def measure_pp(cfg: ParallelConfig, ctx: RankContext) -> dict[str, Any]:
     builders = {"optimal": optimal_partition, "naive": naive_partition}
     partitions = {name: builders[name](loads, ctx.world) for name in cfg.partitions}
 
-    one_rank = None
-    if ctx.rank == 0:
-        seq = nn.Sequential(*copy.deepcopy(layers))
-        seq_opt = torch.optim.AdamW(seq.parameters(), lr=1e-4)
-        one_rank = lambda: run_sequential_step(seq, micro, grads, seq_opt)  # noqa: E731
+    one_rank, stages, alone = _pp_rank_work(layers, partitions, micro, grads, ctx)
     comm = TimedComm(sync=ctx.sync)
     recv_shape = (micro[0].shape[0], w.seq_len, w.hidden)
     first, last = ctx.rank == 0, ctx.rank == ctx.world - 1
-    stages = {}
-    for name, part in partitions.items():
-        stage = nn.Sequential(*(copy.deepcopy(layers[i]) for i in part.stage_layers[ctx.rank]))
-        stages[name] = (stage, torch.optim.AdamW(stage.parameters(), lr=1e-4))
-    alone = _alone_stages(layers, partitions, micro, grads, ctx) if ctx.rank == 0 else {}
     del layers
     runs: dict[str, Any] = {name: {"bounds": list(part.bounds), "step_s": [], "compute_s": [], "comm_s": []}
                             for name, part in partitions.items()}
@@ -235,9 +223,39 @@ def measure_pp(cfg: ParallelConfig, ctx: RankContext) -> dict[str, Any]:
             "load_before": load_before, "load_after": _load_context()}
 
 
-def _alone_stages(layers: list[Any], partitions: dict[str, Any], micro: list[Any], grads: list[Any],
+def _pp_rank_work(layers: list[Any], partitions: dict[str, Any], micro: list[Any], grads: list[Any],
+                  ctx: RankContext) -> tuple[Callable[[], None] | None, dict[str, Any], dict[str, list[Callable[[], float]]]]:
+    """This rank's pipeline work over the one set of ``layers`` it built: the one-rank baseline step (rank 0), its
+    stage of each partition with the optimizer to step it, and (rank 0) every stage of each partition alone.
+
+    All of them run the same layer modules with one AdamW over them, never copies: each step zeroes its gradients
+    (``set_to_none``) and AdamW steps only the parameters that have one, so a stage steps its own layers as a
+    stage-sized optimizer would. Copies put the baseline, both partitions' stand-alone stages and the rank's own
+    stages on rank 0 at once: about four models with their gradients and optimizer states, over an 80 GB card at
+    full scale. The weights drift by the shared steps; what is timed does not depend on their values.
+    """
+    import torch
+    from torch import nn
+
+    from pytest_genai.dabench.level2.pipeline import run_sequential_step
+
+    used = range(len(layers)) if ctx.rank == 0 else sorted(
+        {i for part in partitions.values() for i in part.stage_layers[ctx.rank]})
+    opt = torch.optim.AdamW([p for i in used for p in layers[i].parameters()], lr=1e-4)
+    one_rank = None
+    if ctx.rank == 0:
+        seq = nn.Sequential(*layers)
+        one_rank = lambda: run_sequential_step(seq, micro, grads, opt)  # noqa: E731
+    stages = {name: (nn.Sequential(*(layers[i] for i in part.stage_layers[ctx.rank])), opt)
+              for name, part in partitions.items()}
+    alone = _alone_stages(layers, partitions, micro, grads, opt, ctx) if ctx.rank == 0 else {}
+    return one_rank, stages, alone
+
+
+def _alone_stages(layers: list[Any], partitions: dict[str, Any], micro: list[Any], grads: list[Any], opt: Any,
                   ctx: RankContext) -> dict[str, list[Callable[[], float]]]:
-    """Per partition, one callable per stage that times that stage's step work alone (own copies, own AdamW)."""
+    """Per partition, one callable per stage that times that stage's step work alone (the shared layers and ``opt``,
+    see :func:`_pp_rank_work`)."""
     import torch
     from torch import nn
 
@@ -251,12 +269,11 @@ def _alone_stages(layers: list[Any], partitions: dict[str, Any], micro: list[Any
     for name, part in partitions.items():
         runs = []
         for s, layer_ids in enumerate(part.stage_layers):
-            stage = nn.Sequential(*(copy.deepcopy(layers[i]) for i in layer_ids))
-            opt = torch.optim.AdamW(stage.parameters(), lr=1e-4)
+            stage = nn.Sequential(*(layers[i] for i in layer_ids))
             last = layer_ids[-1] == len(layers) - 1
             out_grads = grads if last else [torch.full_like(y, 1.0 / y.numel()) for y in entering[layer_ids[-1] + 1]]
 
-            def run(stage=stage, opt=opt, inputs=entering[layer_ids[0]], out_grads=out_grads, first=s == 0) -> float:
+            def run(stage=stage, inputs=entering[layer_ids[0]], out_grads=out_grads, first=s == 0) -> float:
                 return stage_compute_alone(stage, inputs, out_grads, opt, input_grad=not first, sync=ctx.sync,
                                            clock=ctx.compute_clock)
 
