@@ -140,7 +140,12 @@ def _nvml_handle(pynvml: Any, index: int) -> Any:
     """NVML's handle for CUDA device ``index``. NVML numbers every GPU of the node; CUDA numbers only the visible
     ones, so under ``CUDA_VISIBLE_DEVICES=5`` CUDA's device 0 is NVML's 5 (taken by index, the meter read another
     job's GPU, or an idle one). The device's UUID (from torch) names it for both; without it, the visible-devices
-    list maps the ordinal; with neither, the ordinal is NVML's too."""
+    list maps the ordinal (a UUID there may be a prefix, as CUDA accepts); with neither, the ordinal is NVML's too.
+
+    A number there counts in CUDA's order, NVML's is the PCI bus order: they are one order under
+    ``CUDA_DEVICE_ORDER=PCI_BUS_ID``, and in practice on a node of one GPU model, but CUDA's default puts the fastest
+    GPU first. On a node of mixed models without that setting this raises (no meter) rather than meter another GPU.
+    """
     try:
         import torch
 
@@ -151,12 +156,28 @@ def _nvml_handle(pynvml: Any, index: int) -> Any:
     import os
 
     visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
-    if index < len(visible):
-        name = visible[index]
-        if name.isdigit():
-            return pynvml.nvmlDeviceGetHandleByIndex(int(name))
-        return pynvml.nvmlDeviceGetHandleByUUID(name)
-    return pynvml.nvmlDeviceGetHandleByIndex(index)
+    name = visible[index] if index < len(visible) else str(index)
+    if not name.isdigit():
+        try:
+            return pynvml.nvmlDeviceGetHandleByUUID(name)
+        except Exception:  # a prefix of a UUID: CUDA takes the one device it names
+            handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+            named = [h for h in handles if _text(pynvml.nvmlDeviceGetUUID(h)).startswith(name)]
+            if len(named) != 1:
+                raise LookupError(f"CUDA_VISIBLE_DEVICES entry {name!r} names {len(named)} of NVML's GPUs") from None
+            return named[0]
+    if os.environ.get("CUDA_DEVICE_ORDER", "").strip().upper() != "PCI_BUS_ID":
+        models = {_text(pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i)))
+                  for i in range(pynvml.nvmlDeviceGetCount())}
+        if len(models) > 1:
+            raise LookupError(f"GPUs of {len(models)} models and CUDA's fastest-first order: CUDA's ordinal "
+                              f"{name} is not NVML's; set CUDA_DEVICE_ORDER=PCI_BUS_ID")
+    return pynvml.nvmlDeviceGetHandleByIndex(int(name))
+
+
+def _text(value: Any) -> str:
+    """NVML strings: bytes in older bindings, str in nvidia-ml-py 11.5+."""
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def nvml_meter(index: int) -> CounterMeter | None:

@@ -90,13 +90,23 @@ def test_energy_metrics_are_absent_without_energy_and_per_round_with_it():
     assert out["tokens_per_j"].value == 250.0 and out["tokens_per_j"].rounds == (500.0, 250.0, 200.0)
 
 
-def _fake_pynvml(counters):
+def _fake_pynvml(counters, models=("NVIDIA H100 80GB HBM3",) * 8):
     import types
+
+    uuids = {f"index:{i}": f"GPU-{i}{i}{i}{i}-{i}" for i in range(len(models))}
+
+    def by_uuid(u):
+        if u not in uuids.values() and not u.startswith("GPU-3232") and u != "GPU-aaaa":
+            raise RuntimeError("NVML_ERROR_NOT_FOUND")
+        return f"uuid:{u}"
 
     nvml = types.ModuleType("pynvml")
     nvml.nvmlInit = lambda: None
+    nvml.nvmlDeviceGetCount = lambda: len(models)
     nvml.nvmlDeviceGetHandleByIndex = lambda i: f"index:{i}"
-    nvml.nvmlDeviceGetHandleByUUID = lambda u: f"uuid:{u}"
+    nvml.nvmlDeviceGetHandleByUUID = by_uuid
+    nvml.nvmlDeviceGetUUID = lambda handle: uuids[handle].encode()  # bytes, as older bindings return
+    nvml.nvmlDeviceGetName = lambda handle: models[int(handle.split(":")[1])]
     nvml.nvmlDeviceGetTotalEnergyConsumption = lambda handle: counters[handle]
     return nvml
 
@@ -106,6 +116,7 @@ def _fake_pynvml(counters):
     (None, "5,6", "index:5"),  # no UUID from torch: CUDA's device 0 is the first visible, NVML's 5
     (None, "GPU-aaaa,GPU-bbbb", "uuid:GPU-aaaa"),
     (None, None, "index:0"),
+    (None, "GPU-5555", "index:5"),  # a UUID prefix, as CUDA accepts: the one GPU whose UUID it starts
 ])
 def test_the_energy_meter_reads_the_gpu_cuda_runs_on(monkeypatch, torch_uuid, visible, expected):
     """Under CUDA_VISIBLE_DEVICES=5, CUDA's device 0 is NVML's GPU 5; taken by ordinal, the meter read GPU 0."""
@@ -128,3 +139,25 @@ def test_the_energy_meter_reads_the_gpu_cuda_runs_on(monkeypatch, torch_uuid, vi
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
     meter = energy.nvml_meter(0)
     assert meter is not None and meter.read_j() == counters[expected] / 1000.0
+
+
+@pytest.mark.parametrize("order, expected", [(None, None), ("PCI_BUS_ID", "index:1")])
+def test_on_mixed_gpus_a_cuda_ordinal_meters_nothing_unless_cuda_counts_in_nvml_order(monkeypatch, order, expected):
+    """CUDA's default order puts the fastest GPU first; NVML's is the PCI bus order: ordinal 1 may be another GPU."""
+    import sys
+
+    counters = {"index:0": 1000.0, "index:1": 2000.0}
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_pynvml(counters, ("NVIDIA A100-SXM4-80GB", "NVIDIA H100 PCIe")))
+    torch = pytest.importorskip("torch")
+
+    def no_cuda(index):
+        raise RuntimeError("no CUDA here")
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", no_cuda)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    if order is None:
+        monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_DEVICE_ORDER", order)
+    meter = energy.nvml_meter(0)
+    assert (meter and meter.read_j() * 1000.0) == (expected and counters[expected])
