@@ -30,7 +30,7 @@ CLASSES = ("matmul", "attention", "elementwise")
 MIN_SAMPLE_S = 5e-3
 #: Repeats of the per-layer loads (LI), at least this many whatever the step's repeats. The LI claim is judged on a
 #: bootstrap over them: on the idle 2-vCPU machine 7 rounds of 4 identical layers gave intervals whose lower end fell
-#: under 0.9 in 9 of 15 runs (inconclusive); more rounds narrow it (simulated, 5% noise and 15% of samples in
+#: under 0.9 in 10 of 15 runs (inconclusive); more rounds narrow it (simulated, 5% noise and 15% of samples in
 #: 1.3-1.8x bursts: passed 11% at 7 rounds, 28% at 11); 9 cost 2/7 more time on the per-layer loads.
 LAYER_REPEATS = 9
 
