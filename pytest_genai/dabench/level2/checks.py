@@ -13,6 +13,11 @@ from typing import Any
 
 from pytest_genai.dabench.level2.config import ParallelConfig
 
+#: Where the checks draw their weights: the CPU generator, then moved. A GPU's generator draws by the kernel's grid,
+#: which follows the SM count, so ranks on two GPU models would build two models from one seed and every check
+#: would report the difference; the checks' models are small, so the host build costs nothing.
+HOST = "cpu"
+
 
 def _rel(a: Any, b: Any) -> float:
     scale = float(b.abs().max())
@@ -27,7 +32,7 @@ def check_tp(cfg: ParallelConfig, ctx: Any) -> dict[str, float]:
     from pytest_genai.dabench.level2.tensor_parallel import shard_slices, shard_stack
 
     w = cfg.workload
-    full = build_stack(w, ctx.device, seed=cfg.seed).double()
+    full = build_stack(w, HOST, seed=cfg.seed).double().to(ctx.device)
     x = make_input(w, ctx.device, seed=cfg.seed + 1).double().requires_grad_(True)
     # drawn on the CPU generator (the same on every device), then moved: backward needs them on the output's device
     grad_out = torch.randn(x.shape, generator=torch.Generator().manual_seed(3), dtype=torch.float64).to(ctx.device)
@@ -66,7 +71,7 @@ def check_pp(cfg: ParallelConfig, ctx: Any) -> dict[str, float]:
     from pytest_genai.dabench.level2.pipeline import build_layers, output_width, run_sequential_step, run_stage_step
 
     w = cfg.workload
-    layers = [layer.double() for layer in build_layers(w, cfg.head_vocab, ctx.device, seed=cfg.seed)]
+    layers = [layer.double().to(ctx.device) for layer in build_layers(w, cfg.head_vocab, HOST, seed=cfg.seed)]
     width = output_width(w, cfg.head_vocab, len(layers) - 1, len(layers))
     x = make_input(w, ctx.device, seed=cfg.seed + 1).double()
     micro = list(x.chunk(cfg.micro_batches))
@@ -100,9 +105,9 @@ def check_dp(cfg: ParallelConfig, ctx: Any) -> dict[str, float]:
     xs = [make_input(w, ctx.device, seed=cfg.seed + 1 + r).double() for r in range(ctx.world)]
     gen = torch.Generator().manual_seed(7)
     gs = [torch.randn(x.shape, generator=gen, dtype=torch.float64).to(ctx.device) for x in xs]
-    ref = build_stack(w, ctx.device, seed=cfg.seed).double()
+    ref = build_stack(w, HOST, seed=cfg.seed).double().to(ctx.device)
     ref(torch.cat(xs)).backward(torch.cat(gs))
-    ddp = DDP(build_stack(w, ctx.device, seed=cfg.seed).double())
+    ddp = DDP(build_stack(w, HOST, seed=cfg.seed).double().to(ctx.device))
     ddp(xs[ctx.rank]).backward(gs[ctx.rank])
     # DDP averages the ranks' gradients; the whole-batch reference sums them.
     grad_err = max(_rel(p.grad * ctx.world, q.grad) for p, q in zip(ddp.module.parameters(), ref.parameters()))
