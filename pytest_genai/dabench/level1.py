@@ -11,8 +11,9 @@ device's real traffic includes re-reads and spills the model does not count.
 from __future__ import annotations
 
 import dataclasses
+import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_genai.dabench import counts as _counts
@@ -59,6 +60,9 @@ class Measurements:
     class_rounds: Mapping[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)
     # every layer's rounds on the load clock (layer_s are their medians): the LI's interval is drawn from them
     layer_rounds: tuple[tuple[float, ...], ...] = ()
+    layer_wall_rounds: tuple[tuple[float, ...], ...] = ()  # CPU only: the rounds of layer_wall_s
+    # the whole step's timed rounds (step_s is their median): the step's rates are judged on intervals from them
+    step_rounds: tuple[float, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +108,13 @@ def compose(
     work = _counts.stack_counts(cfg)
     whole = RooflinePoint(work.flops, work.bytes, meas.step_s, measured)
     _roofline_metrics("", whole, metrics, sources)
+    if len(meas.step_rounds) >= 2:  # every figure read off the step time, once per round
+        steps = [RooflinePoint(work.flops, work.bytes, t, measured) for t in meas.step_rounds]
+        rounds["step_time_s"] = tuple(meas.step_rounds)
+        rounds["achieved_tflops"] = tuple(p.achieved_flops_per_s / 1e12 for p in steps)
+        rounds["achieved_gbs_modeled"] = tuple(p.achieved_bytes_per_s / 1e9 for p in steps)
+        rounds["efficiency_modeled"] = tuple(p.efficiency for p in steps)
+        rounds["ceiling_fraction_tflops"] = tuple(p.achieved_flops_per_s / measured.flops_per_s for p in steps)
     labels["bound"] = whole.bound
     metrics["elementwise_flops_modeled"] = float(work.nominal_flops)
     sources["elementwise_flops_modeled"] = MODELED
@@ -120,6 +131,9 @@ def compose(
         metrics["ceiling_tflops_spec"] = spec.tflops
         metrics["ceiling_gbs_spec"] = spec.gbs
         metrics["efficiency_spec"] = RooflinePoint(work.flops, work.bytes, meas.step_s, spec).efficiency
+        if len(meas.step_rounds) >= 2:
+            rounds["efficiency_spec"] = tuple(RooflinePoint(work.flops, work.bytes, t, spec).efficiency
+                                              for t in meas.step_rounds)
         sources.update(ceiling_tflops_spec=SPEC, ceiling_gbs_spec=SPEC, efficiency_spec=SPEC)
         labels["bound_spec"] = RooflinePoint(work.flops, work.bytes, meas.step_s, spec).bound
 
@@ -148,8 +162,12 @@ def compose(
         intervals["load_imbalance"] = load_imbalance_interval(meas.layer_rounds, li_definition)
     other = "min_over_max" if li_definition == "mean_over_max" else "mean_over_max"
     metrics[f"load_imbalance_{other}"] = load_imbalance(loads, other)
+    if "load_imbalance" in intervals:
+        intervals[f"load_imbalance_{other}"] = load_imbalance_interval(meas.layer_rounds, other)
     if meas.layer_wall_s:
         metrics["load_imbalance_wall"] = load_imbalance(list(meas.layer_wall_s), li_definition)
+        if len(meas.layer_wall_rounds) >= 2 and min(map(len, meas.layer_wall_rounds)) >= 2:
+            intervals["load_imbalance_wall"] = load_imbalance_interval(meas.layer_wall_rounds, li_definition)
         sources["load_imbalance_wall"] = MEASURED
     metrics["layer_time_max_s"] = max(loads)
     metrics["layer_time_mean_s"] = sum(loads) / len(loads)
@@ -177,14 +195,15 @@ def measure(
     cfg: DecoderConfig,
     device: Any,
     *,
-    time_step: Callable[[Callable[[], None]], float] | None = None,
+    time_step: Callable[[Callable[[], None]], float | Sequence[float]] | None = None,
     repeats: int = 5,
     warmup: int = 1,
 ) -> Measurements:
     """Build the stack on ``device`` and measure one config.
 
-    ``time_step(step) -> median seconds`` times the whole step (the benchmark passes pytest-benchmark's pedantic
-    loop there, with device synchronization); by default :func:`~pytest_genai.runtime.timing.time_callable`.
+    ``time_step(step)`` times the whole step and returns every round's seconds (or only their median, which leaves
+    the step's rates without rounds); the benchmark passes pytest-benchmark's pedantic loop there, with device
+    synchronization; by default :func:`~pytest_genai.runtime.timing.time_callable`.
     Per-layer and per-op-class loads are timed interleaved (:func:`~pytest_genai.runtime.timing.time_each`).
     A layer's load for LI is its median time on the load clock: on accelerators the synchronized wall clock; on
     the CPU the process's CPU time (``time.process_time``), which counts the work the cores did for the layer and
@@ -205,9 +224,14 @@ def measure(
     step = model.make_step(cfg, stack, x)
     sync = device.synchronize
     if time_step is None:
-        step_s = time_callable(step, sync=sync, warmup=warmup, repeats=repeats).median_s
+        step_rounds = time_callable(step, sync=sync, warmup=warmup, repeats=repeats).samples
     else:
-        step_s = time_step(step)
+        timed = time_step(step)
+        step_rounds = (float(timed),) if isinstance(timed, (int, float)) else tuple(float(t) for t in timed)
+    if not step_rounds:
+        raise ValueError("time_step returned no rounds; return every round's seconds (or their median)")
+    step_s = statistics.median(step_rounds)
+    step_rounds = step_rounds if len(step_rounds) >= 2 else ()
     layer_fns = model.layer_steps(cfg, stack, x)
     layer_repeats = max(repeats, LAYER_REPEATS)
     # one call count for every layer: a layer whose warm-up caught a slow spell would otherwise get fewer calls per
@@ -245,7 +269,8 @@ def measure(
     del stack, step
     if layer_cpu is None:
         return Measurements(step_s, tuple(t.median_s for t in layer_t), class_s, allocation,
-                            class_rounds=class_rounds, layer_rounds=tuple(t.samples for t in layer_t))
+                            class_rounds=class_rounds, layer_rounds=tuple(t.samples for t in layer_t),
+                            step_rounds=step_rounds)
     return Measurements(
         step_s,
         tuple(t.median_s for t in layer_cpu),
@@ -253,6 +278,8 @@ def measure(
         allocation,
         layer_clock="process_cpu",
         layer_wall_s=tuple(t.median_s for t in layer_t),
+        layer_wall_rounds=tuple(t.samples for t in layer_t),
         class_rounds=class_rounds,
         layer_rounds=tuple(t.samples for t in layer_cpu),
+        step_rounds=step_rounds,
     )

@@ -62,7 +62,8 @@ def level1_result(cfg: DecoderConfig, meas: Measurements, measured: Ceilings, sp
     composed = compose(cfg, meas, measured, spec)
     metrics = {name: _m(value, composed.sources.get(name), composed.rounds.get(name), composed.intervals.get(name))
                for name, value in composed.metrics.items()}
-    metrics["tokens_per_s"] = _m(cfg.tokens / meas.step_s)
+    metrics["tokens_per_s"] = _m(cfg.tokens / meas.step_s,
+                                 rounds=[cfg.tokens / t for t in meas.step_rounds] if meas.step_rounds else None)
     labels = {**composed.labels, "work_counts": WORK_COUNTS, "ceiling_clock": ceiling_clock}
     if cpu_threads is not None:
         labels["cpu_threads"] = str(cpu_threads)

@@ -23,7 +23,9 @@ Each row says how it was judged (``basis``):
   number): its two values, exactly as before. A modeled number the registry marks ``measured_inputs`` (modeled bytes
   over a measured time, an efficiency on a measured roofline) is not deterministic: it is compared as a measurement.
 * ``point`` — a measured metric without rounds on both sides: the old comparison of two values, labelled so (noise
-  can decide it either way); the row's note says which side lacked rounds.
+  can decide it either way); the row's note says which side lacked rounds. Where both runs recorded the value's own
+  interval (``metric_intervals``: a load imbalance over per-layer medians has one, not rounds), a regression past
+  the threshold reads inconclusive while the two intervals overlap.
 
 Units are compared before values: a side recorded in another unit than the registry's (``ms`` for ``step_time_s``)
 is converted where :data:`.registry.UNIT_SCALES` knows both, and the row is refused (``units differ``, a failure)
@@ -270,9 +272,13 @@ def _thin(rounds: Sequence[float]) -> list[float]:
 
 
 def judge_on_rounds(mc: MetricComparison, base_rounds: Sequence[float] | None, cur_rounds: Sequence[float] | None,
-                    base_stall: float | None = None, cur_stall: float | None = None) -> MetricComparison:
+                    base_stall: float | None = None, cur_stall: float | None = None, *,
+                    intervals: tuple[tuple[float, float] | None, tuple[float, float] | None] = (None, None)
+                    ) -> MetricComparison:
     """``mc`` judged on the interval of the current/baseline ratio of the two runs' rounds, where both hold two or
-    more; otherwise ``mc`` itself, labelled a point comparison when it is a measured value (the note says why)."""
+    more; otherwise ``mc`` itself, labelled a point comparison when it is a measured value (the note says why).
+    ``intervals``: each run's own interval of the value, where it recorded one without rounds (a statistic of
+    medians): a point row is not called regressed while the two overlap."""
     if mc.status not in (REGRESSED, WORSE, BETTER, SAME) or mc.max_regression is None:
         return mc  # missing, not finite, undirected, refused: nothing an interval could decide
     deterministic = mc.basis == EXACT
@@ -282,8 +288,9 @@ def judge_on_rounds(mc: MetricComparison, base_rounds: Sequence[float] | None, c
             return mc
         lacking = ("either run" if not (have_b or have_c) else "the current run" if have_b else "the baseline")
         why = f"point comparison: no rounds recorded in {lacking}, so noise is not judged"
-        return _point_under_pressure(dataclasses.replace(mc, basis=POINT, note=_join(mc.note, why)),
-                                     base_stall, cur_stall)
+        return _point_within_intervals(
+            _point_under_pressure(dataclasses.replace(mc, basis=POINT, note=_join(mc.note, why)), base_stall, cur_stall),
+            *intervals)
     from pytest_genai.claims.stats import bootstrap_ratio_interval
 
     try:
@@ -309,6 +316,18 @@ def _point_under_pressure(mc: MetricComparison, base_stall: float | None, cur_st
                f"{CONTENDED_SHARE:.0%}): a contended baseline cannot clear the current run")
     else:
         return mc
+    return dataclasses.replace(mc, status=INCONCLUSIVE, note=_join(mc.note, why))
+
+
+def _point_within_intervals(mc: MetricComparison, base: tuple[float, float] | None,
+                            cur: tuple[float, float] | None) -> MetricComparison:
+    """A point row past its threshold is no regression while the two runs' own intervals of the value overlap:
+    each run says its value could lie anywhere in its interval, and both could be the same value (a conservative
+    test: disjoint 95% intervals differ at well under 5%)."""
+    if mc.status != REGRESSED or base is None or cur is None or base[1] < cur[0] or cur[1] < base[0]:
+        return mc
+    why = (f"past the threshold, but the runs' own intervals of the value overlap ([{base[0]:.4g}, {base[1]:.4g}] "
+           f"and [{cur[0]:.4g}, {cur[1]:.4g}]): noise could explain the change")
     return dataclasses.replace(mc, status=INCONCLUSIVE, note=_join(mc.note, why))
 
 
@@ -446,7 +465,9 @@ def compare_records(
             out.append(judge_on_runs(mc, [tuple(x * b_factor for x in r) for r in runs], scaled[0], scaled[1],
                                      *stalls))
         else:
-            out.append(judge_on_rounds(mc, scaled[0], scaled[1], *stalls))
+            ends = [None if e is None else (e[0] * f, e[1] * f) for e, f in
+                    ((base.intervals.get(name), b_factor), (cur.intervals.get(name), c_factor))]
+            out.append(judge_on_rounds(mc, scaled[0], scaled[1], *stalls, intervals=(ends[0], ends[1])))
     return _corroborated(out, info)
 
 

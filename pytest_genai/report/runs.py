@@ -80,6 +80,9 @@ class Record:
     rounds: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     """Every round's value of a metric, where the run recorded two or more (``metric_rounds``; pytest-benchmark's
     ``stats.data`` for :data:`BENCH_MEDIAN_METRIC`): a generation claim's speedup is then judged on an interval."""
+    intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    """A metric's own confidence interval where the run recorded one without rounds (``metric_intervals``; e.g. a
+    load imbalance over per-layer medians): a point comparison calls no regression while the two runs' overlap."""
     run_rounds: Mapping[str, tuple[tuple[float, ...], ...]] = field(default_factory=dict)
     """A baseline formed from several runs (``last:5``): each run's rounds of a metric (its one value where it kept
     none), newest run first; the gate then judges the metric against the spread between those runs."""
@@ -355,6 +358,7 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
         environment=environment,
         timing=timing,
         rounds=_metric_rounds(genai.get("metric_rounds"), metrics, bench_rounds),
+        intervals=_metric_intervals(genai.get("metric_intervals"), metrics),
     )
 
 
@@ -387,6 +391,18 @@ def _metric_rounds(recorded: Any, metrics: Mapping[str, float],
                 out[str(name)] = these
     if bench_rounds and BENCH_MEDIAN_METRIC in metrics:
         out[BENCH_MEDIAN_METRIC] = bench_rounds
+    return out
+
+
+def _metric_intervals(recorded: Any, metrics: Mapping[str, float]) -> dict[str, tuple[float, float]]:
+    """``(lo, hi)`` of each recorded metric's interval (``metric_intervals``); odd entries are ignored, never an
+    error (an interval only ever withholds a verdict)."""
+    out = {}
+    if isinstance(recorded, dict):
+        for name, value in recorded.items():
+            ends = _round_list([value.get("lo"), value.get("hi")]) if isinstance(value, dict) else None
+            if ends and name in metrics and ends[0] <= ends[1]:
+                out[str(name)] = ends
     return out
 
 

@@ -67,6 +67,23 @@ def test_li_gets_the_interval_of_its_layer_rounds_and_a_claim_is_judged_on_it():
     assert "load_imbalance" not in level1.compose(CFG, _meas(), Ceilings(1.0, 100.0, "measured"), None).intervals
 
 
+def test_the_step_rates_carry_one_value_per_timed_round():
+    steps = (1e-3, 2e-3, 4e-3)
+    result = level1.compose(CFG, _meas(step_s=2e-3, step_rounds=steps), Ceilings(1.0, 100.0, "measured"),
+                            Ceilings(2.0, 50.0, "spec"))
+    work = counts.stack_counts(CFG)
+    r, m = result.rounds, result.metrics
+    assert r["step_time_s"] == steps
+    assert r["achieved_tflops"] == pytest.approx([work.flops / t / 1e12 for t in steps])
+    assert r["ceiling_fraction_tflops"] == pytest.approx([work.flops / t / 1e12 for t in steps])  # a 1 TFLOP/s roof
+    assert r["achieved_gbs_modeled"] == pytest.approx([work.bytes / t / 1e9 for t in steps])
+    assert {"efficiency_modeled", "efficiency_spec"} <= set(r)
+    for name in ("step_time_s", "achieved_tflops", "achieved_gbs_modeled", "efficiency_modeled", "efficiency_spec",
+                 "ceiling_fraction_tflops"):
+        assert m[name] == pytest.approx(sorted(r[name])[1]), name  # the value is the median round's
+    assert "achieved_tflops" not in level1.compose(CFG, _meas(), Ceilings(1.0, 100.0, "measured"), None).rounds
+
+
 def test_bound_flips_with_the_ridge():
     work = counts.stack_counts(CFG)
     intensity = work.flops / work.bytes
@@ -108,6 +125,14 @@ def test_measure_on_the_cpu():
     result = level1.compose(cfg, meas, Ceilings(0.1, 10.0, "measured"), None)
     assert result.metrics["cpu_utilization"] == meas.allocation.utilization
     assert result.metrics["load_imbalance"] > 0.5  # identical layers, process CPU time
+    assert len(meas.step_rounds) == 3 and meas.step_s == statistics.median(meas.step_rounds)
+    assert all(len(r) == level1.LAYER_REPEATS for r in meas.layer_rounds)
+    assert [len(r) for r in meas.layer_wall_rounds] == [level1.LAYER_REPEATS] * cfg.layers
+    assert {"load_imbalance", "load_imbalance_min_over_max", "load_imbalance_wall"} <= set(result.intervals)
+    one = level1.measure(cfg, cpu, time_step=lambda step: (step(), 0.25)[1])  # a median alone: no step rounds
+    assert one.step_s == 0.25 and one.step_rounds == ()
+    with pytest.raises(ValueError, match="time_step returned no rounds"):
+        level1.measure(cfg, cpu, time_step=lambda step: [])
 
 
 def test_measure_needs_a_torch_device():

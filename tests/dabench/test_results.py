@@ -98,6 +98,13 @@ def test_level1_result_is_compose_with_its_sources_plus_tokens_per_s_and_labels(
     assert result.metrics["load_imbalance"].interval is None  # no layer rounds measured
 
 
+def test_level1_result_gives_tokens_per_s_one_value_per_step_round():
+    meas = dataclasses.replace(MEAS, step_rounds=(1e-3, 2e-3, 1e-3))
+    tps = level1_result(CFG, meas, MEASURED_CEILINGS, None, ceiling_clock="fixed").metrics["tokens_per_s"]
+    assert tps.rounds == pytest.approx((CFG.tokens / 1e-3, CFG.tokens / 2e-3, CFG.tokens / 1e-3))
+    assert level1_result(CFG, MEAS, MEASURED_CEILINGS, None, ceiling_clock="fixed").metrics["tokens_per_s"].rounds is None
+
+
 def test_level1_result_carries_the_li_interval_to_the_recorder():
     meas = dataclasses.replace(MEAS, layer_rounds=((4e-4,) * 5, (5e-4, 5.1e-4, 4.9e-4, 5e-4, 5e-4)))
     result = level1_result(CFG, meas, MEASURED_CEILINGS, None, ceiling_clock="fixed")

@@ -116,6 +116,28 @@ def test_cpu_pressure_holds_for_point_rows_too() -> None:
     # quiet runs: the labelled point comparison decides as before
     assert row(timed("a", 1000.0, n=0, stall=0.1), timed("a", 600.0, n=0, stall=0.2)).status == REGRESSED
 
+def test_a_point_row_with_overlapping_own_intervals_is_no_regression() -> None:
+    """A load imbalance over per-layer medians records its own interval, not rounds: a drop past the threshold that
+    both runs' intervals could hold reads inconclusive; disjoint intervals still decide."""
+    def li(value, lo, hi):
+        entry = timed("a", value, n=0, metric="load_imbalance")
+        entry["extra_info"]["genai"]["metric_intervals"] = {"load_imbalance": {
+            "lo": lo, "hi": hi, "level": 0.95, "n": 9, "method": "LI of subtask medians, percentile bootstrap"}}
+        return entry
+
+    mc = row(li(0.99, 0.95, 1.0), li(0.90, 0.82, 0.97), metric="load_imbalance")
+    assert (mc.status, mc.basis) == (INCONCLUSIVE, POINT) and "intervals of the value overlap" in mc.note
+    apart = row(li(0.99, 0.95, 1.0), li(0.80, 0.75, 0.86), metric="load_imbalance")
+    assert (apart.status, apart.basis) == (REGRESSED, POINT)
+    one_side = row(li(0.99, 0.95, 1.0), timed("a", 0.90, n=0, metric="load_imbalance"), metric="load_imbalance")
+    assert one_side.status == REGRESSED  # an interval on one side only: the labelled point comparison, as before
+    odd = li(0.90, 0.82, 0.97)
+    odd["extra_info"]["genai"]["metric_intervals"]["load_imbalance"] = {"lo": "low", "hi": 0.97}
+    assert row(li(0.99, 0.95, 1.0), odd, metric="load_imbalance").status == REGRESSED  # ignored, never an error
+    backwards = li(0.90, 0.97, 0.82)
+    assert row(li(0.99, 0.95, 1.0), backwards, metric="load_imbalance").status == REGRESSED
+
+
 def test_deterministic_metrics_keep_the_exact_comparison() -> None:
     base = bench("q", metrics={"perplexity": 12.0, "flops_modeled": 1e9}, sources={"perplexity": "measured",
                                                                                   "flops_modeled": "modeled"})
