@@ -81,6 +81,12 @@ def median_interval(values: Sequence[float], level: float = LEVEL) -> Interval:
     return Interval(xs[k - 1], xs[n - k], median_coverage(n, k), n, "median of rounds, order statistics")
 
 
+def _percentile_ends(ordered: Sequence[float], level: float) -> tuple[float, float]:
+    """The two-sided ``level`` percentile ends of sorted bootstrap ``ordered`` values."""
+    n, tail = len(ordered), (1.0 - level) / 2
+    return ordered[max(0, math.floor(tail * n))], ordered[min(n - 1, math.ceil((1.0 - tail) * n) - 1)]
+
+
 def bootstrap_ratio_interval(num: Sequence[float], den: Sequence[float], level: float = LEVEL,
                              resamples: int = 2000, seed: int = 0) -> Interval:
     """Percentile bootstrap interval of ``median(num) / median(den)`` for two unpaired samples.
@@ -99,9 +105,7 @@ def bootstrap_ratio_interval(num: Sequence[float], den: Sequence[float], level: 
         statistics.median(rng.choices(a, k=len(a))) / statistics.median(rng.choices(b, k=len(b)))
         for _ in range(resamples)
     )
-    tail = (1.0 - level) / 2
-    lo = ratios[max(0, math.floor(tail * resamples))]
-    hi = ratios[min(resamples - 1, math.ceil((1.0 - tail) * resamples) - 1)]
+    lo, hi = _percentile_ends(ratios, level)
     n = min(len(a), len(b))
     return Interval(lo, hi, min(level, median_coverage(n, 1)), n, "ratio of medians, percentile bootstrap")
 
@@ -131,9 +135,7 @@ def hierarchical_ratio_interval(num_groups: Sequence[Sequence[float]], den_group
         return statistics.fmean(statistics.median(rng.choices(j, k=len(j))) for j in picked)
 
     ratios = sorted(draw(sides[0]) / draw(sides[1]) for _ in range(resamples))
-    tail = (1.0 - level) / 2
-    lo = ratios[max(0, math.floor(tail * resamples))]
-    hi = ratios[min(resamples - 1, math.ceil((1.0 - tail) * resamples) - 1)]
+    lo, hi = _percentile_ends(ratios, level)
     jobs = min(len(sides[0]), len(sides[1]))
     return Interval(lo, hi, min(level, median_coverage(jobs, 1)), jobs,
                     "ratio of mean job medians, two-stage bootstrap (jobs, then steps)")
@@ -161,9 +163,7 @@ def bootstrap_medians_interval(groups: Sequence[Sequence[float]], statistic: Cal
     rng = random.Random(seed)
     values = sorted(float(statistic([statistics.median(rng.choices(g, k=len(g))) for g in samples]))
                     for _ in range(resamples))
-    tail = (1.0 - level) / 2
-    lo = values[max(0, math.floor(tail * resamples))]
-    hi = values[min(resamples - 1, math.ceil((1.0 - tail) * resamples) - 1)]
+    lo, hi = _percentile_ends(values, level)
     n = min(len(g) for g in samples)
     return Interval(min(lo, value), max(hi, value), min(level, median_coverage(n, 1)), n,
                     f"{method}, percentile bootstrap")

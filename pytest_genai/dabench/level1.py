@@ -74,6 +74,16 @@ class Level1Result:
     intervals: dict[str, Interval] = dataclasses.field(default_factory=dict)  # computed otherwise, by metric
 
 
+def _rate_rounds(prefix: str, flops: float, bytes_moved: float, seconds: tuple[float, ...], measured: Ceilings,
+                 rounds: dict[str, tuple[float, ...]]) -> None:
+    """The rounds of the time-derived figures of :func:`_roofline_metrics`, one value per timed round."""
+    points = [RooflinePoint(flops, bytes_moved, t, measured) for t in seconds]
+    rounds[prefix + ("time_s" if prefix else "step_time_s")] = tuple(seconds)
+    rounds[prefix + "achieved_tflops"] = tuple(p.achieved_flops_per_s / 1e12 for p in points)
+    rounds[prefix + "achieved_gbs_modeled"] = tuple(p.achieved_bytes_per_s / 1e9 for p in points)
+    rounds[prefix + "efficiency_modeled"] = tuple(p.efficiency for p in points)
+
+
 def _roofline_metrics(prefix: str, point: RooflinePoint, out: dict[str, float], src: dict[str, str]) -> None:
     def put(name: str, value: float, source: str) -> None:
         out[prefix + name] = float(value)
@@ -109,12 +119,8 @@ def compose(
     whole = RooflinePoint(work.flops, work.bytes, meas.step_s, measured)
     _roofline_metrics("", whole, metrics, sources)
     if len(meas.step_rounds) >= 2:  # every figure read off the step time, once per round
-        steps = [RooflinePoint(work.flops, work.bytes, t, measured) for t in meas.step_rounds]
-        rounds["step_time_s"] = tuple(meas.step_rounds)
-        rounds["achieved_tflops"] = tuple(p.achieved_flops_per_s / 1e12 for p in steps)
-        rounds["achieved_gbs_modeled"] = tuple(p.achieved_bytes_per_s / 1e9 for p in steps)
-        rounds["efficiency_modeled"] = tuple(p.efficiency for p in steps)
-        rounds["ceiling_fraction_tflops"] = tuple(p.achieved_flops_per_s / measured.flops_per_s for p in steps)
+        _rate_rounds("", work.flops, work.bytes, meas.step_rounds, measured, rounds)
+        rounds["ceiling_fraction_tflops"] = tuple(work.flops / t / measured.flops_per_s for t in meas.step_rounds)
     labels["bound"] = whole.bound
     metrics["elementwise_flops_modeled"] = float(work.nominal_flops)
     sources["elementwise_flops_modeled"] = MODELED
@@ -148,11 +154,7 @@ def compose(
         labels[f"{cls}_bound"] = point.bound
         samples = tuple(meas.class_rounds.get(cls, ()))
         if len(samples) >= 2:  # every figure read off the class's time, once per round
-            per_round = [RooflinePoint(cw.flops, cw.bytes, t, measured) for t in samples]
-            rounds[f"{cls}_time_s"] = samples
-            rounds[f"{cls}_achieved_tflops"] = tuple(p.achieved_flops_per_s / 1e12 for p in per_round)
-            rounds[f"{cls}_achieved_gbs_modeled"] = tuple(p.achieved_bytes_per_s / 1e9 for p in per_round)
-            rounds[f"{cls}_efficiency_modeled"] = tuple(p.efficiency for p in per_round)
+            _rate_rounds(f"{cls}_", cw.flops, cw.bytes, samples, measured, rounds)
 
     loads = list(meas.layer_s)
     metrics["load_imbalance"] = load_imbalance(loads, li_definition)
