@@ -30,10 +30,10 @@ from .metrics import threshold_rank
 
 _CHUNK = 1 << 18  # elements per streaming chunk (1 MiB of fp32: stays in cache)
 _MAX_CANDIDATES = 1 << 26
-#: At most n / SAMPLE_DIVISOR magnitudes are sampled. With the C kernels the sample's gather and selection cost ~6 ns
-#: per sampled value, the final selection ~1.4 ns per candidate, and candidates ~ 5.5 n / sqrt(sample): at 44M weights
-#: n / 128 to n / 1024 all cost 1.5-2 ms (measured), against ~7 ms for the 6-sigma scan itself; past 256M weights
-#: ``sample_size`` (2**20) caps it anyway.
+#: At most n / SAMPLE_DIVISOR magnitudes are sampled. With the C kernels the sample's gather (from cold memory) and
+#: its two-rank selection cost ~6 ns per sampled value, the final selection ~1.3 ns per candidate, and candidates
+#: ~ 5.5 n / sqrt(sample): at 44M weights n / 128 to n / 1024 all cost 1.5-2 ms (measured), against 8-10 ms for the
+#: 6-sigma scan itself; past 256M weights ``sample_size`` (2**20) caps it anyway.
 SAMPLE_DIVISOR = 256
 _KERNEL = Path(__file__).parent / "csrc" / "scan.c"
 _LAST_PATH = {"path": ""}
@@ -84,17 +84,28 @@ def sample_abs(weights, sample_size: int, seed: int = 0):
     m_total = min(sample_size, max(4096, total // SAMPLE_DIVISOR))
     g = torch.Generator().manual_seed(seed)
     run = 16
-    parts = []
+    plan = []  # per tensor: its run starts, or None for all of it
     for w, size in zip(weights, sizes):
         m = max(1, round(m_total * size / total))
+        plan.append(None if m >= size or size < 4 * run
+                    else torch.randint(size - run + 1, (max(1, m // run),), generator=g))
+    out = torch.empty(sum(size if starts is None else starts.numel() * run
+                          for size, starts in zip(sizes, plan)), dtype=torch.float32)
+    lib = _native_kernel(weights)
+    at = 0
+    for w, size, starts in zip(weights, sizes, plan):
         flat = _flat(w)
-        if m >= size or size < 4 * run:
-            parts.append(_abs32(flat).cpu())
-            continue
-        starts = torch.randint(size - run + 1, (max(1, m // run),), generator=g)
-        # rows of the overlapping-window view are the runs: one gather, no index tensor of every sampled element
-        parts.append(_abs32(flat.unfold(0, run, 1).index_select(0, starts.to(w.device)).reshape(-1)).cpu())
-    return torch.cat(parts)
+        count = size if starts is None else starts.numel() * run
+        if starts is None:
+            out[at:at + count] = _abs32(flat)
+        elif lib is not None:  # the C gather: the torch one below costs ~4x as much per sampled value (measured)
+            lib.genai_gather_abs_f32(flat.data_ptr(), starts.data_ptr(), starts.numel(), run,
+                                     out.data_ptr() + 4 * at)
+        else:
+            # rows of the overlapping-window view are the runs: one gather, no index tensor of every sampled element
+            out[at:at + count] = _abs32(flat.unfold(0, run, 1).index_select(0, starts.to(w.device)).reshape(-1))
+        at += count
+    return out
 
 
 def _order_stats(values, indices) -> list[float]:
@@ -106,8 +117,11 @@ def _order_stats(values, indices) -> list[float]:
     lib = _library() if values.dtype == torch.float32 and values.is_contiguous() else None
     if lib is not None and values.numel():
         scratch = torch.empty(values.numel(), dtype=torch.float32)
-        return [float(lib.genai_select_f32(values.data_ptr(), values.numel(), int(i), scratch.data_ptr()))
-                for i in indices]
+        ranks = torch.tensor([int(i) for i in indices], dtype=torch.int64)
+        out = torch.empty(ranks.numel(), dtype=torch.float32)
+        lib.genai_select_many_f32(values.data_ptr(), values.numel(), ranks.data_ptr(), ranks.numel(),
+                                  scratch.data_ptr(), out.data_ptr())
+        return [float(x) for x in out.tolist()]
     try:
         import numpy as np
     except ImportError:  # pragma: no cover - torch's numpy bridge is there wherever transformers is
@@ -193,7 +207,8 @@ def _library():
                                          c_void_p, c_void_p, c_void_p, c_int)),
         "genai_scan_openmp": (c_int, ()),
         "genai_scan_isa": (c_char_p, ()),
-        "genai_select_f32": (c_float, (c_void_p, c_int64, c_int64, c_void_p)),
+        "genai_select_many_f32": (None, (c_void_p, c_int64, c_void_p, c_int64, c_void_p, c_void_p)),
+        "genai_gather_abs_f32": (None, (c_void_p, c_void_p, c_int64, c_int64, c_void_p)),
         "genai_count_gt_f32": (c_int64, (c_void_p, c_int64, c_float)),
     }, openmp=True)
 

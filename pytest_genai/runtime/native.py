@@ -194,7 +194,11 @@ def bind(source: Path, signatures: dict[str, tuple[Any, tuple[Any, ...]]], openm
     """:func:`load` with each named function's C signature, ``{name: (restype, argtypes)}``, set; None as load."""
     lib = load(source, openmp)
     if lib is not None:
+        # once per library and name: callers bind on every use (the sensitivity pass ten times per analysis)
+        bound = lib.__dict__.setdefault("_genai_bound", set())
         for name, (restype, argtypes) in signatures.items():
-            fn = getattr(lib, name)
-            fn.restype, fn.argtypes = restype, list(argtypes)
+            if name not in bound:
+                fn = getattr(lib, name)
+                fn.restype, fn.argtypes = restype, list(argtypes)
+                bound.add(name)
     return lib

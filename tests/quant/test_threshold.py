@@ -159,6 +159,36 @@ def test_the_kernel_selects_the_same_order_statistics_as_numpy(values, data):
     assert above == int((values > tau).sum())
 
 
+@pytest.mark.parametrize("where", [0, 1, 30, 31, 32, 63, 64, 70])
+def test_a_selection_finds_a_value_alone_in_its_bucket_wherever_it_sits(where):
+    """The selection skips runs of 32 values that hold none of its bucket: the one value of a bucket is found at
+    either end of a run and in the tail after the last whole run."""
+    values = [0.25] * 71
+    values[where] = 0.5
+    for i in range(where + 1, 71):
+        values[i] = 1.0
+    t = torch.tensor(values, dtype=torch.float32)
+    with _scan_through("native_c", scans=False):
+        assert T._order_stats(t, [where, where - 1 if where else 70]) == [0.5, 0.25 if where else 1.0]
+
+
+@settings(max_examples=30, deadline=None)
+@given(sizes=st.lists(st.integers(1, 20_000), min_size=1, max_size=6), sample_size=st.integers(16, 5000),
+       seed=st.integers(0, 2**31 - 1))
+def test_the_kernels_sample_is_the_torch_gathers_value_for_value(sizes, sample_size, seed):
+    """The same runs drawn from the same generator: the C gather and the torch one give the same magnitudes in the
+    same order (small tensors whole, the rest as runs), so the bracket, and the candidates kept, do not depend on
+    which path ran."""
+    g = torch.Generator().manual_seed(seed)
+    ws = [torch.randn(n, generator=g) for n in sizes]
+    with _scan_through("native_c", scans=False):
+        got = T.sample_abs(ws, sample_size, seed)
+    with _scan_through("torch", scans=False):
+        want = T.sample_abs(ws, sample_size, seed)
+    assert got.dtype == torch.float32 and torch.equal(got, want)
+    assert (got >= 0).all()
+
+
 def test_bounds_compare_as_fp32_on_both_paths():
     """torch compares fp32 weights with a Python scalar in fp32; the kernel takes C floats: the same rounding."""
     ws = [torch.tensor([0.1, 0.2, 0.30000001192092896, 0.4])]

@@ -247,15 +247,75 @@ int genai_scan_openmp(void) {
 #endif
 }
 
-/* The k-th smallest (0-based) of n non-negative floats (magnitudes: the sample, or the bracket's candidates), by
- * radix selection on their bit patterns, which order non-negative floats as unsigned integers (NaN patterns sort
- * above inf, as numpy's partition puts NaN last). v is not modified; tmp has room for n values. Each level counts
- * the values into 4096 buckets of the remaining bit range, keeps the bucket holding rank k and narrows the range
- * at least 2048-fold: at most three levels, the first over all n values and the others over one bucket's.
- * Requires 0 <= k < n. */
+/* Order statistics of n non-negative floats (magnitudes: the sample, or the bracket's candidates) by radix selection
+ * on their bit patterns, which order non-negative floats as unsigned integers (NaN patterns sort above inf, as
+ * numpy's partition puts NaN last). Each level counts the values into 4096 buckets of the remaining bit range, keeps
+ * the bucket holding the rank and narrows the range at least 2048-fold: at most three levels, the first over all n
+ * values and the others over one bucket's. */
 enum { NBUCKET = 4096 };
 
-float genai_select_f32(const float *restrict v, int64_t n, int64_t k, float *restrict tmp) {
+/* The bucket of rank *k in a histogram of nb buckets; *k becomes the rank within it. */
+static int64_t rank_bucket(const int64_t *hist, int64_t *k) {
+    int64_t j = 0;
+    while (*k >= hist[j]) *k -= hist[j++];
+    return j;
+}
+
+static int range_shift(uint32_t range) {
+    int shift = 0;
+    while ((range >> shift) >= NBUCKET) shift++;
+    return shift;
+}
+
+/* The values of src whose (x - lo) >> shift is j, to the front of buf (buf may be src: c <= i); their min and max.
+ * A bucket holds few of the values, so each run of 32 is first tested as a whole, in a loop the compiler vectorizes,
+ * and read one by one only when it holds one: a tenth of the time of testing each value with a branch (measured). */
+static int64_t take_bucket(const uint32_t *src, int64_t m, uint32_t lo, int shift, uint32_t j, uint32_t *buf,
+                           uint32_t *min_out, uint32_t *max_out) {
+    /* x is in bucket j when x - base < width as unsigned: x below base wraps to a large value */
+    const uint32_t base = lo + (j << shift), width = (uint32_t)1 << shift;
+    int64_t c = 0, i = 0;
+    uint32_t mn = UINT32_MAX, mx = 0;
+    for (; i < m; i += 32) {
+        const int64_t end = m - i < 32 ? m : i + 32;
+        if (end == i + 32) {
+            int any = 0;
+            for (int t = 0; t < 32; t++) any |= (src[i + t] - base) < width;
+            if (!any) continue;
+        }
+        for (int64_t t = i; t < end; t++) {
+            const uint32_t x = src[t];
+            if (x - base < width) {
+                buf[c++] = x;
+                mn = x < mn ? x : mn;
+                mx = x > mx ? x : mx;
+            }
+        }
+    }
+    *min_out = mn;
+    *max_out = mx;
+    return c;
+}
+
+/* Rank k of the m values in buf, all within [lo, hi]; buf is overwritten. */
+static uint32_t select_in(uint32_t *buf, int64_t m, int64_t k, uint32_t lo, uint32_t hi, int64_t *hist) {
+    while (lo != hi) {
+        const int shift = range_shift(hi - lo);
+        const int64_t nb = (int64_t)((hi - lo) >> shift) + 1;
+        memset(hist, 0, (size_t)nb * sizeof hist[0]);
+        for (int64_t i = 0; i < m; i++) hist[(buf[i] - lo) >> shift]++;
+        const int64_t j = rank_bucket(hist, &k);
+        if (shift == 0) return lo + (uint32_t)j;
+        m = take_bucket(buf, m, lo, shift, (uint32_t)j, buf, &lo, &hi);
+    }
+    return lo;
+}
+
+/* The ks[r]-th smallest (0-based) of the n values v, for each of the nk ranks, into out[r]. The ranks share the
+ * first level (the min and max, and the histogram over all n values: the costly passes); each then narrows its own
+ * bucket in tmp, which has room for n values. v is not modified. Requires 0 <= ks[r] < n. */
+void genai_select_many_f32(const float *restrict v, int64_t n, const int64_t *ks, int64_t nk, float *restrict tmp,
+                           float *out) {
     const uint32_t *src = (const uint32_t *)v;
     uint32_t *buf = (uint32_t *)tmp;
     uint32_t lo = UINT32_MAX, hi = 0;
@@ -263,37 +323,44 @@ float genai_select_f32(const float *restrict v, int64_t n, int64_t k, float *res
         lo = src[i] < lo ? src[i] : lo;
         hi = src[i] > hi ? src[i] : hi;
     }
-    int64_t m = n;
     int64_t hist[NBUCKET];
-    while (lo != hi) {
-        const uint32_t range = hi - lo;
-        int shift = 0;
-        while ((range >> shift) >= NBUCKET) shift++;
-        const int64_t nb = (int64_t)(range >> shift) + 1;
-        memset(hist, 0, (size_t)nb * sizeof hist[0]);
-        for (int64_t i = 0; i < m; i++) hist[(src[i] - lo) >> shift]++;
-        int64_t j = 0;
-        while (k >= hist[j]) k -= hist[j++];
-        if (shift == 0) {
-            lo += (uint32_t)j;
-            break;
-        }
-        int64_t c = 0;  /* the bucket's values, to the front of buf (in place from the second level: c <= i) */
-        for (int64_t i = 0; i < m; i++) {
-            if (((src[i] - lo) >> shift) == (uint32_t)j) buf[c++] = src[i];
-        }
-        lo = UINT32_MAX;
-        hi = 0;
-        for (int64_t i = 0; i < c; i++) {
-            lo = buf[i] < lo ? buf[i] : lo;
-            hi = buf[i] > hi ? buf[i] : hi;
-        }
-        src = buf;
-        m = c;
+    const int shift = range_shift(hi - lo);
+    if (lo != hi) {
+        memset(hist, 0, sizeof hist);
+        for (int64_t i = 0; i < n; i++) hist[(src[i] - lo) >> shift]++;
     }
-    float out;
-    memcpy(&out, &lo, sizeof out);
-    return out;
+    for (int64_t r = 0; r < nk; r++) {
+        uint32_t x = lo;
+        if (lo != hi) {
+            int64_t k = ks[r];
+            const int64_t j = rank_bucket(hist, &k);
+            if (shift == 0) {
+                x = lo + (uint32_t)j;
+            } else {
+                uint32_t blo, bhi;
+                const int64_t m = take_bucket(src, n, lo, shift, (uint32_t)j, buf, &blo, &bhi);
+                int64_t deeper[NBUCKET];
+                x = select_in(buf, m, k, blo, bhi, deeper);
+            }
+        }
+        memcpy(&out[r], &x, sizeof x);
+    }
+}
+
+/* The gathered sample: |w| of `run` consecutive weights from each of w + starts[0..m), into out in order (m * run
+ * values). Each run is one or two cache lines at a random place, prefetched some runs ahead. */
+void genai_gather_abs_f32(const float *restrict w, const int64_t *restrict starts, int64_t m, int64_t run,
+                          float *restrict out) {
+    enum { AHEAD = 16 };  /* runs: the misses of the next ones in flight while this one is copied */
+    for (int64_t j = 0; j < m; j++) {
+        if (j + AHEAD < m) {
+            __builtin_prefetch(w + starts[j + AHEAD]);
+            __builtin_prefetch(w + starts[j + AHEAD] + run - 1);
+        }
+        const float *restrict p = w + starts[j];
+        float *restrict o = out + j * run;
+        for (int64_t i = 0; i < run; i++) o[i] = __builtin_fabsf(p[i]);
+    }
 }
 
 /* The number of the n floats that are > x (NaN: not counted): each tensor's candidates above tau. */
