@@ -124,11 +124,19 @@ def test_measure_on_the_cpu():
     assert 0 < meas.allocation.utilization <= 1.05
     result = level1.compose(cfg, meas, Ceilings(0.1, 10.0, "measured"), None)
     assert result.metrics["cpu_utilization"] == meas.allocation.utilization
+    # five windows, their median the value: the gate judges it on their interval
+    assert len(meas.allocation.utilization_rounds) == level1.UTILIZATION_WINDOWS
+    assert meas.allocation.utilization == statistics.median(meas.allocation.utilization_rounds)
+    assert result.rounds["cpu_utilization"] == meas.allocation.utilization_rounds
     assert result.metrics["load_imbalance"] > 0.5  # identical layers, process CPU time
     assert len(meas.step_rounds) == 3 and meas.step_s == statistics.median(meas.step_rounds)
     assert all(len(r) == level1.LAYER_REPEATS for r in meas.layer_rounds)
     assert [len(r) for r in meas.layer_wall_rounds] == [level1.LAYER_REPEATS] * cfg.layers
     assert {"load_imbalance", "load_imbalance_min_over_max", "load_imbalance_wall"} <= set(result.intervals)
+    # the max and mean of the same layer medians carry the same bootstrap's intervals, each around its own value
+    for name in ("layer_time_max_s", "layer_time_mean_s"):
+        interval = result.intervals[name]
+        assert interval.lo <= result.metrics[name] <= interval.hi and interval.n == level1.LAYER_REPEATS
     one = level1.measure(cfg, cpu, time_step=lambda step: (step(), 0.25)[1])  # a median alone: no step rounds
     assert one.step_s == 0.25 and one.step_rounds == ()
     with pytest.raises(ValueError, match="time_step returned no rounds"):

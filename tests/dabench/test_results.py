@@ -158,7 +158,18 @@ def test_timer_results():
     ratio = result.metrics["throughput_ratio_timer_vs_bare"]
     assert ratio.value == run.ratio and ratio.rounds == tuple(run.ratios)
     assert values(result)["step_time_s"] == 0.6 and values(result)["bare_step_time_s"] == run.bare_step_s
+    # both step times carry their rounds, so the gate judges them on intervals
+    assert result.metrics["step_time_s"].rounds == (0.5, 0.7, 0.6)
+    assert result.metrics["bare_step_time_s"].rounds == (0.45, 0.95, 0.5)
     assert result.labels == {"cpu_threads": "1"}
+
+    rounds = timer_overhead_result([3e-6, 1e-6, 2e-6, 2.5e-6])
+    assert not result_problems(rounds)
+    assert rounds.metrics["timer_overhead_s"].value == 2.25e-6
+    assert rounds.metrics["timer_overhead_s"].rounds == (3e-6, 1e-6, 2e-6, 2.5e-6)
+    assert timer_overhead_result([4e-6]).metrics["timer_overhead_s"].rounds is None  # one round: no interval
+    with pytest.raises(ValueError, match="no rounds"):
+        timer_overhead_result([])
 
 
 # --- dataflow chips ------------------------------------------------------------------------------------------------
