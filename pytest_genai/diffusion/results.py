@@ -35,12 +35,14 @@ def throughput_result(result: TrainResult, peak_tflops: float | None = None,
                       peak_memory_bytes: int | None = None) -> Result:
     """The single-device run: throughput, step time, achieved TFLOP/s (and MFU against the device's peak when
     known), the loss at the start and over the last three steps, and the peak memory (when the device tracks it)."""
-    # every timed step's throughput as a round: a generation claim (pytest-genai gate) is judged on their interval
-    metrics = {"images_per_s": _m(result.images_per_s, rounds=[result.images_per_step / t for t in result.step_times_s]),
-               "step_time_s": _m(result.median_step_s),
-               "achieved_tflops": _m(result.achieved_tflops)}
+    # every timed step's figures as a round: the gate and a generation claim are judged on their interval
+    steps = result.step_times_s
+    tflops = [result.flops_per_step / t / 1e12 for t in steps]
+    metrics = {"images_per_s": _m(result.images_per_s, rounds=[result.images_per_step / t for t in steps]),
+               "step_time_s": _m(result.median_step_s, rounds=steps),
+               "achieved_tflops": _m(result.achieved_tflops, rounds=tflops)}
     if peak_tflops:
-        metrics["mfu"] = _m(result.achieved_tflops / peak_tflops)
+        metrics["mfu"] = _m(result.achieved_tflops / peak_tflops, rounds=[t / peak_tflops for t in tflops])
     metrics["loss_start"] = _m(result.losses[0])
     metrics["loss_end"] = _m(sum(result.losses[-3:]) / 3)
     if peak_memory_bytes is not None:
@@ -53,6 +55,10 @@ def scaling_result(s: DdpSummary) -> Result:
     round's value (timing claims are judged on their interval), and rank 0's losses."""
     ratios = s.scaling_ratio_rounds  # per round: DDP step vs the one-rank step of that round
     rounds = {"scaling_throughput_ratio": ratios, "scaling_efficiency": [r / s.world_size for r in ratios]}
+    if len(s.step_rounds) >= 2 and len(s.baseline_rounds) >= 2:  # each side's own rounds: the gate's intervals
+        rounds.update(step_time_s=s.step_rounds, baseline_step_time_s=s.baseline_rounds,
+                      images_per_s=[s.images_per_step / t for t in s.step_rounds],
+                      baseline_images_per_s=[s.baseline_images_per_step / t for t in s.baseline_rounds])
     measured = {
         "images_per_s": s.images_per_s,
         "baseline_images_per_s": s.baseline_images_per_s,

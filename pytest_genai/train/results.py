@@ -102,24 +102,22 @@ def throughput_result(summary: RunSummary, cfg: ThroughputConfig, device: Device
         out["trainable_params"] = _m(extra["trainable_params"])
     flops = training_flops_per_step(get_arch(cfg.model, cfg.scale), cfg.seq_len, summary.global_batch, lora=cfg.lora)
     achieved = metrics.achieved_tflops(flops, summary.median_step_s)
+    steps = summary.timed_step_s
     out.update({
-        # every timed step's throughput as a round: a generation claim (pytest-genai gate) is judged on their interval
-        "tokens_per_s": _m(summary.tokens_per_s, rounds=[summary.global_batch * summary.seq_len / t
-                                                          for t in summary.timed_step_s]),
-        "samples_per_s": _m(summary.samples_per_s),
-        "step_time_s": _m(summary.median_step_s),
+        # every timed step's figures as a round: the gate and a generation claim are judged on their interval
+        **_step_rounds(summary),
         "launch_wall_s": _m(summary.wall_s),
         "loss_start": _m(summary.losses[0]),
         "loss_end": _m(summary.losses[-1]),
         "flops_per_step_modeled": _m(flops, MODELED),
         # two counts of the model's work (FlopCounterMode on the meta device, the analytic formula), no timing
         "flop_counter_ratio_modeled": _m(counted_flops / flops, MODELED),
-        "achieved_tflops": _m(achieved),
+        "achieved_tflops": _m(achieved, rounds=[metrics.achieved_tflops(flops, t) for t in steps]),
     })
     mfu = training_mfu(achieved, cfg, device, world=world,
                        threads_per_rank=int(extra.get("threads", 1)))
-    if mfu is not None:
-        out["mfu"] = _m(mfu)
+    if mfu is not None:  # MFU is achieved over a fixed peak: each step's is the median's scaled by its speed
+        out["mfu"] = _m(mfu, rounds=[mfu * summary.median_step_s / t for t in steps])
     # the device's fixed overheads (CUDA: the BLAS workspaces), measured by each rank before its peak, are in the
     # allocator's peak but in no model of the run's tensors: the prediction adds them, each part with its source
     overhead = extra.get("fixed_overhead_bytes")
@@ -200,9 +198,19 @@ def wikitext_result(summary: RunSummary) -> Result:
         "eval_loss_start": _m(start),
         "eval_loss_end": _m(end),
         "eval_loss_drop": _m(metrics.loss_drop(start, end)),
-        "tokens_per_s": _m(summary.tokens_per_s),
-        "step_time_s": _m(summary.median_step_s),
+        **_step_rounds(summary, samples=False),
         "loss_start": _m(summary.losses[0]),
         "loss_end": _m(summary.losses[-1]),
         "launch_wall_s": _m(summary.wall_s),
     })
+
+
+def _step_rounds(summary: RunSummary, samples: bool = True) -> dict[str, Measurement]:
+    """Throughput and step time of a run, each with every timed step's value as its rounds (the medians are the
+    summary's: the same steps)."""
+    steps = summary.timed_step_s
+    out = {"tokens_per_s": _m(summary.tokens_per_s, rounds=[summary.global_batch * summary.seq_len / t for t in steps])}
+    if samples:
+        out["samples_per_s"] = _m(summary.samples_per_s, rounds=[summary.global_batch / t for t in steps])
+    out["step_time_s"] = _m(summary.median_step_s, rounds=steps)
+    return out

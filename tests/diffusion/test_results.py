@@ -38,9 +38,15 @@ def test_throughput_result(peak, memory):
         assert m["mfu"] == pytest.approx(0.1)
     if memory is not None:
         assert m["peak_memory_bytes"] == 4096
-    # every timed step's images/s is a round: generation claims (pytest-genai gate) are judged on their interval
+    # every timed step's figures are rounds: the gate and generation claims are judged on their interval
     assert result.metrics["images_per_s"].rounds == pytest.approx(tuple(4 / t for t in RUN.step_times_s))
-    assert all(x.rounds is None for name, x in result.metrics.items() if name != "images_per_s")
+    assert result.metrics["step_time_s"].rounds == RUN.step_times_s
+    tflops = tuple(RUN.flops_per_step / t / 1e12 for t in RUN.step_times_s)
+    assert result.metrics["achieved_tflops"].rounds == pytest.approx(tflops)
+    if peak:
+        assert result.metrics["mfu"].rounds == pytest.approx(tuple(t / peak for t in tflops))
+    timed = {"images_per_s", "step_time_s", "achieved_tflops", "mfu"}
+    assert all(x.rounds is None for name, x in result.metrics.items() if name not in timed)  # losses, memory
     assert result.labels == {} and result.attachments == {}
 
 
@@ -56,7 +62,11 @@ def test_scaling_result_with_every_rounds_ratio():
     assert m["scaling_throughput_ratio"].value == pytest.approx(s.scaling_throughput_ratio)
     assert m["scaling_throughput_ratio"].rounds == pytest.approx(tuple(s.scaling_ratio_rounds))
     assert m["scaling_efficiency"].rounds == pytest.approx(tuple(r / 2 for r in s.scaling_ratio_rounds))
-    assert m["step_time_s"].rounds is None
+    # each side's own rounds, so the gate judges the step times and throughputs on intervals
+    assert m["step_time_s"].rounds == (0.11, 0.12, 0.13) and m["baseline_step_time_s"].rounds == (0.05, 0.06, 0.05)
+    assert m["images_per_s"].rounds == pytest.approx((16 / 0.11, 16 / 0.12, 16 / 0.13))
+    assert m["baseline_images_per_s"].rounds == pytest.approx((8 / 0.05, 8 / 0.06, 8 / 0.05))
+    assert m["loss_end"].rounds is None
     assert m["loss_end"].value == pytest.approx((0.8 + 0.6 + 0.5) / 3)
     assert result.labels == {} and result.attachments == {}
 

@@ -41,6 +41,7 @@ REPORT = {"compression_ratio": 2.6, "compression_ratio_model": 2.5, "compression
           "compression_ratio_prediction_error": 0.0, "mean_bits_per_weight": 12.0}
 SECONDS = {"pytest-genai": [1.0, 2.0, 1.0], "torchao": [4.0, 5.0, 2.0], "inc": [2.0, 6.0, 3.0]}
 PACKING = [1.0, 2.0, 1.0]
+PACKING_T = tuple(PACKING)
 
 
 def comparison(seconds=SECONDS, packing=PACKING):
@@ -68,6 +69,11 @@ def test_comparison_values_are_medians_and_per_round_ratios():
     assert m["quantize_time_ratio_vs_torchao"].value == 0.25  # medians 1 / 4
     assert m["quantize_time_ratio_vs_torchao"].rounds == (0.25, 0.4, 0.5)
     assert m["quantize_time_ratio_vs_inc"].rounds == (0.5, 2 / 6, 1 / 3)
+    # each quantizer's seconds with its rounds: the gate judges them on intervals
+    assert m["quantize_seconds"].rounds == (1.0, 2.0, 1.0) and m["quantize_seconds_torchao"].rounds == (4.0, 5.0, 2.0)
+    assert m["quantize_seconds_inc"].rounds == (2.0, 6.0, 3.0) and m["quantize_seconds_inc_packing"].rounds == PACKING_T
+    assert m["quantize_seconds_inc_without_packing"].rounds == (1.0, 4.0, 2.0)
+    assert m["quantize_time_ratio_vs_inc_without_packing"].rounds == (1.0, 0.5, 0.5)
     assert m["predicted_compression_ratio"].value == PLAN.summary()["predicted_compression_ratio"]
     assert m["eligible_params"].value == 128 and m["sensitivity_threshold"].value == 0.25
     assert m["compression_ratio_torchao"].value == 3.9 and m["peak_rss_growth_ratio"].value == 1.1
@@ -76,6 +82,7 @@ def test_comparison_values_are_medians_and_per_round_ratios():
 def test_one_round_records_no_rounds():
     m = comparison({q: [s[0]] for q, s in SECONDS.items()}, PACKING[:1]).metrics
     assert m["quantize_time_ratio_vs_torchao"].rounds is None and m["quantize_time_ratio_vs_inc"].rounds is None
+    assert m["quantize_seconds"].rounds is None and m["quantize_seconds_inc_without_packing"].rounds is None
     assert sources(comparison()) == sources(quantizer_comparison_result(
         {q: [s[0]] for q, s in SECONDS.items()}, PACKING[:1], MEMORY, PLAN, REPORT))
 
@@ -92,6 +99,8 @@ def test_bandwidth_pins_every_metric_source_label_and_attachment():
     assert m["sensitivity_seconds"].value == 2.0 and m["eligible_weight_bytes"].value == 4e9
     # per round: (4e9 / a) / (2e9 / c)
     assert m["sensitivity_bandwidth_fraction"].rounds == (1.0, 2.0, 0.5)
+    assert m["sensitivity_seconds"].rounds == (2.0, 1.0, 4.0) and m["sensitivity_read_gbs"].rounds == (2.0, 4.0, 1.0)
+    assert m["copy_gbs"].rounds == (2.0, 2.0, 2.0) and m["copy_gbs_session"].rounds is None
     assert m["sensitivity_bandwidth_fraction"].value == 1.0
 
 

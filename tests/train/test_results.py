@@ -81,8 +81,15 @@ def test_full_fine_tune_records_throughput_flops_memory_and_the_planner():
     assert m["peak_tensor_bytes"].value == 1200 and m["peak_tensor_bytes_predicted"].value == est.total
     assert m["peak_tensor_bytes_over_predicted"].value == pytest.approx(1200 / est.total)
     # every timed step's tokens/s is a round (the warm-up steps' are not): generation claims are judged on them
-    assert m["tokens_per_s"].rounds == pytest.approx(tuple(4 * 128 / t for t in (0.5, 0.4, 0.5, 0.6)))
-    assert all(x.interval is None and x.rounds is None for name, x in m.items() if name != "tokens_per_s")
+    steps = (0.5, 0.4, 0.5, 0.6)
+    assert m["tokens_per_s"].rounds == pytest.approx(tuple(4 * 128 / t for t in steps))
+    # and the other figures read off the step time: the gate judges them on intervals
+    assert m["samples_per_s"].rounds == pytest.approx(tuple(4 / t for t in steps))
+    assert m["step_time_s"].rounds == steps
+    assert m["achieved_tflops"].rounds == pytest.approx(tuple(flops / t / 1e12 for t in steps))
+    assert m["mfu"].rounds == pytest.approx(tuple(m["mfu"].value * 0.5 / t for t in steps))
+    timed = {"tokens_per_s", "samples_per_s", "step_time_s", "achieved_tflops", "mfu"}
+    assert all(x.interval is None and x.rounds is None for name, x in m.items() if name not in timed)
     assert result.labels == {"attention": "eager", "memory_measure": "tracker", "method": "full",
                              "base_dtype": "float32"}
     assert result.attachments == {

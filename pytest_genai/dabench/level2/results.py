@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from typing import Any
+from typing import Any, Sequence
 
 from pytest_genai.dabench.level2.artifacts import (MIXED_PRECISION_BASELINE, PLATEAU_FROM_BATCH, ArtifactsMissing,
                                                    BatchSweep, RunComparison, batch_scaling_efficiency,
@@ -32,6 +32,11 @@ def _m(value: float, source: str = MEASURED, rounds: Any = None) -> Measurement:
     return Measurement(value, source=source, rounds=None if rounds is None else tuple(rounds))
 
 
+def _per_round(samples: int, step_rounds: Sequence[float]) -> list[float] | None:
+    """Samples/s of every timed round (None for fewer than two rounds: nothing to judge an interval on)."""
+    return [samples / t for t in step_rounds] if len(step_rounds) >= 2 else None
+
+
 def parallel_result(s: ScalingSummary, cfg: ParallelConfig) -> Result:
     """One dp / tp / pp run against its one-rank baseline: throughput and step time of both, the scaling ratio and
     efficiency and the communication share with every interleaved round's value; for pp also both partitions'
@@ -40,10 +45,12 @@ def parallel_result(s: ScalingSummary, cfg: ParallelConfig) -> Result:
     ratios = s.scaling_ratio_rounds  # per interleaved round: N ranks vs the one-rank step of that round
     metrics: dict[str, Any] = {
         "world_size": _m(s.world_size, CONFIG),
-        "samples_per_s": _m(s.samples_per_s),
-        "baseline_samples_per_s": _m(s.baseline_samples_per_s),
-        "step_time_s": _m(s.step_s),
-        "baseline_step_time_s": _m(s.baseline_step_s),
+        # each side's rounds too (the gate judges them on intervals); none where a side timed fewer than two
+        "samples_per_s": _m(s.samples_per_s, rounds=_per_round(s.samples_per_step, s.step_rounds)),
+        "baseline_samples_per_s": _m(s.baseline_samples_per_s,
+                                     rounds=_per_round(s.baseline_samples, s.baseline_rounds)),
+        "step_time_s": _m(s.step_s, rounds=s.step_rounds if len(s.step_rounds) >= 2 else None),
+        "baseline_step_time_s": _m(s.baseline_step_s, rounds=s.baseline_rounds if len(s.baseline_rounds) >= 2 else None),
         "scaling_throughput_ratio": _m(s.scaling_throughput_ratio, rounds=ratios),
         "scaling_efficiency": _m(s.scaling_efficiency, rounds=[r / s.world_size for r in ratios]),
         "comm_time_share": _m(s.comm_time_share, rounds=s.comm_share_rounds or None),

@@ -54,7 +54,10 @@ def test_dp_result_records_every_scaling_metric_with_rounds():
     assert m["scaling_throughput_ratio"].rounds == pytest.approx((1.6, 1.6, 1.6))
     assert m["scaling_efficiency"].rounds == pytest.approx((0.8, 0.8, 0.8))
     assert m["comm_time_share"].rounds == pytest.approx(tuple(s.comm_share_rounds))
-    assert m["step_time_s"].rounds is None
+    # each side's rounds after the warm-up (the slowest rank's step), so the gate judges them on intervals
+    assert m["step_time_s"].rounds == (1.25, 1.25, 1.25) and m["baseline_step_time_s"].rounds == (1.0, 1.0, 1.0)
+    assert m["samples_per_s"].rounds == pytest.approx(tuple(s.samples_per_step / 1.25 for _ in range(3)))
+    assert m["baseline_samples_per_s"].rounds == pytest.approx((s.baseline_samples,) * 3)
     assert result.labels == {"strategy": "dp", "comm_time_share_method": s.comm_method,
                              "scaling_baseline": "1 rank, same workload; dp: one rank's batch (weak scaling), "
                                                  "tp/pp: whole batch"}
