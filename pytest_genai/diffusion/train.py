@@ -96,12 +96,25 @@ def ieee_fp32(enabled: bool) -> Iterator[None]:
         return
     import torch
 
-    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    try:
+        saved = (matmul.allow_tf32, cudnn.allow_tf32)
+    except RuntimeError:
+        # the process set torch's per-backend fp32_precision (2.9 on), and the legacy switches now raise ("a mix of
+        # the legacy and new APIs"): the new ones are saved, set and restored, for matmuls and convolutions
+        saved_new = (matmul.fp32_precision, cudnn.conv.fp32_precision)
+        matmul.fp32_precision = cudnn.conv.fp32_precision = "ieee"
+        try:
+            yield
+        finally:
+            matmul.fp32_precision, cudnn.conv.fp32_precision = saved_new
+        return
+    # a process on the legacy switches stays on them: setting the new ones here would make its own reads raise
+    matmul.allow_tf32 = cudnn.allow_tf32 = False
     try:
         yield
     finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+        matmul.allow_tf32, cudnn.allow_tf32 = saved
 
 
 def make_trainer(cfg: DiffusionConfig, device: Any, model: Any = None, wrap: Any = None) -> Trainer:

@@ -76,3 +76,28 @@ def test_fp32_steps_run_without_tf32_and_the_switches_come_back(monkeypatch, dty
                       Device("cpu", 0, "cpu", "cpu"))
     assert seen and all(s == (tf32_inside, tf32_inside) for s in seen), seen
     assert torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32
+
+
+@pytest.mark.parametrize("before", ["tf32", "ieee"])
+def test_fp32_steps_work_where_the_process_set_torchs_new_precision_switches(before):
+    """Where a process set torch's per-backend ``fp32_precision`` (torch 2.9 on), reading the legacy TF32 switches
+    raises; the fp32 block sets and restores the new ones instead, and full fp32 holds inside."""
+    torch = pytest.importorskip("torch")
+    from pytest_genai.diffusion.train import ieee_fp32
+
+    matmul, conv = torch.backends.cuda.matmul, getattr(torch.backends.cudnn, "conv", None)
+    if not (hasattr(matmul, "fp32_precision") and hasattr(conv, "fp32_precision")):
+        pytest.skip(f"torch {torch.__version__} has no per-backend fp32_precision")
+    saved = (matmul.fp32_precision, conv.fp32_precision)
+    try:
+        matmul.fp32_precision = conv.fp32_precision = before
+        if before == "tf32":  # the state the block meets: the legacy switches cannot be read
+            with pytest.raises(RuntimeError, match="legacy and new"):
+                bool(torch.backends.cuda.matmul.allow_tf32)
+        with ieee_fp32(True):
+            assert (matmul.fp32_precision, conv.fp32_precision) == ("ieee", "ieee")
+        assert (matmul.fp32_precision, conv.fp32_precision) == (before, before)
+        with ieee_fp32(False):
+            assert (matmul.fp32_precision, conv.fp32_precision) == (before, before)
+    finally:
+        matmul.fp32_precision, conv.fp32_precision = saved
