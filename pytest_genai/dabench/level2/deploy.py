@@ -63,6 +63,8 @@ class PrecisionResult:
     step_s: float
     output_rel_error: float
     speedup_rounds: tuple[float, ...] = ()  # per interleaved round: fp32 step / low-precision step
+    fp32_step_rounds: tuple[float, ...] = ()  # per interleaved round: the fp32 step's seconds (fp32_step_s: median)
+    step_rounds: tuple[float, ...] = ()  # per interleaved round: the low-precision step's seconds (step_s: median)
 
     @property
     def speedup(self) -> float:
@@ -135,4 +137,5 @@ def precision_sweep(cfg: PrecisionConfig, device: Any) -> PrecisionResult:
     steps = [_step(w, ref, x, None), _step(low_cfg, low, make_input(low_cfg, tdev), autocast)]
     fp32, other = time_each(steps, sync=device.synchronize, warmup=cfg.warmup, repeats=cfg.repeats)
     rounds = tuple(a / b for a, b in zip(fp32.samples, other.samples))
-    return PrecisionResult(cfg.precision, fp32.median_s, other.median_s, error, rounds)
+    return PrecisionResult(cfg.precision, fp32.median_s, other.median_s, error, rounds,
+                           fp32_step_rounds=tuple(fp32.samples), step_rounds=tuple(other.samples))

@@ -116,9 +116,10 @@ def precision_result(result: PrecisionResult, cfg: PrecisionConfig, *,
     batch = cfg.workload.batch
     speedup_name = "mixed_precision_speedup" if cfg.is_mixed else "low_precision_speedup"
     metrics = {
-        "samples_per_s": _m(batch / result.step_s),
-        "fp32_samples_per_s": _m(batch / result.fp32_step_s),
-        "step_time_s": _m(result.step_s),
+        # each side's interleaved rounds as well: the gate judges the throughputs on intervals
+        "samples_per_s": _m(batch / result.step_s, rounds=_per_round(batch, result.step_rounds)),
+        "fp32_samples_per_s": _m(batch / result.fp32_step_s, rounds=_per_round(batch, result.fp32_step_rounds)),
+        "step_time_s": _m(result.step_s, rounds=result.step_rounds if len(result.step_rounds) >= 2 else None),
         "precision_output_rel_error": _m(result.output_rel_error),
         speedup_name: _m(result.speedup, rounds=result.speedup_rounds),
     }

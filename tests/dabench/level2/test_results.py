@@ -1,6 +1,8 @@
 """What the Level 2 benchmarks record (pytest_genai.dabench.level2.results): every metric name and its source pinned
 per benchmark kind, the rounds timing claims are judged on, labels and attachments; every metric is registered and
 its source is one the recorder accepts."""
+import dataclasses
+
 import pytest
 
 from pytest_genai.dabench.config import DecoderConfig
@@ -116,6 +118,11 @@ def test_precision_result_names_the_speedup_by_kind(precision, speedup):
     assert result.metrics[speedup].value == 2.0 and result.metrics[speedup].rounds == (2.0, 1.9)
     assert result.labels == {}
     assert precision_result(run, cfg, fp32_matmul_precision="highest").labels == {"fp32_matmul_precision": "highest"}
+    assert result.metrics["samples_per_s"].rounds is None  # the run kept no step rounds
+    timed = dataclasses.replace(run, fp32_step_rounds=(2.0, 2.5), step_rounds=(1.0, 1.25))
+    m = precision_result(timed, cfg).metrics
+    assert m["samples_per_s"].rounds == (8.0, 6.4) and m["fp32_samples_per_s"].rounds == (4.0, 3.2)
+    assert m["step_time_s"].rounds == (1.0, 1.25)
 
 
 def _runs(kind, *specs):
