@@ -37,6 +37,10 @@ def _per_round(samples: int, step_rounds: Sequence[float]) -> list[float] | None
     return [samples / t for t in step_rounds] if len(step_rounds) >= 2 else None
 
 
+def _rounds_of(values: Sequence[float]) -> Sequence[float] | None:
+    return values if len(values) >= 2 else None
+
+
 def parallel_result(s: ScalingSummary, cfg: ParallelConfig) -> Result:
     """One dp / tp / pp run against its one-rank baseline: throughput and step time of both, the scaling ratio and
     efficiency and the communication share with every interleaved round's value; for pp also both partitions'
@@ -49,8 +53,8 @@ def parallel_result(s: ScalingSummary, cfg: ParallelConfig) -> Result:
         "samples_per_s": _m(s.samples_per_s, rounds=_per_round(s.samples_per_step, s.step_rounds)),
         "baseline_samples_per_s": _m(s.baseline_samples_per_s,
                                      rounds=_per_round(s.baseline_samples, s.baseline_rounds)),
-        "step_time_s": _m(s.step_s, rounds=s.step_rounds if len(s.step_rounds) >= 2 else None),
-        "baseline_step_time_s": _m(s.baseline_step_s, rounds=s.baseline_rounds if len(s.baseline_rounds) >= 2 else None),
+        "step_time_s": _m(s.step_s, rounds=_rounds_of(s.step_rounds)),
+        "baseline_step_time_s": _m(s.baseline_step_s, rounds=_rounds_of(s.baseline_rounds)),
         "scaling_throughput_ratio": _m(s.scaling_throughput_ratio, rounds=ratios),
         "scaling_efficiency": _m(s.scaling_efficiency, rounds=[r / s.world_size for r in ratios]),
         "comm_time_share": _m(s.comm_time_share, rounds=s.comm_share_rounds or None),
@@ -62,8 +66,10 @@ def parallel_result(s: ScalingSummary, cfg: ParallelConfig) -> Result:
         # Judged on stages timed alone (a chip each); in the pipeline, co-running CPU stages share caches.
         stage_ratios = partition_ratio_rounds(optimal, naive)
         metrics.update({
-            "max_stage_compute_s": _m(statistics.median(optimal.max_stage_alone_rounds)),
-            "naive_max_stage_compute_s": _m(statistics.median(naive.max_stage_alone_rounds)),
+            "max_stage_compute_s": _m(statistics.median(optimal.max_stage_alone_rounds),
+                                      rounds=_rounds_of(optimal.max_stage_alone_rounds)),
+            "naive_max_stage_compute_s": _m(statistics.median(naive.max_stage_alone_rounds),
+                                            rounds=_rounds_of(naive.max_stage_alone_rounds)),
             "partition_max_stage_ratio": _m(statistics.median(stage_ratios), rounds=stage_ratios),
             "max_stage_compute_in_pipeline_s": _m(optimal.max_stage_compute_s),
             "naive_max_stage_compute_in_pipeline_s": _m(naive.max_stage_compute_s),
@@ -92,7 +98,8 @@ def batch_sweep_result(result: BatchSweepResult, cfg: BatchSweepConfig) -> Resul
     rounds), the batch where gains plateau (when they do) and the whole curve."""
     best = max(range(len(result.batches)), key=lambda i: result.samples_per_s[i])
     metrics: dict[str, Any] = {
-        "samples_per_s": _m(result.samples_per_s[best]),
+        "samples_per_s": _m(result.samples_per_s[best], rounds=_per_round(
+            result.batches[best], result.step_rounds[best] if result.step_rounds else ())),
         "best_batch": _m(result.batches[best]),
         "batch_throughput_gain": _m(result.throughput_gain, rounds=result.throughput_gain_rounds),
     }
@@ -119,7 +126,7 @@ def precision_result(result: PrecisionResult, cfg: PrecisionConfig, *,
         # each side's interleaved rounds as well: the gate judges the throughputs on intervals
         "samples_per_s": _m(batch / result.step_s, rounds=_per_round(batch, result.step_rounds)),
         "fp32_samples_per_s": _m(batch / result.fp32_step_s, rounds=_per_round(batch, result.fp32_step_rounds)),
-        "step_time_s": _m(result.step_s, rounds=result.step_rounds if len(result.step_rounds) >= 2 else None),
+        "step_time_s": _m(result.step_s, rounds=_rounds_of(result.step_rounds)),
         "precision_output_rel_error": _m(result.output_rel_error),
         speedup_name: _m(result.speedup, rounds=result.speedup_rounds),
     }

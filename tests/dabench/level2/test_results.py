@@ -80,6 +80,10 @@ def test_pp_result_adds_both_partitions_and_the_pipeline_model():
     m = result.metrics
     assert m["partition_max_stage_ratio"].rounds == pytest.approx((0.8, 0.8))
     assert m["max_stage_compute_s"].value == pytest.approx(4.2) and m["naive_max_stage_compute_s"].value == 5.25
+    # the bottleneck stages timed alone carry their rounds: the gate judges them on intervals
+    optimal, naive = s.partitions["optimal"], s.partitions["naive"]
+    assert m["max_stage_compute_s"].rounds == tuple(optimal.max_stage_alone_rounds)
+    assert m["naive_max_stage_compute_s"].rounds == tuple(naive.max_stage_alone_rounds)
     assert m["partition_max_stage_ratio_modeled"].value == pytest.approx(4.0 / 5.0)
     assert m["pipeline_bubble_fraction_modeled"].value == pytest.approx(1 / 3)  # (stages - 1) / (mb + stages - 1)
     assert m["comm_time_share"].rounds is None  # pp: no per-round share
@@ -100,6 +104,8 @@ def test_batch_sweep_result(step_s, plateau):
     assert_recordable(result)
     assert result.metrics["best_batch"].value == (2 if plateau else 8)
     assert result.metrics["batch_throughput_gain"].rounds == pytest.approx((2.0, 2.0) if plateau else (8.0, 8.0))
+    best = 1 if plateau else 3
+    assert result.metrics["samples_per_s"].rounds == pytest.approx(((1, 2, 4, 8)[best] / step_s[best],) * 2)
     assert result.labels["plateau"] == ("gains below 10% after batch 2" if plateau
                                         else "still gaining more than 10% at the largest batch 8")
     assert [p["batch"] for p in result.attachments["batch_curve"]] == [1, 2, 4, 8]
