@@ -170,12 +170,19 @@ def choice_result(ours: ChoiceResult, theirs_correct: Sequence[float], theirs_no
     out.update({
         "eval_input_tokens": Measurement(ours.input_tokens, MEASURED),
         "lmeval_input_tokens": Measurement(their_tokens, MEASURED),
-        "tokens_per_s": Measurement(throughput.tokens_per_s(ours.input_tokens, statistics.median(our_s)), MEASURED),
+        # each side's rounds as well: the gate judges the throughputs on intervals
+        "tokens_per_s": Measurement(throughput.tokens_per_s(ours.input_tokens, statistics.median(our_s)), MEASURED,
+                                    rounds=_rates(ours.input_tokens, our_s)),
         "lmeval_tokens_per_s": Measurement(throughput.tokens_per_s(their_tokens, statistics.median(their_s)),
-                                           MEASURED),
+                                           MEASURED, rounds=_rates(their_tokens, their_s)),
         "speedup_vs_lmeval": Measurement(statistics.median(speedups), MEASURED, rounds=speedups),
     })
     return Result(out, labels=_data_label(data_note))
+
+
+def _rates(tokens: int, seconds: Sequence[float]) -> tuple[float, ...] | None:
+    """Tokens/s of every round (None for fewer than two: no interval to judge)."""
+    return tuple(throughput.tokens_per_s(tokens, s) for s in seconds) if len(seconds) >= 2 else None
 
 
 def _data_label(note: str) -> dict[str, str]:

@@ -83,6 +83,8 @@ def test_boolq_result_records_acc_with_lm_evals_stderr():
     assert m["tokens_per_s"].value == 200.0 and m["lmeval_tokens_per_s"].value == 150.0  # over median seconds
     assert m["speedup_vs_lmeval"].rounds == (3.0, 2.0, 4.0)  # per interleaved round
     assert m["speedup_vs_lmeval"].value == 3.0
+    # each side's tokens/s per round, for the gate's intervals (ours: 300 tokens; lm-eval's: 600)
+    assert m["tokens_per_s"].rounds == (300.0, 150.0, 200.0) and m["lmeval_tokens_per_s"].rounds == (200.0, 150.0, 100.0)
 
 
 def test_hellaswag_result_adds_acc_norm_and_its_stderr():
@@ -91,6 +93,7 @@ def test_hellaswag_result_adds_acc_norm_and_its_stderr():
     assert sources(result) == HELLASWAG
     assert_recordable(result)
     assert result.metrics["acc_norm_stderr"].value == 0.0 and result.metrics["acc_stderr"].value == pytest.approx(0.5)
+    assert result.metrics["tokens_per_s"].rounds is None  # one round: nothing to judge an interval on
 
 
 def test_one_example_has_no_stderr():
