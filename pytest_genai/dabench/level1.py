@@ -267,7 +267,8 @@ def measure(
         # Allocation, as a compiler's unit assignment: the threads given to the run over the cores it may use.
         # How busy they were is utilisation, recorded under its own name (a 1-thread busy loop reads 1/cores).
         cores = available_cores()
-        # five windows of 0.04 s (one of 0.2 s before): the same time, and rounds the gate can judge an interval on
+        # five windows of 0.04 s (one of 0.2 s before): rounds the gate can judge an interval on, in the same time
+        # for steps under 0.04 s (each window runs at least one step, so a longer step costs up to 5 steps here)
         windows = [cpu_times(step, min_wall_s=UTILIZATION_WINDOW_S) for _ in range(UTILIZATION_WINDOWS)]
         busy = tuple(cpu_allocation_ratio(ct.cpu_s, ct.wall_s, cores) for ct in windows)
         threads = min(torch.get_num_threads(), cores)

@@ -97,10 +97,11 @@ def sensitivity_bandwidth_result(read_bytes: int, copy_bytes: int, analysis_s: S
     metrics = {
         # every figure with its rounds: the gate judges each on an interval
         "sensitivity_read_gbs": _m(read_bytes / statistics.median(analysis_s) / 1e9,
-                                   rounds=[read_bytes / a / 1e9 for a in analysis_s]),
-        "copy_gbs": _m(copy_bytes / statistics.median(copy_s) / 1e9, rounds=[copy_bytes / c / 1e9 for c in copy_s]),
+                                   rounds=_rounds([read_bytes / a / 1e9 for a in analysis_s])),
+        "copy_gbs": _m(copy_bytes / statistics.median(copy_s) / 1e9,
+                       rounds=_rounds([copy_bytes / c / 1e9 for c in copy_s])),
         "sensitivity_bandwidth_fraction": _m(statistics.median(fractions), rounds=fractions),
-        "sensitivity_seconds": _m(statistics.median(analysis_s), rounds=analysis_s),
+        "sensitivity_seconds": _m(statistics.median(analysis_s), rounds=_rounds(analysis_s)),
         "eligible_weight_bytes": _m(read_bytes),
     }
     if session_copy_gbs:
