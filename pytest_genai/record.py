@@ -7,9 +7,16 @@ experiment packages and their workers can import it.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from pytest_genai.claims.stats import Interval
+
+
+def rounds_of(values: Iterable[float]) -> tuple[float, ...] | None:
+    """Every round's value, or None for fewer than two: one value has no spread, so there is no interval to judge it
+    on and the gate compares it as a point (labelled so) rather than as a sample of one."""
+    out = tuple(float(v) for v in values)
+    return out if len(out) >= 2 else None
 
 
 @dataclasses.dataclass(frozen=True)

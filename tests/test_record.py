@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pytest_genai.record import Measurement, Result
+from pytest_genai.record import Measurement, Result, rounds_of
 
 BENCH = """
 import pytest
@@ -66,3 +66,10 @@ def test_result_problems_names_each_metric_the_recorder_would_not_take_as_built(
     problems = result_problems(bad)
     assert [p.split(":")[0] for p in problems] == ["tokens_per_s", "no_such_metric_xyz", "bytes_moved_modeled"]
     assert "explicit source" in problems[0] and "registered" in problems[1] and "modeled" in problems[2]
+
+
+@pytest.mark.parametrize(("values", "expected"), [((), None), ([3], None), ((1, 2.5), (1.0, 2.5)),
+                                                  ((x / 2 for x in range(3)), (0.0, 0.5, 1.0))])
+def test_rounds_of_keeps_two_or_more_rounds_and_drops_a_single_value(values, expected):
+    # one value has no spread: recorded as rounds it would be judged as a sample of one, so it stays a point
+    assert rounds_of(values) == expected

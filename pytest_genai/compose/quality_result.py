@@ -15,7 +15,7 @@ from pytest_genai.claims.stats import paired_drop_interval
 from pytest_genai.compose.quantized_eval import compute_path_counts
 from pytest_genai.evals import metrics as evals_metrics
 from pytest_genai.evals.throughput import tokens_per_s
-from pytest_genai.record import Measurement, Result
+from pytest_genai.record import Measurement, Result, rounds_of
 from pytest_genai.runtime.energy import energy_metrics
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def quality_result(task: str, result: "TaskResult", baseline: "TaskResult", *, d
     forwards, ``forward_round_s`` each timed round's seconds (two or more: ``tokens_per_s`` records every round's
     rate, so a timing claim on it is judged on their interval); ``data_note``: where the task's data came from
     (``evals.data.source_note``)."""
-    rates = tuple(tokens_per_s(forward_tokens, t) for t in forward_round_s) if len(forward_round_s) >= 2 else None
+    rates = rounds_of(tokens_per_s(forward_tokens, t) for t in forward_round_s)
     out: dict[str, Measurement] = {"tokens_per_s": _m(tokens_per_s(forward_tokens, forward_s), rounds=rates)}
     if peak_memory_bytes is not None:
         out["peak_memory_bytes"] = _m(peak_memory_bytes)

@@ -25,7 +25,7 @@ from pytest_genai.dabench.readers import DataflowProfile
 from pytest_genai.dabench.readers.graphcore import ExecutionCycles
 from pytest_genai.dabench.roofline import Ceilings, arithmetic_intensity, classify_bound
 from pytest_genai.dabench.vendor import VendorRun
-from pytest_genai.record import Measurement, Result
+from pytest_genai.record import Measurement, Result, rounds_of
 
 if TYPE_CHECKING:
     from pytest_genai.claims.stats import Interval
@@ -63,7 +63,7 @@ def level1_result(cfg: DecoderConfig, meas: Measurements, measured: Ceilings, sp
     metrics = {name: _m(value, composed.sources.get(name), composed.rounds.get(name), composed.intervals.get(name))
                for name, value in composed.metrics.items()}
     metrics["tokens_per_s"] = _m(cfg.tokens / meas.step_s,
-                                 rounds=[cfg.tokens / t for t in meas.step_rounds] if meas.step_rounds else None)
+                                 rounds=rounds_of(cfg.tokens / t for t in meas.step_rounds))
     labels = {**composed.labels, "work_counts": WORK_COUNTS, "ceiling_clock": ceiling_clock}
     if cpu_threads is not None:
         labels["cpu_threads"] = str(cpu_threads)
@@ -98,7 +98,7 @@ def timer_overhead_result(overhead_s: float | Sequence[float]) -> Result:
     rounds = [float(x) for x in overhead_s]
     if not rounds:
         raise ValueError("timer_overhead_result: no rounds; pass every round's median seconds (or one value)")
-    return Result({"timer_overhead_s": _m(statistics.median(rounds), rounds=rounds if len(rounds) >= 2 else None)})
+    return Result({"timer_overhead_s": _m(statistics.median(rounds), rounds=rounds_of(rounds))})
 
 
 def timer_vs_bare_result(run: PathVsBare, cpu_threads: int) -> Result:

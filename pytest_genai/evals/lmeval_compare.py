@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from pytest_genai import progress
 from pytest_genai.evals import metrics, scoring, throughput
-from pytest_genai.record import Measurement, Result
+from pytest_genai.record import Measurement, Result, rounds_of
 
 if TYPE_CHECKING:
     from pytest_genai.evals.lm import EvalLM
@@ -181,8 +181,8 @@ def choice_result(ours: ChoiceResult, theirs_correct: Sequence[float], theirs_no
 
 
 def _rates(tokens: int, seconds: Sequence[float]) -> tuple[float, ...] | None:
-    """Tokens/s of every round (None for fewer than two: no interval to judge)."""
-    return tuple(throughput.tokens_per_s(tokens, s) for s in seconds) if len(seconds) >= 2 else None
+    """Tokens/s of every round."""
+    return rounds_of(throughput.tokens_per_s(tokens, s) for s in seconds)
 
 
 def _data_label(note: str) -> dict[str, str]:

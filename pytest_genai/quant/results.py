@@ -14,7 +14,7 @@ import statistics
 from typing import Any, Mapping, Sequence
 
 from pytest_genai.quant.bench import round_ratios
-from pytest_genai.record import Measurement, Result
+from pytest_genai.record import Measurement, Result, rounds_of
 
 MEASURED, MODELED = "measured", "modeled"
 QUANTIZERS = ("pytest-genai", "torchao", "inc")
@@ -22,10 +22,6 @@ QUANTIZERS = ("pytest-genai", "torchao", "inc")
 
 def _m(value: float, source: str = MEASURED, rounds: Sequence[float] | None = None) -> Measurement:
     return Measurement(value, source=source, rounds=None if rounds is None else tuple(rounds))
-
-
-def _rounds(values: Sequence[float]) -> list[float] | None:
-    return [float(v) for v in values] if len(values) >= 2 else None
 
 
 def quantizer_comparison_result(seconds: Mapping[str, Sequence[float]], inc_packing_s: Sequence[float],
@@ -47,12 +43,12 @@ def quantizer_comparison_result(seconds: Mapping[str, Sequence[float]], inc_pack
     probe = memory["pytest-genai"]
     metrics = {
         # every quantizer's seconds with its rounds (from two on): the gate judges them on intervals
-        "quantize_seconds": _m(med["pytest-genai"], rounds=_rounds(ours)),
-        "quantize_seconds_torchao": _m(med["torchao"], rounds=_rounds(seconds["torchao"])),
-        "quantize_seconds_inc": _m(med["inc"], rounds=_rounds(inc)),
-        "quantize_seconds_inc_packing": _m(statistics.median(inc_packing_s), rounds=_rounds(inc_packing_s)),
-        "quantize_seconds_inc_without_packing": _m(statistics.median(without), rounds=_rounds(without)),
-        "quantize_time_ratio_vs_inc_without_packing": _m(statistics.median(vs_bare_inc), rounds=_rounds(vs_bare_inc)),
+        "quantize_seconds": _m(med["pytest-genai"], rounds=rounds_of(ours)),
+        "quantize_seconds_torchao": _m(med["torchao"], rounds=rounds_of(seconds["torchao"])),
+        "quantize_seconds_inc": _m(med["inc"], rounds=rounds_of(inc)),
+        "quantize_seconds_inc_packing": _m(statistics.median(inc_packing_s), rounds=rounds_of(inc_packing_s)),
+        "quantize_seconds_inc_without_packing": _m(statistics.median(without), rounds=rounds_of(without)),
+        "quantize_time_ratio_vs_inc_without_packing": _m(statistics.median(vs_bare_inc), rounds=rounds_of(vs_bare_inc)),
         "quantize_time_ratio_vs_torchao": _m(med["pytest-genai"] / med["torchao"],
                                              rounds=vs_torchao if len(vs_torchao) > 1 else None),
         "quantize_time_ratio_vs_inc": _m(med["pytest-genai"] / med["inc"], rounds=vs_inc if len(vs_inc) > 1 else None),
@@ -97,11 +93,11 @@ def sensitivity_bandwidth_result(read_bytes: int, copy_bytes: int, analysis_s: S
     metrics = {
         # every figure with its rounds: the gate judges each on an interval
         "sensitivity_read_gbs": _m(read_bytes / statistics.median(analysis_s) / 1e9,
-                                   rounds=_rounds([read_bytes / a / 1e9 for a in analysis_s])),
+                                   rounds=rounds_of([read_bytes / a / 1e9 for a in analysis_s])),
         "copy_gbs": _m(copy_bytes / statistics.median(copy_s) / 1e9,
-                       rounds=_rounds([copy_bytes / c / 1e9 for c in copy_s])),
+                       rounds=rounds_of([copy_bytes / c / 1e9 for c in copy_s])),
         "sensitivity_bandwidth_fraction": _m(statistics.median(fractions), rounds=fractions),
-        "sensitivity_seconds": _m(statistics.median(analysis_s), rounds=_rounds(analysis_s)),
+        "sensitivity_seconds": _m(statistics.median(analysis_s), rounds=rounds_of(analysis_s)),
         "eligible_weight_bytes": _m(read_bytes),
     }
     if session_copy_gbs:

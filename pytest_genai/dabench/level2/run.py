@@ -84,6 +84,10 @@ class PartitionRun:
     stage_compute_s: tuple[float, ...]  # median per-step compute seconds of each stage (rank), in the pipeline
     comm_time_share: float
     alone_rounds: tuple[tuple[float, ...], ...] = ()  # per timed round: each stage's step work timed alone
+    # per timed round, in the pipeline: the slowest rank's step, each stage's compute, the communication share
+    step_rounds: tuple[float, ...] = ()
+    compute_rounds: tuple[tuple[float, ...], ...] = ()
+    comm_share_rounds: tuple[float, ...] = ()
 
     @property
     def max_stage_compute_s(self) -> float:
@@ -94,6 +98,11 @@ class PartitionRun:
     def max_stage_alone_rounds(self) -> list[float]:
         """Per timed round, the bottleneck stage's seconds with each stage timed alone."""
         return [max(r) for r in self.alone_rounds]
+
+    @property
+    def max_stage_compute_rounds(self) -> list[float]:
+        """Per timed round, in the pipeline: the largest stage's compute seconds."""
+        return [max(r) for r in self.compute_rounds]
 
     @property
     def stage_load_imbalance(self) -> float:
@@ -171,22 +180,28 @@ def summarize(ranks: Sequence[Mapping[str, Any]], cfg: ParallelConfig) -> Scalin
     runs: dict[str, PartitionRun] = {}
     for name in cfg.partitions:
         per_rank = [r["runs"][name] for r in ranks]
-        step = median_after(slowest_rank_steps([p["step_s"] for p in per_rank]), warm)
+        steps = tuple(after_warmup(slowest_rank_steps([p["step_s"] for p in per_rank]), warm))
+        step = float(statistics.median(steps))
+        shares = tuple(in_call_shares([p["step_s"] for p in per_rank], [p["comm_s"] for p in per_rank], warm))
         runs[name] = PartitionRun(
             name=name,
             partition=Partition(loads, tuple(per_rank[0]["bounds"])),
             step_s=step,
             samples_per_s=cfg.samples_per_step / step,
             stage_compute_s=tuple(median_after(p["compute_s"], warm) for p in per_rank),
-            comm_time_share=in_call_share([p["step_s"] for p in per_rank], [p["comm_s"] for p in per_rank], warm),
+            comm_time_share=float(statistics.median(shares)),
             alone_rounds=(tuple(tuple(float(x) for x in r) for r in after_warmup(alone[name], warm))
                           if name in alone else ()),
+            step_rounds=steps,
+            compute_rounds=tuple(zip(*(tuple(float(x) for x in after_warmup(p["compute_s"], warm))
+                                       for p in per_rank))),
+            comm_share_rounds=shares,
         )
     main_name = "optimal" if "optimal" in runs else next(iter(runs))
     main = runs[main_name]
-    main_steps = after_warmup(slowest_rank_steps([r["runs"][main_name]["step_s"] for r in ranks]), warm)
     return ScalingSummary(step_s=main.step_s, comm_time_share=main.comm_time_share, partitions=runs,
-                          layer_loads_s=loads, step_rounds=tuple(main_steps), **common)
+                          layer_loads_s=loads, step_rounds=main.step_rounds, comm_share_rounds=main.comm_share_rounds,
+                          **common)
 
 
 def partition_ratio_rounds(optimal: PartitionRun, naive: PartitionRun) -> list[float]:
@@ -195,6 +210,15 @@ def partition_ratio_rounds(optimal: PartitionRun, naive: PartitionRun) -> list[f
     if not a or len(a) != len(b):
         raise ValueError(f"stage-alone rounds missing or unequal: {len(a)} optimal vs {len(b)} naive")
     return [x / y for x, y in zip(a, b)]
+
+
+def partition_throughput_ratio_rounds(optimal: PartitionRun, naive: PartitionRun) -> list[float]:
+    """Per round, the optimal split's samples/s in the pipeline over the equal-count split's: the two run in the
+    same round, one after the other, so a slow spell of a shared machine hits both."""
+    a, b = optimal.step_rounds, naive.step_rounds
+    if len(a) != len(b):
+        raise ValueError(f"pipeline step rounds unequal: {len(a)} optimal vs {len(b)} naive")
+    return [y / x for x, y in zip(a, b)]
 
 
 def pipeline_step_s_modeled(run: PartitionRun, micro_batches: int) -> float:

@@ -68,12 +68,19 @@ def test_dp_result_records_every_scaling_metric_with_rounds():
 
 def test_pp_result_adds_both_partitions_and_the_pipeline_model():
     cfg = ParallelConfig("pp", W, head_vocab=128, warmup=1, repeats=2, micro_batches=2)
-    base = {"baseline_step_s": [4.0] * 3, "layer_loads_s": [1.0, 1.0, 1.0, 1.0, 4.0],
-            "runs": {n: {"bounds": b, "step_s": [2.0] * 3, "compute_s": c, "comm_s": [0.5] * 3}
-                     for n, b, c in (("optimal", [0, 4, 5], [8.0] * 3), ("naive", [0, 3, 5], [10.0] * 3))}}
-    r0 = {**base, "alone_stage_s": {"optimal": [[9.0, 9.0], [4.0, 3.0], [4.4, 4.0]],
-                                    "naive": [[1.0, 1.0], [3.0, 5.0], [3.0, 5.5]]}}
-    s = summarize([r0, {**base, "baseline_step_s": [0.0] * 3}], cfg)
+    def rank(baseline, opt_step, opt_compute, naive_step, naive_compute):
+        return {"baseline_step_s": baseline, "layer_loads_s": [1.0, 1.0, 1.0, 1.0, 4.0],
+                "runs": {"optimal": {"bounds": [0, 4, 5], "step_s": opt_step, "compute_s": opt_compute,
+                                     "comm_s": [0.5] * 3},
+                         "naive": {"bounds": [0, 3, 5], "step_s": naive_step, "compute_s": naive_compute,
+                                   "comm_s": [0.5] * 3}}}
+
+    # the first round is the warm-up; per round the slowest rank's step, each stage's (rank's) compute
+    r0 = {**rank([4.0] * 3, [9.0, 2.0, 2.2], [9.0, 8.0, 7.0], [9.0, 2.5, 3.3], [9.0, 10.0, 9.0]),
+          "alone_stage_s": {"optimal": [[9.0, 9.0], [4.0, 3.0], [4.4, 4.0]],
+                            "naive": [[1.0, 1.0], [3.0, 5.0], [3.0, 5.5]]}}
+    r1 = rank([0.0] * 3, [9.0, 1.9, 2.0], [9.0, 6.0, 7.5], [9.0, 2.4, 3.0], [9.0, 4.0, 5.0])
+    s = summarize([r0, r1], cfg)
     result = parallel_result(s, cfg)
     assert sources(result) == PIPELINE
     assert_recordable(result)
@@ -86,7 +93,13 @@ def test_pp_result_adds_both_partitions_and_the_pipeline_model():
     assert m["naive_max_stage_compute_s"].rounds == tuple(naive.max_stage_alone_rounds)
     assert m["partition_max_stage_ratio_modeled"].value == pytest.approx(4.0 / 5.0)
     assert m["pipeline_bubble_fraction_modeled"].value == pytest.approx(1 / 3)  # (stages - 1) / (mb + stages - 1)
-    assert m["comm_time_share"].rounds is None  # pp: no per-round share
+    # in the pipeline both partitions run in every round: each round's value is judged, the figures stay the medians'
+    assert m["partition_throughput_ratio"].value == pytest.approx(2.9 / 2.1)  # naive's median step over optimal's
+    assert m["partition_throughput_ratio"].rounds == pytest.approx((2.5 / 2.0, 3.3 / 2.2))
+    assert m["max_stage_compute_in_pipeline_s"].rounds == (8.0, 7.5)
+    assert m["naive_max_stage_compute_in_pipeline_s"].rounds == (10.0, 9.0)
+    assert m["partition_max_stage_ratio_in_pipeline"].rounds == pytest.approx((0.8, 7.5 / 9.0))
+    assert m["comm_time_share"].rounds == pytest.approx(((0.25 + 0.5 / 1.9) / 2, (0.5 / 2.2 + 0.25) / 2))
     assert {"partition_optimal", "partition_naive", "load_imbalance_subtasks", "max_stage_compute_method"} <= set(
         result.labels)
     assert result.attachments["layer_loads_s"] == [1.0, 1.0, 1.0, 1.0, 4.0]
