@@ -6,7 +6,9 @@
   kernel timed beside the step (:mod:`pytest_genai.runtime.reference`): between runs on one device, the gate counts
   the benchmark's raw speed regressions only where it agrees; ``measured_inputs = true`` for a modeled number computed
   from measured times (a modeled byte count over a measured time): noise moves it, so the gate never compares it as
-  an exact, deterministic value.
+  an exact, deterministic value; ``numerator = "achieved_tflops"`` for a metric that is that metric over a peak the
+  run may have measured itself (MFU on a CPU): between runs the gate counts its regression only where the
+  numerator's row reads regressed too.
 * ``paper_*.toml`` — one file per paper: ``paper`` and ``title`` at the top, then ``[[claim]]`` tables. Every claim
   has a ``basis``: ``paper`` (a number or statement of the paper), ``target`` (a goal of this project) or
   ``physics`` (a check any correct measurement must pass). Only ``paper`` claims are attributed to the paper.
@@ -57,6 +59,10 @@ class MetricDef:
     # A modeled number computed from measured times or ceilings (modeled bytes over a measured time): run-to-run noise
     # moves it, so the gate compares it as a measurement, never as an exact deterministic value.
     measured_inputs: bool = False
+    # The metric is this other metric over a peak (MFU: achieved TFLOP/s over the device's peak). Where the peak is
+    # measured by each session (the CPU's), it moves between runs of the same code, so the gate counts a regression
+    # of this metric only where the numerator's row reads regressed too.
+    numerator: str | None = None
 
     @property
     def higher_is_better(self) -> bool | None:
@@ -168,7 +174,7 @@ def _str_tuple(value: Any, where: str, field: str) -> tuple[str, ...]:
 def parse_metrics(data: Mapping[str, Any], file: str) -> dict[str, MetricDef]:
     metrics: dict[str, MetricDef] = {}
     allowed = {"name", "unit", "direction", "description", "timing", "source", "max_regression", "machine_normalized",
-               "measured_inputs"}
+               "measured_inputs", "numerator"}
     for i, entry in enumerate(data.get("metric", [])):
         where = f"{file}: metric #{i + 1}"
         if not isinstance(entry, dict):
@@ -207,8 +213,12 @@ def parse_metrics(data: Mapping[str, Any], file: str) -> dict[str, MetricDef]:
         noisy = entry.get("measured_inputs", False)
         if not isinstance(noisy, bool):
             raise ClaimsError(f"{where}: field 'measured_inputs' must be true or false, got {noisy!r}")
+        numerator = entry.get("numerator")
+        if numerator is not None and (not isinstance(numerator, str) or not numerator or numerator == name):
+            raise ClaimsError(f"{where}: field 'numerator' must name another metric (\"achieved_tflops\"), "
+                              f"got {numerator!r}")
         metrics[name] = MetricDef(name, unit, direction, str(entry.get("description", "")), timing, source,
-                                  None if limit is None else float(limit), normalized, noisy)
+                                  None if limit is None else float(limit), normalized, noisy, numerator)
     return metrics
 
 
@@ -227,6 +237,10 @@ def merge_metrics(parts: Iterable[tuple[str, dict[str, MetricDef]]]) -> dict[str
                 )
             if old is None:
                 merged[name], origin[name] = metric, file
+    for name, metric in merged.items():
+        if metric.numerator is not None and metric.numerator not in merged:
+            raise ClaimsError(f"{origin[name]}: metric {name!r}: numerator {metric.numerator!r} is not a registered "
+                              "metric; register it or name one that is")
     return merged
 
 

@@ -468,7 +468,26 @@ def compare_records(
             ends = [None if e is None else (e[0] * f, e[1] * f) for e, f in
                     ((base.intervals.get(name), b_factor), (cur.intervals.get(name), c_factor))]
             out.append(judge_on_rounds(mc, scaled[0], scaled[1], *stalls, intervals=(ends[0], ends[1])))
-    return _corroborated(out, info)
+    return _over_numerators(_corroborated(out, info), info)
+
+
+def _over_numerators(rows: Sequence[MetricComparison], info: Mapping[str, MetricInfo]) -> tuple[MetricComparison, ...]:
+    """``rows`` with a decided regression of a metric registered as its ``numerator`` over a peak (MFU over achieved
+    TFLOP/s) kept only where the numerator's row reads regressed too. Where the peak is fixed (a datasheet's) the two
+    move together; where each session measures its own (the CPU's), the peak moves the ratio on its own, and only
+    the numerator is the run's speed."""
+    by_metric = {r.metric: r for r in rows}
+    out = []
+    for r in rows:
+        definition = info.get(r.metric)
+        numerator = by_metric.get(definition.numerator) if definition is not None and definition.numerator else None
+        if r.status == REGRESSED and numerator is not None and numerator.status != REGRESSED:
+            why = (f"worse past the threshold, but {numerator.metric} (what it divides by a peak) reads "
+                   f"{numerator.verdict or numerator.status}: the peak differs between the runs (a CPU's is measured "
+                   f"by each session), and {numerator.metric} is the run's speed")
+            r = dataclasses.replace(r, status=INCONCLUSIVE, note=_join(r.note, why))
+        out.append(r)
+    return tuple(out)
 
 
 def _other_ruler(base: Record, cur: Record) -> str:

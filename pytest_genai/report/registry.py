@@ -32,7 +32,8 @@ class MetricInfo:
     step's time over a reference kernel timed beside it (``machine_normalized``:
     :mod:`pytest_genai.runtime.reference`): between runs on one device, a raw speed regression counts only where it
     agrees. ``measured_inputs``: a modeled number computed from measured times, which the gate never compares as
-    exact."""
+    exact. ``numerator``: the metric this one is over a peak (MFU over ``achieved_tflops``); its regression counts
+    only where the numerator's agrees, because a peak each session measures moves it on its own."""
 
     name: str
     unit: str
@@ -41,6 +42,7 @@ class MetricInfo:
     max_regression: float | None = None
     machine_normalized: bool = False
     measured_inputs: bool = False
+    numerator: str | None = None
 
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
@@ -101,7 +103,8 @@ def metric_info_from(registry: Mapping[str, Any]) -> dict[str, MetricInfo]:
                                timing=bool(get("timing", False)),
                                max_regression=None if limit is None else float(limit),
                                machine_normalized=bool(get("machine_normalized", False)),
-                               measured_inputs=bool(get("measured_inputs", False)))
+                               measured_inputs=bool(get("measured_inputs", False)),
+                               numerator=get("numerator", None) or None)
     return out
 
 
