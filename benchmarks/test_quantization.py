@@ -146,7 +146,8 @@ def test_quantized_model_quality(benchmark, genai, genai_device, genai_settings,
         **({"sparsity": case.sparsity} if case.sparsity else {}),  # only on pruned rows: older rows keep pairing
     })
 
-    # forward-only throughput: a fixed batch of WikiText tokens, synchronized, median of the rounds. The row has just
+    # forward-only throughput: a fixed batch of WikiText tokens, synchronized, median of the rounds (five or more:
+    # fewer give the gate an interval under 90%, which decides nothing). The row has just
     # evaluated this model, so on the CPU the first round is not cold (SmolLM2, 1x256 after a 4x512 evaluation:
     # 0.577, 0.552, 0.566, 0.566 s); accelerators compile or autotune per shape, so they get a warm-up round.
     ids = session.throughput_ids(eval_model, tokenizer, settings.throughput_batch, settings.throughput_seq)
@@ -154,7 +155,7 @@ def test_quantized_model_quality(benchmark, genai, genai_device, genai_settings,
     allocated_at_reset = device.allocated_memory_bytes()  # the fp32 baseline stays on the device beside this row
     warmup = 0 if device.kind == "cpu" else 1
     forward = throughput.forward_fn(model, ids, device.torch_device, device.synchronize)
-    benchmark.pedantic(forward, rounds=settings.rounds, warmup_rounds=warmup, iterations=1)
+    benchmark.pedantic(forward, rounds=settings.throughput_rounds, warmup_rounds=warmup, iterations=1)
     peak = device.peak_memory_bytes()
     # energy per forward, from windows of back-to-back forwards after the timed rounds (a counter that moves in
     # steps cannot resolve one forward of milliseconds); nothing where the device reports no energy

@@ -21,6 +21,7 @@ def test_budget_validation_names_the_field(kwargs, match):
     ({"context": 512, "stride": 1024, "max_length": 2048}, r"stride \(1024\) must not exceed context \(512\)"),
     ({"context": 4096, "max_length": 2048}, r"context \(4096\) must not exceed max_length"),
     ({"threads": 0}, r"EvalSettings.threads"),
+    ({"throughput_rounds": 0}, r"EvalSettings.throughput_rounds must be a positive integer"),
 ])
 def test_settings_validation_names_the_field_and_fix(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -47,3 +48,13 @@ def test_preset_and_limit_override():
     assert preset("full")[0] == EvalBudget()
     with pytest.raises(ValueError, match="--genai-scale 'huge'.*tiny, small, full"):
         preset("huge")
+
+
+@pytest.mark.parametrize("scale", sorted(PRESETS))
+def test_every_preset_times_enough_throughput_rounds_for_the_gate_to_decide(scale):
+    # with too few rounds a side, the interval of a row's tokens/s is under the level that decides anything
+    from pytest_genai.claims.check import MIN_LEVEL
+    from pytest_genai.claims.stats import median_interval
+
+    rounds = PRESETS[scale][1].throughput_rounds
+    assert median_interval([float(i) for i in range(rounds)]).level >= MIN_LEVEL
