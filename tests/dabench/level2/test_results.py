@@ -5,6 +5,7 @@ import dataclasses
 
 import pytest
 
+from pytest_genai.dabench.balance import load_imbalance
 from pytest_genai.dabench.config import DecoderConfig
 from pytest_genai.dabench.level2.artifacts import mixed_precision_speedup, tp_scaling_ratio
 from pytest_genai.dabench.level2.config import BatchSweepConfig, ParallelConfig, PrecisionConfig
@@ -100,6 +101,12 @@ def test_pp_result_adds_both_partitions_and_the_pipeline_model():
     assert m["naive_max_stage_compute_in_pipeline_s"].rounds == (10.0, 9.0)
     assert m["partition_max_stage_ratio_in_pipeline"].rounds == pytest.approx((0.8, 7.5 / 9.0))
     assert m["comm_time_share"].rounds == pytest.approx(((0.25 + 0.5 / 1.9) / 2, (0.5 / 2.2 + 0.25) / 2))
+    # the stage load imbalance, a statistic of per-stage medians: an interval from redrawing each stage's rounds
+    li = m["naive_load_imbalance"]
+    assert li.value == pytest.approx(load_imbalance([9.5, 4.5])) and li.rounds is None
+    # naive's stages ran 10, 9 and 4, 5: redrawn medians give LIs from 7/10 (10 and 4) to 7/9 (9 and 5)
+    assert 0.7 - 1e-9 <= li.interval.lo < li.value < li.interval.hi <= 7 / 9 + 1e-9
+    assert m["load_imbalance"].interval.hi <= 1.0
     assert {"partition_optimal", "partition_naive", "load_imbalance_subtasks", "max_stage_compute_method"} <= set(
         result.labels)
     assert result.attachments["layer_loads_s"] == [1.0, 1.0, 1.0, 1.0, 4.0]
