@@ -37,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from pytest_genai.identity import environment_differences
 from pytest_genai.runtime.reference import REFERENCE_LABEL
@@ -471,23 +471,34 @@ def compare_records(
     return _over_numerators(_corroborated(out, info), info)
 
 
+def _unconfirmed(rows: Sequence[MetricComparison],
+                 why_not: Callable[[MetricComparison], str]) -> tuple[MetricComparison, ...]:
+    """``rows`` with each decided regression that ``why_not`` gives a reason against read inconclusive, the reason
+    added to its note (a reason of '' keeps the regression)."""
+    out = []
+    for r in rows:
+        why = why_not(r) if r.status == REGRESSED else ""
+        out.append(dataclasses.replace(r, status=INCONCLUSIVE, note=_join(r.note, why)) if why else r)
+    return tuple(out)
+
+
 def _over_numerators(rows: Sequence[MetricComparison], info: Mapping[str, MetricInfo]) -> tuple[MetricComparison, ...]:
     """``rows`` with a decided regression of a metric registered as its ``numerator`` over a peak (MFU over achieved
     TFLOP/s) kept only where the numerator's row reads regressed too. Where the peak is fixed (a datasheet's) the two
     move together; where each session measures its own (the CPU's), the peak moves the ratio on its own, and only
     the numerator is the run's speed."""
     by_metric = {r.metric: r for r in rows}
-    out = []
-    for r in rows:
+
+    def why_not(r: MetricComparison) -> str:
         definition = info.get(r.metric)
         numerator = by_metric.get(definition.numerator) if definition is not None and definition.numerator else None
-        if r.status == REGRESSED and numerator is not None and numerator.status != REGRESSED:
-            why = (f"worse past the threshold, but {numerator.metric} (what it divides by a peak) reads "
-                   f"{numerator.verdict or numerator.status}: the peak differs between the runs (a CPU's is measured "
-                   f"by each session), and {numerator.metric} is the run's speed")
-            r = dataclasses.replace(r, status=INCONCLUSIVE, note=_join(r.note, why))
-        out.append(r)
-    return tuple(out)
+        if numerator is None or numerator.status == REGRESSED:
+            return ""
+        return (f"worse past the threshold, but {numerator.metric} (what it divides by a peak) reads "
+                f"{numerator.verdict or numerator.status}: the peak differs between the runs (a CPU's is measured "
+                f"by each session), and {numerator.metric} is the run's speed")
+
+    return _unconfirmed(rows, why_not)
 
 
 def _other_ruler(base: Record, cur: Record) -> str:
@@ -508,12 +519,12 @@ def _other_ruler(base: Record, cur: Record) -> str:
 
 
 _SPEED_DIMENSIONS = ("time", "bandwidth", "flop rate")
-_SPEED_RATIOS = ("mfu",)  # achieved over peak: moves with the step's time as a rate does
 
 
 def _speed_row(mc: MetricComparison, info: Mapping[str, MetricInfo]) -> bool:
-    """A measured row that a slower machine moves as it moves the step: a time, a rate, a timing ratio, MFU, or a
-    modeled number from measured times (``measured_inputs``: modeled bytes over a measured time)."""
+    """A measured row that a slower machine moves as it moves the step: a time, a rate, a timing ratio, a rate over a
+    peak (a registered ``numerator``: MFU), or a modeled number from measured times (``measured_inputs``: modeled
+    bytes over a measured time)."""
     from .registry import UNIT_SCALES
 
     if mc.basis == EXACT:
@@ -521,8 +532,8 @@ def _speed_row(mc: MetricComparison, info: Mapping[str, MetricInfo]) -> bool:
     definition = info.get(mc.metric)
     scale = UNIT_SCALES.get(mc.unit.strip()) if mc.unit else None
     rate = bool(scale and scale[0] in _SPEED_DIMENSIONS) or mc.unit.endswith("/s")
-    return bool((definition is not None and (definition.timing or definition.measured_inputs)) or rate
-                or mc.metric in _SPEED_RATIOS)
+    return bool((definition is not None and (definition.timing or definition.measured_inputs or definition.numerator))
+                or rate)
 
 
 def _corroborated(rows: list[MetricComparison], info: Mapping[str, MetricInfo]) -> tuple[MetricComparison, ...]:
@@ -532,15 +543,10 @@ def _corroborated(rows: list[MetricComparison], info: Mapping[str, MetricInfo]) 
     if not normalized or any(r.status == REGRESSED for r in normalized):
         return tuple(rows)
     ref = normalized[0]
-    out = []
-    for r in rows:
-        if r.status == REGRESSED and r not in normalized and _speed_row(r, info):
-            why = (f"slower past the threshold, but {ref.metric} (the step over a reference kernel timed beside it) "
-                   f"reads {ref.verdict}: the machine was slower, or so were the reference's own ops (a stack change "
-                   f"that slows both); judge on a quiet node or with --strict-inconclusive")
-            r = dataclasses.replace(r, status=INCONCLUSIVE, note=_join(r.note, why))
-        out.append(r)
-    return tuple(out)
+    why = (f"slower past the threshold, but {ref.metric} (the step over a reference kernel timed beside it) "
+           f"reads {ref.verdict}: the machine was slower, or so were the reference's own ops (a stack change "
+           f"that slows both); judge on a quiet node or with --strict-inconclusive")
+    return _unconfirmed(rows, lambda r: why if r not in normalized and _speed_row(r, info) else "")
 
 
 def _deterministic_source(source: str) -> bool:
