@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
-from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, ReportInputError
+from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, ReportInputError
 from .matching import check_unique
 from .output import check_outputs, names_in, write_output
 from .registry import MetricInfo, default_metric_info
@@ -88,12 +88,10 @@ def _thresholds(text: str | None) -> Thresholds:
 
 
 def emit(text: str, outputs: Sequence[str]) -> None:
-    """``text`` into every ``-o`` file, then on stdout. A reader that has gone (``| head``) loses the rest of stdout
+    """``text`` on stdout, then into every ``-o`` file. A reader that has gone (``| head``) loses the rest of stdout
     only: the files are written and the command's exit code stands (it was 2, "cannot write Broken pipe", and the
     files after it were not written)."""
-    for out in outputs:
-        write_output(out, text if text.endswith("\n") else text + "\n")
-    try:
+    try:  # stdout first: an -o file that cannot be written must not lose the verdict
         print(text, end="" if text.endswith("\n") else "\n")
         sys.stdout.flush()
     except BrokenPipeError:
@@ -102,6 +100,8 @@ def emit(text: str, outputs: Sequence[str]) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)  # so that the interpreter's final flush does not fail again
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
+    for out in outputs:
+        write_output(out, text if text.endswith("\n") else text + "\n")
 
 
 def _load_ref(text: str, role: str, store: str | None, info: Mapping[str, MetricInfo] | None = None,
@@ -506,6 +506,9 @@ def _gate_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict-inconclusive", action="store_true",
                    help="also fail on a row whose rounds' interval cannot decide it against its threshold "
                         "(inconclusive: listed, and exit 0 without this flag)")
+    p.add_argument("--allow-undecided", action="store_true",
+                   help="exit 0, not 3, when nothing regressed but a row past its threshold could not be decided "
+                        "(noise, too few rounds, CPU contention): the rows are still listed")
     p.add_argument("--no-claims", action="store_true",
                    help="do not check generation claims when the runs are on different device generations")
     p.add_argument("--baseline", metavar="RUN", default=None,
@@ -526,6 +529,7 @@ def _generation_claims(skip: bool) -> tuple[list[Any], str | None]:
 
 
 def _gate(args: argparse.Namespace) -> int:
+    from .compare import MISSING_BASELINE, MISSING_CURRENT
     from .gate import gate_runs
     from .views import comparison_table, failures_table, generation_table
 
@@ -540,25 +544,30 @@ def _gate(args: argparse.Namespace) -> int:
     if warning:
         warn([warning])
     result = gate_runs(baseline, current, info, thresholds, claims, strict=args.strict,
-                       allow_missing=args.allow_missing, strict_inconclusive=args.strict_inconclusive)
+                       allow_missing=args.allow_missing, strict_inconclusive=args.strict_inconclusive,
+                       allow_undecided=args.allow_undecided)
     comparison = result.comparison
     if not comparison.pairs:
         raise ReportInputError(
             f"no benchmark of {current.source} matches one of {baseline.source} by (experiment, config, model): "
             "nothing to gate — were both runs made with the same selection and configs?"
         )
+    failures, code = result.failures, result.exit_code
+    verdict = {EXIT_REGRESSION: "fail", EXIT_UNDECIDED: "undecided"}.get(code, "pass")
     if args.format != "md":
-        failures = result.failures
         _export(args, comparison, thresholds, {
-            "verdict": "fail" if failures else "pass", "exit_code": EXIT_REGRESSION if failures else EXIT_OK,
+            "verdict": verdict, "exit_code": code,
             "failures": [{"benchmark": f.benchmark, "device": f.device, "metric": f.metric, "why": f.reason}
                          for f in failures],
+            "undecided": [{"benchmark": pc.pair.current.label, "metric": m.metric, "why": m.note}
+                          for pc, m in result.undecided],
             "inconclusive": [{"benchmark": pc.pair.current.label, "metric": m.metric, "why": m.note}
                              for pc, m in result.inconclusive],
-            "strict_inconclusive": args.strict_inconclusive,
+            "strict_inconclusive": args.strict_inconclusive, "allow_undecided": args.allow_undecided,
             "generation_checks": [dict(vars(c)) for c in result.generation_checks], "notes": list(result.notes)})
-        return EXIT_REGRESSION if failures else EXIT_OK
-    parts = ["## pytest-genai gate", _header(baseline, current, thresholds)]
+        return code
+    counts = _counts(comparison)
+    parts = [_gate_headline(result, code), "## pytest-genai gate", _header(baseline, current, thresholds)]
     if args.all:
         parts.append(comparison_table(comparison, strict=args.strict, allow_missing=args.allow_missing).to_markdown())
     if result.generation_checks:
@@ -567,21 +576,58 @@ def _gate(args: argparse.Namespace) -> int:
     parts += _summary_sections(comparison, rows=not args.all, regressions=False,
                                skip_baseline_only=not args.allow_missing)
     parts += [f"Note: {n}" for n in result.notes]
-    failures = result.failures
-    counts = _counts(comparison)
+    missing_optional = [(pc, m) for pc in comparison.pairs for m in pc.metrics
+                        if m.optional and m.status in (MISSING_CURRENT, MISSING_BASELINE)]
+    if missing_optional:
+        parts.append("Optional metrics recorded on one side only (listed, not failed): " + "; ".join(
+            f"{pc.pair.current.label} {m.metric} ({m.status})" for pc, m in missing_optional))
     if failures:
         parts += [f"**FAIL**: {len(failures)} failure(s): regressed metrics, failed generation claims or missing "
                   "benchmarks" + (", inconclusive rows (--strict-inconclusive)" if args.strict_inconclusive else ""),
                   failures_table(result).to_markdown(), counts]
+    elif code == EXIT_UNDECIDED or result.undecided:
+        parts.append(f"**UNDECIDED**: {counts}; no regression decided; {len(result.undecided)} row(s) past the "
+                     "threshold undecided, listed above" + (" (--allow-undecided: exit 0)" if code == EXIT_OK else ""))
     else:
         undecided = len(result.inconclusive)
         parts.append(f"**PASS**: {counts}; no regression"
-                     + (f" decided; {undecided} inconclusive row(s) listed above (--strict-inconclusive fails them)"
-                        if undecided else ""))
+                     + (f" decided; {undecided} inconclusive row(s) within the threshold listed above "
+                        "(--strict-inconclusive fails them)" if undecided else ""))
     if not args.all:
         parts.append(_ALL_HINT)
     emit("\n\n".join(parts), args.output)
-    return EXIT_REGRESSION if failures else EXIT_OK
+    return code
+
+
+def _undecided_cause(note: str) -> str:
+    if "under contention" in note:
+        return "CPU contention"
+    if "without rounds" in note:
+        return "values without rounds"
+    if "reference kernel" in note or "divides by a peak" in note:
+        return "the machine's own drift"
+    return "noise for the rounds recorded"
+
+
+def _gate_headline(result: Any, code: int) -> str:
+    """The gate's first line: its verdict, and for an undecided one, how many rows, why, and what to do."""
+    if code == EXIT_REGRESSION:
+        return f"**FAIL** (exit 1): {len(result.failures)} failure(s), listed below"
+    undecided = result.undecided
+    if not undecided:
+        listed = len(result.inconclusive)
+        return "**PASS** (exit 0): no regression" + (
+            f"; {listed} inconclusive row(s) within the threshold listed below" if listed else "")
+    causes: dict[str, int] = {}
+    for _, m in undecided:
+        cause = _undecided_cause(m.note)
+        causes[cause] = causes.get(cause, 0) + 1
+    why = ", ".join(f"{n} by {cause}" for cause, n in sorted(causes.items(), key=lambda kv: -kv[1]))
+    head = "**UNDECIDED** (exit 3)" if code == EXIT_UNDECIDED else "**UNDECIDED, allowed** (exit 0, --allow-undecided)"
+    remedy = ("rerun both sides on an idle machine" if "CPU contention" in causes else
+              "record more rounds a side (--genai-rounds auto) or gate against several runs (--baseline 'last:3')")
+    return (f"{head}: nothing regressed, but {len(undecided)} row(s) past the threshold could not be decided "
+            f"({why}); {remedy}")
 
 
 def gate_main(argv: Sequence[str] | None = None) -> int:

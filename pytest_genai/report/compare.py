@@ -105,6 +105,23 @@ class MetricComparison:
     """The current/baseline ratio's interval (:meth:`pytest_genai.claims.stats.Interval.to_json`) of an interval row."""
     note: str = ""
     """Why an interval row is inconclusive, which side a point row lacked rounds on, a unit conversion."""
+    past_threshold: bool | None = None
+    """The estimate of the change is worse than the threshold (an interval row: the test's estimate; None: judge on
+    the two values)."""
+    optional: bool = False
+    """A metric recorded only where the machine can measure it (energy): missing on one side is listed, not failed."""
+
+    @property
+    def undecided(self) -> bool:
+        """An inconclusive row whose change is past its threshold: the gate cannot pass it (exit 3) nor fail it."""
+        if self.status != INCONCLUSIVE:
+            return False
+        if self.past_threshold is not None:
+            return self.past_threshold
+        if self.baseline is None or self.current is None or self.max_regression is None:
+            return False
+        return self.direction in _DIRECTED and is_regression(self.baseline, self.current, self.direction,
+                                                             self.max_regression)
 
     @property
     def verdict(self) -> str | None:
@@ -202,7 +219,7 @@ def fails(mc: "MetricComparison", *, strict: bool = False, allow_missing: bool =
     if mc.status in FAILING:
         return True
     if mc.status == MISSING_CURRENT:
-        return strict or (not allow_missing and mc.direction in _DIRECTED)
+        return not mc.optional and (strict or (not allow_missing and mc.direction in _DIRECTED))
     return False
 
 
@@ -271,14 +288,21 @@ def _thin(rounds: Sequence[float]) -> list[float]:
     return [xs[round(i * (n - 1) / (MAX_ROUNDS - 1))] for i in range(MAX_ROUNDS)]
 
 
+POINT_NOISE_FACTOR = 2.0
+"""A measured value without rounds on a side decides a regression only past this factor (half the throughput, twice
+the time): same-code runs on the development VM moved point rows by up to 1.4x (one-pass evaluation seconds; docs/
+report.md), so a change inside it is noise as often as not, and reads undecided."""
+
+
 def judge_on_rounds(mc: MetricComparison, base_rounds: Sequence[float] | None, cur_rounds: Sequence[float] | None,
                     base_stall: float | None = None, cur_stall: float | None = None, *,
-                    intervals: tuple[tuple[float, float] | None, tuple[float, float] | None] = (None, None)
-                    ) -> MetricComparison:
-    """``mc`` judged on the interval of the current/baseline ratio of the two runs' rounds, where both hold two or
-    more; otherwise ``mc`` itself, labelled a point comparison when it is a measured value (the note says why).
-    ``intervals``: each run's own interval of the value, where it recorded one without rounds (a statistic of
-    medians): a point row is not called regressed while the two overlap."""
+                    intervals: tuple[tuple[float, float] | None, tuple[float, float] | None] = (None, None),
+                    robust: bool = False) -> MetricComparison:
+    """``mc`` judged by the gate's rule (:func:`.decision.decide`: Welch's t on the log rounds against the threshold)
+    where both runs hold two rounds or more; otherwise ``mc`` itself, labelled a point comparison when it is a
+    measured value (:func:`_point_rule`). ``intervals``: each run's own interval of the value, where it recorded one
+    without rounds (a statistic of medians). ``robust``: a metric contention does not move (CPU seconds), decided
+    under contention too."""
     if mc.status not in (REGRESSED, WORSE, BETTER, SAME) or mc.max_regression is None:
         return mc  # missing, not finite, undirected, refused: nothing an interval could decide
     deterministic = mc.basis == EXACT
@@ -288,35 +312,83 @@ def judge_on_rounds(mc: MetricComparison, base_rounds: Sequence[float] | None, c
             return mc
         lacking = ("either run" if not (have_b or have_c) else "the current run" if have_b else "the baseline")
         why = f"point comparison: no rounds recorded in {lacking}, so noise is not judged"
-        return _point_within_intervals(
-            _point_under_pressure(dataclasses.replace(mc, basis=POINT, note=_join(mc.note, why)), base_stall, cur_stall),
-            *intervals)
-    from pytest_genai.claims.stats import bootstrap_ratio_interval
+        return _point_rule(dataclasses.replace(mc, basis=POINT, note=_join(mc.note, why)), base_stall, cur_stall,
+                           intervals, robust)
+    from .decision import decide
 
+    assert base_rounds is not None and cur_rounds is not None and mc.direction in _DIRECTED
     try:
-        interval = bootstrap_ratio_interval(_thin(cur_rounds), _thin(base_rounds))
-    except ValueError as exc:  # a non-positive baseline round: no ratio to bootstrap
-        why = f"point comparison: the rounds give no ratio interval ({exc})"
-        return dataclasses.replace(mc, basis=POINT, note=_join(mc.note, why))
-    return _decide(mc, interval, base_stall, cur_stall)
+        decision = decide(_thin(base_rounds), _thin(cur_rounds), mc.direction, mc.max_regression)
+    except ValueError as exc:  # a threshold no drop can pass (checked with the thresholds), or a non-finite round
+        why = f"point comparison: the rounds give no decision ({exc})"
+        return _point_rule(dataclasses.replace(mc, basis=POINT, note=_join(mc.note, why)), base_stall, cur_stall,
+                           intervals, robust)
+    return _under_contention(_from_decision(mc, decision), base_stall, cur_stall, robust)
 
 
-def _point_under_pressure(mc: MetricComparison, base_stall: float | None, cur_stall: float | None
-                          ) -> MetricComparison:
-    """The pressure rule on a point row, as on an interval row: two values without rounds say even less about noise,
-    so a contended current run is not called regressed on them, nor is a current run cleared against a contended
-    baseline."""
+def _from_decision(mc: MetricComparison, decision: Any) -> MetricComparison:
+    """The row as :func:`.decision.decide` reads it; an inconclusive row's note says why."""
+    limit = mc.max_regression
+    assert limit is not None
+    why = ""
+    if decision.verdict == INCONCLUSIVE:
+        ends = (f"[{decision.lo:.4g}x, {decision.hi:.4g}x]" if decision.scale == "log"
+                else f"difference [{decision.lo:.4g}, {decision.hi:.4g}]")
+        if decision.past_margin:
+            why = (f"undecided: the estimate {decision.ratio:.4g}x is past the {limit * 100:g}% threshold but not "
+                   f"significant (one-sided p {decision.p_worse:.2g}); the {decision.level:.0%} interval {ends} "
+                   f"reaches back inside it: record more rounds a side, or gate against several runs (last:N)")
+        else:
+            why = (f"the {decision.level:.0%} interval {ends} reaches past the {limit * 100:g}% threshold: noise "
+                   "could put the change on either side")
+    return dataclasses.replace(mc, status=decision.verdict, basis=INTERVAL, interval=decision.to_json(),
+                               past_threshold=decision.past_margin, note=_join(mc.note, why))
+
+
+def _under_contention(mc: MetricComparison, base_stall: float | None, cur_stall: float | None,
+                      robust: bool = False) -> MetricComparison:
+    """The rule's contention step: a task waiting for a CPU past :data:`pytest_genai.claims.check.CONTENDED_SHARE` of
+    a run's measurement stretches wall-clock rounds by what it took, so a contended current run is not called
+    regressed, nor a current run cleared against a contended baseline: the row is undecided (its cause named). A
+    ``robust`` metric (the benchmark's own CPU seconds) is decided all the same."""
     from pytest_genai.claims.check import CONTENDED_SHARE
 
-    if mc.status == REGRESSED and cur_stall is not None and cur_stall > CONTENDED_SHARE:
-        why = (f"slower past the threshold, but a task waited for a CPU {cur_stall:.0%} of the current run's "
-               f"measurement (over {CONTENDED_SHARE:.0%}): a contended run cannot be called regressed")
-    elif mc.status in (WORSE, BETTER, SAME) and base_stall is not None and base_stall > CONTENDED_SHARE:
-        why = (f"a task waited for a CPU {base_stall:.0%} of the baseline's measurement (over "
-               f"{CONTENDED_SHARE:.0%}): a contended baseline cannot clear the current run")
-    else:
+    if robust:
         return mc
-    return dataclasses.replace(mc, status=INCONCLUSIVE, note=_join(mc.note, why))
+    if mc.status == REGRESSED and cur_stall is not None and cur_stall > CONTENDED_SHARE:
+        why = (f"undecided under contention: slower past the threshold, but a task waited for a CPU "
+               f"{cur_stall:.0%} of the current run's measurement (over {CONTENDED_SHARE:.0%}); rerun on an idle "
+               "machine, or gate on the CPU-seconds rows")
+        return dataclasses.replace(mc, status=INCONCLUSIVE, past_threshold=True, note=_join(mc.note, why))
+    if mc.status in (UNCHANGED, IMPROVED, WORSE, BETTER, SAME) and base_stall is not None \
+            and base_stall > CONTENDED_SHARE:
+        why = (f"undecided under contention: a task waited for a CPU {base_stall:.0%} of the baseline's "
+               f"measurement (over {CONTENDED_SHARE:.0%}), so a contended baseline cannot clear the current run; "
+               "record the baseline on an idle machine")
+        return dataclasses.replace(mc, status=INCONCLUSIVE, past_threshold=True, note=_join(mc.note, why))
+    return mc
+
+
+def _point_rule(mc: MetricComparison, base_stall: float | None, cur_stall: float | None,
+                intervals: tuple[tuple[float, float] | None, tuple[float, float] | None],
+                robust: bool = False) -> MetricComparison:
+    """A measured value without rounds on a side: two values say nothing about noise, so a change past the threshold
+    is a regression only past :data:`POINT_NOISE_FACTOR` and where the runs' own intervals of the value (if any) do
+    not overlap; inside it the row is undecided. The contention step holds as for rounds."""
+    mc = _under_contention(mc, base_stall, cur_stall, robust)
+    if mc.status != REGRESSED:
+        return mc
+    if all(i is not None and i[0] <= i[1] for i in intervals):
+        return _point_within_intervals(mc, *intervals)  # each run's own interval says what its noise is
+    assert mc.baseline is not None and mc.current is not None and mc.direction in _DIRECTED
+    factor = (mc.current / mc.baseline if mc.direction == "lower" else mc.baseline / mc.current) \
+        if mc.baseline > 0 and mc.current > 0 else math.inf
+    if factor <= POINT_NOISE_FACTOR:
+        why = (f"undecided: past the threshold, but a value without rounds decides a regression only past "
+               f"{POINT_NOISE_FACTOR:g}x (same-code point rows moved up to 1.4x); record rounds, or gate against "
+               "several runs (last:N)")
+        return dataclasses.replace(mc, status=INCONCLUSIVE, past_threshold=True, note=_join(mc.note, why))
+    return mc
 
 
 def _point_within_intervals(mc: MetricComparison, base: tuple[float, float] | None,
@@ -326,9 +398,9 @@ def _point_within_intervals(mc: MetricComparison, base: tuple[float, float] | No
     test: disjoint 95% intervals differ at well under 5%)."""
     if mc.status != REGRESSED or base is None or cur is None or base[1] < cur[0] or cur[1] < base[0]:
         return mc
-    why = (f"past the threshold, but the runs' own intervals of the value overlap ([{base[0]:.4g}, {base[1]:.4g}] "
-           f"and [{cur[0]:.4g}, {cur[1]:.4g}]): noise could explain the change")
-    return dataclasses.replace(mc, status=INCONCLUSIVE, note=_join(mc.note, why))
+    why = (f"undecided: past the threshold, but the runs' own intervals of the value overlap ([{base[0]:.4g}, "
+           f"{base[1]:.4g}] and [{cur[0]:.4g}, {cur[1]:.4g}]): noise could explain the change")
+    return dataclasses.replace(mc, status=INCONCLUSIVE, past_threshold=True, note=_join(mc.note, why))
 
 
 def judge_on_runs(mc: MetricComparison, runs: Sequence[Sequence[float]], base_rounds: Sequence[float] | None,
@@ -363,34 +435,25 @@ def judge_on_runs(mc: MetricComparison, runs: Sequence[Sequence[float]], base_ro
 
 def _decide(mc: MetricComparison, interval: Any, base_stall: float | None, cur_stall: float | None,
             how: str = "") -> MetricComparison:
-    """The interval row's verdict (:func:`.deltas.ratio_verdict`), with the claims' rules: too low a level, a value
-    on the other side of the threshold than its interval, or a contended run that could have made the decision,
-    read inconclusive."""
-    from pytest_genai.claims.check import CONTENDED_SHARE, MIN_LEVEL
-
+    """The verdict of a row against a baseline of several runs: the prediction interval of the ratio
+    (:func:`.deltas.ratio_verdict`), its value's side of the threshold deciding whether an inconclusive row is
+    undecided, then the contention step."""
     assert mc.direction in _DIRECTED and mc.baseline is not None and mc.current is not None
     assert mc.max_regression is not None
     limit = mc.max_regression
     verdict = ratio_verdict(interval.lo, interval.hi, mc.direction, limit)
-    point = REGRESSED if is_regression(mc.baseline, mc.current, mc.direction, limit) else UNCHANGED
+    past = is_regression(mc.baseline, mc.current, mc.direction, limit)
     why = ""
-    if verdict != INCONCLUSIVE and interval.level < MIN_LEVEL:
-        why = (f"a {interval.level:.0%} interval (under {MIN_LEVEL:.0%}) decides nothing; record 5 rounds or more "
-               "a side")
-    elif verdict != INCONCLUSIVE and (verdict == REGRESSED) != (point == REGRESSED):
-        why = ("the recorded values and their rounds' interval disagree about the threshold; record the value of "
-               "the statistic the rounds are for (their median)")
-    elif verdict == REGRESSED and cur_stall is not None and cur_stall > CONTENDED_SHARE:
-        why = (f"slower past the threshold, but a task waited for a CPU {cur_stall:.0%} of the current run's "
-               f"measurement (over {CONTENDED_SHARE:.0%}): a contended run cannot be called regressed")
-    elif verdict in (UNCHANGED, IMPROVED) and base_stall is not None and base_stall > CONTENDED_SHARE:
-        why = (f"{verdict}, but a task waited for a CPU {base_stall:.0%} of the baseline's measurement (over "
-               f"{CONTENDED_SHARE:.0%}): a contended baseline cannot clear the current run")
-    elif verdict == INCONCLUSIVE:
-        why = f"the interval straddles the {limit * 100:g}% threshold: noise could put the change on either side"
-    status = INCONCLUSIVE if why else verdict
-    return dataclasses.replace(mc, status=status, basis=INTERVAL, interval=interval.to_json(),
-                               note=_join(mc.note, how, why))
+    if verdict == INCONCLUSIVE:
+        why = (("undecided: past the threshold, but " if past else "") +
+               f"the interval straddles the {limit * 100:g}% threshold: noise could put the change on either side")
+    elif (verdict == REGRESSED) != past:
+        verdict = INCONCLUSIVE
+        why = ("the recorded value and the runs' interval disagree about the threshold; record the value of the "
+               "statistic the rounds are for (their median)")
+    row = dataclasses.replace(mc, status=verdict, basis=INTERVAL, interval=interval.to_json(), past_threshold=past,
+                              note=_join(mc.note, how, why))
+    return _under_contention(row, base_stall, cur_stall)
 
 
 def _join(*parts: str) -> str:
@@ -427,6 +490,8 @@ def compare_records(
         b_val = base.metrics.get(name, base.timing.get(timing.get(name, "")))
         c_val = cur.metrics.get(name, cur.timing.get(timing.get(name, "")))
         b_rounds, c_rounds = base.rounds.get(name), cur.rounds.get(name)
+        if b_unit == c_unit and unit_factor(b_unit, target) is None:
+            target = b_unit  # both sides spell it alike (tok/s): compared as recorded, not refused
         b_factor = unit_factor(b_unit, target) if b_unit and target else 1.0
         c_factor = unit_factor(c_unit, target) if c_unit and target else 1.0
         notes = []
@@ -444,7 +509,7 @@ def compare_records(
                 NO_DIRECTION if direction == "none" else UNREGISTERED if direction is None else
                 MISSING_CURRENT if c_val is None else MISSING_BASELINE)
             out.append(MetricComparison(name, target, direction, b_val, c_val, None, None, status, source,
-                                        note=why))
+                                        note=why, optional=bool(definition is not None and definition.optional)))
             continue
         mc = compare_metric(name, _convert(b_val, b_factor), _convert(c_val, c_factor), definition, limit,
                             unit=target, source=source)
@@ -453,7 +518,9 @@ def compare_records(
                          and not definition.timing) or (_deterministic_source(source) and not noisy)
         if noisy and _deterministic_source(source):
             notes.append("modeled from measured times, so compared as a measurement")
-        mc = dataclasses.replace(mc, basis=EXACT if deterministic else POINT, note=_join(*notes))
+        mc = dataclasses.replace(mc, basis=EXACT if deterministic else POINT, note=_join(*notes),
+                                 optional=bool(definition is not None and definition.optional))
+        robust = bool(definition is not None and definition.contention_robust)
         scaled = [None if r is None else tuple(x * f for x in r) if f != 1.0 else r
                   for r, f in ((b_rounds, b_factor), (c_rounds, c_factor))]
         if normalized and other_ruler and mc.status in (REGRESSED, WORSE, BETTER, SAME):
@@ -467,7 +534,8 @@ def compare_records(
         else:
             ends = [None if e is None else (e[0] * f, e[1] * f) for e, f in
                     ((base.intervals.get(name), b_factor), (cur.intervals.get(name), c_factor))]
-            out.append(judge_on_rounds(mc, scaled[0], scaled[1], *stalls, intervals=(ends[0], ends[1])))
+            out.append(judge_on_rounds(mc, scaled[0], scaled[1], *stalls, intervals=(ends[0], ends[1]),
+                                       robust=robust))
     return _over_numerators(_corroborated(out, info), info)
 
 

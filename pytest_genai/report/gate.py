@@ -77,6 +77,21 @@ class GateResult:
     strict: bool
     allow_missing: bool = False
     strict_inconclusive: bool = False
+    allow_undecided: bool = False
+
+    @property
+    def undecided(self) -> list[tuple[PairComparison, MetricComparison]]:
+        """Inconclusive rows whose change is past the threshold: neither passed nor failed (exit 3)."""
+        return [(pc, m) for pc, m in self.comparison.metrics_where(INCONCLUSIVE) if m.undecided]
+
+    @property
+    def exit_code(self) -> int:
+        """1 on a failure, else 3 where a row is undecided (unless ``allow_undecided``), else 0."""
+        from .errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED
+
+        if self.failures:
+            return EXIT_REGRESSION
+        return EXIT_UNDECIDED if self.undecided and not self.allow_undecided else EXIT_OK
 
     @property
     def failures(self) -> tuple[Failure, ...]:
@@ -274,6 +289,7 @@ def gate_runs(
     strict: bool = False,
     allow_missing: bool = False,
     strict_inconclusive: bool = False,
+    allow_undecided: bool = False,
 ) -> GateResult:
     """Compare ``current`` with ``baseline`` and decide pass/fail, checking generation claims where they apply."""
     comparison = compare_runs(baseline, current, info, thresholds)
@@ -318,4 +334,5 @@ def gate_runs(
             "that applies; its metrics are gated as for a software change"
         )
     comparison = dataclasses.replace(comparison, pairs=tuple(pairs))
-    return GateResult(comparison, tuple(checks), tuple(notes), strict, allow_missing, strict_inconclusive)
+    return GateResult(comparison, tuple(checks), tuple(notes), strict, allow_missing, strict_inconclusive,
+                      allow_undecided)

@@ -52,7 +52,7 @@ def test_gate_fails_the_slowed_run_with_a_table_naming_the_metrics(two_runs, cap
     # 10x the work: tokens/s drops ~90 %; a 50 % threshold leaves room for a busy machine's noise
     assert gate_main([str(base), str(slow), "--max-regression", "*=50%"]) == EXIT_REGRESSION
     out = capsys.readouterr().out
-    failures = re.sub(r" +", " ", out.split("**FAIL**")[1])  # columns are padded for terminals
+    failures = re.sub(r" +", " ", out.split("**FAIL**:")[1])  # columns are padded for terminals
     assert "| test_tokens[cpu] | cpu | tokens_per_s | dropped" in failures
     assert "| test_tokens[cpu] | cpu | benchmark_median_s | rose" in failures
 

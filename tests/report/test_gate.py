@@ -50,9 +50,13 @@ def test_gate_fails_on_regression_beyond_the_metric_threshold() -> None:
     loose = gate_runs(base, cur, INFO, parse_thresholds("tokens_per_s=5%,perplexity=1%"))
     assert loose.passed
     strict = gate_runs(base, cur, INFO, parse_thresholds("tokens_per_s=3%,perplexity=0.5%"))
-    assert [(f.metric, f.reason.split(" (")[0]) for f in strict.failures] == [
-        ("tokens_per_s", "dropped 4.00%"), ("perplexity", "rose 0.83%")]
-    assert "limit 3%" in strict.failures[0].reason
+    # measured values without rounds, past the threshold but within 2x: undecided (exit 3), never passed
+    assert not strict.failures and strict.exit_code == 3
+    assert [m.metric for _, m in strict.undecided] == ["tokens_per_s", "perplexity"]
+    halved = gate_runs(base, run(bench("a", metrics={"tokens_per_s": 40.0, "perplexity": 12.0})), INFO,
+                       parse_thresholds("tokens_per_s=3%"))
+    assert [(f.metric, f.reason.split(" (")[0]) for f in halved.failures] == [("tokens_per_s", "dropped 60.00%")]
+    assert "limit 3%" in halved.failures[0].reason
 
 
 def test_gate_nonfinite_current_fails_and_nonfinite_baseline_does_not() -> None:

@@ -136,7 +136,7 @@ def test_plain_benchmarks_of_the_same_name_in_two_files_or_classes_are_not_dupli
     base.write_text(json.dumps({"benchmarks": [entry(n, 1.0) for n in names]}))
     cur.write_text(json.dumps({"benchmarks": [entry(n, 1.0) for n in names]}))
     assert gate_main([str(base), str(cur)]) == 0, capsys.readouterr().err
-    cur.write_text(json.dumps({"benchmarks": [entry(n, 2.0 if "test_b" in n else 1.0) for n in names]}))
+    cur.write_text(json.dumps({"benchmarks": [entry(n, 2.5 if "test_b" in n else 1.0) for n in names]}))
     assert gate_main([str(base), str(cur)]) == 1  # test_b's slowdown, paired with test_b only
     assert "test_sort" in capsys.readouterr().out
 

@@ -52,7 +52,8 @@ def test_gate_baseline_latest_skips_the_current_runs_stored_copy(tmp_path: Path)
     slow = run_doc([bench("test_t", metrics={"tokens_per_s": 80.0})])
     store = _stored(tmp_path, base, slow)  # run1.json (slow) is the newest stored run
     out = cli("gate", "--baseline", "latest", "run1.json", "--store", store.name, cwd=tmp_path)
-    assert out.returncode == 1 and "tokens_per_s" in out.stdout, out.stdout + out.stderr
+    # against itself it would pass (exit 0); a 20% drop of a value without rounds is undecided (exit 3)
+    assert out.returncode == 3 and "tokens_per_s" in out.stdout, out.stdout + out.stderr
     alone = tmp_path / "alone"
     alone.mkdir()
     only = _stored(alone, slow)

@@ -52,12 +52,12 @@ def test_an_unknown_run_word_is_one_line(tmp_path: Path) -> None:
 
 def test_two_run_compare_and_gate_in_csv_and_json(tmp_path: Path) -> None:
     base = run_doc([bench("test_t", metrics={"tokens_per_s": 100.0, "perplexity": 10.0})])
-    slow = run_doc([bench("test_t", metrics={"tokens_per_s": 80.0, "perplexity": 10.0})])
+    slow = run_doc([bench("test_t", metrics={"tokens_per_s": 40.0, "perplexity": 10.0})])
     (tmp_path / "base.json").write_text(json.dumps(base))
     (tmp_path / "slow.json").write_text(json.dumps(slow))
     out = cli("compare", "base.json", "slow.json", "--format", "csv", cwd=tmp_path)
     rows = list(csv.DictReader(io.StringIO(out.stdout)))
-    assert [(r["metric"], r["status"], r["ratio"]) for r in rows] == [("tokens_per_s", "regressed", "0.8")]
+    assert [(r["metric"], r["status"], r["ratio"]) for r in rows] == [("tokens_per_s", "regressed", "0.4")]
     every = list(csv.DictReader(io.StringIO(cli("compare", "base.json", "slow.json", "--format", "csv", "--all",
                                                 cwd=tmp_path).stdout)))
     assert {r["metric"] for r in every} == {"tokens_per_s", "perplexity"}
@@ -65,7 +65,7 @@ def test_two_run_compare_and_gate_in_csv_and_json(tmp_path: Path) -> None:
     assert gate.returncode == 1
     doc = json.loads(gate.stdout)
     assert doc["verdict"] == "fail" and doc["exit_code"] == 1 and doc["failures"][0]["metric"] == "tokens_per_s"
-    assert doc["rows"][0]["change"] == -0.2
+    assert doc["rows"][0]["change"] == -0.6
 
 
 def test_loading_the_plugin_and_the_store_package_imports_no_sqlalchemy() -> None:

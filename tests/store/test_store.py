@@ -253,13 +253,14 @@ def test_gate_takes_its_baseline_from_the_store(store_url: str, tmp_path: Path) 
     same = tmp_path / "a100-now.json"
     same.write_text(json.dumps(generation_doc("a100", "2026-05-01T00:00:00", 255.0)))
     slow = tmp_path / "a100-slow.json"
-    slow.write_text(json.dumps(generation_doc("a100", "2026-05-01T00:00:00", 200.0)))
+    slow.write_text(json.dumps(generation_doc("a100", "2026-05-01T00:00:00", 100.0)))
     ok = cli("gate", "--baseline", "generation=a100 latest", str(same), "--store", store_url, "--no-claims")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "store run 3 (generation=a100 latest)" in ok.stdout and "**PASS**" in ok.stdout
     best = cli("gate", "--baseline", "generation=a100 best", str(same), "--store", store_url, "--no-claims",
                "--max-regression", "tokens_per_s=1%")
-    assert best.returncode == 1 and "tokens_per_s" in best.stdout  # 255 vs the best 260: past 1%
+    # 255 vs the best 260: past 1%, but one value a side within 2x: undecided (exit 3), never passed
+    assert best.returncode == 3 and "tokens_per_s" in best.stdout
     bad = cli("gate", "--baseline", "generation=a100 latest", str(slow), "--store", store_url, "--no-claims",
               "--format", "json")
     assert bad.returncode == 1

@@ -1,0 +1,220 @@
+"""The gate's one decision rule for a metric with rounds on both sides: Welch's t on the log rounds.
+
+Pure functions, no numpy or scipy (the plugin and the CLI import without them; tests cross-check against scipy).
+
+For a metric whose rounds both runs kept (``n >= 2`` a side, every round positive), let ``w`` be the worsening on
+the log scale: ``mean(log current) - mean(log baseline)`` for a lower-is-better metric, its negative for a
+higher-is-better one, so ``w > 0`` is worse. Its standard error and degrees of freedom are Welch's
+(Welch-Satterthwaite), and ``q`` is Student's t quantile at ``1 - ALPHA``. The threshold ``t`` becomes the margin
+``M`` on the same scale (``log(1 + t)`` for a rise, ``-log(1 - t)`` for a drop), and the row reads
+
+* ``regressed``: worse with one-sided significance ``ALPHA`` (``w - q SE > 0``) *and* the estimate past the margin
+  (``w > M``);
+* ``improved``: the same the other way;
+* ``unchanged``: the one-sided upper bound is within the margin (``w + q SE <= M``): a worsening past the threshold
+  is ruled out;
+* ``inconclusive`` otherwise; it is ``undecided`` (:attr:`Decision.undecided`) where the estimate is past the margin.
+
+At no true change a row is called regressed at most ``ALPHA`` of the time, whatever the rounds' spread; the
+simulation (``scripts/gate_simulation.py``) measures the false alarms and the power over rounds and spreads.
+
+Rounds that hold zero or a negative value (a share of time that is 0 in most rounds, a count) have no log: they are
+judged with the same test on the raw values, the margin being the threshold times the larger side's mean magnitude.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Sequence
+
+ALPHA = 0.01
+"""One-sided significance of a decided regression (and improvement): the false-alarm rate at no true change."""
+
+REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = "regressed", "improved", "unchanged", "inconclusive"
+
+LOG, RAW = "log", "raw"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The verdict on one metric's two sets of rounds, and what it rests on."""
+
+    verdict: str
+    ratio: float
+    """The estimate of current / baseline (geometric means' ratio; on the raw scale, the means' ratio, or nan)."""
+    lo: float
+    hi: float
+    """The ``1 - 2 ALPHA`` two-sided interval of the ratio (raw scale: of the current - baseline difference)."""
+    level: float
+    df: float
+    p_worse: float
+    """One-sided p-value of 'no worsening' (small: worse)."""
+    past_margin: bool
+    """The estimate is worse than the threshold."""
+    scale: str = LOG
+    n: int = 0
+
+    @property
+    def undecided(self) -> bool:
+        return self.verdict == INCONCLUSIVE and self.past_margin
+
+    @property
+    def method(self) -> str:
+        what = "log rounds" if self.scale == LOG else "raw rounds (a round is zero or negative, so no log)"
+        return f"Welch t on {what}, df {self.df:.3g}, one-sided alpha {ALPHA:g}"
+
+    def to_json(self) -> dict[str, float | int | str]:
+        return {"lo": self.lo, "hi": self.hi, "level": self.level, "n": self.n, "method": self.method,
+                "df": self.df, "p_worse": self.p_worse, "scale": self.scale}
+
+
+# --- Student's t -------------------------------------------------------------------------------------------------
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularized incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 400):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 3e-14:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function ``I_x(a, b)``."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_sf(t: float, df: float) -> float:
+    """``P(T > t)`` for Student's t with ``df`` (real, > 0) degrees of freedom."""
+    if df <= 0 or math.isnan(t) or math.isnan(df):
+        raise ValueError(f"t_sf needs df > 0 and a number, got t={t}, df={df}")
+    if math.isinf(t):
+        return 0.0 if t > 0 else 1.0
+    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+    return tail if t > 0 else 1.0 - tail
+
+
+@functools.lru_cache(maxsize=4096)
+def t_ppf(p: float, df: float) -> float:
+    """The ``p`` quantile (``0.5 < p < 1``) of Student's t with ``df`` degrees of freedom, by bisection on
+    :func:`t_sf`."""
+    if not 0.5 < p < 1 or df <= 0:
+        raise ValueError(f"t_ppf needs 0.5 < p < 1 and df > 0, got p={p}, df={df}")
+    lo, hi = 0.0, 1.0
+    while t_sf(hi, df) > 1 - p:
+        lo, hi = hi, hi * 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if t_sf(mid, df) > 1 - p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12 * max(1.0, hi):
+            break
+    return (lo + hi) / 2
+
+
+# --- the rule ----------------------------------------------------------------------------------------------------
+
+
+def margin(threshold: float, direction: str) -> float:
+    """The threshold as a margin on the log scale: a rise of ``threshold`` for a lower-is-better metric, a drop of it
+    for a higher-is-better one (which must be under 100%: nothing drops by more)."""
+    if direction == "lower":
+        return math.log1p(threshold)
+    if direction == "higher":
+        if not 0 <= threshold < 1:
+            raise ValueError(f"a drop of {threshold:.0%} is not possible for a higher-is-better metric; "
+                             "give a threshold under 100%")
+        return -math.log1p(-threshold)
+    raise ValueError(f"direction {direction!r} has no better side; only 'higher' or 'lower' is gated")
+
+
+def _welch(xs_c: Sequence[float], xs_b: Sequence[float]) -> tuple[float, float, float]:
+    """(mean difference current - baseline, its standard error, Welch-Satterthwaite df)."""
+    nc, nb = len(xs_c), len(xs_b)
+    vc, vb = statistics.variance(xs_c) / nc, statistics.variance(xs_b) / nb
+    se2 = vc + vb
+    diff = statistics.fmean(xs_c) - statistics.fmean(xs_b)
+    if se2 <= 0:
+        return diff, 0.0, float(nc + nb - 2)
+    df = se2 * se2 / ((vc * vc / (nc - 1) if vc else 0.0) + (vb * vb / (nb - 1) if vb else 0.0))
+    return diff, math.sqrt(se2), max(df, float(min(nc, nb) - 1))
+
+
+def decide(baseline: Sequence[float], current: Sequence[float], direction: str, threshold: float,
+           alpha: float = ALPHA, interval: bool = True) -> Decision:
+    """The verdict on ``current``'s rounds against ``baseline``'s for a metric with ``direction`` (``higher`` or
+    ``lower`` is better) and an allowed worsening ``threshold`` (a fraction). Needs two finite rounds a side.
+    ``interval=False`` leaves the ratio's interval out (nan ends): the verdict does not need it, a simulation is
+    faster without it."""
+    b, c = [float(x) for x in baseline], [float(x) for x in current]
+    if len(b) < 2 or len(c) < 2:
+        raise ValueError(f"decide needs two rounds a side, got {len(b)} and {len(c)}")
+    if not all(math.isfinite(x) for x in b + c):
+        raise ValueError("decide needs finite rounds")
+    sign = 1.0 if direction == "lower" else -1.0
+    m = margin(threshold, direction)
+    positive = min(b) > 0 and min(c) > 0
+    if positive:
+        diff, se, df = _welch([math.log(x) for x in c], [math.log(x) for x in b])
+        w, scale, ratio = sign * diff, LOG, math.exp(diff)
+    else:
+        diff, se, df = _welch(c, b)
+        size = max(abs(statistics.fmean(b)), abs(statistics.fmean(c)))
+        # the margin in raw units; zero-sized sides give a zero margin, so only a significant change can move them
+        m = threshold * size
+        w, scale = sign * diff, RAW
+        mean_b = statistics.fmean(b)
+        ratio = statistics.fmean(c) / mean_b if mean_b else math.nan
+    if se == 0:
+        p_worse = 0.0 if w > 0 else 1.0 if w < 0 else 0.5
+        p_better = 0.0 if w < 0 else 1.0 if w > 0 else 0.5
+        p_within = 0.0 if w <= m else 1.0
+    else:
+        p_worse, p_better = t_sf(w / se, df), t_sf(-w / se, df)
+        p_within = t_sf((m - w) / se, df)  # <= alpha: the one-sided upper bound w + q SE is within the margin
+    tol = m * 1e-9 + 1e-12
+    past = w > m + tol
+    if p_worse < alpha and past:
+        verdict = REGRESSED
+    elif p_better < alpha and -w > m + tol:
+        verdict = IMPROVED
+    elif p_within <= alpha:
+        verdict = UNCHANGED
+    else:
+        verdict = INCONCLUSIVE
+    lo = hi = math.nan
+    if interval:
+        q = t_ppf(1 - alpha, df)
+        lo_d, hi_d = diff - q * se, diff + q * se
+        lo, hi = (math.exp(lo_d), math.exp(hi_d)) if scale == LOG else (lo_d, hi_d)
+    return Decision(verdict, ratio, lo, hi, 1 - 2 * alpha, df, p_worse, past, scale, min(len(b), len(c)))
