@@ -19,6 +19,19 @@ def _key(rec: Record) -> tuple[Any, ...]:
     return rec.key, None if rec.device is None else (rec.device.kind, rec.device.generation)
 
 
+def _factor(unit: str, target: str, name: str, rec: Record, label: str) -> float:
+    """The factor from ``unit`` to ``target``; runs in units with no known conversion are refused."""
+    from .errors import ReportInputError
+    from .registry import unit_factor
+
+    factor = unit_factor(unit, target) if unit and target else 1.0
+    if factor is None:
+        raise ReportInputError(f"{label}: benchmark {rec.label}, metric {name}: the runs record it in {unit!r} and "
+                               f"{target!r}, with no known conversion; take runs recorded in one unit (a query filter) "
+                               "or record both in one unit")
+    return factor
+
+
 def combine_runs(runs: Sequence[Run], label: str) -> Run:
     """One baseline :class:`Run` from ``runs`` (newest first), labelled ``label``."""
     if not runs:
@@ -39,21 +52,25 @@ def combine_runs(runs: Sequence[Run], label: str) -> Run:
         names = list(dict.fromkeys(m for r in recs for m in r.metrics))
         metrics: dict[str, float] = {}
         run_rounds: dict[str, tuple[tuple[float, ...], ...]] = {}
+        units_of: dict[str, str] = {}
         for name in names:
             finite = [r for r in recs if name in r.metrics and r.metrics[name] == r.metrics[name]
                       and abs(r.metrics[name]) != float("inf")]
             if not finite:
                 metrics[name] = next(r.metrics[name] for r in recs if name in r.metrics)
                 continue
-            unit = finite[0].units.get(name, "")
-            finite = [r for r in finite if r.units.get(name, "") == unit]  # a run in another unit is not averaged in
-            metrics[name] = statistics.median(r.metrics[name] for r in finite)
+            # every run's value in the newest run's unit (it is the unit the baseline row is labelled with)
+            unit = (newest.units.get(name) if name in newest.metrics else None) or finite[0].units.get(name, "")
+            factors = [_factor(r.units.get(name, "") or unit, unit, name, r, label) for r in finite]
+            metrics[name] = statistics.median(r.metrics[name] * f for r, f in zip(finite, factors))
             if len(finite) >= 2:
-                run_rounds[name] = tuple(r.rounds.get(name) or (float(r.metrics[name]),) for r in finite)
+                run_rounds[name] = tuple(tuple(x * f for x in r.rounds.get(name) or (float(r.metrics[name]),))
+                                         for r, f in zip(finite, factors))
+            units_of[name] = unit
         records.append(dataclasses.replace(
             newest, metrics=metrics, run_rounds=run_rounds,
             sources={k: v for r in reversed(recs) for k, v in r.sources.items()},
-            units={k: v for r in reversed(recs) for k, v in r.units.items()}))
+            units={**{k: v for r in reversed(recs) for k, v in r.units.items()}, **units_of}))
     first = runs[0]
     warnings = tuple(w for run in runs for w in run.warnings)
     return Run(label, tuple(records), first.devices, warnings, first.datetime, first.absent, first.stack)

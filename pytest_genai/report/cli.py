@@ -137,8 +137,11 @@ def _load_runs(args: argparse.Namespace, info: Mapping[str, MetricInfo] | None =
         exclude = file_content_hash(refs[1])
     runs = [_load_ref(ref, role, args.store, info, exclude if i == 0 else None)
             for i, (ref, role) in enumerate(zip(refs, roles))]
+    from .validate import check_consistent
+
     for run in runs:
         check_unique(run)
+        check_consistent(run, info if info is not None else _metric_info())
     warn([w for run in runs for w in run.warnings])
     return runs
 
@@ -166,6 +169,15 @@ def _known_experiments(runs: Sequence[Run]) -> set[str]:
 def _check_threshold_names(thresholds: Thresholds, info: Mapping[str, MetricInfo], runs: Sequence[Run]) -> None:
     metrics = set(info) | {m for run in runs for r in run.records for m in r.metrics}
     thresholds.check_known(metrics, _known_experiments(runs), option="--max-regression")
+    # nothing drops by 100% or more: such a threshold would let a higher-is-better metric never regress
+    recorded = {m for run in runs for r in run.records for m in r.metrics}
+    higher = sorted(m for m in recorded if getattr(info.get(m), "direction", None) == "higher")
+    for metric in higher:
+        for experiment in sorted(_known_experiments(runs)) or [None]:
+            limit = thresholds.for_metric(metric, experiment, getattr(info.get(metric), "max_regression", None))
+            if limit >= 1:
+                raise ThresholdError(f"--max-regression: {limit:.0%} for {metric!r} (higher is better) can never be "
+                                     "reached, since nothing drops by 100% or more; give a threshold under 100%")
 
 
 def _check_metric_names(names: Sequence[str], info: Mapping[str, MetricInfo], runs: Sequence[Run]) -> None:

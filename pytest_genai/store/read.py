@@ -28,16 +28,19 @@ SELECTORS = ("latest", "best")
 LAST = "last:"
 """``last:N``: the N newest matching runs, one baseline whose spread between runs widens the gate's intervals."""
 PREFIX = "store:"
+MIXED = "mixed"
 
 
 @dataclass(frozen=True)
 class StoreQuery:
     filters: tuple[tuple[str, str], ...]
     selector: str = "latest"
+    mixed: bool = False
+    """``last:N mixed``: the runs may come from different device models (otherwise refused)."""
 
     @property
     def text(self) -> str:
-        return " ".join([f"{k}={v}" for k, v in self.filters] + [self.selector])
+        return " ".join([f"{k}={v}" for k, v in self.filters] + [self.selector] + ([MIXED] if self.mixed else []))
 
     def value(self, key: str) -> str | None:
         return next((v for k, v in self.filters if k == key), None)
@@ -50,6 +53,7 @@ def parse_query(text: str) -> StoreQuery:
         body = body[len(PREFIX):]
     filters: list[tuple[str, str]] = []
     selectors: list[str] = []
+    mixed = False
     for word in body.split():
         key, eq, value = word.partition("=")
         if eq:
@@ -60,9 +64,11 @@ def parse_query(text: str) -> StoreQuery:
             filters.append((key, value))
         elif word.lower() in SELECTORS:
             selectors.append(word.lower())
+        elif word.lower() == MIXED:
+            mixed = True
         elif word.lower().startswith(LAST):
             count = word[len(LAST):]
-            if not count.isdigit() or int(count) < 1:
+            if not (count.isascii() and count.isdigit()) or int(count) < 1:
                 raise StoreError(f"store query {text!r}: {word!r} asks for no run; give last:N with N >= 1 runs "
                                  "(five or more let a timing row be decided against their spread), e.g. last:5")
             selectors.append(f"{LAST}{int(count)}")
@@ -71,7 +77,10 @@ def parse_query(text: str) -> StoreQuery:
                              f"{', '.join(SELECTORS)}, last:N")
     if len(selectors) > 1:
         raise StoreError(f"store query {text!r}: give one of {', '.join(SELECTORS)} or last:N, not several")
-    return StoreQuery(tuple(filters), selectors[0] if selectors else "latest")
+    selector = selectors[0] if selectors else "latest"
+    if mixed and not selector.startswith(LAST):
+        raise StoreError(f"store query {text!r}: 'mixed' is for a baseline of several runs (last:N mixed)")
+    return StoreQuery(tuple(filters), selector, mixed)
 
 
 def looks_like_query(text: str) -> bool:
@@ -81,7 +90,7 @@ def looks_like_query(text: str) -> bool:
         return False
     if text.strip().startswith(PREFIX):
         return True
-    return all("=" in w or w.lower() in SELECTORS or w.lower().startswith(LAST) for w in words)
+    return all("=" in w or w.lower() in SELECTORS + (MIXED,) or w.lower().startswith(LAST) for w in words)
 
 
 def _benchmark_where(store: Store, query: StoreQuery) -> list[Any]:
@@ -96,7 +105,7 @@ def _run_where(store: Store, query: StoreQuery) -> list[Any]:
     out = []
     for key, value in query.filters:
         if key == "run":
-            if not value.isdigit():
+            if not (value.isascii() and value.isdigit()):
                 raise StoreError(f"store query {query.text!r}: run={value} is not a run id (an integer; "
                                  "`pytest-genai store list` shows them)")
             out.append(r.c.id == int(value))
@@ -137,8 +146,27 @@ def matching_runs(store: Store, query: StoreQuery) -> list[int]:
     return [row.id for row in rows]
 
 
-def _loads(text: str | None) -> Any:
-    return json.loads(text) if text else {}
+def _loads(text: str | None, where: str = "", kind: type | None = None) -> Any:
+    """A stored JSON field (``{}`` where empty); a field that is not valid JSON, or not of ``kind``, is a one-line
+    :class:`StoreError` naming ``where`` (store, run, benchmark, field)."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"{where}: not valid JSON ({exc}); the store row is corrupt: remove the run "
+                         "(`pytest-genai store rm`) and add its file again") from None
+    if kind is not None and not isinstance(value, kind):
+        raise StoreError(f"{where}: holds a JSON {type(value).__name__}, expected a {kind.__name__}; the store row "
+                         "is corrupt: remove the run and add its file again")
+    return value
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise StoreError(f"{where}: {value!r} is not a number; the store row is corrupt: remove the run and add its "
+                         "file again")
+    return float(value)
 
 
 def stored_run(store: Store, run_id: int, query: StoreQuery | None = None) -> Run:
@@ -167,11 +195,14 @@ def stored_run(store: Store, run_id: int, query: StoreQuery | None = None) -> Ru
         devices = conn.execute(select(rd.c.spec_json, d.c.kind, d.c.generation, d.c.name)
                                .select_from(rd.join(d, d.c.id == rd.c.device_id))
                                .where(rd.c.run_id == run_id).order_by(rd.c.position)).all()
-        records = tuple(_record(row, metrics.get(row.id, []), claims.get(row.id, [])) for row in benches)
+        at = f"store {store.shown}, run {run_id}"
+        records = tuple(_record(row, metrics.get(row.id, []), claims.get(row.id, []), at) for row in benches)
         device_json = tuple({"kind": x.kind, "generation": x.generation, "name": x.name,
-                             **({"spec": _loads(x.spec_json)} if x.spec_json else {})} for x in devices)
+                             **({"spec": _loads(x.spec_json, f"{at}: device spec", dict)} if x.spec_json else {})}
+                            for x in devices)
         label = f"store run {run_id}" + (f" ({query.text})" if query and query.filters else "")
-        return Run(label, records, device_json, (), run.run_time, _loads(run.absent_json), _loads(run.stack_json))
+        return Run(label, records, device_json, (), run.run_time, _loads(run.absent_json, f"{at}: absent", dict),
+                   _loads(run.stack_json, f"{at}: stack", dict))
 
     return store.read(read)
 
@@ -184,6 +215,8 @@ def last_runs(store: Store, ids: Sequence[int], count: int, query: StoreQuery) -
 
     chosen = list(ids[:count])
     runs = [stored_run(store, i, query) for i in chosen]
+    if not query.mixed:
+        _one_device_model(runs, query)
     label = f"store runs {', '.join(map(str, chosen))} ({query.text}: {len(chosen)} run(s), newest first)"
     combined = combine_runs(runs, label)
     if len(chosen) < count:
@@ -195,21 +228,62 @@ def last_runs(store: Store, ids: Sequence[int], count: int, query: StoreQuery) -
     return combined
 
 
+def _one_device_model(runs: Sequence[Run], query: StoreQuery) -> None:
+    """Refuse a baseline of several runs whose benchmarks ran on different device models (an AMD and an Intel CPU
+    under ``generation=cpu``): their spread is the hardware's, and it would widen every interval."""
+    seen: dict[tuple[Any, ...], dict[str, str]] = {}
+    for run in runs:
+        for rec in run.records:
+            if rec.device is None:
+                continue
+            names = seen.setdefault((rec.key, rec.device.kind, rec.device.generation), {})
+            names.setdefault(rec.device.name or "?", run.source)
+            if len(names) > 1:
+                both = "; ".join(f"{name} ({where})" for name, where in names.items())
+                raise StoreError(f"store query {query.text!r}: benchmark {rec.label} ran on different device models "
+                                 f"in these runs ({both}); add device=NAME to the query to take one model, or the "
+                                 "word 'mixed' to accept the spread between models")
+
+
 def _claim(row: Any) -> dict[str, Any]:
     return {"id": row.claim_id, "metric": row.metric, "measured": row.measured, "min": row.bound_min,
             "max": row.bound_max, "paper": row.paper, "verdict": row.verdict, "message": row.message,
-            "basis": row.basis, "interval": _loads(row.interval_json) or None}
+            "basis": row.basis,
+            "interval": _loads(row.interval_json, f"store claim {row.claim_id}: interval", dict) or None}
 
 
-def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Mapping[str, Any]]) -> Record:
+def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Mapping[str, Any]], at: str = "store") -> Record:
+    """One stored benchmark as a :class:`Record`, as its file would load: values, units, rounds and intervals.
+    A corrupt row (invalid JSON, a field of the wrong type, a NULL value) is a one-line :class:`StoreError`."""
     device = None if row.kind is None else DeviceRef(row.kind, row.generation, row.device_name or "")
+    where = f"{at}, benchmark {row.name}"
+    values, rounds, intervals = {}, {}, {}
+    for x in metrics:
+        field = f"{where}, metric {x.name}"
+        if x.value is None and not x.nonfinite:
+            raise StoreError(f"{field}: the stored value is NULL; the store row is corrupt: remove the run and add "
+                             "its file again")
+        if x.nonfinite and x.nonfinite not in ("nan", "inf", "-inf"):
+            raise StoreError(f"{field}: non-finite marker {x.nonfinite!r} is not nan, inf or -inf; the store row "
+                             "is corrupt")
+        values[x.name] = number_from(_number(x.value, field) if x.value is not None else None, x.nonfinite)
+        these = _loads(x.rounds_json, f"{field}: rounds", list) or []
+        these = tuple(_number(v, f"{field}: a round") for v in these)
+        if len(these) >= 2:
+            rounds[x.name] = these
+        interval = _loads(x.interval_json, f"{field}: interval", dict)
+        ends = [interval.get("lo"), interval.get("hi")] if interval else []
+        if ends and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in ends) \
+                and ends[0] <= ends[1]:
+            intervals[x.name] = (float(ends[0]), float(ends[1]))
     return Record(
         name=row.name, fullname=row.fullname or row.name, experiment=row.experiment, device=device, model=row.model,
-        config=_loads(row.config_json), metrics={x.name: number_from(x.value, x.nonfinite) for x in metrics},
+        config=_loads(row.config_json, f"{where}: config", dict), metrics=values,
         sources={x.name: x.source for x in metrics if x.source}, units={x.name: x.unit for x in metrics if x.unit},
-        claims=tuple(claims), labels=_loads(row.labels_json), attachments=_loads(row.attachments_json),
-        param=row.param, environment=_loads(row.environment_json), timing=_loads(row.timing_json),
-        rounds={x.name: tuple(r) for x in metrics if len(r := _loads(x.rounds_json) or []) >= 2})
+        claims=tuple(claims), labels=_loads(row.labels_json, f"{where}: labels", dict),
+        attachments=_loads(row.attachments_json, f"{where}: attachments", dict), param=row.param,
+        environment=_loads(row.environment_json, f"{where}: environment", dict),
+        timing=_loads(row.timing_json, f"{where}: timing", dict), rounds=rounds, intervals=intervals)
 
 
 def best_run(runs: Sequence[Run], info: Mapping[str, Any], label: str) -> Run:

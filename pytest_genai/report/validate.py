@@ -1,0 +1,52 @@
+"""What the gate refuses to judge: a run whose numbers contradict themselves (exit 2, one line naming the file,
+benchmark and metric), so that a corrupt or hand-edited file never reads as a regression or a pass."""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from .errors import ReportInputError
+from .registry import UNIT_SCALES
+from .runs import Run
+
+_TOL = 1e-9
+
+
+def _is_time(unit: str) -> bool:
+    scale = UNIT_SCALES.get(unit.strip()) if unit else None
+    return bool(scale and scale[0] == "time")
+
+
+def _inside(value: float, lo: float, hi: float) -> bool:
+    slack = _TOL * max(abs(lo), abs(hi), 1e-300)
+    return lo - slack <= value <= hi + slack
+
+
+def check_consistent(run: Run, info: Mapping[str, Any]) -> None:
+    """Raise :class:`ReportInputError` at the first metric of ``run`` that cannot be a measurement: a time that is
+    zero, negative or not finite (in its value or a round); a value outside the range of its own rounds (every
+    statistic of the rounds lies inside it); a value outside its own recorded interval."""
+    for rec in run.records:
+        for name, value in rec.metrics.items():
+            where = f"{run.source}: benchmark {rec.label}, metric {name}"
+            definition = info.get(name)
+            unit = rec.units.get(name) or (getattr(definition, "unit", "") or "")
+            rounds = rec.rounds.get(name)
+            if _is_time(unit):
+                if value is None or not math.isfinite(value) or value <= 0:
+                    raise ReportInputError(f"{where}: a time of {value} {unit} is not a measurement; record a "
+                                           "positive, finite time (or leave the metric out)")
+                if rounds and min(rounds) <= 0:
+                    raise ReportInputError(f"{where}: a round of {min(rounds):g} {unit} is not a measured time; "
+                                           "record every round's positive time")
+            if value is None or not math.isfinite(value):
+                continue  # a nan/inf value is the run's own result: the gate reads it as 'not finite'
+            if rounds and not _inside(value, min(rounds), max(rounds)):
+                raise ReportInputError(f"{where}: the value {value:g} lies outside its own rounds "
+                                       f"[{min(rounds):g}, {max(rounds):g}]; record the statistic of the rounds "
+                                       "(their median) as the value, or the rounds of that value")
+            ends = rec.intervals.get(name)
+            if ends and not _inside(value, ends[0], ends[1]):
+                raise ReportInputError(f"{where}: the value {value:g} lies outside its own interval "
+                                       f"[{ends[0]:g}, {ends[1]:g}] (metric_intervals); record the interval of that "
+                                       "value")
