@@ -66,12 +66,22 @@ def _spin(seconds: float) -> None:
         pass
 
 
+def _spin_cpu(seconds: float) -> None:
+    """Busy work until this thread has spent ``seconds`` of its own CPU time: extra work that a load beside it
+    cannot shorten or lengthen."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
 def measure_side(step: Any, rounds: int, slowdown: float, loaded: bool, policy: Any = None,
-                 decided: Any = None, reference: Any = None) -> tuple[list[float], dict | None, float, Any, list[float]]:
+                 decided: Any = None, reference: Any = None, cpu_clock: bool = False
+                 ) -> tuple[list[float], dict | None, float, Any, list[float]]:
     """``rounds`` rounds of the step's median time (s) (more under an ``auto`` ``policy`` while ``decided(rounds)``
     is false: :func:`pytest_genai.runtime.rounds.run_rounds`, as ``--genai-rounds auto`` takes them), the pressure
     reading over them, the wall seconds, the loop's outcome, and with a ``reference`` kernel each round's median step
-    over the reference's median (the two timed back to back, step by step)."""
+    over the reference's median (the two timed back to back, step by step); without one, each round's median CPU
+    seconds of the stepping thread (``cpu_clock``: the slowdown is then that share of the step's own CPU time)."""
     from pytest_genai.runtime.reference import step_over_reference
     from pytest_genai.runtime.pressure import Window
     from pytest_genai.runtime.rounds import run_rounds
@@ -84,6 +94,7 @@ def measure_side(step: Any, rounds: int, slowdown: float, loaded: bool, policy: 
         start = time.perf_counter()
         out: list[float] = []
         ratios: list[float] = []
+        cpu: list[float] = []
 
         def slowed() -> None:
             t0 = time.perf_counter()
@@ -98,26 +109,30 @@ def measure_side(step: Any, rounds: int, slowdown: float, loaded: bool, policy: 
                 out.append(step_s)
                 ratios.append(ratio)
                 return
-            times = []
+            times, cpu_times = [], []
             for _ in range(STEPS_PER_ROUND):
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.thread_time()
                 step()
                 took = time.perf_counter() - t0
-                if slowdown:
+                if slowdown and cpu_clock:
+                    _spin_cpu((time.thread_time() - c0) * slowdown)  # more work, as a slower step's code does
+                elif slowdown:
                     _spin(took * slowdown)
                 times.append(time.perf_counter() - t0)
+                cpu_times.append(time.thread_time() - c0)
             out.append(statistics.median(times))
+            cpu.append(statistics.median(cpu_times))
 
         outcome = run_rounds(one, rounds, policy, None if decided is None else (lambda: decided(out, ratios)))
         wall = time.perf_counter() - start
         reading = window.reading()
     finally:
         _stop(procs)
-    return out, reading, wall, outcome, ratios
+    return out, reading, wall, outcome, ratios if reference is not None else cpu
 
 
-def run_doc(rounds: list[float], reading: dict | None, label: str, ratios: list[float] | None = None
-            ) -> dict[str, Any]:
+def run_doc(rounds: list[float], reading: dict | None, label: str, ratios: list[float] | None = None,
+            cpu: list[float] | None = None) -> dict[str, Any]:
     """A run file as ``--benchmark-json`` writes it for one genai benchmark (the contract the gate reads); with
     ``ratios``, its ``step_time_per_reference`` rounds and the reference kernel's label too."""
     from pytest_genai.runtime.reference import REFERENCE_ID
@@ -130,6 +145,10 @@ def run_doc(rounds: list[float], reading: dict | None, label: str, ratios: list[
         units["step_time_per_reference"] = "1"
         per_round["step_time_per_reference"] = ratios
         labels["reference_kernel"] = REFERENCE_ID
+    if cpu:
+        metrics["step_cpu_s"] = statistics.median(cpu)
+        units["step_cpu_s"] = "s"
+        per_round["step_cpu_s"] = cpu
     genai = {"schema": "pytest-genai/1", "experiment": "dabench", "device": {"kind": "cpu", "generation": "cpu"},
              "model": "decoder-stack", "config": {"id": "L2-h64-a1-s128-b1-fp32-forward"},
              "metrics": metrics, "metric_sources": {m: "measured" for m in metrics},
@@ -180,9 +199,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds-mode", default="fixed", choices=("fixed", "auto"),
                         help="auto: the current side adds rounds while its gate row against the baseline reads "
                              "inconclusive (as --genai-rounds auto with --genai-baseline)")
-    parser.add_argument("--statistic", default="median", choices=("median", "reference"),
+    parser.add_argument("--load", default="alternate", choices=("alternate", "both"),
+                        help="both: every loaded pair has a CPU burner per core beside both sides")
+    parser.add_argument("--statistic", default="median", choices=("median", "reference", "cputime"),
                         help="reference: also time the reference kernel beside each step and gate "
-                             "step_time_per_reference with step_time_s (as the Level 1 CPU benchmark records them)")
+                             "step_time_per_reference with step_time_s (as the Level 1 CPU benchmark records them); "
+                             "cputime: gate step_cpu_s, each step's CPU seconds on its thread's clock, beside "
+                             "step_time_s, the slowdown added as CPU work (whether a thread's CPU clock is robust "
+                             "to a load beside it)")
     parser.add_argument("--time-budget", type=float, default=10.0, help="seconds of extra rounds per side (auto)")
     parser.add_argument("--json", default=None, help="also write every case here")
     parser.add_argument("--table", default=None, metavar="JSON",
@@ -227,24 +251,31 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(20):
             reference()
         names.insert(0, "step_time_per_reference")  # the row a case reads as, where no row fails the gate
+    if args.statistic == "cputime":
+        names.insert(0, "step_cpu_s")
     thresholds = parse_thresholds(",".join(f"{n}={THRESHOLD * 100:g}%" for n in names))
     cases = []
     for slowdown in [float(x) for x in args.slowdowns.split(",")]:
         for i in range(args.pairs):
             loaded = i % 2 == 1
             load_side = ("current" if (i // 2) % 2 == 0 else "baseline") if loaded else None
+            if loaded and args.load == "both":
+                load_side = "both"
             # the baseline run takes rounds until a later gate at the threshold could decide (--genai-rounds auto
             # without a baseline of its own)
-            base = measure_side(step, args.rounds, 0.0, load_side == "baseline", policy,
-                                lambda rounds, ratios: precise_for_gate(ratios or rounds, THRESHOLD), reference)
+            cpu_clock = args.statistic == "cputime"
+            base = measure_side(step, args.rounds, 0.0, load_side in ("baseline", "both"), policy,
+                                lambda rounds, ratios: precise_for_gate(ratios or rounds, THRESHOLD), reference,
+                                cpu_clock)
 
             def row(cur_rounds: list[float], cur_ratios: list[float], base_reading: dict | None,
                     cur_reading: dict | None) -> tuple[Any, dict[str, Any]]:
                 """The case's row (the first of ``names``; a failing row of the benchmark wins) and every row's
                 verdict."""
-                result = gate_runs(run_from_json(run_doc(base[0], base_reading, "base", base[4]), "base"),
-                                   run_from_json(run_doc(cur_rounds, cur_reading, "cur", cur_ratios), "cur"), info,
-                                   thresholds)
+                extra = "cpu" if cpu_clock else "ratios"
+                result = gate_runs(run_from_json(run_doc(base[0], base_reading, "base", **{extra: base[4]}), "base"),
+                                   run_from_json(run_doc(cur_rounds, cur_reading, "cur", **{extra: cur_ratios}),
+                                                 "cur"), info, thresholds)
                 rows = {m.metric: m for m in result.comparison.pairs[0].metrics if m.metric in names}
                 failing = [rows[n] for n in names if fails(rows[n])]
                 return (failing or [rows[names[0]]])[0], {n: rows[n].verdict for n in names}
@@ -253,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
                 # contention left out: more rounds cannot undo it
                 return row(cur_rounds, cur_ratios, None, None)[0].status != "inconclusive"
 
-            cur = measure_side(step, args.rounds, slowdown, load_side == "current", policy, decided, reference)
+            cur = measure_side(step, args.rounds, slowdown, load_side in ("current", "both"), policy, decided,
+                               reference, cpu_clock)
             mc, verdicts = row(cur[0], cur[4], base[1], cur[1])
             cases.append({"slowdown": slowdown, "loaded": load_side or "idle", "verdict": mc.verdict,
                           "statistic": args.statistic, "row": mc.metric, "verdicts": verdicts,

@@ -65,9 +65,6 @@ class MetricDef:
     numerator: str | None = None
     # Recorded only where the machine can measure it (energy needs a meter): absent on one side is listed, not failed.
     optional: bool = False
-    # Counts work the CPU did for the benchmark (its own CPU seconds), which a task waiting beside it does not add
-    # to: the gate decides it on a contended machine, where it holds back the wall-clock rows.
-    contention_robust: bool = False
 
     @property
     def higher_is_better(self) -> bool | None:
@@ -179,7 +176,7 @@ def _str_tuple(value: Any, where: str, field: str) -> tuple[str, ...]:
 def parse_metrics(data: Mapping[str, Any], file: str) -> dict[str, MetricDef]:
     metrics: dict[str, MetricDef] = {}
     allowed = {"name", "unit", "direction", "description", "timing", "source", "max_regression", "machine_normalized",
-               "measured_inputs", "numerator", "optional", "contention_robust"}
+               "measured_inputs", "numerator", "optional"}
     for i, entry in enumerate(data.get("metric", [])):
         where = f"{file}: metric #{i + 1}"
         if not isinstance(entry, dict):
@@ -223,7 +220,7 @@ def parse_metrics(data: Mapping[str, Any], file: str) -> dict[str, MetricDef]:
             raise ClaimsError(f"{where}: field 'numerator' must name another metric (\"achieved_tflops\"), "
                               f"got {numerator!r}")
         flags = {}
-        for flag in ("optional", "contention_robust"):
+        for flag in ("optional",):
             flags[flag] = entry.get(flag, False)
             if not isinstance(flags[flag], bool):
                 raise ClaimsError(f"{where}: field {flag!r} must be true or false, got {flags[flag]!r}")

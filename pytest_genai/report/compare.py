@@ -296,13 +296,12 @@ report.md), so a change inside it is noise as often as not, and reads undecided.
 
 def judge_on_rounds(mc: MetricComparison, base_rounds: Sequence[float] | None, cur_rounds: Sequence[float] | None,
                     base_stall: float | None = None, cur_stall: float | None = None, *,
-                    intervals: tuple[tuple[float, float] | None, tuple[float, float] | None] = (None, None),
-                    robust: bool = False) -> MetricComparison:
+                    intervals: tuple[tuple[float, float] | None, tuple[float, float] | None] = (None, None)
+                    ) -> MetricComparison:
     """``mc`` judged by the gate's rule (:func:`.decision.decide`: Welch's t on the log rounds against the threshold)
     where both runs hold two rounds or more; otherwise ``mc`` itself, labelled a point comparison when it is a
     measured value (:func:`_point_rule`). ``intervals``: each run's own interval of the value, where it recorded one
-    without rounds (a statistic of medians). ``robust``: a metric contention does not move (CPU seconds), decided
-    under contention too."""
+    without rounds (a statistic of medians)."""
     if mc.status not in (REGRESSED, WORSE, BETTER, SAME) or mc.max_regression is None:
         return mc  # missing, not finite, undirected, refused: nothing an interval could decide
     deterministic = mc.basis == EXACT
@@ -313,7 +312,7 @@ def judge_on_rounds(mc: MetricComparison, base_rounds: Sequence[float] | None, c
         lacking = ("either run" if not (have_b or have_c) else "the current run" if have_b else "the baseline")
         why = f"point comparison: no rounds recorded in {lacking}, so noise is not judged"
         return _point_rule(dataclasses.replace(mc, basis=POINT, note=_join(mc.note, why)), base_stall, cur_stall,
-                           intervals, robust)
+                           intervals)
     from .decision import decide
 
     assert base_rounds is not None and cur_rounds is not None and mc.direction in _DIRECTED
@@ -322,8 +321,8 @@ def judge_on_rounds(mc: MetricComparison, base_rounds: Sequence[float] | None, c
     except ValueError as exc:  # a threshold no drop can pass (checked with the thresholds), or a non-finite round
         why = f"point comparison: the rounds give no decision ({exc})"
         return _point_rule(dataclasses.replace(mc, basis=POINT, note=_join(mc.note, why)), base_stall, cur_stall,
-                           intervals, robust)
-    return _under_contention(_from_decision(mc, decision), base_stall, cur_stall, robust)
+                           intervals)
+    return _under_contention(_from_decision(mc, decision), base_stall, cur_stall)
 
 
 def _from_decision(mc: MetricComparison, decision: Any) -> MetricComparison:
@@ -345,20 +344,18 @@ def _from_decision(mc: MetricComparison, decision: Any) -> MetricComparison:
                                past_threshold=decision.past_margin, note=_join(mc.note, why))
 
 
-def _under_contention(mc: MetricComparison, base_stall: float | None, cur_stall: float | None,
-                      robust: bool = False) -> MetricComparison:
+def _under_contention(mc: MetricComparison, base_stall: float | None, cur_stall: float | None) -> MetricComparison:
     """The rule's contention step: a task waiting for a CPU past :data:`pytest_genai.claims.check.CONTENDED_SHARE` of
     a run's measurement stretches wall-clock rounds by what it took, so a contended current run is not called
-    regressed, nor a current run cleared against a contended baseline: the row is undecided (its cause named). A
-    ``robust`` metric (the benchmark's own CPU seconds) is decided all the same."""
+    regressed, nor a current run cleared against a contended baseline: the row is undecided (its cause named). (A
+    thread's CPU seconds are no way out on a VM: under a burner on both cores they moved 0.65x-2.4x for the same work,
+    docs/report.md.)"""
     from pytest_genai.claims.check import CONTENDED_SHARE
 
-    if robust:
-        return mc
     if mc.status == REGRESSED and cur_stall is not None and cur_stall > CONTENDED_SHARE:
         why = (f"undecided under contention: slower past the threshold, but a task waited for a CPU "
                f"{cur_stall:.0%} of the current run's measurement (over {CONTENDED_SHARE:.0%}); rerun on an idle "
-               "machine, or gate on the CPU-seconds rows")
+               "machine")
         return dataclasses.replace(mc, status=INCONCLUSIVE, past_threshold=True, note=_join(mc.note, why))
     if mc.status in (UNCHANGED, IMPROVED, WORSE, BETTER, SAME) and base_stall is not None \
             and base_stall > CONTENDED_SHARE:
@@ -370,12 +367,11 @@ def _under_contention(mc: MetricComparison, base_stall: float | None, cur_stall:
 
 
 def _point_rule(mc: MetricComparison, base_stall: float | None, cur_stall: float | None,
-                intervals: tuple[tuple[float, float] | None, tuple[float, float] | None],
-                robust: bool = False) -> MetricComparison:
+                intervals: tuple[tuple[float, float] | None, tuple[float, float] | None]) -> MetricComparison:
     """A measured value without rounds on a side: two values say nothing about noise, so a change past the threshold
     is a regression only past :data:`POINT_NOISE_FACTOR` and where the runs' own intervals of the value (if any) do
     not overlap; inside it the row is undecided. The contention step holds as for rounds."""
-    mc = _under_contention(mc, base_stall, cur_stall, robust)
+    mc = _under_contention(mc, base_stall, cur_stall)
     if mc.status != REGRESSED:
         return mc
     if all(i is not None and i[0] <= i[1] for i in intervals):
@@ -520,7 +516,6 @@ def compare_records(
             notes.append("modeled from measured times, so compared as a measurement")
         mc = dataclasses.replace(mc, basis=EXACT if deterministic else POINT, note=_join(*notes),
                                  optional=bool(definition is not None and definition.optional))
-        robust = bool(definition is not None and definition.contention_robust)
         scaled = [None if r is None else tuple(x * f for x in r) if f != 1.0 else r
                   for r, f in ((b_rounds, b_factor), (c_rounds, c_factor))]
         if normalized and other_ruler and mc.status in (REGRESSED, WORSE, BETTER, SAME):
@@ -534,8 +529,7 @@ def compare_records(
         else:
             ends = [None if e is None else (e[0] * f, e[1] * f) for e, f in
                     ((base.intervals.get(name), b_factor), (cur.intervals.get(name), c_factor))]
-            out.append(judge_on_rounds(mc, scaled[0], scaled[1], *stalls, intervals=(ends[0], ends[1]),
-                                       robust=robust))
+            out.append(judge_on_rounds(mc, scaled[0], scaled[1], *stalls, intervals=(ends[0], ends[1])))
     return _over_numerators(_corroborated(out, info), info)
 
 

@@ -45,8 +45,6 @@ class MetricInfo:
     numerator: str | None = None
     optional: bool = False
     """Recorded only where the machine can measure it (energy): missing on one side is listed, never failed."""
-    contention_robust: bool = False
-    """The benchmark's own CPU seconds: decided under CPU contention, where wall-clock rows are held back."""
 
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
@@ -109,8 +107,7 @@ def metric_info_from(registry: Mapping[str, Any]) -> dict[str, MetricInfo]:
                                machine_normalized=bool(get("machine_normalized", False)),
                                measured_inputs=bool(get("measured_inputs", False)),
                                numerator=get("numerator", None) or None,
-                               optional=bool(get("optional", False)),
-                               contention_robust=bool(get("contention_robust", False)))
+                               optional=bool(get("optional", False)))
     return out
 
 
