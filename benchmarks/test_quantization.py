@@ -176,3 +176,50 @@ def test_quantized_model_quality(benchmark, genai, genai_device, genai_settings,
         problems = mechanics_problems(case, quantized, device.kind)
         assert not problems, f"{case.id}: " + "; ".join(problems)
 
+
+
+#: The TinyLlama-1.1B architecture with random weights (``quant.bench``) per precision mode: forward tokens/s at a batch
+#: of 8 sequences, what each mode's kernels give at the paper's model size. Random weights, so no quality row; the
+#: model label says "random". Per --genai-scale: (layers, vocab, sequence length); widths are always TinyLlama's.
+RANDOM_ARCH_SHAPES = {"tiny": (1, 256, 64), "small": (4, 32000, 256), "full": (22, 32000, 1024)}
+RANDOM_ARCH_BATCH, RANDOM_ARCH_ROUNDS = 8, 5
+
+
+@pytest.mark.parametrize("mode", ("fp32", "fake", "real"))
+def test_random_arch_throughput(benchmark, genai, genai_device, genai_settings, mode):
+    import torch
+
+    from pytest_genai.compose.quantized_eval import QuantCase, quantize
+    from pytest_genai.evals import throughput
+    from pytest_genai.quant import BackendUnavailable
+    from pytest_genai.quant.bench import ArchConfig, build_random_model
+
+    device = genai_device
+    if device.torch_device is None:
+        pytest.skip(f"the A1 forward runs through torch; {device.kind} has no torch device")
+    scale = genai_settings["scale"]
+    layers, vocab, seq = RANDOM_ARCH_SHAPES[scale]
+    arch = ArchConfig(layers=layers, vocab=vocab)
+    model = build_random_model(arch).to(device.torch_device)
+    paths = {}
+    if mode != "fp32":
+        try:
+            quantized = quantize(model, QuantCase(mode, "wikitext"), device.kind, device.synchronize,
+                                 device_generation=device.generation)
+        except BackendUnavailable as exc:
+            pytest.skip(str(exc))
+        paths = quantized.compute_paths
+    ids = torch.randint(0, vocab, (RANDOM_ARCH_BATCH, seq), generator=torch.Generator().manual_seed(0))
+    genai.start(model="tinyllama-1.1b", config={
+        "mode": mode, "weights": "random", "scale": scale, "layers": layers, "vocab": vocab,
+        "throughput_batch": f"{RANDOM_ARCH_BATCH}x{seq}"})
+    forward = throughput.forward_fn(model, ids, device.torch_device, device.synchronize)
+    # accelerators compile or autotune per shape: warm-up rounds off the CPU
+    benchmark.pedantic(forward, rounds=RANDOM_ARCH_ROUNDS, warmup_rounds=0 if device.kind == "cpu" else 2,
+                       iterations=1)
+    rounds = [ids.numel() / t for t in benchmark.stats.stats.data]
+    genai.metric("tokens_per_s", ids.numel() / benchmark.stats.stats.median, rounds=rounds)
+    if paths:  # which kernel each quantized layer ran, counted by path
+        from pytest_genai.compose.quantized_eval import compute_path_counts
+
+        genai.label("compute_paths", ", ".join(f"{p}: {n}" for p, n in compute_path_counts(paths).items()))

@@ -26,6 +26,15 @@
 #   call 2: carry [".carry/b"], timeout_s 600, command: cp .carry/b/gguf.part-* .gpu/parts/ && mkdir -p .gpu/d && \
 #           tar -C .gpu/d -xJf .carry/b/data.tar.xz && GENAI_GGUF_PARTS=.gpu/parts GENAI_WHEELS=.carry/b \
 #           GENAI_DATA=.gpu/d/data bash scripts/cuda_session.sh
+#
+# GENAI_PLAN=paper: the paper-scale plan for one 80 GB GPU, within GENAI_BUDGET_S (540 s) instead of the default
+# runs, each run with its own share and JSON: (1) the Llama-3.1-8B architecture LoRA fine-tune in bf16 (DDP, SDPA
+# fused, with its unfused bracket: --genai-scale full, random weights; needs peft, e.g. its wheel in GENAI_WHEELS) ->
+# paper_finetune.json; (2) the TinyLlama-1.1B architecture A1 forward throughput per precision mode (fp32, fake,
+# real) at 8 x 1,024 tokens, random weights, no quality rows -> paper_a1.json; (3) DABench Level 1 at full scale,
+# fitted to the card: the 8-layer forward configs (hidden 1,024-12,288, bf16, batch 8 x 1,024) and the 4-layer
+# hidden-4,096 forward and training configs -> paper_level1.json. GENAI_DRY=1 only collects each selection (a
+# selection that collects nothing exits 5 and fails the script): the CPU dry run CI does with GENAI_KIND=cpu.
 # Everything the runs measure stays in $OUT: cuda.json (pytest-benchmark JSON, extended), report.md, the logs, and
 # nvidia-smi's view. Copy them to docs/results/<date>-cuda-<gpu>/ with a README saying the date, device, commit
 # and command.
@@ -91,6 +100,32 @@ fi
 # Each run's exit code is kept; the script exits with the first non-zero one (0 only when every run passed). A run
 # that selects no test is pytest's exit 5: a failure here too, since a lease that measured nothing must say so.
 BUDGET=${GENAI_BUDGET_S:-540}
+if [ "${GENAI_PLAN:-}" = paper ]; then
+    DRY=(); [ "${GENAI_DRY:-0}" = 0 ] || DRY=(--collect-only)
+    export GENAI_TIMEOUT=${GENAI_TIMEOUT:-300}  # an 8B random-weight job builds for a minute before its steps
+    rc=0; codes=()
+    # name, seconds of the budget, then the pytest arguments of the run
+    plan_run() {
+        local name=$1 share=$2; shift 2
+        timeout -k 30 "$share" python3 -m pytest "${PLUGIN[@]}" "$@" "${DRY[@]}" -p no:cacheprovider \
+            --genai-nproc "$NPROC" --benchmark-json "$OUT/paper_$name.json" --durations=10 -q -rfEs 2>&1 \
+            | tee "$OUT/log_paper_$name.txt"
+        local code=${PIPESTATUS[0]}
+        codes+=("$name: $code"); [ "$rc" -ne 0 ] || rc=$code
+        [ "${#DRY[@]}" -gt 0 ] || python3 -m pytest_genai.cli report "$OUT/paper_$name.json" \
+            -o "$OUT/report_paper_$name.md" > /dev/null 2>&1 || true
+    }
+    echo "paper plan: fine-tune $(( BUDGET * 45 / 100 )) s, A1 $(( BUDGET * 25 / 100 )) s, Level 1 the rest"
+    plan_run finetune $(( BUDGET * 45 / 100 )) benchmarks/test_finetune.py -m "$KIND and finetune" \
+        -k "test_finetune_throughput and llama-3.1-8b-random-ddp-attn_fused" --genai-scale full \
+        --genai-finetune-methods lora
+    plan_run a1 $(( BUDGET * 25 / 100 )) benchmarks/test_quantization.py -m "$KIND and quant" \
+        -k test_random_arch_throughput --genai-scale full
+    plan_run level1 $(( BUDGET - SECONDS > 60 ? BUDGET - SECONDS - 30 : 30 )) benchmarks/test_dabench_level1.py \
+        -m "$KIND and dabench" -k "test_level1_$KIND and ((L8- and forward) or L4-h4096-)" --genai-scale full
+    echo "exit codes: ${codes[*]}; results in $OUT"
+    exit "$rc"
+fi
 QUANT_S=${GENAI_QUANT_S:-180}
 export GENAI_TIMEOUT=${GENAI_TIMEOUT:-150}
 left() { local n=$(( BUDGET - SECONDS )); [ "$n" -gt 30 ] && echo "$n" || echo 30; }

@@ -105,6 +105,40 @@ def test_cuda_session_script_dry_run_on_the_cpu_selects_tests_and_passes(tmp_pat
     assert (tmp_path / "out" / "report.md").exists()
 
 
+@pytest.mark.slow
+def test_the_paper_plan_dry_run_on_the_cpu_collects_every_run_and_passes(tmp_path):
+    """GENAI_PLAN=paper GENAI_DRY=1 on the CPU: each of the plan's three runs collects its selection (a run that
+    collects nothing exits 5 and fails the script), measures nothing, and the script exits 0."""
+    import os
+
+    env = {**os.environ, "OUT": str(tmp_path / "out"), "GENAI_KIND": "cpu", "GENAI_INSTALL": "0",
+           "GENAI_PLAN": "paper", "GENAI_DRY": "1"}
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "cuda_session.sh")], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "exit codes: finetune: 0 a1: 0 level1: 0;" in done.stdout
+    logs = {name: (tmp_path / "out" / f"log_paper_{name}.txt").read_text() for name in ("finetune", "a1", "level1")}
+    assert "test_finetune_throughput[llama-3.1-8b-random-ddp-attn_fused-amp-mb1-s2048-lora_r8" in logs["finetune"]
+    assert "1/" in logs["finetune"] and "3/" in logs["a1"]  # one LoRA row; fp32, fake and real
+    for mode in ("fp32", "fake", "real"):
+        assert f"test_random_arch_throughput[cpu-{mode}]" in logs["a1"]
+    assert "test_level1_cpu[L8-" in logs["level1"] and "-forward]" in logs["level1"]
+
+
+def test_the_paper_plan_sizes_its_runs_for_one_80_gb_gpu():
+    """What the plan runs at paper scale: the 8B LoRA row, the 1.1B architecture at a batch of 8, Level 1 at full."""
+    import importlib.util
+
+    text = (ROOT / "scripts" / "cuda_session.sh").read_text(encoding="utf-8")
+    assert '-k "test_finetune_throughput and llama-3.1-8b-random-ddp-attn_fused" --genai-scale full' in text
+    assert "--genai-finetune-methods lora" in text and "-k test_random_arch_throughput --genai-scale full" in text
+    spec = importlib.util.spec_from_file_location("quant_bench", ROOT / "benchmarks" / "test_quantization.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    layers, vocab, seq = bench.RANDOM_ARCH_SHAPES["full"]
+    assert (layers, vocab) == (22, 32000) and bench.RANDOM_ARCH_BATCH >= 8 and seq >= 1024
+
+
 def test_ci_installs_from_the_lock_and_the_lock_scripts_parse():
     """.ci/run installs torch and `.[ci]` with -c ci/constraints.txt; the refresh and newest-versions scripts parse,
     and the latter keeps torch pinned while it upgrades the rest (eager upgrades would pull the newest CUDA build)."""

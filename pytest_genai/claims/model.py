@@ -88,7 +88,7 @@ class Claim:
     devices: tuple[str, ...] = ()  # kinds or generations; empty = any device
     models: tuple[str, ...] = ()  # model names; empty = any model
     experiment: str | None = None
-    where: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # config key -> required value
+    where: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # config key -> value, or { min, max }
     kind: str = "value"
     from_generation: str | None = None
     to_generation: str | None = None
@@ -131,8 +131,8 @@ class Claim:
             return False, f"model {model} not in {list(self.models)}"
         for key, required in self.where.items():
             have = (config or {}).get(key)
-            if have != required:
-                return False, f"config {key}={have!r}, claim needs {required!r}"
+            if not where_matches(required, have):
+                return False, f"config {key}={have!r}, claim needs {where_text(key, required)}"
         return True, ""
 
     def matches_generations(self, baseline: str, current: str) -> bool:
@@ -149,6 +149,37 @@ class Claim:
 
 def _fmt(x: float) -> str:
     return f"{x:.4g}"
+
+
+def where_matches(required: Any, have: Any) -> bool:
+    """A ``where`` value is a required value, or a range table ``{ min = 2 }`` / ``{ max = 8 }`` (inclusive) that a
+    recorded number must lie in (a world size of at least 2 ranks)."""
+    if not isinstance(required, dict):
+        return have == required
+    if isinstance(have, bool) or not isinstance(have, (int, float)):
+        return False
+    return required.get("min", -math.inf) <= have <= required.get("max", math.inf)
+
+
+def where_text(key: str, required: Any) -> str:
+    """``world_size >= 2`` for a range, ``'fsdp'`` for a value: what a not_applicable reason says the claim needs."""
+    if not isinstance(required, dict):
+        return repr(required)
+    parts = [f"{key} >= {_fmt(required['min'])}" if "min" in required else "",
+             f"{key} <= {_fmt(required['max'])}" if "max" in required else ""]
+    return " and ".join(p for p in parts if p)
+
+
+def _check_where_ranges(where_cfg: Mapping[str, Any], where: str) -> None:
+    """A range table in ``where`` holds only ``min`` and/or ``max``, finite numbers."""
+    for key, required in where_cfg.items():
+        if not isinstance(required, dict):
+            continue
+        if not required or set(required) - {"min", "max"}:
+            raise ClaimsError(f"{where}: 'where' {key} = {required!r}: a range takes 'min' and/or 'max' only "
+                              f"(e.g. {key} = {{ min = 2 }})")
+        for bound in required.values():
+            _float(bound, where, f"where.{key}")
 
 
 def _data_dir() -> Any:
@@ -308,6 +339,7 @@ def parse_claims(data: Mapping[str, Any], file: str, metrics: Mapping[str, Metri
             raise ClaimsError(f"{where}: field 'experiment' is {experiment!r}, not an experiment the benchmarks record; "
                               f"use one of {', '.join(EXPERIMENTS)} (or leave it out for any)")
         _check_where_keys(where_cfg, experiment, where)
+        _check_where_ranges(where_cfg, where)
         _check_devices(_str_tuple(entry.get("devices"), where, "devices"), where)
         section = entry.get("section")
         if not isinstance(section, str) or not section:

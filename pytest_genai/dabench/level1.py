@@ -104,6 +104,25 @@ def _roofline_metrics(prefix: str, point: RooflinePoint, out: dict[str, float], 
     put("compute_bound_modeled", 1.0 if point.bound == "compute" else 0.0, MODELED)
 
 
+def time_step_on(device: Any, step: Callable[[], None], *, warmup: int = 1, repeats: int = 5) -> Any:
+    """A step's rounds on ``device``: CUDA events after :data:`~pytest_genai.runtime.timing.EVENT_WARMUP` warm-up
+    calls on CUDA (a small step's wall clock read its launch there), a synchronized clock elsewhere."""
+    from pytest_genai.runtime.timing import EVENT_WARMUP, time_callable, time_cuda_events
+
+    if device.kind == "cuda":
+        return time_cuda_events(step, index=device.index, warmup=max(warmup, EVENT_WARMUP), repeats=repeats)
+    return time_callable(step, sync=device.synchronize, warmup=warmup, repeats=repeats)
+
+
+def step_over_layer_sum(step_s: float, layer_s: Sequence[float]) -> float:
+    """A step's seconds over the sum of its layers' median seconds. A step runs every layer, so on one clock it is
+    not shorter than their sum (>= 1 up to noise); well below 1, the step's timer missed work still queued."""
+    total = sum(layer_s)
+    if not layer_s or total <= 0 or step_s <= 0:
+        raise ValueError(f"need a positive step time and layer times, got step {step_s} s, layers {list(layer_s)}")
+    return step_s / total
+
+
 def compose(
     cfg: DecoderConfig,
     meas: Measurements,
@@ -176,6 +195,13 @@ def compose(
         sources["load_imbalance_wall"] = MEASURED
     metrics["layer_time_max_s"] = max(loads)
     metrics["layer_time_mean_s"] = sum(loads) / len(loads)
+    # the step against its own layers on the same (synchronized wall) clock: a step shorter than them timed its launch
+    wall_layers = meas.layer_wall_s or (meas.layer_s if meas.layer_clock == "wall" else ())
+    if wall_layers:
+        metrics["step_over_layer_sum"] = step_over_layer_sum(meas.step_s, wall_layers)
+        sources["step_over_layer_sum"] = MEASURED
+        if len(meas.step_rounds) >= 2:
+            rounds["step_over_layer_sum"] = tuple(step_over_layer_sum(t, wall_layers) for t in meas.step_rounds)
     if "load_imbalance" in intervals:  # statistics of the same medians: the same bootstrap over each layer's rounds
         from pytest_genai.claims.stats import bootstrap_medians_interval
 
@@ -217,7 +243,7 @@ def measure(
 
     ``time_step(step)`` times the whole step and returns every round's seconds (or only their median, which leaves
     the step's rates without rounds); the benchmark passes pytest-benchmark's pedantic loop there, with device
-    synchronization; by default :func:`~pytest_genai.runtime.timing.time_callable`.
+    synchronization; by default :func:`time_step_on` (CUDA events after warm-up on CUDA).
     Per-layer and per-op-class loads are timed interleaved (:func:`~pytest_genai.runtime.timing.time_each`).
     A layer's load for LI is its median time on the load clock: on accelerators the synchronized wall clock; on
     the CPU the process's CPU time (``time.process_time``), which counts the work the cores did for the layer and
@@ -238,7 +264,7 @@ def measure(
     step = model.make_step(cfg, stack, x)
     sync = device.synchronize
     if time_step is None:
-        step_rounds = time_callable(step, sync=sync, warmup=warmup, repeats=repeats).samples
+        step_rounds = time_step_on(device, step, warmup=warmup, repeats=repeats).samples
     else:
         timed = time_step(step)
         step_rounds = (float(timed),) if isinstance(timed, (int, float)) else tuple(float(t) for t in timed)

@@ -23,7 +23,7 @@ from .output import NameAllocator, file_stem
 from .pareto import pareto_front
 from .registry import THROUGHPUT_METRICS, MetricInfo, default_metric_info
 from .roofline import ceiling_polyline
-from .runs import Record, records_from_benchmarks
+from .runs import Record, config_value_label, records_from_benchmarks
 from pytest_genai.tables import format_number, format_value, shorten_unique
 from .views import distinguishing_keys, value_key
 
@@ -217,8 +217,9 @@ def _numeric(v: Any) -> bool:
 def _facts(r: Record) -> dict[str, Any]:
     """What a plot may tell records apart by: device generation, model and the config (its ``id`` is derived from the
     rest and left out)."""
-    out: dict[str, Any] = {"device": r.device.generation if r.device else None, "model": r.model}
-    out.update((k, v) for k, v in r.config.items() if k != "id")
+    out: dict[str, Any] = {"device": r.device.generation if r.device else None, "model": r.model_label}
+    out.update((k, r.model_label if k == "model" and v == r.model else config_value_label(k, v))
+               for k, v in r.config.items() if k != "id")
     return out
 
 
@@ -248,7 +249,8 @@ def _sort_key(label_values: Sequence[Any]) -> tuple:
 
 def _label(r: Record, keys: Sequence[str]) -> str:
     facts = _facts(r)
-    values = [short_value(facts[k]) if k in facts else "—" for k in keys]  # "—": the record has no such key
+    # "—": the record has no such key; the model label is never cut (its "(tiny random)" is what it must say)
+    values = [(str(facts[k]) if k == "model" else short_value(facts[k])) if k in facts else "—" for k in keys]
     return " ".join(dict.fromkeys(values))  # "fp32 fp32" reads "fp32"
 
 

@@ -112,6 +112,33 @@ class Record:
         """Short human-readable name: the test's name (with its parameter id)."""
         return self.name
 
+    @property
+    def model_label(self) -> str:
+        """The model as a person reads it: :func:`model_label`."""
+        return model_label(self.model, self.config)
+
+
+def model_label(model: str | None, config: Mapping[str, Any]) -> str:
+    """``llama-3.1-8b (tiny random)``: a model that ran random weights says so, with its scale (``full`` reads
+    ``full-size``); ``—`` for none. Display only: the recorded name stays the matching key."""
+    if not model:
+        return "—"
+    if config.get("weights") != "random":
+        return model
+    scale = config.get("scale")
+    return f"{model} ({'full-size' if scale == 'full' else scale} random)" if isinstance(scale, str) else (
+        f"{model} (random)")
+
+
+def config_value_label(key: str, value: Any) -> Any:
+    """A config value as tables and plots show it: LoRA settings as ``lora r16`` (no adapters: ``full``)."""
+    if key == "lora":
+        if value is None:
+            return "full"
+        if isinstance(value, Mapping) and "rank" in value:
+            return f"lora r{value['rank']}"
+    return value
+
 
 def _same_numbers(obj: Any) -> Any:
     """``obj`` with every whole-valued finite float as an int: a config value ``1`` written as ``1.0`` by another

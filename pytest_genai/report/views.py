@@ -13,7 +13,7 @@ from pytest_genai.identity import DATA_IDENTITY_KEYS, data_label
 from .gate import GateResult, GenerationCheck
 from .matching import nearest_difference
 from .registry import MetricInfo
-from .runs import Record
+from .runs import Record, config_value_label
 from pytest_genai.tables import (MAX_ROW_CHARS, Table, distinct_parts, format_change, format_number, format_value, make_table,
                      modeled_mark, shorten, shorten_unique)
 
@@ -229,7 +229,9 @@ def display_config(rec: Record) -> dict[str, Any]:
         if i == at and label is not None:
             out[name] = label
         if key is not None and key not in _DATA_KEYS:
-            out[key] = rec.config[key]
+            value = rec.config[key]
+            # a config "model" naming the record's model reads as the model column does
+            out[key] = rec.model_label if key == "model" and value == rec.model else config_value_label(key, value)
     return out
 
 
@@ -308,7 +310,7 @@ def _identity(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], va
     def cell(p: str) -> Callable[[Record], str]:
         return lambda r: _cell(shown[id(r)].get(p, "—"))
 
-    named = {"device": device_text, "model": lambda r: r.model or "—"}
+    named = {"device": device_text, "model": lambda r: r.model_label}
     keys = [p for p in varying if p != "id"  # a config "model" equal to the model column is not shown twice
             and not (p in fixed and all(_cell(shown[id(r)].get(p, "—")) == named[p](r) for r in recs))]
     # the ids name the rows only when they tell them apart (two configs can share an id that leaves out a key)
@@ -320,7 +322,7 @@ def _identity(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], va
             return [("id", lambda r: shorten(by_record[id(r)], 2 * MAX_ID_CHARS))], []
 
     def facts(r: Record) -> dict[str, Any]:
-        return {"device": device_text(r), "model": r.model or "—", **{k: shown[id(r)].get(k, "—") for k in keys}}
+        return {"device": device_text(r), "model": r.model_label, **{k: shown[id(r)].get(k, "—") for k in keys}}
 
     naming = distinguishing_keys(recs, facts, fixed) if keys else []
     naming = [k for k in keys if k in naming]  # config order
@@ -363,7 +365,7 @@ def _transposed(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], 
     """One column per record, headed by the fewest config values that tell them apart; then a row per other
     varying config key, and a row per metric / label."""
     def facts(r: Record) -> dict[str, Any]:
-        return {"device": device_text(r), "model": r.model or "—",
+        return {"device": device_text(r), "model": r.model_label,
                 **{k: v for k, v in shown[id(r)].items() if k != "id"}}
 
     keys = distinguishing_keys(recs, facts) if len(recs) > 1 else []
@@ -401,7 +403,7 @@ def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo])
         shared = [f"{p}={_cell(shown[id(recs[0])].get(p))}" for p in params if p not in varying and p != "id"]
         identity: list[tuple[str, Callable[[Record], str]]] = []
         constant: list[str] = []
-        for head, get in (("device", device_text), ("model", lambda r: r.model or "—")):
+        for head, get in (("device", device_text), ("model", lambda r: r.model_label)):
             if len({get(r) for r in recs}) > 1:
                 identity.append((head, get))
             else:

@@ -85,6 +85,45 @@ def time_callable(
     return Timing(tuple(samples))
 
 
+#: Untimed calls before a CUDA step is timed with events: the first calls pay cuBLAS handles, allocator growth and
+#: kernel selection, and a small step's first few rounds run while the GPU clocks up from idle.
+EVENT_WARMUP = 5
+
+
+def time_cuda_events(
+    fn: Callable[[], object],
+    *,
+    index: int = 0,
+    warmup: int = EVENT_WARMUP,
+    repeats: int = 5,
+    event: Callable[[], object] | None = None,
+    synchronize: Callable[[int], None] | None = None,
+) -> Timing:
+    """Seconds of ``fn`` on a CUDA device from events recorded around it on the stream, after ``warmup`` untimed
+    calls: ``synchronize(); start.record(); fn(); end.record(); end.synchronize()``. The events time the queued work
+    itself, so a small step is not read as its launch; ``event`` / ``synchronize`` default to ``torch.cuda``'s (a
+    test passes stand-ins)."""
+    if warmup < 0 or repeats < 1:
+        raise ValueError(f"need warmup >= 0 and repeats >= 1, got warmup={warmup}, repeats={repeats}")
+    if event is None or synchronize is None:
+        import torch
+
+        event = event or (lambda: torch.cuda.Event(enable_timing=True))
+        synchronize = synchronize or torch.cuda.synchronize
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeats):
+        start, end = event(), event()
+        synchronize(index)  # nothing of the warm-up or the last round is still queued before the start event
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / 1e3)  # milliseconds -> seconds
+    return Timing(tuple(samples))
+
+
 def time_each(
     fns: Sequence[Callable[[], object]],
     *,

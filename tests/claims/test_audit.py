@@ -36,3 +36,34 @@ def test_no_target_or_physics_claim_quotes_the_paper_as_its_source() -> None:
     ddp = CLAIMS["A3.cuda_ddp_scaling_efficiency"]
     assert ddp.basis == "target" and "almost perfectly" not in ddp.paper_text
     assert CLAIMS["A1.compression_ratio"].note  # what the paper's ratio refers to, with the evidence
+
+
+def test_ddp_against_sharded_needs_two_ranks_and_says_why() -> None:
+    """At world size 1 FSDP / ZeRO-3 shard and communicate nothing: DDP against them is no evidence either way."""
+    for cid, sharded in (("A2.ddp_vs_fsdp", "fsdp"), ("A2.ddp_vs_zero3", "zero3")):
+        config = {"sharded": sharded, "fits": True, "world_size": 1}
+        ok, why = CLAIMS[cid].applies_to(device_kind="cuda", generation="h200", model=None, experiment="finetune",
+                                         config=config)
+        assert not ok and why == "config world_size=1, claim needs world_size >= 2"
+        assert "not_applicable at one rank" in CLAIMS[cid].note
+        assert _applies(cid, "cuda", "h200", None, "finetune", {**config, "world_size": 2})
+
+
+def test_every_multi_rank_claim_is_scoped_to_two_ranks_or_more() -> None:
+    multi = ("A2.ddp_vs_fsdp", "A2.ddp_vs_zero3", "A3.cuda_ddp_scaling_efficiency", "A3.cpu_ddp_weak_scaling",
+             "B2.cpu_pipeline_optimal_partition", "B2.cpu_dp_weak_scaling", "B2.cpu_tp_communication_bound")
+    for cid in multi:
+        assert CLAIMS[cid].where.get("world_size") == {"min": 2}, cid
+        assert "world_size >= 2" in CLAIMS[cid].note, cid
+
+
+def test_bounds_from_percent_figures_are_judged_at_the_papers_precision() -> None:
+    """DECISIONS.md, "A paper's precision": a figure stated to k decimals is met by a value that rounds to it."""
+    assert (CLAIMS["B1.wse2_load_imbalance"].min, CLAIMS["B1.wse2_load_imbalance"].paper_text) == (
+        0.955, "WSE-2 LI ~0.96-1.0")
+    assert (CLAIMS["B1.wse2_allocation"].min, CLAIMS["B1.wse2_allocation"].max) == (0.915, 0.935)
+    assert (CLAIMS["A2.flash_attention_gaudi"].min, CLAIMS["A2.flash_attention_gaudi"].max) == (1.095, 1.205)
+    assert CLAIMS["B1.rdu_allocation"].max == 0.605 and CLAIMS["B1.ipu_compute_efficiency"].max == 0.415
+    for cid in ("B1.wse2_load_imbalance", "B1.wse2_allocation", "A2.flash_attention_gaudi", "B1.rdu_allocation",
+                "B1.ipu_compute_efficiency"):
+        assert "precision" in CLAIMS[cid].note, cid

