@@ -239,7 +239,9 @@ def run_wikitext(cfg: WikitextConfig, kind: str, env: dict[str, int]) -> dict[st
     device.reset_peak_memory()
     rss0 = current_rss_bytes()
     tokenizer = AutoTokenizer.from_pretrained(cfg.model_path)
-    model = AutoModelForCausalLM.from_pretrained(cfg.model_path, dtype=torch.float32)
+    from pytest_genai.model_folder import dtype_kwargs
+
+    model = AutoModelForCausalLM.from_pretrained(cfg.model_path, **dtype_kwargs(torch.float32))
     model.config.use_cache = False
     model.train()
     world = env["world_size"]
