@@ -79,3 +79,76 @@ def test_level2_scaling_world_sizes_1_to_64_never_error(kind, scale):
                 assert cfg.world_size == world
             else:
                 assert str(world) in why or world == 1
+
+
+# -- A3 diffusion: the Gaudi execution mode is part of the row ---------------------------------------------------------
+class FakeHpu(FakeDevice):
+    def __init__(self):
+        super().__init__("hpu")
+
+    def reset_peak_memory(self):
+        pass
+
+    def peak_memory_bytes(self):
+        return None
+
+
+def _config_of(genai):
+    (start,) = [c for c in genai.calls if c[0] == "start"]
+    return start[2]["config"]
+
+
+@pytest.mark.parametrize("mode", ["lazy", "eager"])
+def test_diffusion_throughput_row_names_the_gaudi_mode_that_ran(monkeypatch, mode):
+    pytest.importorskip("torch")
+    from pytest_genai.diffusion.train import TrainResult
+    from pytest_genai.runtime import hpu_mode
+
+    bench = _benchmark_module("test_diffusion")
+    monkeypatch.setattr(hpu_mode, "running_mode", lambda: mode)
+    monkeypatch.setattr(bench, "train_steps", lambda cfg, device: TrainResult((0.1, 0.1, 0.1), (1.0, 0.5, 0.4, 0.3),
+                                                                             8, 1e9))
+    genai = FakeGenai()
+    bench.test_diffusion_training_throughput(FakeBenchmark(), genai, FakeHpu(), "bf16")
+    assert _config_of(genai)["hpu_mode"] == mode
+
+
+def test_diffusion_ddp_row_names_the_gaudi_mode_and_checks_the_ranks_ran_in_it(monkeypatch, tmp_path):
+    from pytest_genai.devices import ranks
+    from pytest_genai.diffusion import ddp
+
+    bench = _benchmark_module("test_diffusion")
+    monkeypatch.setattr(ranks, "ranks_problem", lambda kind, nproc: None)
+
+    def fake_run(cfg, world, work, **kwargs):
+        return {"world_size": world, "baseline": {"step_times_s": [0.1, 0.1], "images_per_step": 8},
+                "ranks": [{"rank": r, "step_times_s": [0.1, 0.1], "losses": [1.0, 0.5, 0.4, 0.3],
+                           "images_per_step": 8, "flops_per_step": 1e9, "hpu_mode": "lazy"} for r in range(world)]}
+
+    monkeypatch.setattr(ddp, "run_ddp", fake_run)
+    genai = FakeGenai()
+    bench.test_diffusion_ddp_scaling(FakeBenchmark(), genai, FakeHpu(), _settings(2, 1), tmp_path)
+    assert _config_of(genai)["hpu_mode"] == "lazy"
+
+
+def test_diffusion_rows_in_lazy_and_eager_mode_have_different_identities():
+    from pytest_genai.diffusion import DiffusionConfig
+    from pytest_genai.diffusion.results import row_config
+    from pytest_genai.identity import split_config
+
+    cfg = DiffusionConfig()
+    lazy, eager = (split_config(row_config(cfg, "hpu", m, id=cfg.id)).identity for m in ("lazy", "eager"))
+    assert lazy != eager
+    assert "hpu_mode" not in row_config(cfg, "cpu", id=cfg.id)  # rows recorded elsewhere keep their identity
+    with pytest.raises(ValueError, match="execution mode"):
+        row_config(cfg, "hpu")
+
+
+def test_ddp_summary_refuses_ranks_in_different_modes():
+    from pytest_genai.diffusion.ddp import summarize
+
+    result = {"world_size": 2, "baseline": {"step_times_s": [0.1], "images_per_step": 8},
+              "ranks": [{"rank": r, "step_times_s": [0.1], "losses": [1.0], "images_per_step": 8,
+                         "flops_per_step": 1e9, "hpu_mode": m} for r, m in enumerate(("lazy", "eager"))]}
+    with pytest.raises(ValueError, match="different Gaudi execution modes"):
+        summarize(result)
