@@ -152,3 +152,70 @@ def test_ddp_summary_refuses_ranks_in_different_modes():
                          "flops_per_step": 1e9, "hpu_mode": m} for r, m in enumerate(("lazy", "eager"))]}
     with pytest.raises(ValueError, match="different Gaudi execution modes"):
         summarize(result)
+
+
+# -- A2 fine-tuning: every node launches the same jobs -----------------------------------------------------------------
+class _Recording(Exception):
+    """Raised when node 0 starts reading its summary: every launch of the test is over by then."""
+
+
+class _Summary:
+    def __getattr__(self, name):
+        raise _Recording(name)
+
+
+class FakeCpu(FakeDevice):
+    def __init__(self, mem_gb=64.0):
+        from pytest_genai.devices.specs import DeviceSpec
+
+        super().__init__("cpu", DeviceSpec(generation="cpu", kind="cpu", name="fake", source="measured: fake",
+                                           mem_capacity_gb=mem_gb))
+
+
+def _finetune_launches(monkeypatch, tmp_path, cfg, node_rank):
+    """The job ids one node launches for ``cfg``, as node ``node_rank`` of 2 (nothing is launched for real)."""
+    from pytest_genai.runtime.launcher import LaunchSpec
+    from pytest_genai.train import run
+
+    bench = _benchmark_module("test_finetune")
+    launched = []
+
+    def fake_run(job_cfg, kind, spec, work, env=None):
+        launched.append(job_cfg.id)
+        return _Summary() if node_rank == 0 else None
+
+    monkeypatch.setattr(run, "run", fake_run)
+    spec = LaunchSpec(nproc=1, nnodes=2, rdzv_endpoint="127.0.0.1:29500", node_rank=node_rank)
+    runs = run.RunCache(tmp_path / f"node{node_rank}")
+    try:
+        bench.test_finetune_throughput(FakeBenchmark(), FakeGenai(), FakeCpu(), cfg, runs, spec)
+    except (_Recording, pytest.skip.Exception):
+        pass
+    return launched
+
+
+def _bracketed_configs():
+    import dataclasses
+
+    from pytest_genai.train.config import benchmark_matrix
+
+    configs = [c for c in benchmark_matrix("tiny", ("full",)) if c.sharded or c.attention == "fused"]
+    return [(c, [dataclasses.replace(c, strategy="ddp").id] * 2 if c.sharded else
+             [dataclasses.replace(c, attention="unfused").id] * 2) for c in configs]
+
+
+@pytest.mark.parametrize("cfg, brackets", _bracketed_configs(), ids=lambda v: getattr(v, "id", ""))
+def test_finetune_nodes_launch_the_same_jobs_in_the_same_order(monkeypatch, tmp_path, cfg, brackets):
+    """A comparison's baseline runs just before and just after its run: node 1 launches them too (else node 0's
+    bracketing job waits for a node that has moved on, and every later job pairs the wrong collectives)."""
+    pytest.importorskip("torch")
+    from pytest_genai.train.requirements import MissingRequirement, check_requirements
+
+    try:
+        check_requirements(cfg, "cpu")
+    except MissingRequirement as exc:
+        pytest.skip(str(exc))
+    node0 = _finetune_launches(monkeypatch, tmp_path, cfg, 0)
+    node1 = _finetune_launches(monkeypatch, tmp_path, cfg, 1)
+    assert node0 == [cfg.id, *brackets]
+    assert node1 == node0
