@@ -219,3 +219,21 @@ def test_finetune_nodes_launch_the_same_jobs_in_the_same_order(monkeypatch, tmp_
     node1 = _finetune_launches(monkeypatch, tmp_path, cfg, 1)
     assert node0 == [cfg.id, *brackets]
     assert node1 == node0
+
+
+# -- B1 Level 1 at full scale on 80/96 GB cards ----------------------------------------------------------------------
+@pytest.mark.parametrize("generation", ["h100-sxm", "gaudi2"])
+@pytest.mark.parametrize("cfg_id", ["L32-h12288-a192-s1024-b8-bf16-forward-sdpa", "L16-h8192-a128-s1024-b8-bf16-train-sdpa"])
+def test_level1_full_configs_over_the_card_skip_before_building(generation, cfg_id):
+    from pytest_genai.dabench.config import default_sweep
+    from pytest_genai.devices.specs import get_spec
+
+    bench = _benchmark_module("test_dabench_level1")
+    spec = get_spec(generation)
+    (cfg,) = [c for c in default_sweep(spec.kind, "full") if c.id == cfg_id]
+
+    def built(*args):
+        pytest.fail(f"{cfg_id} was measured on a {spec.mem_capacity_gb:.0f} GB card its modeled peak exceeds")
+
+    with pytest.raises(pytest.skip.Exception, match=r"does not fit: \d+\.\d GiB modeled peak"):
+        bench._level1(FakeBenchmark(), FakeGenai(), FakeDevice(spec.kind, spec), cfg, built)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from pytest_genai.dabench.capacity import MEMORY_HEADROOM  # one headroom for Level 1 and Level 2
 from pytest_genai.dabench.config import DecoderConfig
 
 STRATEGIES = ("dp", "tp", "pp")
@@ -282,11 +283,6 @@ def batch_sweep_config(kind: str, scale: str = "tiny") -> BatchSweepConfig:
         batches.append(b)
         b *= 2
     return BatchSweepConfig(workload=workload, batches=tuple(batches))
-
-
-#: The share of a device's memory a planned step may take (the allocator's fragmentation and the runtime's own
-#: workspaces take the rest).
-MEMORY_HEADROOM = 0.9
 
 
 def _modeled_peak(cfg: DecoderConfig, accelerator: bool) -> int:
