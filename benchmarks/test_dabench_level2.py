@@ -158,6 +158,7 @@ def pinned_threads(genai_device):
         yield
 
 
+@pytest.mark.launches
 @pytest.mark.claims(*CHECKS["dp"], *CHECKS["tp"], *CHECKS["pp"], kinds=("cpu", "cuda"))
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_parallel_scaling(benchmark, genai, genai_device, genai_settings, strategy, tmp_path):

@@ -52,6 +52,7 @@ def test_diffusion_training_throughput(benchmark, genai, genai_device, dtype):
     assert sum(result.losses[-3:]) / 3 < 0.8 * result.losses[0], f"loss did not fall: {result.losses}"
 
 
+@pytest.mark.launches
 @pytest.mark.claims("A3.cpu_ddp_weak_scaling", "A3.cuda_ddp_scaling_efficiency", kinds=("cpu", "cuda"))
 def test_diffusion_ddp_scaling(benchmark, genai, genai_device, genai_settings, tmp_path):
     from pytest_genai.diffusion.ddp import run_ddp, summarize

@@ -22,7 +22,7 @@ from pytest_genai.devices.ranks import ranks_problem
 from pytest_genai.train.config import ThroughputConfig, WikitextConfig, benchmark_matrix
 from pytest_genai.train.requirements import skip_unless_installed
 
-pytestmark = [pytest.mark.finetune, pytest.mark.slow]
+pytestmark = [pytest.mark.finetune, pytest.mark.slow, pytest.mark.launches]  # every test runs torchrun jobs
 
 TORCH_KINDS = ("cpu", "cuda")
 #: The real fine-tune: 3 DDP steps of SmolLM2-135M on 64-token WikiText blocks (1 warm-up, 2 timed), held-out

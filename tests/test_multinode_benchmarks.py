@@ -237,3 +237,39 @@ def test_level1_full_configs_over_the_card_skip_before_building(generation, cfg_
 
     with pytest.raises(pytest.skip.Exception, match=r"does not fit: \d+\.\d GiB modeled peak"):
         bench._level1(FakeBenchmark(), FakeGenai(), FakeDevice(spec.kind, spec), cfg, built)
+
+
+# -- a device held by the pytest process ------------------------------------------------------------------------------
+class _Item:
+    def __init__(self, nodeid, *marks):
+        self.nodeid, self._marks = nodeid, marks
+
+    def get_closest_marker(self, name):
+        return object() if name in self._marks else None
+
+
+def test_tests_that_launch_jobs_run_before_the_in_process_device_tests():
+    """After an in-process Gaudi row the pytest process holds its card: every later torchrun job's rank 0 would
+    fail to acquire it. So every launching test on a Gaudi or GPU runs first, each group in its collected order;
+    skipped and CPU items keep their places."""
+    conftest = _benchmark_module("conftest")
+    items = [_Item("level1[hpu]", "hpu"), _Item("finetune[hpu]", "launches", "hpu"), _Item("diffusion[hpu]", "hpu"),
+             _Item("ddp[cpu]", "launches", "cpu"), _Item("ddp[hpu]", "launches", "hpu"),
+             _Item("ddp[cuda]", "launches", "cuda", "skip"), _Item("level1[cpu]", "cpu")]
+    ordered = [i.nodeid for i in conftest.launching_first(items)]
+    assert ordered == ["finetune[hpu]", "ddp[hpu]", "level1[hpu]", "diffusion[hpu]", "ddp[cpu]", "ddp[cuda]",
+                       "level1[cpu]"]
+    conftest.pytest_collection_modifyitems(items)
+    assert [i.nodeid for i in items] == ordered
+
+
+@pytest.mark.parametrize("module, test", [("test_finetune", "test_finetune_throughput"),
+                                          ("test_finetune", "test_finetune_wikitext"),
+                                          ("test_finetune", "test_launcher_vs_bare_cpu"),
+                                          ("test_dabench_level2", "test_parallel_scaling"),
+                                          ("test_diffusion", "test_diffusion_ddp_scaling")])
+def test_every_test_that_launches_jobs_is_marked(module, test):
+    bench = _benchmark_module(module)
+    marks = [m.name for m in getattr(getattr(bench, test), "pytestmark", [])] + \
+        [m.name for m in getattr(bench, "pytestmark", [])]
+    assert "launches" in marks
