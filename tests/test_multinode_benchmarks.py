@@ -172,23 +172,26 @@ class FakeCpu(FakeDevice):
                                            mem_capacity_gb=mem_gb))
 
 
-def _finetune_launches(monkeypatch, tmp_path, cfg, node_rank):
-    """The job ids one node launches for ``cfg``, as node ``node_rank`` of 2 (nothing is launched for real)."""
+def _finetune_launches(monkeypatch, tmp_path, cfg, node_rank, mem_gb=64.0, problems=None):
+    """The job ids one node launches for ``cfg``, as node ``node_rank`` of 2 whose RAM is ``mem_gb`` (nothing is
+    launched for real); ``problems`` collects the node problem each job carried."""
     from pytest_genai.runtime.launcher import LaunchSpec
     from pytest_genai.train import run
 
     bench = _benchmark_module("test_finetune")
     launched = []
 
-    def fake_run(job_cfg, kind, spec, work, env=None):
+    def fake_run(job_cfg, kind, spec, work, env=None, node_problem=None):
         launched.append(job_cfg.id)
+        if problems is not None:
+            problems.append(node_problem)
         return _Summary() if node_rank == 0 else None
 
     monkeypatch.setattr(run, "run", fake_run)
     spec = LaunchSpec(nproc=1, nnodes=2, rdzv_endpoint="127.0.0.1:29500", node_rank=node_rank)
     runs = run.RunCache(tmp_path / f"node{node_rank}")
     try:
-        bench.test_finetune_throughput(FakeBenchmark(), FakeGenai(), FakeCpu(), cfg, runs, spec)
+        bench.test_finetune_throughput(FakeBenchmark(), FakeGenai(), FakeCpu(mem_gb), cfg, runs, spec)
     except (_Recording, pytest.skip.Exception):
         pass
     return launched
@@ -273,3 +276,87 @@ def test_every_test_that_launches_jobs_is_marked(module, test):
     marks = [m.name for m in getattr(getattr(bench, test), "pytestmark", [])] + \
         [m.name for m in getattr(bench, "pytestmark", [])]
     assert "launches" in marks
+
+
+@pytest.mark.parametrize("cfg, brackets", _bracketed_configs(), ids=lambda v: getattr(v, "id", ""))
+def test_finetune_nodes_with_different_memory_launch_the_same_jobs_and_agree_in_them(monkeypatch, tmp_path, cfg,
+                                                                                     brackets):
+    """Node 1 reads far less RAM than node 0: it still launches what node 0 launches (a node that skipped alone
+    would leave node 0's job waiting for it), and its jobs carry why it cannot hold them; the ranks then agree."""
+    pytest.importorskip("torch")
+    from pytest_genai.train.requirements import MissingRequirement, check_requirements
+
+    try:
+        check_requirements(cfg, "cpu")
+    except MissingRequirement as exc:
+        pytest.skip(str(exc))
+    node0_problems, node1_problems = [], []
+    node0 = _finetune_launches(monkeypatch, tmp_path, cfg, 0, mem_gb=64.0, problems=node0_problems)
+    node1 = _finetune_launches(monkeypatch, tmp_path, cfg, 1, mem_gb=0.001, problems=node1_problems)
+    assert node1 == node0 == [cfg.id, *brackets]
+    assert node0_problems == [None] * len(node0)
+    assert all(p and p.startswith("planner: ") for p in node1_problems)
+
+
+def test_the_ranks_agree_on_every_nodes_problem():
+    from pytest_genai.train.worker import agreed_problem
+
+    def gather_of(per_rank):
+        def gather(out, mine):
+            out[:] = per_rank
+        return gather
+
+    env = {"world_size": 4, "rank": 0, "group_rank": 0}
+    ok = [(0, None), (0, None), (1, None), (1, None)]
+    assert agreed_problem(None, env, gather_of(ok)) is None
+    short = [(0, None), (0, None), (1, "64 GiB > 2 GiB usable"), (1, "64 GiB > 2 GiB usable")]
+    assert agreed_problem(None, env, gather_of(short)) == "node 1: 64 GiB > 2 GiB usable"
+
+
+def test_a_job_the_nodes_agreed_not_to_run_is_a_skipped_run(monkeypatch, tmp_path):
+    from pytest_genai.runtime.launcher import LaunchSpec
+    from pytest_genai.train import run
+    from pytest_genai.train.config import benchmark_matrix
+
+    cfg = benchmark_matrix("tiny", ("full",))[0]
+    seen = {}
+
+    def fake_launch(worker, spec, work, env=None, warm=False):
+        import json
+        import types
+
+        seen.update(json.loads(open(worker[-1], encoding="utf-8").read()))
+        return types.SimpleNamespace(result={"schema": "x", "skipped": "node 1: too little RAM"}, wall_s=1.0)
+
+    monkeypatch.setattr(run, "launch", fake_launch)
+    monkeypatch.setattr(run, "check_requirements", lambda cfg, kind: None)
+    spec = LaunchSpec(nproc=1, nnodes=2, rdzv_endpoint="127.0.0.1:29500", node_rank=0)
+    out = run.run(cfg, "cpu", spec, tmp_path, node_problem=None)
+    assert out == run.SkippedRun("node 1: too little RAM")
+    assert "node_problem" in seen  # several nodes: the ranks agree
+
+
+@pytest.mark.slow
+def test_two_nodes_agree_not_to_run_when_one_lacks_memory(tmp_path):
+    """The real worker on two launches playing two nodes (gloo on 127.0.0.1): node 1 says its memory cannot hold the
+    run; both nodes' ranks stop before building anything, node 0 gets a SkippedRun naming node 1, node 1 None."""
+    pytest.importorskip("torch")
+    import socket
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pytest_genai.runtime.launcher import LaunchSpec
+    from pytest_genai.train import run
+    from pytest_genai.train.config import benchmark_matrix
+
+    cfg = next(c for c in benchmark_matrix("tiny", ("full",)) if c.strategy == "ddp")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    specs = [LaunchSpec(nproc=1, nnodes=2, rdzv_endpoint=f"127.0.0.1:{port}", node_rank=n, rdzv_id="agree",
+                        timeout_s=120) for n in (0, 1)]
+    problems = (None, "planner: 1.0 GiB > 0.1 GiB usable")
+    with ThreadPoolExecutor(2) as pool:
+        done = list(pool.map(lambda n: run.run(cfg, "cpu", specs[n], tmp_path / f"node{n}",
+                                               node_problem=problems[n]), (0, 1)))
+    assert done[0] == run.SkippedRun("node 1: planner: 1.0 GiB > 0.1 GiB usable")
+    assert done[1] is None
