@@ -221,3 +221,14 @@ def cgroup_available_bytes(cgroup_root: str = "/sys/fs/cgroup", proc_cgroup: str
         usage = _read_int(os.path.join(folder, usage_file)) or 0
         headrooms.append(max(limit - usage, 0))
     return min(headrooms) if headrooms else None
+
+
+def cgroup_limit_bytes(cgroup_root: str = "/sys/fs/cgroup", proc_cgroup: str = "/proc/self/cgroup") -> int | None:
+    """The smallest memory limit of the cgroups this process is in (a Slurm job's, a container's), or None when none
+    sets one."""
+    limits = []
+    for version, folder in _cgroup_dirs(cgroup_root, proc_cgroup):
+        limit = _read_int(os.path.join(folder, _CGROUP_FILES[version][0]))
+        if limit is not None and limit < _V1_UNLIMITED:
+            limits.append(limit)
+    return min(limits) if limits else None

@@ -63,3 +63,18 @@ def test_in_a_container_the_mount_root_is_the_own_cgroup(tmp_path):
 def test_no_cgroup_leaves_meminfo(tmp_path):
     assert host_available_bytes(_meminfo(tmp_path, 7), str(tmp_path / "nosys"), str(tmp_path / "noproc")) == 7 * GiB
     assert host_available_bytes(str(tmp_path / "none"), str(tmp_path / "nosys"), str(tmp_path / "noproc")) is None
+
+
+def test_the_cpus_memory_capacity_is_the_cgroup_limit_where_smaller(tmp_path):
+    """The CPU's 'spec' capacity (what the fine-tuning planner fits CPU ranks into) was the node's physical RAM."""
+    from pytest_genai.devices.cpu_probe import memory_capacity_gb
+
+    root = tmp_path / "sys"
+    _write(root, cgroup_controllers="memory")
+    _write(root / "job", memory_max=2 * 10**9, memory_current=10**9)
+    proc = _proc(tmp_path, "0::/job\n")
+    assert memory_capacity_gb(str(root), proc) == 2.0
+    (tmp_path / "other").mkdir()
+    unlimited = _proc(tmp_path / "other", "0::/\n")
+    physical = memory_capacity_gb(str(tmp_path / "nosys"), unlimited)
+    assert physical is not None and physical > 2.0
