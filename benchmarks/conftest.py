@@ -18,6 +18,28 @@ from pytest_genai.plugin.options import resolve
 def pytest_configure(config: pytest.Config) -> None:
     # registered here as well as in pyproject.toml, so a copy of these files run elsewhere knows the marker
     config.addinivalue_line("markers", "slow: seconds a test on 2 cores; the repository's default run leaves it out")
+    config.addinivalue_line("markers", f"{LAUNCHES}: starts torchrun jobs whose ranks need every device of the node "
+                            "free; runs before the tests that use a device in the pytest process")
+
+
+#: The marker of a test that launches torchrun jobs.
+LAUNCHES = "launches"
+
+
+#: Device kinds a process holds once it used one: a Gaudi card is acquired by the first process that opens it, a GPU
+#: in EXCLUSIVE_PROCESS mode takes one context.
+HELD_KINDS = ("hpu", "cuda")
+
+
+def launching_first(items: list) -> list:
+    """``items`` with the tests that launch torchrun jobs on a Gaudi or a GPU first (stable otherwise): after an
+    in-process device test the pytest process holds its card until it exits, and a later job's rank fails to acquire
+    it. Skipped items and CPU ones keep their places (the CPU has nothing to hold)."""
+    def moves(item) -> bool:
+        return (item.get_closest_marker(LAUNCHES) is not None and item.get_closest_marker("skip") is None
+                and any(item.get_closest_marker(kind) is not None for kind in HELD_KINDS))
+
+    return sorted(items, key=lambda item: not moves(item))
 
 
 def pytest_genai_probes(config: pytest.Config, probes: dict) -> None:
@@ -28,11 +50,13 @@ def pytest_genai_probes(config: pytest.Config, probes: dict) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The A1 quality rows in their ``CASES`` order within each model, in the slots they were given.
+    """The tests that launch torchrun jobs first (:func:`launching_first`); then the A1 quality rows in their
+    ``CASES`` order within each model, in the slots they were given.
 
     pytest reorders items around the session-scoped parameters (model, device) and interleaves the rows of different
     quantized models; the rows share one cached quantized model at a time, so an interleaved order rebuilds each
-    model up to three times. Other items keep their places."""
+    model up to three times. Other items keep their places, after the tests that launch jobs are moved first."""
+    items[:] = launching_first(items)
     slots = [i for i, item in enumerate(items) if item.nodeid.split("::")[0].endswith("test_quantization.py")
              and "case" in getattr(getattr(item, "callspec", None), "params", {})]
     if not slots:

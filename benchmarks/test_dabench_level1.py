@@ -91,6 +91,12 @@ def _spec_ceilings(device, dtype: str):
 
 def _level1(benchmark, genai, device, cfg, ceilings_for) -> None:
     from pytest_genai.dabench import level1
+    from pytest_genai.dabench.capacity import fit_problem
+
+    if device.kind != "cpu" and device.spec is not None and device.spec.mem_capacity_gb:
+        # before anything is built: a step over the card's memory would be an out-of-memory error, not a row
+        if why := fit_problem(cfg, int(device.spec.mem_capacity_gb * 1e9)):
+            pytest.skip(why)
     from pytest_genai.dabench.ceilings import ceiling_clock
     from pytest_genai.dabench.results import level1_result
 

@@ -16,7 +16,7 @@ test skips naming the files to provide and the vendor commands that produce them
 import pytest
 
 from pytest_genai.dabench.level2 import config as scaling_config
-from pytest_genai.dabench.level2.config import STRATEGIES, ParallelConfig, PrecisionConfig
+from pytest_genai.dabench.level2.config import STRATEGIES, PrecisionConfig
 
 pytestmark = [pytest.mark.dabench, pytest.mark.slow]
 
@@ -158,6 +158,7 @@ def pinned_threads(genai_device):
         yield
 
 
+@pytest.mark.launches
 @pytest.mark.claims(*CHECKS["dp"], *CHECKS["tp"], *CHECKS["pp"], kinds=("cpu", "cuda"))
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_parallel_scaling(benchmark, genai, genai_device, genai_settings, strategy, tmp_path):
@@ -167,26 +168,23 @@ def test_parallel_scaling(benchmark, genai, genai_device, genai_settings, strate
 
     scale, nnodes = genai_settings["scale"], genai_settings["nnodes"]
     world = genai_settings["nproc"] * nnodes
-    if world < 2:
-        pytest.skip("scaling needs at least 2 ranks: --genai-nproc 2 (or more)")
+    # 10 interleaved rounds: the timing claims are judged on the 95% interval of the per-round values.
+    cfg, why = scaling_config.scaling_run(strategy, genai_device.kind, scale, world, repeats=10)
+    if cfg is None:
+        pytest.skip(why)
     from pytest_genai.devices.ranks import ranks_problem
 
     if why := ranks_problem(genai_device.kind, genai_settings["nproc"]):  # per node: one rank per core / GPU
         pytest.skip(why)
-    if strategy == "pp":
-        workload = scaling_config.pipeline_workload(genai_device.kind, scale)
-        head = scaling_config.pipeline_head_vocab(genai_device.kind, scale)
-    else:
-        workload, head = scaling_config.parallel_workload(genai_device.kind, scale), 0
-    # 10 interleaved rounds: the timing claims are judged on the 95% interval of the per-round values.
-    cfg = ParallelConfig(strategy, workload, world_size=world, head_vocab=head, repeats=10)
-    genai.start(config=cfg, model=MODEL)
     result = benchmark.pedantic(
         run_parallel, args=([cfg], tmp_path),
         kwargs=dict(device_kind=genai_device.kind, timeout_s=genai_settings["timeout"], nnodes=nnodes,
                     rdzv_endpoint=genai_settings["rdzv_endpoint"]),
         rounds=1, iterations=1,
     )
+    if result is None:  # the other nodes take part in the job; rank 0, on node 0, returns the results
+        pytest.skip(f"this node took part in the {nnodes}-node job of {cfg.id}; node 0 records it")
+    genai.start(config=cfg, model=MODEL)
     s = summarize(result["results"][0], cfg)
     genai.record(parallel_result(s, cfg))
     if strategy == "pp":

@@ -15,7 +15,7 @@ import dataclasses
 import pytest
 
 from pytest_genai.diffusion import DiffusionConfig, train_steps
-from pytest_genai.diffusion.results import run_peak_tflops, scaling_result, throughput_result
+from pytest_genai.diffusion.results import row_config, run_peak_tflops, scaling_result, throughput_result
 
 pytestmark = [pytest.mark.diffusion, pytest.mark.slow]
 
@@ -33,7 +33,13 @@ def test_diffusion_training_throughput(benchmark, genai, genai_device, dtype):
 
     cfg = dataclasses.replace(base, dtype=dtype)
     cpu = genai_device.kind == "cpu"
-    genai.start(config=cfg, model="sr-unet-synthetic-dust")  # experiment and device: this file's and genai_device
+    hpu_mode = None
+    if genai_device.kind == "hpu":  # in this process: whatever mode the bridge started in
+        from pytest_genai.runtime.hpu_mode import running_mode
+
+        hpu_mode = running_mode()
+    # experiment and device: this file's and genai_device
+    genai.start(config=row_config(cfg, genai_device.kind, hpu_mode, id=cfg.id), model="sr-unet-synthetic-dust")
     genai_device.reset_peak_memory()
     # one thread on the CPU (2 shared cores make multi-threaded timings noisy), and the session's number after
     with torch_threads(1) if cpu else contextlib.nullcontext():
@@ -46,6 +52,7 @@ def test_diffusion_training_throughput(benchmark, genai, genai_device, dtype):
     assert sum(result.losses[-3:]) / 3 < 0.8 * result.losses[0], f"loss did not fall: {result.losses}"
 
 
+@pytest.mark.launches
 @pytest.mark.claims("A3.cpu_ddp_weak_scaling", "A3.cuda_ddp_scaling_efficiency", kinds=("cpu", "cuda"))
 def test_diffusion_ddp_scaling(benchmark, genai, genai_device, genai_settings, tmp_path):
     from pytest_genai.diffusion.ddp import run_ddp, summarize
@@ -62,12 +69,16 @@ def test_diffusion_ddp_scaling(benchmark, genai, genai_device, genai_settings, t
     if why := ranks_problem(kind, world):  # one rank per core / GPU
         pytest.skip(why)
     cfg = SIZE_BY_KIND[kind]
+    from pytest_genai.diffusion.ddp import HPU_MODE
+
+    # the ranks refuse to train in another mode than the one asked for (runtime.hpu_mode.require_mode)
     genai.start(model="sr-unet-synthetic-dust",
-                config={**dataclasses.asdict(cfg), "strategy": "ddp", "world_size": world})
+                config=row_config(cfg, kind, HPU_MODE if kind == "hpu" else None, strategy="ddp", world_size=world))
     result = benchmark.pedantic(run_ddp, args=(cfg, world, tmp_path),
                                 kwargs=dict(device_kind=kind, timeout_s=genai_settings["timeout"]),
                                 rounds=1, iterations=1)
     s = summarize(result)
+    assert s.hpu_mode == (HPU_MODE if kind == "hpu" else None), f"the ranks ran in {s.hpu_mode} mode"
     genai.record(scaling_result(s))
     if kind != "hpu":  # paper_a.toml has no DDP claim for Gaudi (A3.gen.gaudi2_gaudi3 is a generation speedup)
         genai.check("A3.cpu_ddp_weak_scaling", "A3.cuda_ddp_scaling_efficiency")

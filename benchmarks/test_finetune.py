@@ -22,7 +22,7 @@ from pytest_genai.devices.ranks import ranks_problem
 from pytest_genai.train.config import ThroughputConfig, WikitextConfig, benchmark_matrix
 from pytest_genai.train.requirements import skip_unless_installed
 
-pytestmark = [pytest.mark.finetune, pytest.mark.slow]
+pytestmark = [pytest.mark.finetune, pytest.mark.slow, pytest.mark.launches]  # every test runs torchrun jobs
 
 TORCH_KINDS = ("cpu", "cuda")
 #: The real fine-tune: 3 DDP steps of SmolLM2-135M on 64-token WikiText blocks (1 warm-up, 2 timed), held-out
@@ -76,21 +76,25 @@ def _require_training_path(device, cfg: ThroughputConfig | None = None) -> None:
             pytest.skip(f"not_applicable: {route.reason}")
 
 
-def _bracketing_baseline(runs, baseline: ThroughputConfig, kind: str, launch_spec):
+def _bracketing_baseline(runs, baseline: ThroughputConfig, kind: str, launch_spec, **node_problem):
     """The baseline's latest run (normally just before this one) and a fresh run just after it.
 
     Comparisons divide by the mean of their tokens/s, so a change of machine load during the runs (shared CPUs)
     cancels to first order; the next comparison reuses the fresh run as its "before".
     """
-    before = runs.get(baseline, kind, launch_spec)
-    after = runs.get(baseline, kind, launch_spec, fresh=True)
-    assert before is not None and after is not None
-    return before, after
+    before = runs.get(baseline, kind, launch_spec, **node_problem)
+    after = runs.get(baseline, kind, launch_spec, fresh=True, **node_problem)
+    return before, after  # None, None on the nodes other than node 0
 
 
 def _skip_unless_node0(summary, launch_spec) -> None:
     if summary is None:
         pytest.skip(f"node {launch_spec.node_rank} of {launch_spec.nnodes} took part in the job; node 0 records it")
+
+
+def _unfit(cfg: ThroughputConfig, estimate, fit) -> str:
+    return (f"planner: {cfg.strategy} needs {estimate.total / 2**30:.1f} GiB per device, more than "
+            f"{fit.usable_bytes / 2**30:.1f} GiB usable ({fit.reason})")
 
 
 def _capacity_per_rank(device, nproc: int) -> int | None:
@@ -132,21 +136,63 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
 
     kind = genai_device.kind
     world = launch_spec.world_size
-    estimate, fit = _planner(cfg, world, _capacity_per_rank(genai_device, launch_spec.nproc), genai_device.kind)
+    # On several nodes only what every node reads alike (the config, the card's datasheet) decides what is launched;
+    # what a node reads of its own memory goes into the job, where the nodes agree whether to run (SkippedRun).
+    # The Gaudi trainer joins its process group inside optimum-habana: there each node still decides alone.
+    agree = launch_spec.nnodes > 1 and kind in TORCH_KINDS
+    local_capacity = _capacity_per_rank(genai_device, launch_spec.nproc)
+    shared_capacity = None if agree and kind == "cpu" else local_capacity  # the CPU's capacity is this node's RAM
+    estimate, fit = _planner(cfg, world, shared_capacity, kind)
     if fit is not None and not fit.fits(cfg.strategy):  # the planner as a tool: do not launch what cannot fit
-        pytest.skip(f"planner: {cfg.strategy} needs {estimate.total / 2**30:.1f} GiB per device, more than "
-                    f"{fit.usable_bytes / 2**30:.1f} GiB usable ({fit.reason})")
-    if kind != "cpu":  # on the CPU the device check above is the host's; elsewhere each rank also builds on the host
+        pytest.skip(_unfit(cfg, estimate, fit))
+
+    def memory_problem(job: ThroughputConfig) -> str | None:
+        """Why this node's own memory cannot hold ``job``: its RAM as the CPU's capacity (several nodes), its RAM
+        for the ranks' host build (accelerators)."""
+        if kind == "cpu":
+            if agree and local_capacity:
+                job_estimate, local_fit = _planner(job, world, local_capacity, kind)
+                if not local_fit.fits(job.strategy):
+                    return _unfit(job, job_estimate, local_fit)
+            return None
         from pytest_genai.runtime.memtrack import host_available_bytes
         from pytest_genai.train.config import init_mode
         from pytest_genai.train.planner import host_fit_problem
 
-        if why := host_fit_problem(get_arch(cfg.model, cfg.scale), init_mode(cfg, kind), launch_spec.nproc,
-                                   host_available_bytes()):
-            pytest.skip(f"planner: {why}")
-    summary = benchmark.pedantic(finetune_runs.get, args=(cfg, kind, launch_spec), kwargs={"fresh": True},
+        why = host_fit_problem(get_arch(job.model, job.scale), init_mode(job, kind), launch_spec.nproc,
+                               host_available_bytes())
+        return f"planner: {why}" if why else None
+
+    if not agree and (why := memory_problem(cfg)):
+        pytest.skip(why)
+
+    def node(job: ThroughputConfig) -> dict:
+        return {"node_problem": memory_problem(job)} if agree else {}
+
+    # Every launch of this test happens here, decided from the config and the planner alone (never from a result),
+    # so every node of a multi-node job launches the same jobs in the same order; only node 0 then records.
+    ddp_baseline = dataclasses.replace(cfg, strategy="ddp") if cfg.sharded is not None else None
+    bracket_ddp = ddp_baseline is not None and (fit.ddp_fits if fit is not None else agree)
+    unfused_baseline = dataclasses.replace(cfg, attention="unfused") if cfg.attention == "fused" else None
+    baseline_fit = None
+    if unfused_baseline is not None:
+        _, baseline_fit = _planner(unfused_baseline, world, shared_capacity, kind)
+    bracket_unfused = unfused_baseline is not None and (baseline_fit is None or baseline_fit.fits(cfg.strategy))
+    summary = benchmark.pedantic(finetune_runs.get, args=(cfg, kind, launch_spec), kwargs={"fresh": True, **node(cfg)},
                                  rounds=1, iterations=1)
+    ddp_runs = (_bracketing_baseline(finetune_runs, ddp_baseline, kind, launch_spec, **node(ddp_baseline))
+                if bracket_ddp else None)
+    unfused_runs = (_bracketing_baseline(finetune_runs, unfused_baseline, kind, launch_spec, **node(unfused_baseline))
+                    if bracket_unfused else None)
     _skip_unless_node0(summary, launch_spec)
+    from pytest_genai.train.run import SkippedRun
+
+    if isinstance(summary, SkippedRun):
+        pytest.skip(f"planner, on the job's nodes: {summary.reason}")
+    ddp_skipped = next((r.reason for r in ddp_runs or () if isinstance(r, SkippedRun)), None)
+    unfused_skipped = next((r.reason for r in unfused_runs or () if isinstance(r, SkippedRun)), None)
+    if ddp_skipped:
+        ddp_runs = None
     # init "auto" stays out of the config, so runs written before the field pair with these (the mode that ran is
     # the "init" label)
     config = {**{k: v for k, v in dataclasses.asdict(cfg).items() if (k, v) != ("init", "auto")},
@@ -163,22 +209,15 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
     ratio = result.metrics["peak_tensor_bytes_over_predicted"].value
 
     if cfg.sharded is not None:  # Paper A: DDP beats the sharding methods when the model fits one device
-        ddp_runs = None
-        if fit is not None and fit.ddp_fits:
-            ddp_runs = _bracketing_baseline(finetune_runs, dataclasses.replace(cfg, strategy="ddp"), kind,
-                                            launch_spec)
         genai.record(results.ddp_comparison_result(summary, ddp_runs))
         genai.check("A2.ddp_vs_zero3", "A2.ddp_vs_fsdp")  # scoped to fits = true: not applicable otherwise
     if cfg.attention == "fused":  # Paper A: Flash Attention +10-20% on Gaudi (CPU: SDPA vs eager, no claim)
-        baseline = dataclasses.replace(cfg, attention="unfused")
-        _, baseline_fit = _planner(baseline, world, _capacity_per_rank(genai_device, launch_spec.nproc),
-                                   genai_device.kind)
-        if baseline_fit is None or baseline_fit.fits(cfg.strategy):
-            unfused_runs = _bracketing_baseline(finetune_runs, baseline, kind, launch_spec)
+        if bracket_unfused and not unfused_skipped:
             genai.record(results.flash_attention_result(summary, unfused_runs))
             genai.check("A2.flash_attention_gaudi", "A2.flash_attention_cuda")
         else:
-            genai.record(results.flash_attention_result(summary, None, unfit_reason=baseline_fit.reason))
+            genai.record(results.flash_attention_result(summary, None, unfit_reason=unfused_skipped
+                                                        or baseline_fit.reason))
 
     assert counted == flops, f"analytic FLOPs {flops} differ from torch's flop counter {counted}"
     if kind in TORCH_KINDS:  # the Gaudi trainer's precision (DeepSpeed bf16) is not the planner's amp model

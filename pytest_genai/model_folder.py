@@ -105,3 +105,24 @@ def option_problem(identifier: str) -> str | None:
 
 def _short(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:160] or type(exc).__name__
+
+
+def dtype_keyword(transformers_version: str | None = None) -> str:
+    """``from_pretrained``'s keyword for the weights' dtype in the installed (or the given) transformers:
+    ``dtype`` from 4.56 on (where ``torch_dtype`` is deprecated), ``torch_dtype`` before; 4.55 (optimum-habana
+    1.21's pin) passes an unknown ``dtype`` on to the model's ``__init__``, a TypeError."""
+    if transformers_version is None:
+        import importlib.metadata
+
+        try:
+            transformers_version = importlib.metadata.version("transformers")
+        except importlib.metadata.PackageNotFoundError:
+            return "dtype"
+    numbers = re.findall(r"\d+", transformers_version)[:2]
+    major, minor = (int(n) for n in (numbers + ["0", "0"])[:2])
+    return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+
+
+def dtype_kwargs(dtype: object, transformers_version: str | None = None) -> dict[str, object]:
+    """``{keyword: dtype}`` for ``from_pretrained`` in the installed transformers (:func:`dtype_keyword`)."""
+    return {dtype_keyword(transformers_version): dtype}

@@ -262,3 +262,20 @@ def predicted_max_layers(
         return peak.total <= budget_bytes
 
     return largest_fitting(fits, limit=limit).max_fitting
+
+
+#: The share of a device's memory a planned step may take (the allocator's fragmentation and the runtime's own
+#: workspaces take the rest).
+MEMORY_HEADROOM = 0.9
+
+
+def fit_problem(cfg: DecoderConfig, capacity_bytes: int | None, *, foreach_optimizer: bool = True) -> str | None:
+    """Why ``cfg``'s step does not fit ``MEMORY_HEADROOM`` of a device with ``capacity_bytes`` by the memory model
+    (:func:`predicted_peak_bytes`), a skip reason; None when it fits or the capacity is unknown."""
+    if not capacity_bytes:
+        return None
+    peak = predicted_peak_bytes(cfg, foreach_optimizer=foreach_optimizer).total
+    if peak <= MEMORY_HEADROOM * capacity_bytes:
+        return None
+    return (f"{cfg.id} does not fit: {peak / 2**30:.1f} GiB modeled peak (dabench.capacity) > {MEMORY_HEADROOM:.0%} "
+            f"of the device's {capacity_bytes / 2**30:.1f} GiB; a larger card runs it")

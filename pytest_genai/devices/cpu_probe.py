@@ -24,6 +24,19 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine() or "cpu"
 
 
+def memory_capacity_gb(cgroup_root: str = "/sys/fs/cgroup", proc_cgroup: str = "/proc/self/cgroup") -> float | None:
+    """The RAM this process's runs may use, in GB: the node's physical RAM, or its cgroup's limit (a Slurm job, a
+    container) where smaller; None where neither can be read."""
+    from pytest_genai.runtime.memtrack import cgroup_limit_bytes
+
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        physical = None
+    known = [b for b in (physical, cgroup_limit_bytes(cgroup_root, proc_cgroup)) if b is not None]
+    return min(known) / 1e9 if known else None
+
+
 def measure_cpu_spec(matmul_n: int = 1536, copy_mib: int = 128, repeats: int = 8) -> DeviceSpec:
     """Best-of-``repeats`` fp32 matmul TFLOP/s and copy GB/s with all of torch's threads, after a warm-up.
 
@@ -52,10 +65,7 @@ def measure_cpu_spec(matmul_n: int = 1536, copy_mib: int = 128, repeats: int = 8
         dst.copy_(src)
         times.append(time.perf_counter() - t0)
     gbs = 2 * n * 4 / min(times) / 1e9  # read + write
-    try:
-        mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
-    except (ValueError, OSError, AttributeError):
-        mem_gb = None
+    mem_gb = memory_capacity_gb()
     return DeviceSpec(
         generation="cpu",
         kind="cpu",

@@ -52,9 +52,10 @@ def _missing(module: str) -> bool:
 def cuda_generation(name: str, total_memory_bytes: int | None = None) -> str:
     """Map a CUDA device name (``torch.cuda.get_device_name``) to a spec generation slug."""
     upper = name.upper()
-    # Grace Hopper superchips and the NVL cards are other parts (memory, clocks, power): no datasheet of ours fits
+    # Grace Hopper superchips and the NVL cards are other parts (memory, clocks, power), each with its own datasheet
     if "GH200" in upper or "GH100" in upper:
-        return "gh200"
+        big = "144G" in upper or (total_memory_bytes or 0) > 110 * 1024**3
+        return "gh200-144gb" if big else "gh200"
     if "H200" in upper:
         return "h200-nvl" if "NVL" in upper else "h200"
     if "H100" in upper:

@@ -33,6 +33,7 @@ class DdpSummary:
     flops_per_step: float  # one rank's FLOPs per step (forward + backward, FlopCounterMode)
     step_rounds: tuple[float, ...] = ()  # per interleaved round: the slowest rank's DDP step seconds
     baseline_rounds: tuple[float, ...] = ()  # per interleaved round: rank 0's one-rank step seconds
+    hpu_mode: str | None = None  # on Gaudi: the execution mode every rank ran in
 
     @property
     def scaling_ratio_rounds(self) -> list[float]:
@@ -69,6 +70,9 @@ def summarize(result: dict[str, Any]) -> DdpSummary:
     if len(ranks) != world:
         raise ValueError(f"the result has {len(ranks)} ranks' reports for world_size={world}")
     steps = slowest_rank_steps([r["step_times_s"] for r in ranks])
+    modes = {r.get("hpu_mode") for r in ranks}
+    if len(modes) != 1:
+        raise ValueError(f"the ranks ran in different Gaudi execution modes {sorted(map(str, modes))}")
     return DdpSummary(
         world_size=world,
         images_per_step=sum(int(r["images_per_step"]) for r in ranks),
@@ -79,6 +83,7 @@ def summarize(result: dict[str, Any]) -> DdpSummary:
         flops_per_step=float(ranks[0]["flops_per_step"]),
         step_rounds=tuple(steps),
         baseline_rounds=tuple(float(x) for x in baseline["step_times_s"]),
+        hpu_mode=modes.pop(),
     )
 
 

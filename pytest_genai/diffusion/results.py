@@ -8,6 +8,7 @@ it. The benchmark calls ``genai.record(result)``.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from pytest_genai.diffusion.ddp import DdpSummary
@@ -19,6 +20,17 @@ MEASURED, CONFIG = "measured", "config"
 
 def _m(value: float, source: str = MEASURED, rounds: Any = None) -> Measurement:
     return Measurement(value, source=source, rounds=None if rounds is None else tuple(rounds))
+
+
+def row_config(cfg: Any, kind: str, hpu_mode: str | None = None, **extra: Any) -> dict[str, Any]:
+    """The row's config (what it is matched on across runs): the run's settings, ``extra`` (id, strategy, world
+    size) and, on Gaudi, the execution mode that ran: a lazy and an eager run are different benchmarks."""
+    config = {**dataclasses.asdict(cfg), **extra}
+    if kind == "hpu":
+        if hpu_mode is None:
+            raise ValueError("a Gaudi diffusion row needs the execution mode it ran in (lazy or eager)")
+        config["hpu_mode"] = hpu_mode
+    return config
 
 
 def run_peak_tflops(spec_peak: float | None, kind: str, spec_threads: int | None, threads: int) -> float | None:

@@ -394,7 +394,9 @@ def _convert_gguf(gguf: Path) -> tuple[Any, Any]:
 
     folder, name = str(gguf.parent), gguf.name
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    from pytest_genai.model_folder import dtype_kwargs
+
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, **dtype_kwargs(torch.float32))
     # The loaded weights are already dequantized fp32; drop the GGUF marker so the model saves as plain safetensors.
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
@@ -431,8 +433,10 @@ def load_model(ref: ModelRef, device: Any = None, dtype: Any = None, *, trust_re
 
         folder = snapshot_download(ref.location, local_files_only=True)
         local = True
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, use_safetensors=True, trust_remote_code=trust_remote_code,
-                                                 local_files_only=local)
+    from pytest_genai.model_folder import dtype_kwargs
+
+    model = AutoModelForCausalLM.from_pretrained(folder, **dtype_kwargs(dtype), use_safetensors=True,
+                                                 trust_remote_code=trust_remote_code, local_files_only=local)
     tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code, local_files_only=local)
     model.eval()
     if device is not None:

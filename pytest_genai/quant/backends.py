@@ -132,7 +132,8 @@ def inc_fp8(model, names, calibrate, *, dump_dir=None) -> None:
 
     others = [n for n, m in model.named_modules() if type(m) is nn.Linear and n not in set(names)]
     with tempfile.TemporaryDirectory(prefix="genai-inc-fp8-") as tmp:
-        cfg = q.FP8Config(fp8_config="E4M3", allowlist=inc_fp8_allowlist(names),
+        # hp_dtype: the dtype INC's fp8 linears return (its default bf16 would meet fp32 activations in SDPA)
+        cfg = q.FP8Config(fp8_config="E4M3", hp_dtype=inc_hp_dtype(model), allowlist=inc_fp8_allowlist(names),
                           dump_stats_path=str(dump_dir or tmp) + "/measure")
         prepared = q.prepare(model, cfg)
         calibrate(prepared)
@@ -149,6 +150,23 @@ def inc_fp8(model, names, calibrate, *, dump_dir=None) -> None:
         module = model.get_submodule(name)
         if inc_converted(module):
             module.compute_path = "inc_fp8"
+
+
+#: torch dtype name -> INC FP8Config's ``hp_dtype`` (its ``HpDtype`` enum, by member name in lower case).
+INC_HP_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def inc_hp_dtype(model) -> str:
+    """INC FP8's ``hp_dtype`` (the precision its converted linears return) for ``model``: the dtype its activations
+    flow in, its input embedding's (else its first floating parameter's), so the fp8 layers hand on that dtype."""
+    embedding = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    dtype = (embedding.weight.dtype if embedding is not None
+             else next(p.dtype for p in model.parameters() if p.is_floating_point()))
+    name = str(dtype).removeprefix("torch.")
+    if name not in INC_HP_DTYPES:
+        raise ValueError(f"INC FP8 returns one of {sorted(INC_HP_DTYPES)}; the model computes in {name}: cast it with "
+                         "model.to(torch.bfloat16) first")
+    return INC_HP_DTYPES[name]
 
 
 def inc_fp8_allowlist(names) -> dict:

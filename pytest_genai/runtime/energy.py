@@ -14,10 +14,11 @@ Every figure is ``measured``. Readers are injectable, so the arithmetic is teste
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 #: Seconds between power samples where power is integrated (hl-smi answers in tens of milliseconds).
 SAMPLE_INTERVAL_S = 0.05
@@ -196,38 +197,83 @@ def nvml_meter(index: int) -> CounterMeter | None:
                         "nvml_total_energy_counter")
 
 
-def hl_smi_power_reader(index: int, run: Callable[..., Any] | None = None) -> Callable[[], float]:
-    """``read_w`` for Gaudi ``index`` through ``hl-smi -i <index> -Q power.draw -f csv,noheader,nounits``."""
+def gaudi_module_id(index: int, env: Mapping[str, str] | None = None) -> int | None:
+    """The module id (hl-smi's and pyhlml's) of this process's ``hpu:index``: the ``index``-th entry of
+    ``HABANA_VISIBLE_MODULES``; None when it is unset (the process acquired whichever module was free: unknown here)."""
+    text = (os.environ if env is None else env).get("HABANA_VISIBLE_MODULES", "").strip()
+    modules = [m.strip() for m in text.split(",") if m.strip()]
+    if index < len(modules) and modules[index].isdigit():
+        return int(modules[index])
+    return None
+
+
+def hl_smi_bus_id(module_id: int | None, run: Callable[..., Any] | None = None) -> str | None:
+    """The PCI bus id that ``hl-smi -i`` takes, of module ``module_id`` (from ``hl-smi -Q module_id,bus_id``); with
+    the module unknown, the node's only card's; None when it cannot be told which card is this process's."""
+    import subprocess
+
+    run = run or subprocess.run
+    done = run(["hl-smi", "-Q", "module_id,bus_id", "-f", "csv,noheader"], capture_output=True, text=True,
+               timeout=10, check=True)
+    cards = {}
+    for line in done.stdout.strip().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) >= 2 and parts[0].isdigit():
+            cards[int(parts[0])] = parts[1]
+    if module_id is None:
+        return next(iter(cards.values())) if len(cards) == 1 else None
+    return cards.get(module_id)
+
+
+def hl_smi_power_reader(bus_id: str, run: Callable[..., Any] | None = None) -> Callable[[], float]:
+    """``read_w`` for the Gaudi at PCI ``bus_id`` through ``hl-smi -i <bus_id> -Q power.draw -f csv,noheader,nounits``
+    (``-i`` takes a bus id, not an index)."""
     import subprocess
 
     run = run or subprocess.run
 
     def read_w() -> float:
-        done = run(["hl-smi", "-i", str(index), "-Q", "power.draw", "-f", "csv,noheader,nounits"],
+        done = run(["hl-smi", "-i", bus_id, "-Q", "power.draw", "-f", "csv,noheader,nounits"],
                    capture_output=True, text=True, timeout=10, check=True)
         return float(done.stdout.strip().splitlines()[0].split(",")[0])
 
     return read_w
 
 
-def hpu_meter(index: int) -> PowerMeter | None:
-    """Sampled Gaudi power (pyhlml where importable, else hl-smi), or None when neither answers."""
+def pyhlml_handle(pyhlml: Any, module_id: int | None) -> Any:
+    """pyhlml's handle of module ``module_id`` (its handles go by PCI order, not by module); with the module unknown,
+    the node's only card's; None when it cannot be told which card is this process's."""
+    handles = [pyhlml.hlmlDeviceGetHandleByIndex(i) for i in range(pyhlml.hlmlDeviceGetCount())]
+    if module_id is None:
+        return handles[0] if len(handles) == 1 else None
+    return next((h for h in handles if pyhlml.hlmlDeviceGetModuleID(h) == module_id), None)
+
+
+def hpu_meter(index: int, env: Mapping[str, str] | None = None, run: Callable[..., Any] | None = None,
+              which: Callable[[str], str | None] | None = None) -> PowerMeter | None:
+    """Sampled power of this process's ``hpu:index`` (pyhlml where importable, else hl-smi), or None when neither
+    answers or the card cannot be told apart from the node's others (absent, never another card's)."""
+    module_id = gaudi_module_id(index, env)
     try:
         import pyhlml
 
         pyhlml.hlmlInit()
-        handle = pyhlml.hlmlDeviceGetHandleByIndex(index)
-        read = lambda: pyhlml.hlmlDeviceGetPowerUsage(handle) / 1000.0  # noqa: E731  (milliwatts)
-        read()
-        return PowerMeter(read, "pyhlml_power_integrated")
+        handle = pyhlml_handle(pyhlml, module_id)
+        if handle is not None:
+            read = lambda: pyhlml.hlmlDeviceGetPowerUsage(handle) / 1000.0  # noqa: E731  (milliwatts)
+            read()
+            return PowerMeter(read, "pyhlml_power_integrated")
     except Exception:  # not installed, or no device behind it
         pass
     import shutil
 
-    if shutil.which("hl-smi") is None:
+    if (which or shutil.which)("hl-smi") is None:
         return None
-    read = hl_smi_power_reader(index)
     try:
+        bus_id = hl_smi_bus_id(module_id, run)
+        if bus_id is None:
+            return None
+        read = hl_smi_power_reader(bus_id, run)
         read()
     except Exception:
         return None

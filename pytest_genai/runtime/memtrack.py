@@ -15,6 +15,8 @@ operator) and by DABench's CPU capacity search (with a budget).
 """
 from __future__ import annotations
 
+import os
+
 from typing import Any
 
 
@@ -144,13 +146,89 @@ def cuda_fixed_overhead_bytes(torch_device: Any) -> int:
     return fixed_overhead_bytes(lambda: torch.cuda.memory_allocated(torch_device), warm)
 
 
-def host_available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
-    """The node's available RAM (``MemAvailable``), or None where it cannot be read (not Linux)."""
+def host_available_bytes(meminfo: str = "/proc/meminfo", cgroup_root: str = "/sys/fs/cgroup",
+                         proc_cgroup: str = "/proc/self/cgroup") -> int | None:
+    """RAM this process's jobs may still take: the node's ``MemAvailable`` or, when smaller, the headroom under its
+    cgroup's memory limit (a Slurm job's or a container's: cgroup v2 ``memory.max``, v1 ``memory.limit_in_bytes``);
+    None where neither can be read (not Linux)."""
+    node = None
     try:
         with open(meminfo, encoding="ascii") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    node = int(line.split()[1]) * 1024
+                    break
     except (OSError, ValueError, IndexError):
+        pass
+    limited = cgroup_available_bytes(cgroup_root, proc_cgroup)
+    known = [b for b in (node, limited) if b is not None]
+    return min(known) if known else None
+
+
+#: (limit file, usage file) of the memory controller: cgroup v2, then v1. v1's "no limit" is a huge number.
+_CGROUP_FILES = {"v2": ("memory.max", "memory.current"), "v1": ("memory.limit_in_bytes", "memory.usage_in_bytes")}
+_V1_UNLIMITED = 2**60
+
+
+def _cgroup_dirs(cgroup_root: str, proc_cgroup: str) -> list[tuple[str, str]]:
+    """(version, folder) of every memory cgroup above this process, innermost first; the mount itself is always a
+    candidate (in a container the process's own cgroup is mounted at the root)."""
+    try:
+        with open(proc_cgroup, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        if controllers == "":
+            version, mount = "v2", (cgroup_root if os.path.exists(os.path.join(cgroup_root, "cgroup.controllers"))
+                                    else os.path.join(cgroup_root, "unified"))
+        elif "memory" in controllers.split(","):
+            version, mount = "v1", os.path.join(cgroup_root, controllers)
+        else:
+            continue
+        rel = path.strip("/")
+        while True:
+            found.append((version, os.path.join(mount, rel) if rel else mount))
+            if not rel:
+                break
+            rel = os.path.dirname(rel)
+    return found
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path, encoding="ascii") as f:
+            text = f.read().strip()
+    except OSError:
         return None
-    return None
+    return int(text) if text.isdigit() else None  # v2 writes "max" for no limit
+
+
+def cgroup_available_bytes(cgroup_root: str = "/sys/fs/cgroup", proc_cgroup: str = "/proc/self/cgroup") -> int | None:
+    """The smallest headroom (limit - usage) of the memory cgroups this process is in, or None when none sets a
+    limit (or none can be read)."""
+    headrooms = []
+    for version, folder in _cgroup_dirs(cgroup_root, proc_cgroup):
+        limit_file, usage_file = _CGROUP_FILES[version]
+        limit = _read_int(os.path.join(folder, limit_file))
+        if limit is None or limit >= _V1_UNLIMITED:
+            continue
+        usage = _read_int(os.path.join(folder, usage_file)) or 0
+        headrooms.append(max(limit - usage, 0))
+    return min(headrooms) if headrooms else None
+
+
+def cgroup_limit_bytes(cgroup_root: str = "/sys/fs/cgroup", proc_cgroup: str = "/proc/self/cgroup") -> int | None:
+    """The smallest memory limit of the cgroups this process is in (a Slurm job's, a container's), or None when none
+    sets one."""
+    limits = []
+    for version, folder in _cgroup_dirs(cgroup_root, proc_cgroup):
+        limit = _read_int(os.path.join(folder, _CGROUP_FILES[version][0]))
+        if limit is not None and limit < _V1_UNLIMITED:
+            limits.append(limit)
+    return min(limits) if limits else None

@@ -22,6 +22,13 @@ WORKER = ("-m", "pytest_genai.train.worker")
 
 
 @dataclass(frozen=True)
+class SkippedRun:
+    """A multi-node job its nodes agreed not to run (one node's memory cannot hold it): why, per node."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
 class RunSummary:
     """The job-level numbers of one run, all measured (the analytic FLOPs per step are the results' to model:
     :func:`pytest_genai.train.results.throughput_result`)."""
@@ -82,11 +89,14 @@ def summarize(result: Mapping[str, Any], cfg: ThroughputConfig | WikitextConfig,
 
 
 def launch_config(cfg: ThroughputConfig | WikitextConfig, device_kind: str, spec: LaunchSpec, work_dir: Path,
-                  env: Mapping[str, str] | None = None) -> tuple[dict[str, Any] | None, float]:
+                  env: Mapping[str, str] | None = None, node_problem: str | None = None
+                  ) -> tuple[dict[str, Any] | None, float]:
     """Write the worker's spec into ``work_dir``, run it on ``spec.world_size`` ranks; (result, wall seconds).
 
     The result is None on the nodes of a multi-node job other than node 0. A missing optional package (DeepSpeed
-    for ZeRO, optimum-habana on hpu) raises :class:`MissingRequirement` here, before any rank starts."""
+    for ZeRO, optimum-habana on hpu) raises :class:`MissingRequirement` here, before any rank starts. On several
+    nodes ``node_problem`` (why this node's memory cannot hold the run, or None) goes to the ranks, which agree
+    before building anything: when any node has one, every rank stops and rank 0's result says ``skipped``."""
     check_requirements(cfg, device_kind)
     if isinstance(cfg, ThroughputConfig):  # a full-size model takes minutes to build before its first step
         import dataclasses
@@ -103,19 +113,25 @@ def launch_config(cfg: ThroughputConfig | WikitextConfig, device_kind: str, spec
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     spec_path = work_dir / "worker_spec.json"
-    spec_path.write_text(json.dumps({"device": device_kind, "config": cfg.to_json()}), encoding="utf-8")
+    job: dict[str, Any] = {"device": device_kind, "config": cfg.to_json()}
+    if spec.nnodes > 1:
+        job["node_problem"] = node_problem
+    spec_path.write_text(json.dumps(job), encoding="utf-8")
     done = launch([*WORKER, str(spec_path)], spec, work_dir, env=env, warm=device_kind == "cpu")
     return done.result, done.wall_s
 
 
 def run(cfg: ThroughputConfig | WikitextConfig, device_kind: str, spec: LaunchSpec, work_dir: Path,
-        env: Mapping[str, str] | None = None) -> RunSummary | None:
+        env: Mapping[str, str] | None = None, node_problem: str | None = None) -> RunSummary | SkippedRun | None:
     """Launch ``cfg`` and summarize it (warm-up steps: ``cfg.warmup`` for throughput runs, 1 for WikiText).
 
-    None on the nodes other than node 0 of a multi-node job (they take part; node 0 records)."""
-    result, wall = launch_config(cfg, device_kind, spec, work_dir, env)
+    None on the nodes other than node 0 of a multi-node job (they take part; node 0 records); a
+    :class:`SkippedRun` when the nodes agreed not to run it (``node_problem``, :func:`launch_config`)."""
+    result, wall = launch_config(cfg, device_kind, spec, work_dir, env, node_problem)
     if result is None:
         return None
+    if "skipped" in result:
+        return SkippedRun(str(result["skipped"]))
     warmup = cfg.warmup if isinstance(cfg, ThroughputConfig) else min(1, cfg.steps - 1)
     return summarize(result, cfg, warmup, wall)
 
@@ -132,13 +148,15 @@ class RunCache:
         self._done: dict[tuple[str, str, str], RunSummary | BaseException] = {}
 
     def get(self, cfg: ThroughputConfig | WikitextConfig, device_kind: str, spec: LaunchSpec,
-            env: Mapping[str, str] | None = None, *, fresh: bool = False) -> RunSummary | None:
-        """The run's summary; ``fresh=True`` launches it even if it already ran (a benchmark timing its own job)."""
+            env: Mapping[str, str] | None = None, *, fresh: bool = False, node_problem: str | None = None
+            ) -> RunSummary | SkippedRun | None:
+        """The run's summary; ``fresh=True`` launches it even if it already ran (a benchmark timing its own job);
+        ``node_problem``: :func:`launch_config`."""
         key = (device_kind, cfg.id, spec.id)
         if fresh or key not in self._done:
             try:
                 work = self.root / f"{device_kind}-{spec.id}-{cfg.id}"
-                self._done[key] = run(cfg, device_kind, spec, work, env)
+                self._done[key] = run(cfg, device_kind, spec, work, env, node_problem)
             except Exception as exc:  # remembered: dependents fail with the same logs instead of relaunching
                 self._done[key] = exc
         done = self._done[key]

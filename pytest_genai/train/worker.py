@@ -239,7 +239,9 @@ def run_wikitext(cfg: WikitextConfig, kind: str, env: dict[str, int]) -> dict[st
     device.reset_peak_memory()
     rss0 = current_rss_bytes()
     tokenizer = AutoTokenizer.from_pretrained(cfg.model_path)
-    model = AutoModelForCausalLM.from_pretrained(cfg.model_path, dtype=torch.float32)
+    from pytest_genai.model_folder import dtype_kwargs
+
+    model = AutoModelForCausalLM.from_pretrained(cfg.model_path, **dtype_kwargs(torch.float32))
     model.config.use_cache = False
     model.train()
     world = env["world_size"]
@@ -272,6 +274,20 @@ def run_wikitext(cfg: WikitextConfig, kind: str, env: dict[str, int]) -> dict[st
     }
 
 
+def agreed_problem(problem: str | None, env: dict[str, int], gather: Any = None) -> str | None:
+    """Every node's memory problem with this run (``node N: why``; None when no node has one), the same on every
+    rank: the nodes decide together whether to run, so none goes on alone into collectives the others never join.
+    ``gather`` (default: ``torch.distributed.all_gather_object``) fills a list with every rank's object."""
+    if gather is None:
+        import torch.distributed as dist
+
+        gather = dist.all_gather_object
+    everyone: list[Any] = [None] * env["world_size"]
+    gather(everyone, (env.get("group_rank", 0), problem))
+    reasons = sorted({(node, why) for node, why in everyone if why})
+    return "; ".join(f"node {node}: {why}" for node, why in reasons) or None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
@@ -290,6 +306,11 @@ def main(argv: list[str] | None = None) -> int:
     import torch.distributed as dist
 
     _setup(kind, env)
+    if "node_problem" in spec:  # several nodes: they agree before anything is built
+        why = agreed_problem(spec["node_problem"], {**env, "group_rank": int(os.environ.get("GROUP_RANK", "0"))})
+        if why is not None:
+            finish({"schema": SCHEMA, "skipped": why} if env["rank"] == 0 else None)
+            return 0
     local = run_throughput(cfg, kind, env) if isinstance(cfg, ThroughputConfig) else run_wikitext(cfg, kind, env)
     local["losses"] = _mean_over_ranks(local.pop("losses"))
     gathered: list[Any] = [None] * env["world_size"]

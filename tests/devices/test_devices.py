@@ -42,11 +42,18 @@ def test_unknown_generation_and_dtype_errors_name_the_input() -> None:
      ("NVIDIA H200", None, "h200"), ("NVIDIA A100-SXM4-40GB", 40 * 2**30, "a100-sxm4-40gb"),
      ("NVIDIA A100-SXM4-80GB", 80 * 2**30, "a100-sxm4-80gb"), ("Tesla V100-SXM2-32GB", None, "v100"),
      ("NVIDIA GeForce RTX 4090", None, "nvidia-geforce-rtx-4090"),
-     # other parts than the datasheets we hold: named apart, so no spec (memory, peaks) is attached to them
-     ("NVIDIA H100 NVL", None, "h100-nvl"), ("NVIDIA GH200 480GB", None, "gh200"), ("NVIDIA H200 NVL", None, "h200-nvl")],
+     # other parts than the SXM/PCIe cards, each with its own datasheet (memory, clocks, power)
+     ("NVIDIA H100 NVL", None, "h100-nvl"), ("NVIDIA GH200 480GB", None, "gh200"), ("NVIDIA H200 NVL", None, "h200-nvl"),
+     ("NVIDIA GH200 144G HBM3e", None, "gh200-144gb"), ("NVIDIA GH200", 143 * 10**9, "gh200-144gb"),
+     ("NVIDIA GH200", 97 * 10**9, "gh200")],
 )
 def test_cuda_generation(name, memory, generation) -> None:
     assert cuda_generation(name, memory) == generation
+    if "NVIDIA" in name and "GeForce" not in name:  # every datacenter part the probe names has a sourced spec
+        from pytest_genai.devices.specs import load_specs
+
+        spec = load_specs()[generation]
+        assert spec.source and spec.mem_capacity_gb and spec.peak_tflops("bf16" if "V100" not in name else "fp16")
 
 
 @pytest.mark.parametrize(("kind", "package"), [("wse", "cerebras/cloud/sdk"), ("hpu", "habana_frameworks/mediapipe")])

@@ -72,7 +72,7 @@ def test_inc_fp8_records_inc_fp8_only_on_layers_inc_converted(llama, monkeypatch
 
         allow = {}
 
-        def fp8_config(fp8_config, allowlist, dump_stats_path):
+        def fp8_config(fp8_config, allowlist, dump_stats_path, **others):
             allow.update(allowlist)
             return object()
 
@@ -151,3 +151,42 @@ def test_a_backend_that_replaces_a_native_layer_is_refused_not_requantized(llama
     monkeypatch.setattr(backends, "apply_backend", greedy)
     with pytest.raises(RuntimeError, match=rf"replaced module '{bf16[0]}', which the plan leaves to the native"):
         quantize_model(llama, plan, "real", backend="torchao")
+
+
+@pytest.mark.parametrize("dtype, hp_dtype", [("float32", "fp32"), ("bfloat16", "bf16")])
+def test_inc_fp8_returns_the_models_own_precision(llama, monkeypatch, dtype, hp_dtype):
+    """INC's FP8Config defaults ``hp_dtype`` to bf16: inside an fp32 model its fp8 linears returned bf16 and SDPA met
+    mixed dtypes. The config now names the model's dtype, in a spelling INC's own parser accepts."""
+    import types
+
+    import torch
+
+    from pytest_genai.quant import backends
+
+    seen = {}
+
+    def fp8_config(**kwargs):
+        seen.update(kwargs)
+        return object()
+
+    inc = types.SimpleNamespace(FP8Config=fp8_config, prepare=lambda m, cfg: m,
+                                finalize_calibration=lambda m: None, convert=lambda m: m)
+    monkeypatch.setattr(backends, "_require", lambda module, hint: inc)
+    model = llama.to(getattr(torch, dtype))
+    backends.inc_fp8(model, ["model.layers.0.mlp.up_proj"], calibrate=lambda m: None)
+    assert seen.get("hp_dtype") == hp_dtype
+    quant_config = pytest.importorskip("neural_compressor.torch.algorithms.fp8_quant._quant_common.quant_config")
+    parsed = quant_config._get_enum_from_string(quant_config.HpDtype, seen["hp_dtype"], "hp_dtype")
+    assert parsed.value == getattr(torch, dtype)
+
+
+def test_inc_fp8_returns_what_the_activations_flow_in(llama):
+    """A plan's bf16 tier leaves some layers in bf16: the activations still flow in the embedding's dtype."""
+    import torch
+
+    from pytest_genai.quant.backends import inc_hp_dtype
+
+    llama.model.layers[0].to(torch.bfloat16)
+    assert inc_hp_dtype(llama) == "fp32"
+    with pytest.raises(ValueError, match="INC FP8 returns one of"):
+        inc_hp_dtype(llama.to(torch.float64))

@@ -77,8 +77,57 @@ def test_hl_smi_power_is_read_in_watts():
         stdout = "312.5\n"
 
     calls = []
-    read = energy.hl_smi_power_reader(3, run=lambda cmd, **kw: calls.append(cmd) or Done())
-    assert read() == 312.5 and calls[0][:3] == ["hl-smi", "-i", "3"]
+    read = energy.hl_smi_power_reader("0000:b3:00.0", run=lambda cmd, **kw: calls.append(cmd) or Done())
+    assert read() == 312.5 and calls[0][:3] == ["hl-smi", "-i", "0000:b3:00.0"]
+
+
+class _FakeHlSmi:
+    """hl-smi on an 8-card node whose PCI order differs from the module ids."""
+
+    BUS = {0: "0000:19:00.0", 1: "0000:1a:00.0", 2: "0000:33:00.0", 3: "0000:34:00.0", 4: "0000:9a:00.0",
+           5: "0000:b3:00.0", 6: "0000:b4:00.0", 7: "0000:cc:00.0"}
+
+    def __init__(self, modules=(3, 1, 0, 2, 6, 4, 7, 5)):
+        self.modules, self.calls = modules, []
+
+    def __call__(self, cmd, **kwargs):
+        import types
+
+        self.calls.append(cmd)
+        if cmd[1:3] == ["-Q", "module_id,bus_id"]:
+            out = "".join(f"{m}, {self.BUS[m]}\n" for m in self.modules)
+        else:
+            out = f"{100 + sorted(self.BUS.values()).index(cmd[2])}.0\n"
+        return types.SimpleNamespace(stdout=out)
+
+
+def test_hl_smi_reads_the_card_this_process_acquired():
+    """``hl-smi -i`` takes a PCI bus id: ``-i 1`` read no card (or another); the process's hpu:1 under
+    HABANA_VISIBLE_MODULES=4,5 is module 5, bus 0000:b3:00.0."""
+    hl_smi = _FakeHlSmi()
+    meter = energy.hpu_meter(1, env={"HABANA_VISIBLE_MODULES": "4,5"}, run=hl_smi, which=lambda name: "/bin/hl-smi")
+    assert meter is not None and meter.method == "hl_smi_power_integrated"
+    assert hl_smi.calls[-1][:3] == ["hl-smi", "-i", "0000:b3:00.0"]
+    assert meter.read_w() == 105.0
+
+
+def test_hl_smi_with_an_unknown_module_reads_only_a_single_card_node():
+    assert energy.hpu_meter(0, env={}, run=_FakeHlSmi(), which=lambda name: "/bin/hl-smi") is None  # 8 cards
+    one = _FakeHlSmi(modules=(2,))
+    meter = energy.hpu_meter(0, env={}, run=one, which=lambda name: "/bin/hl-smi")
+    assert meter is not None and one.calls[-1][2] == "0000:33:00.0"
+
+
+def test_pyhlml_handle_goes_by_module_not_pci_index():
+    import types
+
+    modules = (3, 1, 0, 2)  # PCI order
+    fake = types.SimpleNamespace(hlmlDeviceGetCount=lambda: 4, hlmlDeviceGetHandleByIndex=lambda i: f"h{i}",
+                                 hlmlDeviceGetModuleID=lambda h: modules[int(h[1:])])
+    assert energy.pyhlml_handle(fake, 2) == "h3"
+    assert energy.pyhlml_handle(fake, None) is None
+    assert energy.gaudi_module_id(1, {"HABANA_VISIBLE_MODULES": "6, 2"}) == 2
+    assert energy.gaudi_module_id(0, {}) is None
 
 
 def test_energy_metrics_are_absent_without_energy_and_per_round_with_it():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from pytest_genai.dabench.capacity import MEMORY_HEADROOM  # one headroom for Level 1 and Level 2
 from pytest_genai.dabench.config import DecoderConfig
 
 STRATEGIES = ("dp", "tp", "pp")
@@ -241,6 +242,28 @@ def pipeline_head_vocab(kind: str, scale: str = "tiny") -> int:
     return (128 if kind == "cpu" else 64) * workload.hidden
 
 
+def scaling_run(strategy: str, kind: str, scale: str, world_size: int, repeats: int = 10
+                ) -> tuple[ParallelConfig | None, str | None]:
+    """The scaling run of ``strategy`` at ``world_size`` ranks on ``kind``, or None and why it cannot run there (a
+    skip reason): one rank has nothing to scale, a pipeline needs a layer per stage, tensor parallel splits heads and
+    FFN width evenly."""
+    if world_size < 2:
+        return None, "scaling needs at least 2 ranks: --genai-nproc 2 (or more)"
+    if strategy == "pp":
+        workload, head = pipeline_workload(kind, scale), pipeline_head_vocab(kind, scale)
+        layers = workload.layers + (1 if head else 0)
+        if world_size > layers:
+            return None, (f"pp at world size {world_size}: the {scale} pipeline has {layers} layers ({workload.layers} "
+                          f"blocks + the LM head), fewer than {world_size} stages; run it on at most {layers} ranks")
+    else:
+        workload, head = parallel_workload(kind, scale), 0
+        if strategy == "tp" and (workload.heads % world_size or workload.ffn_hidden % world_size):
+            return None, (f"tp at world size {world_size}: {workload.heads} attention heads and FFN width "
+                          f"{workload.ffn_hidden} do not split evenly over {world_size} ranks; use a world size "
+                          f"dividing {workload.heads}")
+    return ParallelConfig(strategy, workload, world_size=world_size, head_vocab=head, repeats=repeats), None
+
+
 def batch_sweep_config(kind: str, scale: str = "tiny") -> BatchSweepConfig:
     _check_scale(scale)
     if kind == "cpu":
@@ -260,11 +283,6 @@ def batch_sweep_config(kind: str, scale: str = "tiny") -> BatchSweepConfig:
         batches.append(b)
         b *= 2
     return BatchSweepConfig(workload=workload, batches=tuple(batches))
-
-
-#: The share of a device's memory a planned step may take (the allocator's fragmentation and the runtime's own
-#: workspaces take the rest).
-MEMORY_HEADROOM = 0.9
 
 
 def _modeled_peak(cfg: DecoderConfig, accelerator: bool) -> int:
