@@ -365,9 +365,10 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    from pytest_genai.plugin.summary import claims_table, metrics_table
+    from pytest_genai.plugin.summary import claims_table, contention_line, metrics_table
 
     state = _state(config)
+    contention = contention_line(state.records)
     if state.records:
         terminalreporter.write_sep("=", "pytest-genai metrics (main metric per benchmark; pytest-genai report for all)")
         for line in metrics_table(state.records, state.metrics(), state.test_wall_s):
@@ -376,6 +377,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_sep("=", "pytest-genai claims")
         for line in claims_table(state.verdicts, state.not_applicable):
             terminalreporter.write_line(line)
+    if contention:  # last, beside the verdicts it qualifies
+        terminalreporter.write_line(contention, yellow=True, bold=True)
 
 
 @pytest.hookimpl(optionalhook=True)

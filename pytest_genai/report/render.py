@@ -65,6 +65,12 @@ def report_blocks(
     if run.datetime:
         summary.append(f"run at {run.datetime}")
     blocks.append(Paragraph(" · ".join(summary)))
+    from pytest_genai.claims.check import contended_share, contention_note
+
+    shares = {r.fullname or r.name: s for r in recs if (s := contended_share(r.attachments)) is not None}
+    contention = contention_note(shares, len(recs))
+    if contention:
+        blocks.append(Paragraph(contention))
     for note in list(notes) + list(run.warnings):
         blocks.append(Paragraph(f"Note: {note}"))
     claims = claims_tables(recs, claims_by_id)

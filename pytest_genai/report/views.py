@@ -155,7 +155,7 @@ def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | N
             if paper_value is None and claim is not None:
                 paper_value = getattr(claim, "paper_value", None)
             rows.append([cid, rec.label, device_text(rec), _claim_value(rec, v), _bound(v.get("min"), v.get("max")),
-                         _num(paper_value), _claim_source(claim), str(v.get("verdict", "?"))])
+                         _num(paper_value), _claim_source(claim), _verdict_text(rec, v, claim)])
         table = make_table(headers, rows, numeric)
         if table.markdown_width() > MAX_ROW_CHARS:
             names = [r.name for r, _ in pairs]
@@ -175,6 +175,16 @@ def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | N
                                              for row, label in zip(rows, shorten_unique(labels, room))], numeric)
         out.append((test, table))
     return out
+
+
+def _verdict_text(rec: Record, verdict: Mapping[str, Any], claim: Any) -> str:
+    """The verdict, with the benchmark's CPU-stall share where it was contended and the claim is a timing one (or
+    unknown: the claims data may be missing)."""
+    from pytest_genai.claims.check import contended_share
+
+    text = str(verdict.get("verdict", "?"))
+    stall = contended_share(rec.attachments) if getattr(claim, "timing", True) else None
+    return text if stall is None else f"{text} (CPU stall {stall:.0%})"
 
 
 def _claim_value(rec: Record, verdict: Mapping[str, Any]) -> str:
