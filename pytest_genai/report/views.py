@@ -158,7 +158,8 @@ def machine_table(run: Run) -> Table:
         load = "not measured (no Linux PSI, or numbers read from files)"
     else:
         past = [s for s in shares if s > CONTENDED_SHARE]
-        load = (f"{len(past)} of {len(shares)} benchmarks past {CONTENDED_SHARE:.0%} ({min(past):.0%}-{max(past):.0%}): "
+        span = (f"{min(past):.0%}" if min(past) == max(past) else f"{min(past):.0%}-{max(past):.0%}") if past else ""
+        load = (f"{len(past)} of {len(shares)} benchmarks past {CONTENDED_SHARE:.0%} ({span}): "
                 "their timing verdicts are inconclusive" if past else
                 f"idle: at most {max(shares):.0%} (under {CONTENDED_SHARE:.0%}) in {len(shares)} benchmarks")
         load = f"CPU stall share {load}"

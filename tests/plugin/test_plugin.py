@@ -326,13 +326,15 @@ def test_a_contended_pass_is_inconclusive_and_the_summary_and_report_say_the_sta
     report = (pytester.path / "report.md").read_text()
     out = result.stdout.str()
     if verdict == "pass":
-        assert "CPU contention" not in out and "CPU contention" not in report and "CPU stall" not in report
+        assert "CPU contention" not in out and "CPU contention" not in report and "(CPU stall" not in report
+        assert "| load    | CPU stall share idle: at most 0% (under 30%) in 1 benchmarks" in report
         return
     assert "within >= 1, but a task waited for a CPU 100% of the measurement" in genai["claims"][0]["message"]
     result.stdout.fnmatch_lines(["B2.cpu_dp_weak_scaling*INCONCLUSIVE (CPU stall 100%)*test_t*",
                                  "CPU contention: 1 of 1 benchmarks were measured while a task waited for a CPU 100% "
                                  "of the time (over 30%*): their timing verdicts read inconclusive*"])
     assert "CPU contention: 1 of 1 benchmarks" in report and "inconclusive (CPU stall 100%)" in report
+    assert "| load    | CPU stall share 1 of 1 benchmarks past 30% (100%): their timing verdicts are inconclusive" in report
 
 
 def test_a_native_toml_ini_value_that_is_not_a_string_is_a_usage_error(pytester: pytest.Pytester) -> None:
