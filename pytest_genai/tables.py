@@ -191,13 +191,16 @@ class Table:
         for row in self.rows:
             tds = "".join(
                 f'<td class="num">{html.escape(visible(c))}</td>' if self._right(i) else
-                f"<td>{html.escape(visible(c))}</td>"
+                f'<td class="v-{_VERDICT.match(c).group(1).lower()}">{html.escape(visible(c))}</td>'
+                if _VERDICT.match(c) else f"<td>{html.escape(visible(c))}</td>"
                 for i, c in enumerate(row)
             )
             body.append(f"<tr>{tds}</tr>")
         return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>"
 
 
+#: A cell that is a verdict (``pass``, ``FAIL (CPU stall 46%)``): coloured in HTML by its class.
+_VERDICT = re.compile(r"(pass|fail|inconclusive)\b", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _LINE_BREAK = re.compile(r"\r\n|[\r\n\x0b\x0c\x85\u2028\u2029]")
 

@@ -9,10 +9,12 @@ from pytest_genai.devices.specs import DeviceSpec
 KINDS = ("cpu", "cuda", "hpu", "wse", "rdu", "ipu")
 
 #: How to enable each kind, for skip reasons.
+#: The hpu extra (optimum-habana), as the README and every skip or error that needs it say it.
+HPU_EXTRA_INSTALL = '`pip install -e ".[hpu]"` in a checkout, `pip install "pytest-genai[hpu]"` otherwise'
 ENABLE_HINTS = {
     "cpu": "always available",
     "cuda": "run on a node with an NVIDIA GPU and a CUDA build of torch",
-    "hpu": "run on an Intel Gaudi node with the Gaudi software stack (habana_frameworks) and `pip install pytest-genai[hpu]`",
+    "hpu": f"run on an Intel Gaudi node with the Gaudi software stack (habana_frameworks) and {HPU_EXTRA_INSTALL}",
     "wse": "run where the Cerebras PyTorch SDK (cerebras.pytorch) is installed and a CS system is configured (GENAI_WSE_SYSTEM); or read its outputs: --genai-dabench-profiles DIR with DIR/wse/ (docs/dabench.md)",
     "rdu": "run on a SambaNova node with the SambaFlow SDK (sambaflow) installed; or read its outputs: --genai-dabench-profiles DIR with DIR/rdu/ (docs/dabench.md)",
     "ipu": "run on a Graphcore IPU machine with the Poplar SDK and poptorch installed; or read its outputs: --genai-dabench-profiles DIR with DIR/ipu/ (docs/dabench.md)",

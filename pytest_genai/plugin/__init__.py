@@ -36,6 +36,7 @@ EXTENSION_TEXT = ("a row beyond the papers' plans (Paper A's weight-only FP8, FP
                   "-m 'cpu and not selfcheck and not extension' runs the papers' experiments alone")
 _HELP = {
     "devices": "device kinds to run genai_device-parametrized tests on, comma separated (default: all kinds; absent ones skip with the reason, broken ones (the SDK imports but its probe raises) error)",
+    "require": "device kinds that must be present, comma separated (e.g. hpu): an absent or broken one stops the session at start with its reason, so a CI job on a Gaudi node cannot pass having run nothing (default: none)",
     "claims": "'enforce' (default): a failed paper or physics claim fails its test (a timing claim fails only when its whole interval is past the bound, else it reads inconclusive); 'strict': inconclusive fails too; 'report': record verdicts without failing. Project targets never fail a test",
     "data_dir": "folder with offline copies of the evaluation data (layout of shared/data: wikitext-2-raw-v1/, hellaswag/, boolq/)",
     "model": "model to evaluate: a Hugging Face id (used only if cached locally) or a local folder",
@@ -94,6 +95,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except SettingError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE] = state
+    _check_required_selected(config, state)
     _check_one_timing_process(config)
     config.stash[BENCHMARK_JSON] = _checked_benchmark_json(config)
     _check_report_path(config)
@@ -108,6 +110,24 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(
             BaselinePlugin(config, baseline, resolve(config, "max_regression")), "genai-baseline"
         )
+
+
+def _check_required_selected(config: pytest.Config, state: SessionState) -> None:
+    """A required kind that --genai-devices leaves out could never run: a contradiction, stopped now."""
+    left_out = [kind for kind in resolve(config, "require") if kind not in state.selected_kinds]
+    if left_out:
+        raise pytest.UsageError(f"{source_of(config, 'require')}: {', '.join(left_out)} required but not among "
+                                f"{source_of(config, 'devices')} ({', '.join(state.selected_kinds)}); add "
+                                f"{', '.join(left_out)} there or drop it from the requirement")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """--genai-require: probe the required kinds before collection; an absent or broken one stops the session."""
+    required = resolve(session.config, "require")
+    if required:
+        problems = _state(session.config).required_problems(required)
+        if problems:
+            raise pytest.UsageError(f"{source_of(session.config, 'require')}: " + "; ".join(problems))
 
 
 def _check_one_timing_process(config: pytest.Config) -> None:
@@ -345,9 +365,10 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    from pytest_genai.plugin.summary import claims_table, metrics_table
+    from pytest_genai.plugin.summary import claims_table, contention_line, metrics_table
 
     state = _state(config)
+    contention = contention_line(state.records)
     if state.records:
         terminalreporter.write_sep("=", "pytest-genai metrics (main metric per benchmark; pytest-genai report for all)")
         for line in metrics_table(state.records, state.metrics(), state.test_wall_s):
@@ -356,6 +377,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_sep("=", "pytest-genai claims")
         for line in claims_table(state.verdicts, state.not_applicable):
             terminalreporter.write_line(line)
+    if contention:  # last, beside the verdicts it qualifies
+        terminalreporter.write_line(contention, yellow=True, bold=True)
 
 
 @pytest.hookimpl(optionalhook=True)

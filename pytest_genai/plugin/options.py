@@ -27,6 +27,16 @@ def parse_devices(text: str) -> tuple[str, ...]:
     return kinds
 
 
+def parse_require(text: str) -> tuple[str, ...]:
+    """``--genai-require``: ``"hpu"`` or ``"cuda,hpu"`` → the kinds that must be present (no ``all``: no node has
+    every kind). Unknown names are an error naming them."""
+    kinds = tuple(dict.fromkeys(t.strip().lower() for t in str(text).split(",") if t.strip()))
+    bad = [k for k in kinds if k not in KINDS]
+    if not kinds or bad:
+        raise ValueError(f"{text!r}: not device kinds; use a comma list of {', '.join(KINDS)}, e.g. hpu or cuda,hpu")
+    return kinds
+
+
 def parse_claims_mode(text: str) -> str:
     mode = text.strip().lower()
     if mode not in CLAIMS_MODES:
@@ -214,6 +224,7 @@ def parse_store(text: str) -> str:
 #: name -> (cli option, env var, ini key, parser, default)
 SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | None, Any]] = {
     "devices": ("--genai-devices", "GENAI_DEVICES", "genai_devices", parse_devices, KINDS),
+    "require": ("--genai-require", "GENAI_REQUIRE", "genai_require", parse_require, ()),
     "claims": ("--genai-claims", "GENAI_CLAIMS", "genai_claims", parse_claims_mode, "enforce"),
     "data_dir": ("--genai-data-dir", "GENAI_DATA_DIR", "genai_data_dir", parse_data_dir, None),
     "model": ("--genai-model", "GENAI_MODEL", "genai_model", parse_model, None),

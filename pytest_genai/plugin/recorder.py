@@ -8,7 +8,7 @@ from typing import Any, Mapping
 import pytest
 
 from pytest_genai import SCHEMA
-from pytest_genai.claims.check import FAIL, INCONCLUSIVE, check_value, not_applicable
+from pytest_genai.claims.check import FAIL, INCONCLUSIVE, check_value, contended_share, not_applicable
 from pytest_genai.claims.stats import Interval, median_interval
 from pytest_genai.devices.device import Device
 from pytest_genai.claims.model import SOURCES
@@ -376,7 +376,10 @@ class GenaiRecorder:
             if verdict.verdict == "not_applicable":
                 self._state.not_applicable += 1
             else:
-                self._state.verdicts.append({**entry, "device": device_text, "nodeid": self._request.node.nodeid})
+                # the stall share where it made a timing verdict inconclusive, for the closing table
+                stall = contended_share(data["attachments"]) if claims[verdict.id].timing else None
+                self._state.verdicts.append({**entry, "device": device_text, "nodeid": self._request.node.nodeid,
+                                             "cpu_stall": stall})
                 _LOG.info("claim %s: %s", verdict.id, verdict.message)
         failures = [v.message for v in verdicts if failing(v.verdict, v.basis, self._state.claims_mode)]
         if failures:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from pytest_genai.devices.device import Device
+from pytest_genai.devices.device import ENABLE_HINTS, Device
 from pytest_genai.devices.probes import PROBES, DeviceBroken, ProbeResult, broken_message, run_probe, skip_reason
 
 
@@ -40,6 +40,22 @@ class SessionState:
         if result is None:
             return f"{kind}: no probe registered"
         return None if result.available or result.broken else skip_reason(result)
+
+    def required_problems(self, kinds: tuple[str, ...]) -> list[str]:
+        """One line per required kind that is absent or broken (probing them now), naming why; empty when all are
+        present."""
+        results = self.probe_results()
+        problems = []
+        for kind in kinds:
+            result = results.get(kind)
+            if result is None:
+                problems.append(f"{kind} is required but has no probe registered")
+            elif result.broken:
+                problems.append(f"{kind} is required but broken ({result.error}); repair the driver or SDK "
+                                "installation (`pytest-genai devices` reruns the probe)")
+            elif not result.available:
+                problems.append(f"{kind} is required but absent ({result.reason}); to enable: {ENABLE_HINTS[kind]}")
+        return problems
 
     def broken(self) -> dict[str, str]:
         """Kind -> the probe's error, for the kinds whose probe failed; empty when no probe has run yet."""

@@ -24,15 +24,21 @@ def _interval(v: dict[str, Any]) -> str:
 BASIS_ORDER = {"paper": 0, "physics": 1, "target": 2}
 
 
+def _verdict(v: dict[str, Any]) -> str:
+    """The verdict, with the CPU-stall share that made a timing verdict inconclusive (``cpu_stall``)."""
+    stall = v.get("cpu_stall")
+    return v["verdict"].upper() + (f" (CPU stall {stall:.0%})" if stall is not None else "")
+
+
 def claims_table(verdicts: list[dict[str, Any]], not_applicable: int = 0) -> list[str]:
     """The closing table: paper claims first, then physics checks, then project targets; timing claims show the
-    confidence interval their verdict was judged on."""
+    confidence interval their verdict was judged on, and the CPU-stall share where the machine was contended."""
     rows = []
     for v in sorted(verdicts, key=lambda v: BASIS_ORDER.get(v.get("basis", "paper"), 3)):
         measured = v.get("measured")
         rows.append([v["id"], v.get("basis", "paper"), v.get("device", "-"),
                      "-" if measured is None else f"{measured:.4g}", _interval(v), _bound(v),
-                     v["verdict"].upper(), v.get("nodeid", "").split("::")[-1]])
+                     _verdict(v), v.get("nodeid", "").split("::")[-1]])
     lines = text_table(["claim", "basis", "device", "measured", "interval (95% CI)", "bound", "verdict", "test"], rows)
     counts: dict[str, int] = {}
     for v in verdicts:
@@ -42,6 +48,19 @@ def claims_table(verdicts: list[dict[str, Any]], not_applicable: int = 0) -> lis
     lines.append(f"{len(verdicts)} claim checks ({summary}); {not_applicable} not_applicable checks not shown "
                  "(scoped to another device, model or config; listed in each benchmark's JSON)")
     return lines
+
+
+def contention_line(records: Iterable[Mapping[str, Any]]) -> str | None:
+    """The run's contention, one line (:func:`pytest_genai.claims.check.contention_note`), or None when idle."""
+    from pytest_genai.claims.check import contended_share, contention_note
+
+    records = list(records)
+    shares = {}
+    for record in records:
+        share = contended_share(record.get("extra_info", {}).get("genai", {}).get("attachments"))
+        if share is not None:
+            shares[record.get("fullname", record.get("name", "?"))] = share
+    return contention_note(shares, len(records))
 
 
 QUALITY_METRICS = ("perplexity", "word_perplexity", "acc_norm", "acc")

@@ -180,7 +180,7 @@ def roofline_figure(recs: Sequence[Record], title: str) -> Any:
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity, modeled (minimal traffic) [FLOP/byte]")
     ax.set_ylabel("achieved [TFLOP/s]")
-    ax.set_title(title)
+    ax.set_title(title, fontsize=_title_size(title))
     ax.grid(True, which="both", linewidth=0.3)
     if ax.get_legend_handles_labels()[0]:  # below the axes: never over a point
         fig.legend(*ax.get_legend_handles_labels(), fontsize=7, loc="outside lower center", ncols=1)
@@ -196,7 +196,7 @@ def roofline_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | 
             by_device.setdefault(r.device.generation, []).append(r)
     paths = []
     for gen, group in by_device.items():
-        fig = roofline_figure(group, f"Roofline — {gen} ({len(group)} configs)")
+        fig = roofline_figure(group, _titled(f"Roofline — {gen} ({len(group)} configs)", group))
         paths.append(_save(fig, outdir / taken.take(_slug("roofline", gen))))
     return paths
 
@@ -256,7 +256,34 @@ def _label(r: Record, keys: Sequence[str]) -> str:
 
 def _title_size(title: str) -> float:
     """Long titles (an experiment with several tests names the test) get a smaller font, so they fit the axes."""
-    return 11.0 if len(title) <= 48 else 9.0 if len(title) <= 64 else 8.0
+    longest = max((len(line) for line in title.splitlines()), default=0)
+    return 11.0 if longest <= 48 else 9.0 if longest <= 64 else 8.0
+
+
+def plot_context(recs: Sequence[Record]) -> str:
+    """What a plot's points ran on, for its title's second line: the device(s), the model(s) with their scale and
+    "random weights" where the run built them so (a throughput row of a random-weight model is not the real model)."""
+    def few(items: list[str]) -> str:
+        items = list(dict.fromkeys(i for i in items if i))
+        return ", ".join(items[:3]) + (f" +{len(items) - 3} more" if len(items) > 3 else "") if items else "—"
+
+    devices = few([f"{r.device.name} ({r.device.generation})" if r.device.name and r.device.name != r.device.generation
+                   else r.device.generation for r in recs if r.device is not None])
+    by_notes: dict[str, list[str]] = {}  # models that share scale and weights are named once: "a, b (tiny, ...)"
+    for r in recs:
+        notes = [str(r.config["scale"])] if r.config.get("scale") else []
+        if r.config.get("weights") == "random":
+            notes.append("random weights")
+        by_notes.setdefault(", ".join(notes), []).append(r.model or "")
+    models = "; ".join(few(names) + (f" ({notes})" if notes else "") for notes, names in by_notes.items())
+    return f"on {devices} · {'models' if ',' in models or ';' in models else 'model'} {models}"
+
+
+def _titled(title: str, recs: Sequence[Record]) -> str:
+    """The title, then what ran, wrapped to fit an axes that shares the figure with a legend."""
+    import textwrap
+
+    return "\n".join([title, *textwrap.wrap(plot_context(recs), 48)])
 
 
 def _legend_title(keys: Sequence[str]) -> str:
@@ -372,7 +399,8 @@ def sweep_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | Non
             _y_axis(ax, [r.metrics[metric] for r in rows])
             ax.set_xlabel(param)
             ax.set_ylabel(_metric_label(metric, rows))
-            ax.set_title(f"{title}: {metric} vs {param}", fontsize=_title_size(f"{title}: {metric} vs {param}"))
+            shown = _titled(f"{title}: {metric} vs {param}", rows)
+            ax.set_title(shown, fontsize=_title_size(shown))
             ax.grid(True, linewidth=0.3)
             _legend(fig, ax, _legend_title(keys), len(series))
             paths.append(_save(fig, _path(outdir, taken, exp, title, metric, "vs", param)))
@@ -390,7 +418,7 @@ def category_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | 
             rows = [r for r in group if metric in r.metrics and param in r.config]
             values = list(dict.fromkeys(value_key(r.config[param]) for r in rows))  # full: two values never merge
             if len(values) >= 2 and _compared(rows, param):
-                fig = _bars(rows, param, values, metric, f"{title}: {metric} per {param}")
+                fig = _bars(rows, param, values, metric, _titled(f"{title}: {metric} per {param}", rows))
                 paths.append(_save(fig, _path(outdir, taken, exp, title, metric, "by", param)))
     return paths
 
@@ -597,7 +625,7 @@ def pareto_plots(recs: Sequence[Record], outdir: Path, info: Mapping[str, Metric
             predicted = any(not _finite(r.metrics.get("compression_ratio"))
                             and _finite(r.metrics.get("predicted_compression_ratio")) for r in sel)
             unit = next((r.units[metric] for r in sel if r.units.get(metric)), "")
-            fig = pareto_figure(series, metric, direction, f"{title}: {metric} vs compression ratio",
+            fig = pareto_figure(series, metric, direction, _titled(f"{title}: {metric} vs compression ratio", sel),
                                 _legend_title(series_keys), _legend_title(point_keys), predicted, unit)
             paths.append(_save(fig, _path(outdir, taken, exp, title, metric, "vs", "compression")))
     return paths

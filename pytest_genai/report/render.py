@@ -17,7 +17,7 @@ from pytest_genai.experiments import label as experiment_label
 from .registry import MetricInfo
 from .runs import Run
 from pytest_genai.tables import Table, md_block_starts, md_inline, one_line, visible
-from .views import BASIS_NOTE, claims_tables, experiment_tables
+from .views import BASIS_NOTE, claims_tables, experiment_tables, machine_table, paper_claims_tables
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,8 @@ def report_blocks(
     images: Sequence[Path] = (),
     notes: Sequence[str] = (),
 ) -> list[Block]:
-    """Summary, claims table, one table per experiment, then the plots."""
+    """The first screen (summary, the machine, per paper its claims' verdicts), then every claim check by test, one
+    table per experiment, then the plots."""
     recs = run.records
     blocks: list[Block] = [Heading(f"pytest-genai report — {Path(run.source).name}", 1)]
     experiments = Counter(r.experiment or "pytest-benchmark" for r in recs)
@@ -65,8 +66,24 @@ def report_blocks(
     if run.datetime:
         summary.append(f"run at {run.datetime}")
     blocks.append(Paragraph(" · ".join(summary)))
+    blocks.append(machine_table(run))
+    from pytest_genai.claims.check import contended_share, contention_note
+
+    shares = {r.fullname or r.name: s for r in recs if (s := contended_share(r.attachments)) is not None}
+    contention = contention_note(shares, len(recs))
+    if contention:
+        blocks.append(Paragraph(contention))
     for note in list(notes) + list(run.warnings):
         blocks.append(Paragraph(f"Note: {note}"))
+    papers, folded = paper_claims_tables(recs, claims_by_id)
+    if papers or folded:
+        blocks.append(Heading("Claims by paper"))
+    for paper, table in papers:
+        blocks.append(Paragraph(f"{paper}:"))
+        blocks.append(table)
+    if folded:
+        blocks.append(Paragraph(f"{folded} not_applicable checks not shown: scoped to another device, model or config "
+                                "(each benchmark's JSON lists them)."))
     claims = claims_tables(recs, claims_by_id)
     blocks.append(Heading("Claims"))
     if not claims:
@@ -125,6 +142,9 @@ table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:13px}
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:left}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 th{background:#f3f3f3}
+td.v-pass{background:#e3f4e6}
+td.v-fail{background:#fbe0e0}
+td.v-inconclusive{background:#fdf3d4}
 img{max-width:100%;border:1px solid #eee;margin:0.5em 0}
 figure{margin:0 0 1.5em}
 """

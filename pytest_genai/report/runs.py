@@ -167,6 +167,8 @@ class Run:
     stack: Mapping[str, Any] = field(default_factory=dict)
     """The software stack the run used (``machine_info.genai.stack``: :mod:`pytest_genai.stack`); empty when the
     file was written before it was recorded."""
+    commit: Mapping[str, Any] = field(default_factory=dict)
+    """pytest-benchmark's ``commit_info`` (``id``, ``branch``, ``dirty``); empty where the file has none."""
 
     @property
     def generations(self) -> tuple[str, ...]:
@@ -275,7 +277,9 @@ def run_from_json(obj: Any, source: str) -> Run:
         if isinstance(recorded, dict):
             stack = recorded
     when = obj.get("datetime")
-    return Run(source, records, devices, tuple(warnings), when if isinstance(when, str) else None, absent, stack)
+    commit = obj.get("commit_info") if isinstance(obj.get("commit_info"), dict) else {}
+    return Run(source, records, devices, tuple(warnings), when if isinstance(when, str) else None, absent, stack,
+               commit)
 
 
 def records_from_benchmarks(benchmarks: Iterable[Any], source: str, warnings: list[str] | None = None) -> list[Record]:

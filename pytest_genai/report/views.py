@@ -13,7 +13,7 @@ from pytest_genai.identity import DATA_IDENTITY_KEYS, data_label
 from .gate import GateResult, GenerationCheck
 from .matching import nearest_difference
 from .registry import MetricInfo
-from .runs import Record, config_value_label
+from .runs import Record, Run, config_value_label
 from pytest_genai.tables import (MAX_ROW_CHARS, Table, distinct_parts, format_change, format_number, format_value, make_table,
                      modeled_mark, shorten, shorten_unique)
 
@@ -133,6 +133,69 @@ def _claim_source(claim: Any) -> str:
     return str(getattr(claim, "source", "")) if basis == "paper" else str(basis)
 
 
+def machine_table(run: Run) -> Table:
+    """Where the run ran, for the report's first screen: its devices, torch, the accelerator driver, the commit, when,
+    and how contended the CPU was (the benchmarks' ``cpu_contention`` attachments)."""
+    from pytest_genai.claims.check import CONTENDED_SHARE
+
+    rows = []
+    devices = [f"{d.get('name') or d.get('kind')} ({d.get('generation') or d.get('kind')})" for d in run.devices]
+    rows.append(["devices", "; ".join(dict.fromkeys(devices)) or ", ".join(run.generations) or "—"])
+    stack = run.stack or {}
+    for key, label in (("torch", "torch"), ("nvidia_driver", "NVIDIA driver"), ("hl_smi", "Gaudi driver (hl-smi)")):
+        if stack.get(key):
+            rows.append([label, str(stack[key])])
+    commit = run.commit or {}
+    if commit.get("id"):
+        rows.append(["commit", str(commit["id"])[:12] + (" (uncommitted changes)" if commit.get("dirty") else "")
+                     + (f" on {commit['branch']}" if commit.get("branch") else "")])
+    if run.datetime:
+        rows.append(["run at", run.datetime])
+    shares = [r.attachments["cpu_contention"].get("stall_share_measured") for r in run.records
+              if isinstance(r.attachments.get("cpu_contention"), Mapping)]
+    shares = [s for s in shares if isinstance(s, (int, float)) and not isinstance(s, bool)]
+    if not shares:
+        load = "not measured (no Linux PSI, or numbers read from files)"
+    else:
+        past = [s for s in shares if s > CONTENDED_SHARE]
+        span = (f"{min(past):.0%}" if min(past) == max(past) else f"{min(past):.0%}-{max(past):.0%}") if past else ""
+        load = (f"{len(past)} of {len(shares)} benchmarks past {CONTENDED_SHARE:.0%} ({span}): "
+                "their timing verdicts are inconclusive" if past else
+                f"idle: at most {max(shares):.0%} (under {CONTENDED_SHARE:.0%}) in {len(shares)} benchmarks")
+        load = f"CPU stall share {load}"
+    rows.append(["load", load])
+    return make_table(["machine", ""], rows)
+
+
+def paper_claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | None = None
+                        ) -> tuple[list[tuple[str, Table]], int]:
+    """Per paper, one row per claim checked (the paper's claims first, then physics, then targets): its basis, its
+    verdicts counted and the paper's own words; not_applicable checks (scoped to another device, model or config) are folded into the count
+    returned beside the tables."""
+    claims_by_id = claims_by_id or {}
+    by_claim: dict[str, list[str]] = {}
+    folded = 0
+    for rec in records:
+        for v in rec.claims:
+            if v.get("verdict") == "not_applicable":
+                folded += 1
+                continue
+            by_claim.setdefault(str(v.get("id", "?")), []).append(str(v.get("verdict", "?")))
+    papers: dict[str, list[list[str]]] = {}
+    for cid, verdicts in by_claim.items():
+        claim = claims_by_id.get(cid)
+        paper = getattr(claim, "paper", None) or (cid[0] if cid[:1] in ("A", "B") else "?")
+        counts = {v: verdicts.count(v) for v in ("fail", "inconclusive", "pass") if v in verdicts}
+        counts.update({v: verdicts.count(v) for v in verdicts if v not in counts})
+        words = getattr(claim, "paper_text", "") if getattr(claim, "basis", "paper") == "paper" else ""
+        papers.setdefault(paper, []).append([cid, getattr(claim, "basis", "—"),
+                                             ", ".join(f"{v} {n}" for v, n in counts.items()), words or "—"])
+    order = {"paper": 0, "physics": 1, "target": 2, "reference": 3}
+    headers = ["claim", "basis", "verdicts", "the paper's words"]
+    return [(f"Paper {p}", make_table(headers, sorted(rows, key=lambda r: (order.get(r[1], 4), r[0]))))
+            for p, rows in sorted(papers.items())], folded
+
+
 def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | None = None
                   ) -> list[tuple[str, Table]]:
     """The claims checked in a run, one table per test function (the caption): claim, benchmark, device, measured,
@@ -142,7 +205,8 @@ def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | N
     by_test: dict[str, list[tuple[Record, Mapping[str, Any]]]] = {}
     for rec in records:
         for v in rec.claims:
-            by_test.setdefault(rec.name.split("[", 1)[0], []).append((rec, v))
+            if v.get("verdict") != "not_applicable":  # counted under the per-paper tables
+                by_test.setdefault(rec.name.split("[", 1)[0], []).append((rec, v))
     headers = ["claim", "benchmark", "device", "value", "bound", "paper value", "source", "verdict"]
     numeric = [False, False, False, True, False, True, False, False]
     out = []
@@ -155,7 +219,7 @@ def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | N
             if paper_value is None and claim is not None:
                 paper_value = getattr(claim, "paper_value", None)
             rows.append([cid, rec.label, device_text(rec), _claim_value(rec, v), _bound(v.get("min"), v.get("max")),
-                         _num(paper_value), _claim_source(claim), str(v.get("verdict", "?"))])
+                         _num(paper_value), _claim_source(claim), _verdict_text(rec, v, claim)])
         table = make_table(headers, rows, numeric)
         if table.markdown_width() > MAX_ROW_CHARS:
             names = [r.name for r, _ in pairs]
@@ -175,6 +239,16 @@ def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | N
                                              for row, label in zip(rows, shorten_unique(labels, room))], numeric)
         out.append((test, table))
     return out
+
+
+def _verdict_text(rec: Record, verdict: Mapping[str, Any], claim: Any) -> str:
+    """The verdict, with the benchmark's CPU-stall share where it was contended and the claim is a timing one (or
+    unknown: the claims data may be missing)."""
+    from pytest_genai.claims.check import contended_share
+
+    text = str(verdict.get("verdict", "?"))
+    stall = contended_share(rec.attachments) if getattr(claim, "timing", True) else None
+    return text if stall is None else f"{text} (CPU stall {stall:.0%})"
 
 
 def _claim_value(rec: Record, verdict: Mapping[str, Any]) -> str:

@@ -4,8 +4,8 @@
 (the ``some`` line's ``total``). Its growth over a measurement, divided by the measurement's wall time, is the share
 of that time the machine was oversubscribed: 0.00-0.20 for the benchmarks with timing claims on 2 idle vCPUs,
 0.47-0.87 beside two CPU burners (measured 2026-12-01). A timing claim measured on a contended machine says little
-about the hardware, so :func:`pytest_genai.claims.check.check_value` never *fails* one above
-:data:`pytest_genai.claims.check.CONTENDED_SHARE` (it reads ``inconclusive``); a pass stays a pass.
+about the hardware, so :func:`pytest_genai.claims.check.check_value` neither passes nor fails one above
+:data:`pytest_genai.claims.check.CONTENDED_SHARE`: it reads ``inconclusive`` and says the share.
 
 Nothing here is heavy to import. Without PSI (not Linux, a kernel without ``CONFIG_PSI``, ``psi=0``) every reading
 is None and verdicts are unchanged.

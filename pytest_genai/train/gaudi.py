@@ -1,7 +1,7 @@
 """The Gaudi (HPU) path: the same runs through optimum-habana's ``GaudiTrainer`` / ``GaudiTrainingArguments``.
 
 Used by the worker when the device is ``hpu``; it needs ``habana_frameworks`` (the Gaudi software stack) and
-``optimum-habana`` (``pip install pytest-genai[hpu]``), which cannot be imported elsewhere. Paper A fine-tuned
+``optimum-habana`` (``pip install -e ".[hpu]"`` in a checkout), which cannot be imported elsewhere. Paper A fine-tuned
 on Gaudi this way. Strategy mapping: DDP is the trainer's default under torchrun (``ddp_backend='hccl'``),
 DeepSpeed ZeRO-2/3 through ``deepspeed=<config>``, FSDP through ``fsdp='full_shard'``. Flash Attention on/off
 is Habana's fused SDPA, switched by ``model.generation_config.use_flash_attention`` (with the causal mask),
@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_genai.devices.device import HPU_EXTRA_INSTALL
 from pytest_genai.train.config import ThroughputConfig, WikitextConfig
 
 #: Model types for which ``GaudiTrainer`` adds ``use_flash_attention`` / ``flash_attention_causal_mask`` (from
@@ -73,7 +74,7 @@ def _require_habana() -> None:
     import importlib.util
 
     for module, fix in (("habana_frameworks", "run on a Gaudi node with the Intel Gaudi software stack"),
-                        ("optimum.habana", "pip install 'pytest-genai[hpu]'")):
+                        ("optimum.habana", HPU_EXTRA_INSTALL)):
         try:
             found = importlib.util.find_spec(module) is not None
         except (ImportError, ValueError):

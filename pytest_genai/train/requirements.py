@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
+from pytest_genai.devices.device import HPU_EXTRA_INSTALL
+
 DEEPSPEED = ("deepspeed", "pip install 'pytest-genai[deepspeed]'")
 #: optimum-habana runs DeepSpeed on Gaudi only through HabanaAI's fork, one release per SynapseAI version (its
 #: README: ``pip install git+https://github.com/HabanaAI/DeepSpeed.git@1.22.0``); upstream's wheel would replace it.
@@ -19,7 +21,7 @@ DEEPSPEED_HPU = ("deepspeed", "pip install git+https://github.com/HabanaAI/DeepS
 HPU_FORK_TAG = "+hpu.synapse"
 PEFT = ("peft", "pip install 'pytest-genai[lora]'")
 HABANA = (("habana_frameworks", "run on a Gaudi node with the Intel Gaudi software stack"),
-          ("optimum.habana", "pip install 'pytest-genai[hpu]'"))
+          ("optimum.habana", HPU_EXTRA_INSTALL))
 _STRATEGY_NAMES = {"zero2": "DeepSpeed ZeRO-2", "zero3": "DeepSpeed ZeRO-3"}
 
 

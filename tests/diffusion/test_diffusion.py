@@ -70,12 +70,18 @@ def test_fp32_steps_run_without_tf32_and_the_switches_come_back(monkeypatch, dty
         return loss(*args, **kwargs)
 
     monkeypatch.setattr(train, "ddpm_loss", spy)
-    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
-    train.train_steps(DiffusionConfig(base_width=8, steps=2, warmup_steps=1, dtype=dtype),
-                      Device("cpu", 0, "cpu", "cpu"))
-    assert seen and all(s == (tf32_inside, tf32_inside) for s in seen), seen
-    assert torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    # saved and restored by hand: these switches live behind torch's own __setattr__, which pytest 9.2's
+    # monkeypatch takes for instance attributes and tries to delete on undo
+    saved = (cudnn.allow_tf32, matmul.allow_tf32)
+    try:
+        cudnn.allow_tf32 = matmul.allow_tf32 = True
+        train.train_steps(DiffusionConfig(base_width=8, steps=2, warmup_steps=1, dtype=dtype),
+                          Device("cpu", 0, "cpu", "cpu"))
+        assert seen and all(s == (tf32_inside, tf32_inside) for s in seen), seen
+        assert cudnn.allow_tf32 and matmul.allow_tf32
+    finally:
+        cudnn.allow_tf32, matmul.allow_tf32 = saved
 
 
 @pytest.mark.parametrize("before", ["tf32", "ieee"])

@@ -276,9 +276,18 @@ def psi(tmp_path, monkeypatch):  # set up before the genai fixture, which opens 
 def test_t(benchmark, genai, cpu, psi):
     genai.start(experiment="dabench_level2", device=cpu, config=dict(strategy="dp"), model="m", measured_here=HERE)
     benchmark.pedantic(lambda: psi.write_text(PSI.format(STALL)), rounds=1)
-    genai.metric("scaling_throughput_ratio", 0.6, rounds=[0.5, 0.6, 0.7, 0.55, 0.65])
+    genai.metric("scaling_throughput_ratio", RATIO, rounds=ROUNDS)
     genai.check("B2.cpu_dp_weak_scaling")
 """
+FAILING = {"RATIO": "0.6", "ROUNDS": "[0.5, 0.6, 0.7, 0.55, 0.65]"}
+PASSING = {"RATIO": "1.5", "ROUNDS": "[1.4, 1.5, 1.6, 1.45, 1.55]"}
+
+
+def _contended_test(stall_us: int, here: bool, rounds: dict[str, str]) -> str:
+    text = CONTENDED_TEST.replace("STALL", str(stall_us)).replace("HERE", str(here))
+    for key, value in rounds.items():
+        text = text.replace(key, value)
+    return text
 
 
 @pytest.mark.parametrize(("stall_us", "here", "outcome", "verdict"), [
@@ -290,7 +299,7 @@ def test_a_timing_claim_measured_on_a_contended_cpu_is_inconclusive(pytester, st
                                                                      verdict) -> None:
     """The PSI stall share from the test's setup to the check is recorded (attachment cpu_contention); past 30% a
     failing timing claim reads inconclusive and says why. genai.start(measured_here=False) records none."""
-    pytester.makepyfile(CONTENDED_TEST.replace("STALL", str(stall_us)).replace("HERE", str(here)))
+    pytester.makepyfile(_contended_test(stall_us, here, FAILING))
     result = pytester.runpytest("--benchmark-json=out.json", "-p", "no:cacheprovider")
     result.assert_outcomes(**{outcome: 1})
     genai = json.loads((pytester.path / "out.json").read_text())["benchmarks"][0]["extra_info"]["genai"]
@@ -302,6 +311,30 @@ def test_a_timing_claim_measured_on_a_contended_cpu_is_inconclusive(pytester, st
     assert share == (0.0 if stall_us == 0 else 1.0)
     if verdict == "inconclusive":
         assert "waited for a CPU 100% of the measurement" in genai["claims"][0]["message"]
+
+
+@pytest.mark.parametrize(("stall_us", "verdict"), [(0, "pass"), (10**12, "inconclusive")])
+def test_a_contended_pass_is_inconclusive_and_the_summary_and_report_say_the_stall(pytester, stall_us,
+                                                                                  verdict) -> None:
+    """A timing claim that would pass on a contended CPU reads inconclusive (README: a verdict measured while a task
+    waited for a CPU over 30% of the time); the closing claims table, a line under it and report.md say the share."""
+    pytester.makepyfile(_contended_test(stall_us, True, PASSING))
+    result = pytester.runpytest("--benchmark-json=out.json", "--genai-report=report.md", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    genai = json.loads((pytester.path / "out.json").read_text())["benchmarks"][0]["extra_info"]["genai"]
+    assert genai["claims"][0]["verdict"] == verdict
+    report = (pytester.path / "report.md").read_text()
+    out = result.stdout.str()
+    if verdict == "pass":
+        assert "CPU contention" not in out and "CPU contention" not in report and "(CPU stall" not in report
+        assert "| load    | CPU stall share idle: at most 0% (under 30%) in 1 benchmarks" in report
+        return
+    assert "within >= 1, but a task waited for a CPU 100% of the measurement" in genai["claims"][0]["message"]
+    result.stdout.fnmatch_lines(["B2.cpu_dp_weak_scaling*INCONCLUSIVE (CPU stall 100%)*test_t*",
+                                 "CPU contention: 1 of 1 benchmarks were measured while a task waited for a CPU 100% "
+                                 "of the time (over 30%*): their timing verdicts read inconclusive*"])
+    assert "CPU contention: 1 of 1 benchmarks" in report and "inconclusive (CPU stall 100%)" in report
+    assert "| load    | CPU stall share 1 of 1 benchmarks past 30% (100%): their timing verdicts are inconclusive" in report
 
 
 def test_a_native_toml_ini_value_that_is_not_a_string_is_a_usage_error(pytester: pytest.Pytester) -> None:

@@ -4,6 +4,7 @@ import importlib.util
 
 import pytest
 
+from pytest_genai.devices.device import HPU_EXTRA_INSTALL
 from pytest_genai.train import requirements, run
 from pytest_genai.train.config import ThroughputConfig
 from pytest_genai.train.lora import LoraSpec
@@ -57,7 +58,7 @@ def test_hpu_path_needs_the_gaudi_stack_optimum_habana_and_for_zero_deepspeed(pa
     packages(missing=["optimum"], present=["habana_frameworks"])
     assert missing_requirement("fsdp", "hpu") == ("the hpu training path (optimum-habana's GaudiTrainer) needs the "
                                                   "optimum.habana package, which is not installed: "
-                                                  "pip install 'pytest-genai[hpu]'")
+                                                  + HPU_EXTRA_INSTALL)
     packages(missing=["deepspeed"], present=["habana_frameworks", "optimum"])
     assert missing_requirement("ddp", "hpu") is None
     assert "pytest-genai[deepspeed]" in missing_requirement("zero3", "hpu")
