@@ -18,7 +18,7 @@ import pytest
 from pytest_genai import SCHEMA, experiments
 from pytest_genai.devices.device import ENABLE_HINTS, KINDS, Device
 from pytest_genai.devices.probes import DeviceBroken
-from pytest_genai.plugin.options import SETTINGS, SettingError, resolve, resolve_all, source_of
+from pytest_genai.plugin.options import SETTINGS, SettingError, given, resolve, resolve_all, source_of
 from pytest_genai.plugin.session import SessionState
 
 STATE = pytest.StashKey[SessionState]()
@@ -98,6 +98,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[BENCHMARK_JSON] = _checked_benchmark_json(config)
     _check_report_path(config)
     _sigterm_as_interrupt(config)
+    if given(config, "time_budget") and resolve(config, "rounds") != "auto":  # it was silently ignored
+        raise pytest.UsageError(f"{source_of(config, 'time_budget')}: the time budget applies to --genai-rounds auto, "
+                                "which is not given (each benchmark runs its own rounds); add --genai-rounds auto")
     baseline = resolve(config, "baseline")
     if resolve(config, "max_regression") and not baseline:
         raise pytest.UsageError("--genai-max-regression: thresholds apply to a comparison with --genai-baseline, "
