@@ -108,7 +108,12 @@ def claims_main(argv: list[str]) -> int:
         print(f"pytest-genai claims: {exc}", file=sys.stderr)
         return 2
     if args.paper:
+        papers = sorted({c.paper for c in claims})
         claims = [c for c in claims if c.paper.lower() == args.paper.lower()]
+        if not claims:  # an empty table and exit 0 read as "nothing to check"
+            print(f"pytest-genai claims: --paper {args.paper}: no claims of that paper; use one of "
+                  f"{', '.join(papers) or '(none loaded)'}", file=sys.stderr)
+            return 2
     if args.basis:
         claims = [c for c in claims if c.basis == args.basis]
     checked: dict[str, list[str]] = {}
