@@ -39,9 +39,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pytest-genai: unknown command {name!r}; choose from {', '.join(SUBCOMMANDS)}", file=sys.stderr)
         return 2
     try:
-        return int(_load(SUBCOMMANDS[name][0])(rest) or 0)
-    except BrokenPipeError:  # e.g. piped into `head`
+        code = int(_load(SUBCOMMANDS[name][0])(rest) or 0)
+        sys.stdout.flush()  # here, not at exit: a reader that went away is then this handler's, not a traceback's
+        return code
+    except BrokenPipeError:  # piped into `head`: exit 0 quietly, as coreutils do
+        quiet_stdout()
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: one line, never a traceback (outputs are written atomically: none is half)
+        print(f"pytest-genai {name}: interrupted", file=sys.stderr)
+        return 130
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null after its reader went away, so the flush at exit raises no second BrokenPipeError
+    ("Exception ignored ... Broken pipe" on stderr)."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is no file (captured, or already closed)
+        pass
 
 
 def devices_main(argv: list[str]) -> int:

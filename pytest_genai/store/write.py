@@ -162,17 +162,25 @@ def add_rows(store: Store, rows: RunRows, source: str) -> Added:
 def read_rows(path: str | os.PathLike[str], command: str | None = None) -> RunRows:
     """The run file ``path`` as the rows the store takes, validated as ``pytest-genai report`` reads it too (an
     error naming the file on any problem); built once, so adding them does not build them again."""
-    from pytest_genai.report.runs import load_run
-
-    load_run(path)
-    doc = json.loads(Path(path).read_bytes().decode("utf-8-sig"))
-    return run_rows(doc, os.path.basename(path), command)
+    return run_rows(read_document(path), os.path.basename(path), command)
 
 
 def read_document(path: str | os.PathLike[str]) -> Any:
-    """The run file ``path`` as a document, validated as :func:`read_rows` validates it."""
-    read_rows(path)
-    return json.loads(Path(path).read_bytes().decode("utf-8-sig"))
+    """The run file ``path`` as a document, validated as ``pytest-genai report`` reads it; read once (``store add
+    <(cat run.json)``, a pipe, read empty the second time)."""
+    from pytest_genai.report.errors import ReportInputError
+    from pytest_genai.report.runs import load_run, run_from_bytes
+
+    try:
+        raw = Path(path).read_bytes()
+    except OSError:
+        load_run(path)  # its message names the file and what is wrong with it
+        raise
+    run_from_bytes(raw, path)
+    try:
+        return json.loads(raw.decode("utf-8-sig"))
+    except ValueError as exc:  # validated above; a second parse that still fails names the file
+        raise ReportInputError(f"{path}: invalid JSON ({exc})") from None
 
 
 def add_file(store: Store, path: str | os.PathLike[str], command: str | None = None,
