@@ -131,6 +131,8 @@ def _level1(benchmark, genai, device, cfg, ceilings_for) -> None:
     genai.record(level1_result(cfg, meas, measured, _spec_ceilings(device, cfg.dtype),
                                ceiling_clock=ceiling_clock(device)[0],
                                cpu_threads=CPU_THREADS if device.kind == "cpu" else None))
+    if meter is not None and meter.fault:  # a meter fault: energy absent, its reason on the row
+        genai.label("energy_absent", meter.fault)
     if step_j:
         from pytest_genai.record import Result
 

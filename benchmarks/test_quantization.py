@@ -161,6 +161,8 @@ def test_quantized_model_quality(benchmark, genai, genai_device, genai_settings,
     # steps cannot resolve one forward of milliseconds); nothing where the device reports no energy
     meter = energy.meter_for(device.kind, device.index)
     forward_j = energy.per_call_j(forward, meter)
+    if meter is not None and meter.fault:  # a meter fault: energy absent, its reason on the row
+        genai.label("energy_absent", meter.fault)
     if allocated_at_reset is not None:
         peak = own_peak_bytes(peak, allocated_at_reset, resident_bytes(model, device.torch_device))
     genai.record(quality_result(case.task, result, baseline, data_note=data.source_note(case.task, source),

@@ -39,9 +39,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pytest-genai: unknown command {name!r}; choose from {', '.join(SUBCOMMANDS)}", file=sys.stderr)
         return 2
     try:
-        return int(_load(SUBCOMMANDS[name][0])(rest) or 0)
-    except BrokenPipeError:  # e.g. piped into `head`
+        code = int(_load(SUBCOMMANDS[name][0])(rest) or 0)
+        sys.stdout.flush()  # here, not at exit: a reader that went away is then this handler's, not a traceback's
+        return code
+    except BrokenPipeError:  # piped into `head`: exit 0 quietly, as coreutils do
+        quiet_stdout()
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: one line, never a traceback (outputs are written atomically: none is half)
+        print(f"pytest-genai {name}: interrupted", file=sys.stderr)
+        return 130
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null after its reader went away, so the flush at exit raises no second BrokenPipeError
+    ("Exception ignored ... Broken pipe" on stderr)."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is no file (captured, or already closed)
+        pass
 
 
 def devices_main(argv: list[str]) -> int:
@@ -108,7 +127,12 @@ def claims_main(argv: list[str]) -> int:
         print(f"pytest-genai claims: {exc}", file=sys.stderr)
         return 2
     if args.paper:
+        papers = sorted({c.paper for c in claims})
         claims = [c for c in claims if c.paper.lower() == args.paper.lower()]
+        if not claims:  # an empty table and exit 0 read as "nothing to check"
+            print(f"pytest-genai claims: --paper {args.paper}: no claims of that paper; use one of "
+                  f"{', '.join(papers) or '(none loaded)'}", file=sys.stderr)
+            return 2
     if args.basis:
         claims = [c for c in claims if c.basis == args.basis]
     checked: dict[str, list[str]] = {}

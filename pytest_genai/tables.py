@@ -202,13 +202,17 @@ class Table:
 #: A cell that is a verdict (``pass``, ``FAIL (CPU stall 46%)``): coloured in HTML by its class.
 _VERDICT = re.compile(r"(pass|fail|inconclusive)\b", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Bidirectional controls: U+202E and its kin reorder the text after them (a name shown as another)."""
 _LINE_BREAK = re.compile(r"\r\n|[\r\n\x0b\x0c\x85\u2028\u2029]")
 
 
 def visible(text: str) -> str:
     """``text`` with each control character other than tab and line breaks (NUL, ESC, DEL, the C1 range) written as
     ``\\xNN``: never raw into a report or onto a terminal, where ESC starts an escape sequence (colours, cursor moves,
-    a window title) and NUL ends a C string."""
+    a window title) and NUL ends a C string. Bidirectional controls (U+202E...) are written as ``\\uNNNN``: they
+    reorder what follows them."""
+    text = _BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
@@ -239,8 +243,15 @@ def md_block_starts(text: str) -> str:
                             text)
 
 
+# in a cell: `<x`, `</`, `<!`, `<?` open HTML or an autolink, `&x;` is an entity, `](` / `][` close a link; the rest
+# stays as written, as the gate's terminal reads it (`< min 2.5`, `test_q[cpu]`)
+_MD_CELL = re.compile(r"[\\|]|<(?=[A-Za-z/!?])|&(?=#?[A-Za-z0-9]+;)|\](?=[(\[])")
+
+
 def _md_escape(cell: str) -> str:
-    return one_line(visible(cell.replace("\\", "\\\\").replace("|", "\\|")))
+    """A cell as literal text: `<script>` in a benchmark's name stayed raw HTML in a table cell, and `[x](y)` a
+    link."""
+    return one_line(visible(_MD_CELL.sub(lambda m: "\\" + m.group(), cell)))
 
 
 def make_table(headers: Sequence[str], rows: Sequence[Sequence[object]], numeric: Sequence[bool] = ()) -> Table:

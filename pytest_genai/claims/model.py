@@ -331,6 +331,8 @@ def parse_claims(data: Mapping[str, Any], file: str, metrics: Mapping[str, Metri
             raise ClaimsError(f"{where}: field 'kind' must be one of {CLAIM_KINDS}, got {kind!r}")
         if kind == "generation" and not (entry.get("from_generation") and entry.get("to_generation")):
             raise ClaimsError(f"{where}: a generation claim needs fields 'from_generation' and 'to_generation'")
+        for field in ("from_generation", "to_generation"):
+            _check_generation(entry.get(field), where, field)
         where_cfg = entry.get("where", {})
         if not isinstance(where_cfg, dict):
             raise ClaimsError(f"{where}: field 'where' must be a table of config key = value")
@@ -358,6 +360,11 @@ def parse_claims(data: Mapping[str, Any], file: str, metrics: Mapping[str, Metri
                               "leave the field out (a claim can mark its measurement as timed, not unmark it)")
         if basis != "paper" and entry.get("paper_value") is not None:
             raise ClaimsError(f"{where}: field 'paper_value' is for basis = \"paper\" claims only (this one is {basis})")
+        paper_value = _float(entry.get("paper_value"), where, "paper_value")
+        if paper_value is not None and ((lo is not None and paper_value < lo) or (hi is not None and paper_value > hi)):
+            raise ClaimsError(f"{where}: field 'paper_value' ({paper_value:g}) is outside the claim's own bounds "
+                              f"[{'' if lo is None else f'{lo:g}'}, {'' if hi is None else f'{hi:g}'}]: the paper's "
+                              "number would fail its own claim; check the bounds or the value")
         claims.append(
             Claim(
                 id=cid,
@@ -368,7 +375,7 @@ def parse_claims(data: Mapping[str, Any], file: str, metrics: Mapping[str, Metri
                 direction=metric.direction,
                 min=lo,
                 max=hi,
-                paper_value=_float(entry.get("paper_value"), where, "paper_value"),
+                paper_value=paper_value,
                 paper_text=str(entry.get("paper_text", "")),
                 devices=_str_tuple(entry.get("devices"), where, "devices"),
                 models=_str_tuple(entry.get("models"), where, "models"),
@@ -399,6 +406,19 @@ def _check_where_keys(where_cfg: Mapping[str, Any], experiment: str | None, wher
                           f"{experiment or 'any experiment'}; known: {', '.join(known)} (pytest_genai/experiments.py)")
 
 
+def _check_generation(value: Any, where: str, field: str) -> None:
+    """A generation claim's ``from_generation`` / ``to_generation`` names a generation of the spec table or a family
+    of them (``a100`` for ``a100-sxm4-80gb``, as :meth:`Claim.matches_generations` matches): ``h10O`` never applied."""
+    if value is None:
+        return
+    from pytest_genai.devices.specs import load_specs
+
+    known = sorted(load_specs())
+    if not isinstance(value, str) or not any(g == value or g.startswith(f"{value}-") for g in known):
+        raise ClaimsError(f"{where}: field {field!r} is {value!r}, no device generation of devices/data/specs.toml "
+                          f"(nor a family of them, as a100 is of a100-sxm4-80gb); use one of {', '.join(known)}")
+
+
 def _check_devices(devices: tuple[str, ...], where: str) -> None:
     """Every name in a claim's ``devices`` is a device kind or a generation of the spec table."""
     if not devices:
@@ -413,11 +433,24 @@ def _check_devices(devices: tuple[str, ...], where: str) -> None:
                           f"generations of devices/data/specs.toml ({', '.join(sorted(load_specs()))})")
 
 
+def _toml_text(entry: Any) -> str:
+    """A claims file's text: UTF-8, a BOM dropped (it was refused); UTF-16 or other bytes a :class:`ClaimsError`
+    naming the file (a UnicodeDecodeError named none)."""
+    data = entry.read_bytes()
+    try:
+        if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+            raise UnicodeError("UTF-16")
+        return data.decode("utf-8-sig")
+    except UnicodeError as exc:
+        raise ClaimsError(f"{entry.name}: not UTF-8 text ({exc}); TOML files are UTF-8: convert it, e.g. "
+                          "iconv -f UTF-16 -t UTF-8") from None
+
+
 def _read_dir(directory: Any) -> list[tuple[str, dict[str, Any]]]:
     out = []
     for entry in sorted(directory.iterdir(), key=lambda p: p.name):
         if entry.name.endswith(".toml"):
-            out.append((entry.name, load_toml(entry.read_text(encoding="utf-8"), entry.name)))
+            out.append((entry.name, load_toml(_toml_text(entry), entry.name)))
     return out
 
 

@@ -100,7 +100,7 @@ def read_capacity_sweeps(root: str | Path, kind: str) -> dict[str, tuple[Any, di
     the layer count, the :class:`~pytest_genai.dabench.capacity.CapacityOutcome` and the folder per count.
     """
     from pytest_genai.dabench.capacity import capacity_from_outcomes, failure_reason
-    from pytest_genai.dabench.readers import LayoutError
+    from pytest_genai.dabench.readers import LayoutError, read_vendor_text
 
     sweep = Path(root) / kind / CAPACITY_DIR
     if not sweep.is_dir():
@@ -116,7 +116,7 @@ def read_capacity_sweeps(root: str | Path, kind: str) -> dict[str, tuple[Any, di
         # the logs are read even beside a profile: a job that compiled (and wrote its report) can still fail to get
         # its memory when it runs (Cerebras "cluster lacks requested capacity"): that count did not fit
         logs = sorted(folder.glob("*.log"))
-        text = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in logs)
+        text = "\n".join(read_vendor_text(p, root, lenient=True) for p in logs)
         reason = failure_reason(text)
         if reason is None and (folder / PROFILE_FILES[kind]).exists():
             outcomes.setdefault(group, {})[layers] = None
@@ -176,7 +176,7 @@ def read_compile_mode_sweeps(root: str | Path) -> tuple[str, dict[str, dict[int,
                 raise LayoutError(str(folder), None,
                                   f"{PROFILE_FILES['rdu']} (SambaTune's reports/section_report.csv)")
             groups.add(m.group(2))
-            sweeps.setdefault(mode, {})[int(m.group(1))] = read_section_report(report)
+            sweeps.setdefault(mode, {})[int(m.group(1))] = read_section_report(report, root)
     if not sweeps:
         raise VendorUnavailable(f"the rdu compile-mode sweep {top} has no section reports")
     if len(groups) > 1:
@@ -200,11 +200,11 @@ def read_profile(root: str | Path, kind: str, cfg: DecoderConfig) -> Any:
     if kind == "wse":
         from pytest_genai.dabench.readers.cerebras import read_compile_report
 
-        return read_compile_report(path)
+        return read_compile_report(path, root)
     if kind == "rdu":
         from pytest_genai.dabench.readers.sambanova import read_section_report
 
-        return read_section_report(path)
+        return read_section_report(path, root)
     from pytest_genai.dabench.readers.graphcore import read_popvision
 
     return read_popvision(path)

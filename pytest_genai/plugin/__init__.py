@@ -18,7 +18,7 @@ import pytest
 from pytest_genai import SCHEMA, experiments
 from pytest_genai.devices.device import ENABLE_HINTS, KINDS, Device
 from pytest_genai.devices.probes import DeviceBroken
-from pytest_genai.plugin.options import SETTINGS, SettingError, resolve, resolve_all, source_of
+from pytest_genai.plugin.options import SETTINGS, SettingError, given, resolve, resolve_all, source_of
 from pytest_genai.plugin.session import SessionState
 
 STATE = pytest.StashKey[SessionState]()
@@ -100,6 +100,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[BENCHMARK_JSON] = _checked_benchmark_json(config)
     _check_report_path(config)
     _sigterm_as_interrupt(config)
+    if given(config, "time_budget") and resolve(config, "rounds") != "auto":  # it was silently ignored
+        raise pytest.UsageError(f"{source_of(config, 'time_budget')}: the time budget applies to --genai-rounds auto, "
+                                "which is not given (each benchmark runs its own rounds); add --genai-rounds auto")
     baseline = resolve(config, "baseline")
     if resolve(config, "max_regression") and not baseline:
         raise pytest.UsageError("--genai-max-regression: thresholds apply to a comparison with --genai-baseline, "
@@ -482,6 +485,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         warm.shutdown()
 
 
+def _output_failed(reporter: Any, output: str, exc: BaseException, expected: tuple[type, ...]) -> None:
+    """One red line naming the session-end output that was not written; the others are still written and the
+    session's exit status stands (an unexpected error gets its type named, never a traceback)."""
+    why = str(exc) if isinstance(exc, expected) else f"{type(exc).__name__}: {exc}"
+    if reporter is not None:
+        reporter.write_line(f"genai: {output}: {why}", red=True)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     if STATE not in config.stash:
@@ -491,39 +502,38 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     written = []
     if plots and state.records:
-        from pytest_genai.report.plots import write_plots
-
         try:
+            from pytest_genai.report.plots import write_plots
+
             written = write_plots(state.records, plots)
-        except (ImportError, OSError) as exc:  # no matplotlib, or an unwritable folder: say so, keep the results
-            if reporter is not None:
-                reporter.write_line(f"genai: --genai-plots {plots}: no plots written: {exc}", yellow=True)
+        except Exception as exc:  # no matplotlib, an unwritable folder, a plot that fails: the results stand
+            _output_failed(reporter, f"--genai-plots {plots}: no plots written", exc, (ImportError, OSError))
         if reporter is not None:
             for path in written:
                 reporter.write_line(f"genai plot: {path}")
     report = resolve(config, "report")
     if report and not hasattr(config, "workerinput"):  # xdist workers: the controller writes it
         from pytest_genai.report.errors import ReportInputError
-        from pytest_genai.plugin.session_report import write_session_report
 
         try:
+            from pytest_genai.plugin.session_report import write_session_report
+
             path = write_session_report(config, state, report, written, config.stash.get(BENCHMARK_JSON, None))
-        except (ReportInputError, OSError) as exc:  # say so; the run's results and exit status stand
-            if reporter is not None:
-                reporter.write_line(f"genai: --genai-report {report}: no report written: {exc}", yellow=True)
+        except Exception as exc:  # say so; the run's results and exit status stand
+            _output_failed(reporter, f"--genai-report {report}: no report written", exc, (ReportInputError, OSError))
         else:
             if reporter is not None:
                 reporter.write_line(f"genai report: {path}")
     store = resolve(config, "store")
     if store and not hasattr(config, "workerinput"):
         from pytest_genai.store.errors import StoreError
-        from pytest_genai.plugin.store_run import store_session
 
         try:
+            from pytest_genai.plugin.store_run import store_session
+
             added = store_session(config, state, store, config.stash.get(BENCHMARK_JSON, None))
-        except (StoreError, OSError) as exc:  # say so; the run's JSON, results and exit status stand
-            if reporter is not None:
-                reporter.write_line(f"genai: --genai-store: run not stored: {exc}", red=True)
+        except Exception as exc:  # say so; the run's JSON, results and exit status stand
+            _output_failed(reporter, "--genai-store: run not stored", exc, (StoreError, OSError))
         else:
             if reporter is not None and added is not None:
                 reporter.write_line(f"genai store: run {added.run_id} " + ("added" if added.new else "already stored"))

@@ -11,8 +11,18 @@ from pytest_genai.runtime.rounds import DEFAULT_BUDGET_S, parse_duration, parse_
 
 CLAIMS_MODES = ("enforce", "strict", "report")
 
+MAX_BYTES = 2**60
+"""A size above this (1 EiB) is a typo, not a device."""
+MAX_TIME_BUDGET_S = 86_400.0
+"""A time budget over a day per benchmark is a typo (400 digits read as inf and failed every auto-rounds benchmark)."""
 _BYTE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
                "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def _shown(text: Any) -> str:
+    """A value as an error quotes it: cut at 40 characters (a 400-digit number made a 400-character line)."""
+    text = str(text)
+    return repr(text) if len(text) <= 40 else repr(text[:40]) + "..."
 
 
 def parse_devices(text: str) -> tuple[str, ...]:
@@ -51,7 +61,10 @@ def parse_bytes(text: str) -> int:
     unit = match.group(2).lower() if match else None
     if not match or unit not in _BYTE_UNITS:
         raise ValueError(f"{text!r} is not a size; write e.g. 512MiB, 2GiB or 3GB")
-    size = int(float(match.group(1)) * _BYTE_UNITS[unit])
+    value = float(match.group(1)) * _BYTE_UNITS[unit]
+    if not value < MAX_BYTES:  # 400 digits read as inf: int(inf) was pytest's INTERNALERROR
+        raise ValueError(f"{_shown(text)} is more than 1 EiB, larger than any device; write e.g. 512MiB or 2GiB")
+    size = int(value)
     if size < 1:
         raise ValueError(f"{text!r} is under one byte; give a size that fits a model, e.g. 512MiB or 2GiB")
     return size
@@ -66,17 +79,28 @@ def parse_path(text: str) -> str:
 
 
 def parse_plots_dir(text: str) -> str:
-    """``--genai-plots``: a folder, or one that can be made; an existing file, or a path under one, was found only
-    after every benchmark ran ("no plots written")."""
+    """``--genai-plots``: a folder, or one that can be made; an existing file, a path under one, or a folder that
+    cannot be written was found only after every benchmark ran ("no plots written")."""
     path = parse_path(text)
     if os.path.exists(path) and not os.path.isdir(path):
         raise ValueError(f"{path}: is a file, not a folder; give a folder for the PNG plots")
-    parent = os.path.dirname(path)
+    parent = path
     while parent and not os.path.exists(parent):
         parent = os.path.dirname(parent)
     if parent and not os.path.isdir(parent):
         raise ValueError(f"{path}: {parent} is a file, so no folder can be made under it; give a folder path")
+    if parent and not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{path}: {parent} cannot be written (read-only); give a folder this user can write")
     return path
+
+
+def parse_time_budget(text: str) -> float:
+    """``--genai-time-budget``: :func:`~pytest_genai.runtime.rounds.parse_duration`, finite and at most
+    :data:`MAX_TIME_BUDGET_S`."""
+    seconds = parse_duration(text)
+    if not seconds <= MAX_TIME_BUDGET_S:
+        raise ValueError(f"{_shown(text)} is more than a day per benchmark; write e.g. 60s, 2m or 90 (seconds)")
+    return seconds
 
 
 def parse_endpoint(text: str) -> str:
@@ -213,6 +237,12 @@ def parse_store(text: str) -> str:
     except Exception as exc:  # ArgumentError (not a URL), NoSuchModuleError (no such dialect)
         raise ValueError(f"{shown_url(url)}: not a database URL SQLAlchemy can open ({type(exc).__name__}); give "
                          "sqlite:///PATH, postgresql+psycopg://USER@HOST/DB or a file path") from None
+    from pytest_genai.store.location import sqlite_file
+
+    path = sqlite_file(url)
+    if path and os.path.isdir(path):  # found only at the session's end before ("run not stored")
+        raise ValueError(f"{path}: is a folder, not a database file; give a file path, e.g. {path.rstrip('/')}"
+                         "/results.sqlite")
     try:
         dialect.import_dbapi()
     except ImportError as exc:
@@ -245,7 +275,7 @@ SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | No
                          parse_finetune_methods, None),
     "store": ("--genai-store", "GENAI_STORE", "genai_store", parse_store, None),
     "rounds": ("--genai-rounds", "GENAI_ROUNDS", "genai_rounds", parse_rounds, None),
-    "time_budget": ("--genai-time-budget", "GENAI_TIME_BUDGET", "genai_time_budget", parse_duration,
+    "time_budget": ("--genai-time-budget", "GENAI_TIME_BUDGET", "genai_time_budget", parse_time_budget,
                     DEFAULT_BUDGET_S),
 }
 

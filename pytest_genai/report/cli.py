@@ -48,6 +48,8 @@ def run_command(build: Callable[[], argparse.ArgumentParser], body: Callable[[ar
     except (ReportInputError, ThresholdError) as exc:
         print(f"pytest-genai {parser.prog.split()[-1]}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:  # stdout's reader went away (`| head`): the caller exits 0 quietly, as coreutils do
+        raise
     except OSError as exc:  # an output path that cannot be written
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"pytest-genai {parser.prog.split()[-1]}: error: cannot write {where}{exc.strerror or exc}",
@@ -95,11 +97,9 @@ def emit(text: str, outputs: Sequence[str]) -> None:
         print(text, end="" if text.endswith("\n") else "\n")
         sys.stdout.flush()
     except BrokenPipeError:
-        import os
+        from pytest_genai.cli import quiet_stdout
 
-        devnull = os.open(os.devnull, os.O_WRONLY)  # so that the interpreter's final flush does not fail again
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        quiet_stdout()  # so that the interpreter's final flush does not fail again
     for out in outputs:
         write_output(out, text if text.endswith("\n") else text + "\n")
 

@@ -6,20 +6,43 @@ import csv
 import io
 import json
 import math
+import re
 from typing import Any, Callable, Mapping, Sequence
+
+from pytest_genai.tables import visible
 
 from .compare import Comparison, MetricComparison
 
 FORMATS = ("md", "csv", "json")
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?%?|[+-]?inf|nan")
+
+
+def csv_cell(value: Any) -> Any:
+    """One CSV cell: None empty, a float in its shortest exact form, text with control and bidirectional characters
+    :func:`~pytest_genai.tables.visible` and, when a spreadsheet would run it as a formula (``=HYPERLINK(...)``,
+    ``+``, ``-``, ``@``), a leading ``'`` (OWASP's advice); a number written as text is left as it is."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    if not isinstance(value, str):
+        return value
+    text = visible(value)
+    if text.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(text):
+        return "'" + text
+    return text
+
+
 def csv_text(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """RFC 4180 CSV (``\\n`` line ends); None is an empty cell, floats in their shortest exact form."""
+    """RFC 4180 CSV (``\\n`` line ends), each cell :func:`csv_cell`."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(headers)
+    writer.writerow([csv_cell(h) for h in headers])
     for row in rows:
-        writer.writerow(["" if v is None else (repr(v) if isinstance(v, float) else v) for v in row])
+        writer.writerow([csv_cell(v) for v in row])
     return out.getvalue()
 
 

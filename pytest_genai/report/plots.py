@@ -9,6 +9,7 @@ with the Agg canvas (no pyplot global state, no display needed).
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import math
@@ -52,6 +53,19 @@ def _matplotlib() -> tuple[Any, Any]:
     return Figure, FigureCanvasAgg
 
 
+def _literal_text(fn: Any) -> Any:
+    """Run ``fn`` with matplotlib's mathtext off: a ``$`` in a name is shown as written; an odd one raised, and
+    ``a$b$c`` was drawn as maths (every text made inside, tick labels drawn at save included)."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        _matplotlib()  # PlotsUnavailable, with its install hint, when matplotlib is missing
+        from matplotlib import rc_context
+
+        with rc_context({"text.parse_math": False}):
+            return fn(*args, **kwargs)
+    return wrapper
+
+
 def _new_figure(size: tuple[float, float] = (7.0, 4.8)) -> Any:
     Figure, FigureCanvasAgg = _matplotlib()
     fig = Figure(figsize=size, dpi=110, layout="constrained")
@@ -59,6 +73,7 @@ def _new_figure(size: tuple[float, float] = (7.0, 4.8)) -> Any:
     return fig
 
 
+@_literal_text
 def _save(fig: Any, path: Path) -> Path:
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
@@ -85,6 +100,7 @@ def _parse(records: Iterable[Any]) -> list[Record]:
     return [r for r in out if r.experiment is not None]
 
 
+@_literal_text
 def write_plots(records: Iterable[Any], outdir: str | Path, info: Mapping[str, MetricInfo] | None = None,
                 reserved: Iterable[str] = ()) -> list[Path]:
     """Write every plot the records support into ``outdir``; returns the PNG paths written, each a different file
@@ -154,6 +170,7 @@ def _spec_roof(r: Record) -> tuple[float, float] | None:
     return (float(peak), float(bw)) if _finite(peak) and _finite(bw) else None
 
 
+@_literal_text
 def roofline_figure(recs: Sequence[Record], title: str) -> Any:
     """Achieved TFLOP/s against arithmetic intensity, over the device's roofs (log-log)."""
     fig = _new_figure()
@@ -187,6 +204,7 @@ def roofline_figure(recs: Sequence[Record], title: str) -> Any:
     return fig
 
 
+@_literal_text
 def roofline_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | None = None) -> list[Path]:
     taken = NameAllocator() if taken is None else taken
     by_device: dict[str, list[Record]] = {}
@@ -356,6 +374,7 @@ def _one_to_one(rows: Sequence[Record], a: str, b: str) -> bool:
     return len(pairs) == len({p for p, _ in pairs}) == len({q for _, q in pairs})
 
 
+@_literal_text
 def sweep_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | None = None) -> list[Path]:
     """Throughput against each numeric config parameter that varies (scaling, batch size, layers...): one line per
     combination of the other keys that tell the records apart (not per whole config). A parameter that moves in
@@ -407,6 +426,7 @@ def sweep_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | Non
     return paths
 
 
+@_literal_text
 def category_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | None = None) -> list[Path]:
     """Grouped bars of throughput per value of a categorical parameter (strategy, dtype, attention...)."""
     paths, taken = [], NameAllocator() if taken is None else taken
@@ -435,6 +455,7 @@ def _compared(rows: Sequence[Record], param: str) -> bool:
     return any(len(v) >= 2 for v in seen.values())
 
 
+@_literal_text
 def _bars(rows: Sequence[Record], param: str, values: Sequence[str], metric: str, title: str) -> Any:
     """One bar per (category, series); series only for keys that vary within a category, each bar labelled."""
     keys = _keys(rows, fixed=[param])
@@ -486,6 +507,7 @@ def _direction(metric: str, info: Mapping[str, MetricInfo]) -> str | None:
     return d if d in ("higher", "lower") else None
 
 
+@_literal_text
 def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: str, direction: str, title: str,
                   series_title: str = "", point_title: str = "", predicted: bool = False, unit: str = "") -> Any:
     """Quality metric against compression ratio: a colour per series (task), a marker per point label (precision
@@ -606,6 +628,7 @@ def _compression(r: Record) -> float:
     return 1.0
 
 
+@_literal_text
 def pareto_plots(recs: Sequence[Record], outdir: Path, info: Mapping[str, MetricInfo],
                  taken: NameAllocator | None = None) -> list[Path]:
     """Per quality metric of an experiment with compression ratios: :func:`quality_series` drawn by
@@ -631,6 +654,7 @@ def pareto_plots(recs: Sequence[Record], outdir: Path, info: Mapping[str, Metric
     return paths
 
 
+@_literal_text
 def trend_plot(lines: Mapping[str, Sequence[tuple[Any, float]]], bands: Sequence[tuple[str, float | None, float | None]],
                metric: str, unit: str, path: str | Path,
                changes: Sequence[tuple[str, Any, float]] = ()) -> Path:

@@ -191,6 +191,12 @@ def load_run(path: str | os.PathLike[str]) -> Run:
         raise ReportInputError(f"{p}: is a directory, not a JSON file (pass the file written by --benchmark-json)") from None
     except OSError as exc:
         raise ReportInputError(f"{p}: cannot be read ({exc.strerror or exc})") from None
+    return run_from_bytes(raw, p)
+
+
+def run_from_bytes(raw: bytes, p: str | os.PathLike[str]) -> Run:
+    """:func:`load_run` of a file's bytes already read (a pipe or ``<(...)`` can be read only once)."""
+    p = Path(p)
     if not raw.strip():
         raise ReportInputError(f"{p}: the file is empty (was the pytest run interrupted before it wrote its JSON?)")
     try:

@@ -10,13 +10,17 @@ optimum-benchmark records energy too).
   (trapezoids).
 - Elsewhere (the CPU here, the dataflow kinds): no meter, and the benchmark records no energy at all: absent, never 0.
 
-Every figure is ``measured``. Readers are injectable, so the arithmetic is tested with fakes on the CPU.
+Every figure is ``measured``. Readers are injectable, so the arithmetic is tested with fakes on the CPU. A meter
+that faults (``N/A``, a reading that is not a finite number, a reader that raises) leaves energy absent with its
+reason (:class:`MeterFault`, a warning, ``meter.fault``); the benchmark is kept.
 """
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -28,17 +32,51 @@ WINDOW_S = 0.5
 STEP_WAIT_S = 2.0
 
 
+class MeterFault(RuntimeError):
+    """A meter reading that is no number of joules or watts; energy is then absent, never a wrong figure."""
+
+
+class EnergyAbsent(UserWarning):
+    """An energy meter faulted during a benchmark: its energy is not recorded (the message says why)."""
+
+
+def _reading(value: Any, what: str) -> float:
+    """``value`` as a finite, non-negative number, else :class:`MeterFault` naming ``what`` answered it."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise MeterFault(f"{what} answered {str(value)[:60]!r}, not a number") from None
+    if not math.isfinite(number) or number < 0:
+        raise MeterFault(f"{what} answered {number}, not a finite, non-negative number")
+    return number
+
+
+def _read(read: Callable[[], float], what: str) -> float:
+    """One reading; any error of the reader (a driver error, a timeout) as a :class:`MeterFault`."""
+    try:
+        return _reading(read(), what)
+    except MeterFault:
+        raise
+    except Exception as exc:  # the reader's own error type (NVML, hl-smi's exit status, a timeout)
+        raise MeterFault(f"{what} failed: {type(exc).__name__}: {exc}") from None
+
+
 @dataclass
 class CounterMeter:
     """A meter over a cumulative energy counter: ``read_j()`` returns joules since some fixed origin."""
 
     read_j: Callable[[], float]
     method: str
+    fault: str | None = None
+    """Why the last :func:`per_call_j` recorded no energy, when the meter faulted."""
+
+    def read(self) -> float:
+        return _read(self.read_j, self.method)
 
     def measure(self, fn: Callable[[], Any]) -> tuple[Any, float]:
-        before = self.read_j()
+        before = self.read()
         out = fn()
-        return out, self.read_j() - before
+        return out, self.read() - before
 
 
 @dataclass
@@ -49,14 +87,26 @@ class PowerMeter:
     method: str
     interval_s: float = SAMPLE_INTERVAL_S
     clock: Callable[[], float] = field(default=time.perf_counter)
+    fault: str | None = None
+    """Why the last :func:`per_call_j` recorded no energy, when the meter faulted."""
+
+    def read(self) -> float:
+        return _read(self.read_w, self.method)
 
     def measure(self, fn: Callable[[], Any]) -> tuple[Any, float]:
-        samples: list[tuple[float, float]] = [(self.clock(), self.read_w())]
+        """``fn()`` and the joules it took; :class:`MeterFault` (after ``fn`` ran) when a sample faulted: a gap in
+        the samples would be integrated as if the power had stayed between its ends."""
+        samples: list[tuple[float, float]] = [(self.clock(), self.read())]
         stop = threading.Event()
+        faults: list[MeterFault] = []
 
         def sample() -> None:
             while not stop.wait(self.interval_s):
-                samples.append((self.clock(), self.read_w()))
+                try:
+                    samples.append((self.clock(), self.read()))
+                except MeterFault as exc:  # in the thread it was a traceback, and the gap integrated silently
+                    faults.append(exc)
+                    return
 
         thread = threading.Thread(target=sample, name="genai-power", daemon=True)
         thread.start()
@@ -65,7 +115,9 @@ class PowerMeter:
         finally:
             stop.set()
             thread.join()
-        samples.append((self.clock(), self.read_w()))
+        if faults:
+            raise faults[0]
+        samples.append((self.clock(), self.read()))
         return out, integrate_j(samples)
 
 
@@ -88,13 +140,26 @@ def per_call_j(fn: Callable[[], Any], meter: CounterMeter | PowerMeter | None, *
     ends with the device synchronized). On a counter, a window opens on one step of the counter and its calls go on
     until the first step after ``min_s``: the calls between two steps hold all the energy the counter added, give or
     take the call running at each step, so the error is about one call's worth rather than a whole step. Sampled
-    power is integrated over the window. Empty without a meter, or where a counter does not move."""
+    power is integrated over the window. Empty without a meter, or where a counter does not move; empty too when the
+    meter faults (``N/A``, a reading that is no finite number), with the reason in ``meter.fault`` and an
+    :class:`EnergyAbsent` warning."""
     if meter is None:
         return []
+    meter.fault = None
+    try:
+        return _per_call_j(fn, meter, windows, min_s, clock, step_wait_s)
+    except MeterFault as exc:
+        meter.fault = f"energy not recorded: the meter faulted: {exc}"
+        warnings.warn(EnergyAbsent(meter.fault), stacklevel=2)
+        return []
+
+
+def _per_call_j(fn: Callable[[], Any], meter: CounterMeter | PowerMeter, windows: int, min_s: float,
+                clock: Callable[[], float], step_wait_s: float) -> list[float]:
     out = []
     for _ in range(windows):
         if isinstance(meter, CounterMeter):
-            opened = _next_step(meter.read_j, clock, step_wait_s)
+            opened = _next_step(meter.read, clock, step_wait_s)
             if opened is None:
                 return []
             start_j, start = opened
@@ -105,7 +170,7 @@ def per_call_j(fn: Callable[[], Any], meter: CounterMeter | PowerMeter | None, *
                 at = clock()
                 if at - start < min_s:
                     continue
-                reading = meter.read_j()
+                reading = meter.read()
                 if mark is None:
                     mark = (reading, at)
                 elif reading != mark[0]:
@@ -126,6 +191,8 @@ def per_call_j(fn: Callable[[], Any], meter: CounterMeter | PowerMeter | None, *
                         return
 
             _, joules = meter.measure(repeat)
+        if not math.isfinite(joules):
+            raise MeterFault(f"{meter.method} gave {joules} J over a window")
         if joules <= 0 or calls == 0:
             return []
         out.append(joules / calls)
@@ -297,7 +364,7 @@ def energy_metrics(tokens: int, per_call_j: Sequence[float]) -> dict[str, Any]:
 
     from pytest_genai.record import Measurement
 
-    rounds = [float(j) for j in per_call_j if j > 0]
+    rounds = [float(j) for j in per_call_j if math.isfinite(j) and j > 0]  # inf J read as 0 tokens per joule
     if not rounds:
         return {}
     rates = tuple(tokens / j for j in rounds)

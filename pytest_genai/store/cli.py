@@ -7,6 +7,8 @@ from typing import Any, Sequence
 
 from .location import default_url, normalize_url
 
+EXIT_INTERRUPTED = 130
+"""Ctrl-C's exit status, as a shell gives it (128 + SIGINT)."""
 _STORE_HELP = ("the store: a SQLAlchemy URL (sqlite:///PATH, postgresql+psycopg://USER@HOST/DB) or a file path "
                "(default: $GENAI_STORE, else the SQLite file in the user data folder)")
 
@@ -36,13 +38,19 @@ def _add(args: argparse.Namespace) -> int:
 
     # every file read and checked before anything is written: one bad file in a folder adds none of them
     files = [(path, read_rows(path)) for path in run_files(args.runs)]
-    added = 0
+    added = done = 0
     with open_store(_url(args)) as store:
-        for path, rows in files:
-            result = add_rows(store, rows, path.name)
-            added += result.new
-            what = "added as" if result.new else "already stored as"
-            print(f"{path}: {what} run {result.run_id} ({result.rows} rows)")
+        try:
+            for path, rows in files:
+                result = add_rows(store, rows, path.name)  # one transaction a run: a run is in, or not at all
+                added += result.new
+                done += 1
+                what = "added as" if result.new else "already stored as"
+                print(f"{path}: {what} run {result.run_id} ({result.rows} rows)")
+        except KeyboardInterrupt:  # say what is in the store, never a traceback
+            print(f"pytest-genai store: interrupted: {added} of {len(files)} added ({done - added} already stored); "
+                  "run the same command again to add the rest", file=sys.stderr)
+            return EXIT_INTERRUPTED
         print(f"{added} run(s) added, {len(files) - added} already stored; store {store.shown}", file=sys.stderr)
     return 0
 

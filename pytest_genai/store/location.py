@@ -28,7 +28,16 @@ def default_url(env: Mapping[str, str] | None = None) -> str:
     """``GENAI_STORE`` when set, else the SQLite file in :func:`data_dir`."""
     env = os.environ if env is None else env
     given = env.get(ENV, "").strip()
-    return normalize_url(given) if given else "sqlite:///" + str(data_dir(env) / FILE_NAME)
+    return normalize_url(given) if given else file_url(str(data_dir(env) / FILE_NAME))
+
+
+def file_url(path: str) -> str:
+    """The SQLite URL of the file ``path``, exactly that file: ``%``, ``?`` and ``#`` in it are quoted, so SQLAlchemy
+    reads no URI parameters out of a file's name (``p%20q.sqlite`` was written as ``p q.sqlite``, and
+    ``m1.sqlite?mode=memory`` as ``m1.sqlite``)."""
+    from urllib.parse import quote
+
+    return "sqlite:///" + quote(os.path.abspath(os.path.expanduser(path)), safe="/")
 
 
 def normalize_url(text: str) -> str:
@@ -43,7 +52,7 @@ def normalize_url(text: str) -> str:
     if "://" in text:
         check_holds_a_file(text)
         return text
-    return "sqlite:///" + os.path.abspath(os.path.expanduser(text))
+    return file_url(text)  # a plain path means that file, always
 
 
 def check_holds_a_file(url: str) -> None:
@@ -61,6 +70,18 @@ def check_holds_a_file(url: str) -> None:
 
         raise StoreError(f"store {shown_url(url)}: names no database file (SQLite would keep the runs in memory and "
                          "lose them at exit; is a variable in the URL unset?); give sqlite:///PATH or a file path")
+    ignored = sorted(set(re.findall(r"(?:^|&)([^=&]+)", query)) - _DRIVER_ARGS) if query else []
+    uri = bool(re.search(r"(^|&)uri=(true|1)(&|$)", query, re.IGNORECASE))
+    if (ignored and not uri) or (uri and not path.startswith("file:")):
+        from .errors import StoreError
+
+        raise StoreError(f"store {shown_url(url)}: SQLite reads {', '.join(ignored) or 'uri'} only "
+                         "in a file: URI with uri=true; here the file would be opened as if they were not there (mode=ro would still write); give "
+                         "sqlite:///file:PATH?mode=ro&uri=true, or the file's path alone")
+
+
+_DRIVER_ARGS = {"timeout", "isolation_level", "detect_types", "check_same_thread", "cached_statements", "uri"}
+"""The query arguments SQLAlchemy's pysqlite driver takes without ``uri=true``."""
 
 
 def shown_url(url: str) -> str:
@@ -77,5 +98,7 @@ def sqlite_file(url: str | None) -> str | None:
     the path an output must never be written to."""
     if not url or not url.startswith("sqlite:///"):
         return None
-    path = url[len("sqlite:///"):].split("?", 1)[0]
+    from urllib.parse import unquote
+
+    path = unquote(url[len("sqlite:///"):].split("?", 1)[0])  # SQLAlchemy unquotes the database part too
     return path if path and path != ":memory:" else None

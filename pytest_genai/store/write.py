@@ -6,7 +6,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 from pytest_genai.report.errors import ReportInputError
 
@@ -25,6 +25,28 @@ class Added:
     """Rows the run holds in the store (whether added now or before)."""
 
 
+class RowRejected(StoreError):
+    """A value the store's columns cannot hold (too long, or a NUL character); raised before anything is written."""
+
+
+def check_columns(table: Any, rows: Iterable[Mapping[str, Any]]) -> None:
+    """Refuse a text value longer than its column or holding a NUL character, the same on every back end
+    (PostgreSQL raised a DataError traceback for both, where SQLite took them)."""
+    for row in rows:
+        for key, value in row.items():
+            if not isinstance(value, str):
+                continue
+            where = f"{table.name}.{key}"
+            shown = value if len(value) <= 60 else value[:40] + "..."
+            if "\x00" in value:
+                raise RowRejected(f"{where} {shown!r} holds a NUL character, which the store cannot keep; "
+                                  "remove it from the name or value in the run")
+            limit = getattr(table.c[key].type, "length", None)
+            if limit is not None and len(value) > limit:
+                raise RowRejected(f"{where} {shown!r} is {len(value)} characters, longer than the {limit} the store "
+                                  f"holds; shorten it in the run (at most {limit} characters)")
+
+
 def _device_id(conn: Any, store: Store, kind: str, generation: str, name: str,
                known: dict[tuple[str, str, str], int] | None = None) -> int:
     """The ``devices`` row of (kind, generation, name), added when new; ``known``: the ids this transaction already
@@ -35,6 +57,7 @@ def _device_id(conn: Any, store: Store, kind: str, generation: str, name: str,
     if known is not None and key in known:
         return known[key]
     t = store.table("devices")
+    check_columns(t, [{"kind": kind, "generation": generation, "name": name}])  # before the lookup: it sends them too
     where = (t.c.kind == kind) & (t.c.generation == generation) & (t.c.name == name)
     found = conn.execute(select(t.c.id).where(where)).scalar()
     if found is None:
@@ -51,10 +74,13 @@ def _insert(conn: Any, store: Store, rows: RunRows) -> tuple[int, bool]:
     existing = conn.execute(select(runs.c.id).where(runs.c.content_hash == rows.content_hash)).scalar()
     if existing is not None:
         return int(existing), False
+    check_columns(runs, [rows.run])
     run_id = int(conn.execute(runs.insert().values(content_hash=rows.content_hash, added_time=utc_now(),
                                                    **rows.run)).inserted_primary_key[0])
     known: dict[tuple[str, str, str], int] = {}
     if rows.devices:
+        check_columns(store.table("run_devices"), [
+            {"spec_source": d["spec_source"], "spec_json": d["spec_json"]} for d in rows.devices])
         conn.execute(store.table("run_devices").insert(), [
             {"run_id": run_id, "position": i, "spec_source": d["spec_source"], "spec_json": d["spec_json"],
              "device_id": _device_id(conn, store, d["kind"], d["generation"], d["name"], known)}
@@ -76,6 +102,7 @@ def _insert(conn: Any, store: Store, rows: RunRows) -> tuple[int, bool]:
     # falls back to a statement per row on SQLite)
     t = store.table("benchmarks")
     ids: list[int] = []
+    check_columns(t, bench_rows)
     if bench_rows:
         from sqlalchemy import select
 
@@ -92,6 +119,7 @@ def _insert(conn: Any, store: Store, rows: RunRows) -> tuple[int, bool]:
                                 "unit": m.unit, "source": m.source,
                                 "rounds_json": json.dumps(list(m.rounds)) if m.rounds else None,
                                 "interval_json": canonical(m.interval) if m.interval else None})
+    check_columns(store.table("metrics"), metric_rows)
     if metric_rows:
         conn.execute(store.table("metrics").insert(), metric_rows)
     if rows.claims:
@@ -108,6 +136,7 @@ def _insert(conn: Any, store: Store, rows: RunRows) -> tuple[int, bool]:
                                "verdict": claim_text(c.claim, "verdict"), "basis": claim_text(c.claim, "basis"),
                                "message": claim_text(c.claim, "message"),
                                "interval_json": canonical(interval) if isinstance(interval, dict) else None})
+        check_columns(store.table("claims"), claim_rows)
         conn.execute(store.table("claims").insert(), claim_rows)
     return run_id, True
 
@@ -123,6 +152,8 @@ def add_rows(store: Store, rows: RunRows, source: str) -> Added:
 
     try:
         run_id, new = store.transaction(lambda conn: _insert(conn, store, rows))
+    except RowRejected as exc:  # nothing was written: the transaction rolled back
+        raise RowRejected(f"{source}: {exc}") from None
     except IntegrityError:  # another process added the same run between our check and insert (PostgreSQL)
         run_id, new = store.transaction(lambda conn: _insert(conn, store, rows))
     return Added(source, run_id, new, rows.row_count)
@@ -131,17 +162,25 @@ def add_rows(store: Store, rows: RunRows, source: str) -> Added:
 def read_rows(path: str | os.PathLike[str], command: str | None = None) -> RunRows:
     """The run file ``path`` as the rows the store takes, validated as ``pytest-genai report`` reads it too (an
     error naming the file on any problem); built once, so adding them does not build them again."""
-    from pytest_genai.report.runs import load_run
-
-    load_run(path)
-    doc = json.loads(Path(path).read_bytes().decode("utf-8-sig"))
-    return run_rows(doc, os.path.basename(path), command)
+    return run_rows(read_document(path), os.path.basename(path), command)
 
 
 def read_document(path: str | os.PathLike[str]) -> Any:
-    """The run file ``path`` as a document, validated as :func:`read_rows` validates it."""
-    read_rows(path)
-    return json.loads(Path(path).read_bytes().decode("utf-8-sig"))
+    """The run file ``path`` as a document, validated as ``pytest-genai report`` reads it; read once (``store add
+    <(cat run.json)``, a pipe, read empty the second time)."""
+    from pytest_genai.report.errors import ReportInputError
+    from pytest_genai.report.runs import load_run, run_from_bytes
+
+    try:
+        raw = Path(path).read_bytes()
+    except OSError:
+        load_run(path)  # its message names the file and what is wrong with it
+        raise
+    run_from_bytes(raw, path)
+    try:
+        return json.loads(raw.decode("utf-8-sig"))
+    except ValueError as exc:  # validated above; a second parse that still fails names the file
+        raise ReportInputError(f"{path}: invalid JSON ({exc})") from None
 
 
 def add_file(store: Store, path: str | os.PathLike[str], command: str | None = None,

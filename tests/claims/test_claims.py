@@ -62,6 +62,11 @@ def test_packaged_claims_load_and_cover_both_papers() -> None:
         ({"timing": '"yes"'}, METRICS, "paper_t.toml: claim 'T.x': field 'timing' must be true or false, got 'yes'"),
         ({"timing": "false"}, METRICS + "timing = true\n",
          "paper_t.toml: claim 'T.x': field 'timing' is false but metric 'ppl_ratio' is a timing metric"),
+        # fourth reliability round: accepted before, and the claim never applied / the paper failed its own claim
+        ({"kind": '"generation"', "from_generation": '"h100"', "to_generation": '"h10O"'}, METRICS,
+         "paper_t.toml: claim 'T.x': field 'to_generation' is 'h10O', no device generation"),
+        ({"paper_value": "1.2"}, METRICS,
+         "paper_t.toml: claim 'T.x': field 'paper_value' (1.2) is outside the claim's own bounds [, 1.035]"),
     ],
 )
 def test_malformed_claim_files_name_file_claim_and_field(tmp_path, fields, metrics_text, message) -> None:
@@ -84,6 +89,32 @@ def test_not_toml_names_the_file(tmp_path) -> None:
     write(tmp_path, "paper = [unclosed")
     with pytest.raises(ValueError, match="paper_t.toml: not valid TOML"):
         load_claims(tmp_path)
+
+
+def test_a_generation_family_names_its_variants(tmp_path) -> None:
+    write(tmp_path, claim(kind='"generation"', from_generation='"a100"', to_generation='"h100"', paper_value="1.0"))
+    (c,) = load_claims(tmp_path)
+    assert c.matches_generations("a100-sxm4-80gb", "h100-sxm")
+
+
+def test_a_utf16_claims_file_is_named_and_a_bom_is_read(tmp_path) -> None:
+    """UTF-16: a UnicodeDecodeError naming no file; a UTF-8 BOM: refused as invalid TOML."""
+    write(tmp_path, "")
+    (tmp_path / "paper_t.toml").write_bytes(b"\xef\xbb\xbf" + claim().encode())
+    assert [c.id for c in load_claims(tmp_path)] == ["T.x"]
+    (tmp_path / "paper_t.toml").write_bytes(claim().encode("utf-16"))
+    with pytest.raises(ClaimsError, match="paper_t.toml: not UTF-8 text"):
+        load_claims(tmp_path)
+
+
+def test_claims_of_an_unknown_paper_is_exit_2(capsys) -> None:
+    """`claims --paper Z` printed an empty table and exit 0."""
+    from pytest_genai.cli import main
+
+    assert main(["claims", "--paper", "Z"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "pytest-genai claims: --paper Z: no claims of that paper; use one of A, B"
+    assert main(["claims", "--paper", "b"]) == 0
 
 
 def test_duplicate_ids_across_files(tmp_path) -> None:

@@ -78,3 +78,51 @@ def test_ipu_out_of_memory_is_a_capacity_result(tmp_path, monkeypatch):
     fake_poptorch("poplar graph construction error: bad vertex")
     with pytest.raises(RuntimeError, match="bad vertex"):
         run_on_ipu(small, tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["wse", "rdu"])
+@pytest.mark.parametrize("encoding", ["utf-16", "binary"])
+def test_a_utf16_or_binary_vendor_file_is_a_layout_error_naming_it(tmp_path, kind, encoding):
+    """A UTF-16 or binary report raised a UnicodeDecodeError that named no file."""
+    from pytest_genai.dabench.readers import LayoutError
+
+    path = profile_path(tmp_path, kind, CFG)
+    path.parent.mkdir(parents=True)
+    text = COMPILE_REPORT if kind == "wse" else _section_csv()
+    path.write_bytes(text.encode("utf-16") if encoding == "utf-16" else b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe")
+    with pytest.raises(LayoutError, match=f"{path}: expected a UTF-8 text file"):
+        read_profile(tmp_path, kind, CFG)
+
+
+@pytest.mark.parametrize("kind", ["wse", "rdu"])
+def test_a_utf8_bom_vendor_file_reads_as_without_it(tmp_path, kind):
+    """A BOM before the header read as "not a Cerebras compile report?"."""
+    path = profile_path(tmp_path, kind, CFG)
+    path.parent.mkdir(parents=True)
+    text = COMPILE_REPORT if kind == "wse" else _section_csv()
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    plain = tmp_path / "plain"
+    (plain / kind / CFG.id).mkdir(parents=True)
+    profile_path(plain, kind, CFG).write_text(text)
+    assert read_profile(tmp_path, kind, CFG) == read_profile(plain, kind, CFG)
+
+
+def test_a_link_out_of_the_profiles_folder_is_not_followed(tmp_path):
+    """A symlink inside --genai-dabench-profiles DIR that led outside it was read, and its first line quoted."""
+    from pytest_genai.dabench.readers import LayoutError
+
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("TOKEN=hunter2\n")
+    root = tmp_path / "profiles"
+    path = profile_path(root, "wse", CFG)
+    path.parent.mkdir(parents=True)
+    path.symlink_to(secret)
+    with pytest.raises(LayoutError, match="links outside that folder") as info:
+        read_profile(root, "wse", CFG)
+    assert "hunter2" not in str(info.value)
+    inside = root / "wse" / "real.txt"
+    inside.write_text(COMPILE_REPORT)
+    path.unlink()
+    path.symlink_to(inside)  # a link that stays inside the folder is read
+    assert read_profile(root, "wse", CFG).vendor == "cerebras"

@@ -236,3 +236,26 @@ def test_a_poptorch_gpt2_log_reads_the_median_after_its_first_step_and_says_so(t
     run = read_run(folder, "ipu")
     assert run.samples_per_s == pytest.approx(1058.7595523807183)
     assert run.throughput_statistic == "median_after_first_step" and "median of 3" in run.throughput_basis
+
+
+def test_a_utf16_run_toml_and_a_log_linked_out_of_the_profiles_folder_are_named(tmp_path):
+    """A UTF-16 run.toml raised a UnicodeDecodeError naming no file; a run.log linked from outside the profiles folder
+    was read."""
+    from pytest_genai.dabench.level2.artifacts import read_runs
+
+    root = tmp_path / "profiles"
+    (root / "wse" / "level2").mkdir(parents=True)
+    folder = _copy_run(root / "wse" / "level2", "capacity_after_compile", precision="mixed", chips=1, layers=24)
+    (folder / "compile.log").rename(folder / "run.log")
+    assert read_runs(root, "wse")[0].failure.startswith("insufficient_capacity:")
+    toml = folder / "run.toml"
+    text = toml.read_text()
+    toml.write_bytes(text.encode("utf-16"))
+    with pytest.raises(LayoutError, match=f"{toml}: expected a UTF-8 text file, found 'UTF-16 text'"):
+        read_runs(root, "wse")
+    toml.write_text(text)
+    outside = tmp_path / "elsewhere.log"
+    (folder / "run.log").rename(outside)
+    (folder / "run.log").symlink_to(outside)
+    with pytest.raises(LayoutError, match="links outside that folder"):
+        read_runs(root, "wse")

@@ -389,6 +389,16 @@ def test_a_native_toml_ini_value_that_is_not_a_string_is_a_usage_error(pytester:
          "command-line option --genai-store: bad://: not a database URL SQLAlchemy can open (NoSuchModuleError)"),
         ([], {"GENAI_STORE": "mysql://ci@db/results"},
          "environment variable GENAI_STORE: mysql://ci@db/results: its database driver is not installed"),
+        # fourth reliability round: accepted, then every auto-rounds benchmark failed / an INTERNALERROR / ignored
+        (["--genai-rounds", "auto", "--genai-time-budget", "9" * 400], {},
+         "command-line option --genai-time-budget: '9999999999999999999999999999999999999999'... is more than a day"),
+        ([], {"GENAI_MEMORY_BUDGET": "9" * 400},
+         "environment variable GENAI_MEMORY_BUDGET: '9999999999999999999999999999999999999999'... is more than 1 EiB"),
+        (["--genai-time-budget", "30s"], {},
+         "command-line option --genai-time-budget: the time budget applies to --genai-rounds auto, which is not given"),
+        ([], {"GENAI_TIME_BUDGET": "30s"}, "environment variable GENAI_TIME_BUDGET: the time budget applies to "),
+        # found only at the session's end before, after every test ran
+        ([], {"GENAI_STORE": "."}, "is a folder, not a database file; give a file path"),
     ],
 )
 def test_bad_settings_name_their_source(pytester: pytest.Pytester, monkeypatch, args, env, needle) -> None:
@@ -399,6 +409,25 @@ def test_bad_settings_name_their_source(pytester: pytest.Pytester, monkeypatch, 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert needle in result.stderr.str()
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_plots_into_a_read_only_folder_are_refused_before_any_test(pytester: pytest.Pytester, monkeypatch) -> None:
+    """`--genai-plots` into a read-only folder was found only after every test ran ("no plots written")."""
+    locked = pytester.path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    real_access = os.access
+    if os.geteuid() == 0:  # root may write anywhere: the folder reads as read-only as it would to a user
+        monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if str(p) == str(locked) and mode & os.W_OK
+                            else real_access(p, mode, **kw))
+    try:
+        pytester.makepyfile("def test_a():\n    pass\n")
+        for target in (locked, locked / "plots"):
+            result = pytester.runpytest("--genai-plots", str(target))
+            assert result.ret == pytest.ExitCode.USAGE_ERROR
+            assert "cannot be written (read-only)" in result.stderr.str()
+    finally:
+        locked.chmod(0o755)
 
 
 def test_importing_the_plugin_does_not_import_torch() -> None:

@@ -72,3 +72,57 @@ def test_the_stored_command_masks_passwords() -> None:
 
     assert session_command(["--genai-store", "postgresql+psycopg://ci:s3cret@db/r", "-m", "cpu"]) == \
         "pytest --genai-store postgresql+psycopg://ci:***@db/r -m cpu"
+
+
+DOLLAR_TESTS = """
+import pytest
+
+@pytest.mark.parametrize("mode", ["$\\\\frac$", "a$b$c"])
+def test_t(benchmark, genai, cpu, mode):
+    genai.start(experiment="quant", device=cpu, config={"id": mode, "mode": mode}, model="tiny")
+    benchmark.pedantic(lambda: None, rounds=2)
+    genai.metric("tokens_per_s", 10.0 if mode == "a$b$c" else 12.0)
+"""
+
+
+def test_a_dollar_in_a_name_loses_nothing_at_the_sessions_end(pytester: pytest.Pytester) -> None:
+    """matplotlib read `$\\frac$` as broken maths: every test passed, then a traceback, exit 1, and no report or
+    stored run."""
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("sqlalchemy")
+    pytester.makepyfile(DOLLAR_TESTS)
+    url = f"sqlite:///{pytester.path / 's.sqlite'}"
+    result = pytester.runpytest("--genai-plots", "plots", "--genai-report", "r.md", "--genai-store", url,
+                                "-p", "no:cacheprovider")
+    assert result.ret == 0
+    result.assert_outcomes(passed=2)
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["genai plot: *plots*by_mode*.png", "genai report: *r.md", "genai store: run 1 added"])
+
+
+@pytest.mark.parametrize("broken", ["plots", "report", "store"])
+def test_one_output_that_fails_is_one_red_line_and_the_others_are_written(pytester: pytest.Pytester, monkeypatch,
+                                                                          broken: str) -> None:
+    """Any error writing one session-end output (not only the expected OSError) was a traceback and exit 1."""
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("sqlalchemy")
+    import pytest_genai.plugin.session_report as session_report
+    import pytest_genai.plugin.store_run as store_run
+    import pytest_genai.report.plots as plots
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("an unexpected fault")
+
+    target = {"plots": (plots, "write_plots"), "report": (session_report, "write_session_report"),
+              "store": (store_run, "store_session")}[broken]
+    monkeypatch.setattr(*target, boom)
+    pytester.makepyfile(DOLLAR_TESTS)
+    url = f"sqlite:///{pytester.path / 's.sqlite'}"
+    result = pytester.runpytest("--genai-plots", "plots", "--genai-report", "r.md", "--genai-store", url,
+                                "-p", "no:cacheprovider")
+    assert result.ret == 0
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    option = {"plots": "--genai-plots *plots", "report": "--genai-report *r.md", "store": "--genai-store"}[broken]
+    result.stdout.fnmatch_lines([f"genai: {option}: * RuntimeError: an unexpected fault"])
+    assert ((pytester.path / "r.md").exists()) == (broken != "report")
+    assert ((pytester.path / "s.sqlite").exists()) == (broken != "store")

@@ -255,3 +255,31 @@ def test_the_quality_vs_compression_axis_carries_the_metrics_unit(monkeypatch, t
     figures = _captured_figures(monkeypatch, records, tmp_path)
     (ax,) = figures["quant_bits_per_byte_vs_compression.png"].axes
     assert ax.get_ylabel() == "bits_per_byte [bit/B] (lower is better)"
+
+
+def _maths_texts(fig) -> list[str]:
+    from matplotlib.text import Text
+
+    return [t.get_text() for t in fig.findobj(Text) if "$" in t.get_text() and t._preprocess_math(t.get_text())[1]]
+
+
+def test_a_dollar_in_any_name_is_drawn_as_written_never_as_maths(monkeypatch, tmp_path: Path) -> None:
+    """matplotlib read `$...$` in a name as mathtext: a malformed one raised (the session's run was lost at its end),
+    and `a$b$c` was drawn as maths."""
+    odd = "$\\frac$"
+    records = [dab(2, 256, 40.0, 90.0, gen=f"gen{odd}"), dab(4, 256, 42.0, 100.0, gen=f"gen{odd}")]
+    for strategy, tps in ((f"d{odd}p", 900.0), ("a$b$c", 700.0)):
+        for batch in (2, 4):
+            records.append(bench(f"test_ft[cpu-{strategy}-{batch}]", "finetune$x",
+                                 {"strategy": strategy, "batch_size": batch}, {"tokens_per_s": tps * batch}))
+    figures = _captured_figures(monkeypatch, records, tmp_path)
+    assert len(figures) >= 3
+    for name, fig in figures.items():
+        assert _maths_texts(fig) == [], name
+    import datetime
+
+    when = [datetime.datetime(2026, 1, d) for d in (1, 2, 3)]
+    path = plots.trend_plot({odd: list(zip(when, (1.0, 2.0, 3.0))), "a$b$c": list(zip(when, (2.0, 2.5, 3.0)))},
+                            [(f"claim{odd}", 1.0, None)], f"tokens{odd}", "1", tmp_path / "trend.png",
+                            [(odd, when[1], 0.5)])
+    assert path.read_bytes().startswith(PNG)

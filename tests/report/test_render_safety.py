@@ -99,3 +99,53 @@ def test_a_wrapped_line_of_prose_never_opens_a_block(mark: str) -> None:
     tokens = markdown_it.MarkdownIt("commonmark").parse(md)
     assert [t.type for t in tokens] == ["paragraph_open", "inline", "paragraph_close"], md
     assert _plain(tokens[1].children) == text
+
+
+CELL = "test_q[<script>alert(1)</script> [x](http://e.example) &amp; \u202egnp.exe]"
+
+
+def test_html_links_and_bidi_controls_in_a_table_cell_are_text(tmp_path: Path) -> None:
+    """A benchmark's name went into table cells raw: `<script>` survived CommonMark, `[x](y)` was a link, and U+202E
+    reordered the text after it."""
+    markdown_it = pytest.importorskip("markdown_it")
+    table = make_table(["benchmark", "value"], [[CELL, "1"]])
+    md = table.to_markdown()
+    assert "\u202e" not in md and "\\u202e" in md
+    tokens = markdown_it.MarkdownIt("commonmark").enable("table").parse(md)
+    inline = [t for t in tokens if t.type == "inline"]
+    for node in inline:
+        assert {c.type for c in node.children} <= {"text"}, node.content
+    assert _plain(inline[2].children) == CELL.replace("\u202e", "\\u202e")
+    for text in ("\n".join(table.to_text()), table.to_html()):
+        assert "\u202e" not in text
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run_doc([bench(CELL, "quant", {"id": "a"}, {"tokens_per_s": 1.0})])))
+    md = to_markdown(report_blocks(load_run(str(path)), default_metric_info()[0], {}, [], []))
+    import re
+
+    assert "\u202e" not in md and not re.search(r"(?<!\\)(<script>|\]\(http)", md), md
+
+
+@pytest.mark.parametrize("name", ['=HYPERLINK("http://e.example","x")', "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)"])
+def test_a_csv_cell_never_starts_a_formula(name: str, tmp_path: Path, capsys) -> None:
+    """`compare --format csv` wrote `=HYPERLINK(...)` as it was: a spreadsheet runs it."""
+    import csv
+    import io
+
+    from pytest_genai.report.cli import compare_main
+    from pytest_genai.report.export import csv_text
+
+    runs = []
+    for i, value in enumerate((1.0, 2.0)):
+        path = tmp_path / f"r{i}.json"
+        path.write_text(json.dumps(run_doc([bench(f"test_q[{name}]", "quant", {"id": name}, {"tokens_per_s": value})])))
+        runs.append(str(path))
+    capsys.readouterr()
+    assert compare_main([*runs, "--format", "csv", "--all"]) == 0
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    assert len(rows) >= 2
+    cells = [c for row in rows for c in row]
+    assert not [c for c in cells if c[:1] in ("=", "+", "@") or (c[:1] == "-" and not c[1:2].isdigit())], cells
+    (cell,) = next(csv.reader(io.StringIO(csv_text(["n"], [[name]]).splitlines()[1])))
+    assert cell == "'" + name
+    assert csv_text(["n"], [["-3.5"], [-2.0], ["+5%"]]).splitlines()[1:] == ["-3.5", "-2.0", "+5%"]

@@ -1,5 +1,6 @@
 """Energy meters with fake readers (no GPU or Gaudi here): counter differences, integrated power, absence."""
 import itertools
+import time
 
 import pytest
 
@@ -210,3 +211,56 @@ def test_on_mixed_gpus_a_cuda_ordinal_meters_nothing_unless_cuda_counts_in_nvml_
         monkeypatch.setenv("CUDA_DEVICE_ORDER", order)
     meter = energy.nvml_meter(0)
     assert (meter and meter.read_j() * 1000.0) == (expected and counters[expected])
+
+
+def _hl_smi(answers):
+    """hl-smi's power reader over a fake hl-smi that answers ``answers`` in turn (then the last one again)."""
+    answers = list(answers)
+
+    class Done:
+        def __init__(self, stdout):
+            self.stdout = stdout
+
+    def run(cmd, **kw):
+        return Done(answers.pop(0) if len(answers) > 1 else answers[0])
+
+    return energy.hl_smi_power_reader(0, run=run)
+
+
+@pytest.mark.parametrize("answers", [["250.0\n", "N/A\n"], ["250.0\n", "inf\n"], ["inf\n"], ["250.0\n", ""]])
+def test_a_meter_fault_on_the_closing_read_leaves_energy_absent_with_its_reason(answers):
+    """`N/A` on hl-smi's closing read ended the benchmark with a ValueError; an infinite reading recorded
+    tokens_per_j = 0 as measured."""
+    fake = SteppedCounter()
+    meter = energy.PowerMeter(_hl_smi(answers), "hl_smi_power_integrated", interval_s=60.0, clock=fake.clock)
+    with pytest.warns(energy.EnergyAbsent, match="hl_smi_power_integrated"):
+        assert energy.per_call_j(fake.work(0.01), meter, windows=2, min_s=0.5, clock=fake.clock) == []
+    assert meter.fault and "energy not recorded" in meter.fault
+    assert energy.energy_metrics(100, [float("inf")]) == {}
+
+
+def test_a_meter_fault_mid_window_is_no_thread_traceback_and_no_silent_gap(monkeypatch):
+    """`N/A` from the sampling thread printed a thread traceback, and the gap was integrated as if power held."""
+    import threading
+
+    hooked = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: hooked.append(args))
+    reads = itertools.count()
+
+    def read_w():  # the first reads answer; then the meter faults in the sampling thread
+        if next(reads) > 2:
+            raise ValueError("could not convert string to float: 'N/A'")
+        return 250.0
+
+    meter = energy.PowerMeter(read_w, "fake_power", interval_s=0.001)
+    with pytest.warns(energy.EnergyAbsent, match="N/A"):
+        assert energy.per_call_j(lambda: time.sleep(0.002), meter, windows=1, min_s=0.05) == []
+    assert hooked == [] and "N/A" in meter.fault
+
+
+def test_a_counter_that_faults_leaves_energy_absent():
+    fake = SteppedCounter()
+    reads = itertools.count()
+    meter = energy.CounterMeter(lambda: fake.read_j() if next(reads) < 5 else float("nan"), "fake_counter")
+    with pytest.warns(energy.EnergyAbsent, match="fake_counter answered nan"):
+        assert energy.per_call_j(fake.work(0.01), meter, windows=2, min_s=0.5, clock=fake.clock) == []

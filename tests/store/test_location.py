@@ -1,8 +1,9 @@
-"""Which database a store is (pure: no SQLAlchemy)."""
+"""Which database a store is (pure, but for the round trips of a plain path through `store add` and `list`)."""
 from __future__ import annotations
 
 import builtins
 import os
+from pathlib import Path
 
 import pytest
 
@@ -43,3 +44,33 @@ def test_an_empty_store_url_is_one_line_bad_input_in_every_command(argv, capsys)
     assert main([*argv, "--store", " "]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "an empty store URL" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", ["p%20q.sqlite", "a?b", "m1.sqlite?mode=memory", "m2.sqlite?mode=ro", "h#1.sqlite",
+                                  "ü ä.sqlite"])
+def test_a_plain_path_means_that_file(name: str, tmp_path: Path, monkeypatch, capsys) -> None:
+    """A plain path went through URI parsing: `p%20q.sqlite` wrote `p q.sqlite`, `a?b` wrote `a`, and `list` with the
+    same value then found no database."""
+    import json
+
+    from pytest_genai.cli import main
+
+    from .test_store import generation_doc
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    run = tmp_path / "runs" / "run.json"
+    run.write_text(json.dumps(generation_doc("a100", "2026-02-01T00:00:00", 250.0)))
+    assert main(["store", "add", str(run), "--store", name]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(("-wal", "-shm"))) == sorted([name, "runs"])
+    capsys.readouterr()
+    assert main(["store", "list", "--store", name]) == 0
+    assert "a100" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("query", ["?mode=ro", "?mode=ro&uri=true", "?cache=shared"])
+def test_sqlite_uri_parameters_sqlite_would_ignore_are_refused(query: str, tmp_path: Path) -> None:
+    """`sqlite:///x.sqlite?mode=ro` was opened read-write (the driver drops `mode` without a `file:` URI)."""
+    with pytest.raises(ValueError, match="only in a file: URI with uri=true"):
+        normalize_url(f"sqlite:///{tmp_path}/x.sqlite{query}")
+    normalize_url(f"sqlite:///file:{tmp_path}/x.sqlite{query}&uri=true")

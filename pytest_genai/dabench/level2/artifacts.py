@@ -61,7 +61,7 @@ def read_runs(root: str | Path, kind: str) -> list[VendorRunLog]:
     folder = Path(root) / kind / LEVEL2_DIR
     if not folder.is_dir():
         raise ArtifactsMissing(f"no {kind} Level-2 runs: expected {folder}/<run name>/ folders from {HOWTO[kind]}")
-    return [read_run(p, kind) for p in sorted(folder.iterdir()) if p.is_dir()]
+    return [read_run(p, kind, root) for p in sorted(folder.iterdir()) if p.is_dir()]
 
 
 @dataclasses.dataclass(frozen=True)

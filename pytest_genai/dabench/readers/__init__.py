@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,3 +114,28 @@ def parse_number(text: str, *, field: str) -> float:
     if not s or not _NUMBER.match(s):
         raise ValueError(f"field {field!r}: {text!r} is not a number")
     return float(s.replace(",", ""))
+
+
+def read_vendor_text(path: str | Path, root: str | Path | None = None, *, lenient: bool = False) -> str:
+    """The text of the vendor file ``path``, read as UTF-8 (a UTF-8 BOM dropped): a :class:`LayoutError` naming the
+    file for UTF-16, binary (NUL bytes) or invalid UTF-8 (``lenient``: invalid bytes replaced, as for console logs),
+    and for a file reached through a link that leads outside ``root`` (the profiles folder): it is not read, and
+    nothing of it is quoted."""
+    path = Path(path)
+    if root is not None:
+        real, top = os.path.realpath(path), os.path.realpath(root)
+        if os.path.commonpath([real, top]) != top:
+            raise LayoutError(str(path), None, f"a file inside {root}", hint=f"it links outside that folder (to "
+                              f"{real}); copy the file into the folder instead of linking to it")
+    data = path.read_bytes()
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise LayoutError(str(path), None, "a UTF-8 text file", "UTF-16 text",
+                          hint="convert it to UTF-8, e.g. iconv -f UTF-16 -t UTF-8")
+    if b"\x00" in data[:65536]:
+        raise LayoutError(str(path), None, "a UTF-8 text file", "binary data (NUL bytes)",
+                          hint="give the vendor's text output, not a binary file")
+    try:
+        return data.decode("utf-8-sig", errors="replace" if lenient else "strict")
+    except UnicodeDecodeError as exc:
+        raise LayoutError(str(path), None, "a UTF-8 text file", f"an invalid byte at offset {exc.start}",
+                          hint="convert it to UTF-8") from None

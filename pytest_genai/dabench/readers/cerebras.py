@@ -108,7 +108,7 @@ def top_level_kernels(rows: dict[str, list[float | None]]) -> list[Kernel]:
 
 def parse_compile_report(text: str, *, li_definition: str = "mean_over_max",
                          source: str = "compile_report.txt") -> DataflowProfile:
-    lines = text.splitlines()
+    lines = text.removeprefix("\ufeff").splitlines()  # a BOM before the header read as "not a compile report"
     try:
         start = next(i for i, line in enumerate(lines) if line.strip() == HEADER)
     except StopIteration:
@@ -210,5 +210,9 @@ def parse_compile_report(text: str, *, li_definition: str = "mean_over_max",
     )
 
 
-def read_compile_report(path: str | Path, **kwargs: str) -> DataflowProfile:
-    return parse_compile_report(Path(path).read_text(encoding="utf-8"), source=str(path), **kwargs)
+def read_compile_report(path: str | Path, root: str | Path | None = None, **kwargs: str) -> DataflowProfile:
+    """Read ``path`` (:func:`~pytest_genai.dabench.readers.read_vendor_text`: UTF-8, never through a link out of
+    ``root``)."""
+    from pytest_genai.dabench.readers import read_vendor_text
+
+    return parse_compile_report(read_vendor_text(path, root), source=str(path), **kwargs)

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_genai.dabench.capacity import failure_reason
-from pytest_genai.dabench.readers import LayoutError, RunFailed, parse_number
+from pytest_genai.dabench.readers import LayoutError, RunFailed, parse_number, read_vendor_text
 
 PRECISIONS = ("fp32", "fp16", "bf16", "mixed")
 LOG_FILE, SETTINGS_FILE = "run.log", "run.toml"
@@ -226,7 +226,7 @@ def _precision(mixed: Any, fp16_type: Any, source: str) -> str:
     return half
 
 
-def cerebras_params(folder: Path) -> dict[str, Any]:
+def cerebras_params(folder: Path, root: str | Path | None = None) -> dict[str, Any]:
     """The settings the run's Model Zoo params state (``params.yaml`` or ``trainer_params.yaml`` in ``folder``; {} when
     there is neither): ``layers``, ``precision``, ``chips``, ``batch``. A file in no known layout, or one that states
     none of them, is a :class:`LayoutError` naming it."""
@@ -240,7 +240,7 @@ def cerebras_params(folder: Path) -> dict[str, Any]:
     import yaml
 
     try:
-        params = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        params = yaml.safe_load(read_vendor_text(path, root)) or {}
     except yaml.YAMLError as exc:
         raise LayoutError(str(path), None, "a YAML Model Zoo params file", str(exc)) from None
     if not isinstance(params, dict):
@@ -286,7 +286,7 @@ def cerebras_params(folder: Path) -> dict[str, Any]:
     return out
 
 
-def read_run(folder: str | Path, kind: str) -> VendorRunLog:
+def read_run(folder: str | Path, kind: str, root: str | Path | None = None) -> VendorRunLog:
     """Read ``folder`` (``run.log`` + ``run.toml`` [+ ``params.yaml`` or ``trainer_params.yaml``]) as a ``kind``
     Level-2 run: a completed run with its throughput, or one that failed to fit or build (``failure``); a run that
     did not complete otherwise raises :class:`RunFailed`, a file in an unknown layout :class:`LayoutError`."""
@@ -298,9 +298,9 @@ def read_run(folder: str | Path, kind: str) -> VendorRunLog:
     log = folder / LOG_FILE
     if not log.exists():
         raise LayoutError(str(folder), None, f"a {LOG_FILE} (the run's console output) in the run folder")
-    text = log.read_text(encoding="utf-8", errors="replace")
+    text = read_vendor_text(log, root, lenient=True)
     settings_path = folder / SETTINGS_FILE
-    given = load_toml(settings_path.read_text(encoding="utf-8"), str(settings_path)) if settings_path.exists() else {}
+    given = load_toml(read_vendor_text(settings_path, root), str(settings_path)) if settings_path.exists() else {}
     failure = failure_reason(text)
     stated: dict[str, Any] = {}
     read: Throughput | None = None
@@ -315,7 +315,7 @@ def read_run(folder: str | Path, kind: str) -> VendorRunLog:
             number, why, line, fix = stopped
             raise RunFailed(str(log), number, why, line, fix)
     if kind == "wse":
-        stated = {**cerebras_params(folder), **stated}
+        stated = {**cerebras_params(folder, root), **stated}
     merged = dict(given)
     for key, value in stated.items():
         if key in given and given[key] != value:

@@ -47,7 +47,7 @@ def _mean(xs: list[float]) -> float | None:
 
 def parse_section_report(text: str, *, li_definition: str = "mean_over_max",
                          source: str = "section_report.csv") -> DataflowProfile:
-    reader = csv.DictReader(io.StringIO(text))
+    reader = csv.DictReader(io.StringIO(text.removeprefix("\ufeff")))  # a BOM made the first column unknown
     if reader.fieldnames is None:
         raise LayoutError(source, 1, "a CSV header row (the SambaTune section report is empty)")
     columns = {name.strip().lower(): name for name in reader.fieldnames}
@@ -136,5 +136,9 @@ def parse_section_report(text: str, *, li_definition: str = "mean_over_max",
     )
 
 
-def read_section_report(path: str | Path, **kwargs: str) -> DataflowProfile:
-    return parse_section_report(Path(path).read_text(encoding="utf-8"), source=str(path), **kwargs)
+def read_section_report(path: str | Path, root: str | Path | None = None, **kwargs: str) -> DataflowProfile:
+    """Read ``path`` (:func:`~pytest_genai.dabench.readers.read_vendor_text`: UTF-8, never through a link out of
+    ``root``)."""
+    from pytest_genai.dabench.readers import read_vendor_text
+
+    return parse_section_report(read_vendor_text(path, root), source=str(path), **kwargs)
