@@ -223,7 +223,7 @@ import pytest
 
 @pytest.mark.claims("B2.cpu_dp_weak_scaling", kinds=("cpu",))
 def test_t(benchmark, genai, cpu):
-    genai.start(experiment="dabench_level2", device=cpu, config=dict(strategy="dp"), model="m")
+    genai.start(experiment="dabench_level2", device=cpu, config=dict(strategy="dp", world_size=2), model="m")
     benchmark.pedantic(lambda: None, rounds=1)
     genai.metric("scaling_throughput_ratio", RATIO, rounds=ROUNDS)
     genai.check("B2.cpu_dp_weak_scaling")
@@ -274,7 +274,8 @@ def psi(tmp_path, monkeypatch):  # set up before the genai fixture, which opens 
 
 @pytest.mark.claims("B2.cpu_dp_weak_scaling", kinds=("cpu",))
 def test_t(benchmark, genai, cpu, psi):
-    genai.start(experiment="dabench_level2", device=cpu, config=dict(strategy="dp"), model="m", measured_here=HERE)
+    genai.start(experiment="dabench_level2", device=cpu, config=dict(strategy="dp", world_size=2), model="m",
+                measured_here=HERE)
     benchmark.pedantic(lambda: psi.write_text(PSI.format(STALL)), rounds=1)
     genai.metric("scaling_throughput_ratio", RATIO, rounds=ROUNDS)
     genai.check("B2.cpu_dp_weak_scaling")
