@@ -275,3 +275,23 @@ def test_rows_sharing_a_config_id_are_named_by_the_keys_that_differ() -> None:
     (group,) = experiment_tables(recs, {})
     (table,) = group.tables
     assert "dtype" in table.headers and {row[table.headers.index("dtype")] for row in table.rows} == {"fp32", "bf16"}
+
+
+def test_shortened_names_keep_the_parts_that_differ_between_rows() -> None:
+    """`gemma-2-27b@tiny-random-f…fp32-mb2-s128`: the cut in the middle hid the strategy; the parts every row shares
+    (`tiny`, `random`, `fp32-mb2-s128`) go first."""
+    from pytest_genai.tables import shorten, shorten_unique
+
+    names = [f"{m}@tiny-random-{s}-attn_{a}-fp32-mb2-s128{lora}"
+             for m, s, a, lora in [("gemma-2-27b", "ddp", "unfused", ""), ("gemma-2-27b", "fsdp", "unfused", ""),
+                                   ("gemma-2-27b", "zero3", "unfused", "-lora_r8a16_qkvo_d0.05"),
+                                   ("llama-3.1-8b", "ddp", "fused", "")]]
+    short = shorten_unique(names, 54)
+    assert all(len(x) <= 54 for x in short), short
+    for label, (model, strategy, attn) in zip(short, [("gemma-2-27b", "ddp", "unfused"),
+                                                      ("gemma-2-27b", "fsdp", "unfused"),
+                                                      ("gemma-2-27b", "zero3", "unfused"),
+                                                      ("llama-3.1-8b", "ddp", "fused")]):
+        assert label.startswith(model) and f"-{strategy}-" in label and f"_{attn}" in label, short
+    assert "lora" in short[2]
+    assert shorten_unique(["only-one-name-" * 5], 20) == [shorten("only-one-name-" * 5, 20)]
