@@ -283,3 +283,34 @@ def test_a_dollar_in_any_name_is_drawn_as_written_never_as_maths(monkeypatch, tm
                             [(f"claim{odd}", 1.0, None)], f"tokens{odd}", "1", tmp_path / "trend.png",
                             [(odd, when[1], 0.5)])
     assert path.read_bytes().startswith(PNG)
+
+
+def test_a_quality_axis_spanning_a_tiny_range_says_so(monkeypatch, tmp_path: Path) -> None:
+    """A perplexity axis from 21.915 to 21.940 made a 0.1% difference look like the whole plot's height."""
+    records = []
+    for i, mode in enumerate(("fp32", "fake", "real")):
+        metrics = {"perplexity": (21.915, 21.925, 21.940)[i]}
+        if mode != "fp32":
+            metrics["compression_ratio"] = 3.2
+        records.append(bench(f"test_q[{mode}]", "quant", {"mode": mode, "task": "wikitext"}, metrics))
+    figures = _captured_figures(monkeypatch, records, tmp_path)
+    (ax,) = figures["quant_perplexity_vs_compression.png"].axes
+    assert ax.get_ylabel().endswith("\naxis not from 0: all values within 0.11% (21.91-21.94)"), ax.get_ylabel()
+    assert plots.span_note([0.90, 0.95]) == "" and plots.span_note([-1.0, 1.0]) == "" and plots.span_note([2, 2]) == ""
+
+
+def test_a_history_spanning_decades_is_drawn_on_a_log_axis(monkeypatch, tmp_path: Path) -> None:
+    """900 to 166,000 tokens/s on a linear axis flattened four of eight lines onto the bottom."""
+    import datetime
+
+    drawn = []
+    save = plots._save
+    monkeypatch.setattr(plots, "_save", lambda fig, path: (drawn.append(fig), save(fig, path))[1])
+    t = [datetime.datetime(2026, 1, d) for d in (1, 2, 3)]
+    plots.trend_plot({"cpu": list(zip(t, [900.0, 950.0, 920.0])), "h200": list(zip(t, [160e3, 166e3, 150e3]))},
+                     [("A.x", 1000.0, None)], "tokens_per_s", "tokens/s", tmp_path / "a.png")
+    plots.trend_plot({"cpu": list(zip(t, [900.0, 950.0, 920.0]))}, [], "tokens_per_s", "tokens/s", tmp_path / "b.png")
+    wide, narrow = (fig.axes[0] for fig in drawn)
+    assert wide.get_yscale() == "log" and wide.get_ylim()[0] < 900 and wide.get_ylim()[1] > 166e3
+    assert wide.get_ylabel() == "tokens_per_s [tokens/s] (log scale)"
+    assert narrow.get_yscale() == "linear"
