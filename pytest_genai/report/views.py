@@ -335,6 +335,9 @@ def _metric_header(m: str, recs: Sequence[Record], info: Mapping[str, MetricInfo
     head = f"{m} [{unit}]" if unit and unit != "1" else m
     if any(r.sources.get(m) == "modeled" for r in recs if m in r.metrics):
         head += modeled_mark(m, "modeled")
+    elif any(f"{m}_modeled" in r.metrics for r in recs):  # elementwise_flops=0 beside elementwise_flops_modeled
+        source = next((r.sources[m] for r in recs if r.sources.get(m)), "measured")
+        head += f" ({source}{': matrix products only' if m.endswith('flops') else ''})"
     return head
 
 

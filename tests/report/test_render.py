@@ -295,3 +295,16 @@ def test_shortened_names_keep_the_parts_that_differ_between_rows() -> None:
         assert label.startswith(model) and f"-{strategy}-" in label and f"_{attn}" in label, short
     assert "lora" in short[2]
     assert shorten_unique(["only-one-name-" * 5], 20) == [shorten("only-one-name-" * 5, 20)]
+
+
+def test_a_metric_beside_its_modeled_namesake_says_what_it_counts() -> None:
+    """`elementwise_flops=0 FLOP` beside `elementwise_flops_modeled 1,032,192`: which one was the real count?"""
+    recs = run_from_json(run_doc([
+        bench(f"l1[{k}]", "dabench", {"layers": k},
+              {"tokens_per_s": 100.0 * k, "elementwise_flops": 0.0, "elementwise_flops_modeled": 1000.0 * k},
+              units={"elementwise_flops": "FLOP", "elementwise_flops_modeled": "FLOP"},
+              sources={"elementwise_flops": "measured", "elementwise_flops_modeled": "modeled"}) for k in (1, 2, 3)]),
+        "x").records
+    (group,) = experiment_tables(recs, {})
+    assert group.constant == "elementwise_flops=0\u00a0FLOP\u00a0(measured: matrix products only)"
+    assert "elementwise_flops_modeled [FLOP]" in group.tables[0].headers
