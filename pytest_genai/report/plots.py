@@ -73,8 +73,28 @@ def _new_figure(size: tuple[float, float] = (7.0, 4.8)) -> Any:
     return fig
 
 
+def _plain_log_ticks(fig: Any) -> None:
+    """Log axes labelled in plain text (``0.06``, ``100``): their default labels are mathtext, which the literal
+    text of :func:`_literal_text` drew as ``$\\mathdefault{10^{2}}$``."""
+    from matplotlib.ticker import LogFormatter, LogFormatterMathtext
+
+    class PlainLog(LogFormatter):
+        def __call__(self, x: float, pos: Any = None) -> str:
+            return f"{x:g}" if super().__call__(x, pos) else ""
+
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for minor in (False, True):
+                current = axis.get_minor_formatter() if minor else axis.get_major_formatter()
+                if isinstance(current, LogFormatterMathtext):
+                    plain = PlainLog(base=getattr(current, "_base", 10.0), labelOnlyBase=current.labelOnlyBase,
+                                     minor_thresholds=current.minor_thresholds)
+                    (axis.set_minor_formatter if minor else axis.set_major_formatter)(plain)
+
+
 @_literal_text
 def _save(fig: Any, path: Path) -> Path:
+    _plain_log_ticks(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     try:
@@ -170,6 +190,19 @@ def _spec_roof(r: Record) -> tuple[float, float] | None:
     return (float(peak), float(bw)) if _finite(peak) and _finite(bw) else None
 
 
+def cpu_roof_note(recs: Sequence[Record]) -> str:
+    """Why a CPU's measured roof is lower than ``pytest-genai devices`` says: the roof is measured with the threads
+    the benchmarks ran on (``cpu_threads``, often 1), the devices command with every core."""
+    threads = sorted({r.labels["cpu_threads"] for r in recs
+                      if r.device is not None and r.device.kind == "cpu" and r.labels.get("cpu_threads")}, key=str)
+    if not threads:
+        return ""
+    n = "/".join(threads)
+    plural = "" if threads == ["1"] else "s"
+    return (f"\nmeasured on {n} CPU thread{plural}, as the benchmarks ran; `pytest-genai devices` measures the "
+            "all-core peak, so it reads higher")
+
+
 @_literal_text
 def roofline_figure(recs: Sequence[Record], title: str) -> Any:
     """Achieved TFLOP/s against arithmetic intensity, over the device's roofs (log-log)."""
@@ -185,7 +218,8 @@ def roofline_figure(recs: Sequence[Record], title: str) -> Any:
         rx, ry = ceiling_polyline(peak, bw, x_min, x_max)
         ridge = ridge_point(peak * 1e12, bw * 1e9)
         (line,) = ax.plot(rx, ry, styles[kind], color="black" if kind == "spec" else "tab:gray", linewidth=1.4,
-                          label=f"{kind} roof: {peak:.3g} TFLOP/s, {bw:.3g} GB/s (ridge {ridge:.3g} FLOP/B)")
+                          label=f"{kind} roof: {peak:.3g} TFLOP/s, {bw:.3g} GB/s (ridge {ridge:.3g} FLOP/B)"
+                          + (cpu_roof_note(recs) if kind == "measured" else ""))
         line.set_gid(f"roof-{kind}")
         ax.axvline(ridge, color=line.get_color(), linestyle=":", linewidth=0.8)
     colors = {"compute": "tab:red", "memory": "tab:blue"}

@@ -314,3 +314,27 @@ def test_a_history_spanning_decades_is_drawn_on_a_log_axis(monkeypatch, tmp_path
     assert wide.get_yscale() == "log" and wide.get_ylim()[0] < 900 and wide.get_ylim()[1] > 166e3
     assert wide.get_ylabel() == "tokens_per_s [tokens/s] (log scale)"
     assert narrow.get_yscale() == "linear"
+
+
+def test_a_cpu_roof_says_how_many_threads_it_was_measured_on() -> None:
+    """The roof read 0.16 TFLOP/s (one thread) while `pytest-genai devices` said 0.312 (two cores), with no word why."""
+    recs = run_from_json(run_doc([bench("test_l1[cpu-L2]", "dabench", {"layers": 2, "dtype": "fp32"},
+                                        {"arithmetic_intensity_modeled": 8.7, "achieved_tflops": 0.036,
+                                         "ceiling_tflops_measured": 0.088, "ceiling_gbs_measured": 20.9},
+                                        model=None, labels={"bound": "compute", "cpu_threads": "1"})]), "x").records
+    fig = roofline_figure(recs, "t")
+    (roof,) = [t.get_text() for t in fig.legends[0].get_texts() if t.get_text().startswith("measured roof")]
+    assert "measured on 1 CPU thread, as the benchmarks ran" in roof and "all-core peak" in roof, roof
+    gpu = roofline_figure(run_from_json(run_doc([dab(2, 256, 40.0, 90.0, ceiling_tflops_measured=700.0,
+                                                     ceiling_gbs_measured=2800.0)]), "x").records, "t")
+    assert not [t for t in gpu.legends[0].get_texts() if "thread" in t.get_text()]
+
+
+def test_log_axes_are_labelled_in_plain_numbers(tmp_path: Path) -> None:
+    """With mathtext off, a log axis' labels were drawn as `$\\mathdefault{10^{2}}$`."""
+    fig = roofline_figure(run_from_json(run_doc([dab(2, 256, 40.0, 90.0), dab(2, 2048, 400.0, 600.0)]), "x").records,
+                          "t")
+    plots._save(fig, tmp_path / "r.png")
+    (ax,) = fig.axes
+    texts = [t.get_text() for axis in (ax.xaxis, ax.yaxis) for t in axis.get_ticklabels(which="both")]
+    assert [t for t in texts if t] and not [t for t in texts if "$" in t or "mathdefault" in t], texts
