@@ -728,10 +728,12 @@ def trend_plot(lines: Mapping[str, Sequence[tuple[Any, float]]], bands: Sequence
         shown = [(t, v) for t, v in pts if _finite_number(v)]
         if shown:
             ax.plot([t for t, _ in shown], [v for _, v in shown], marker="o", label=label)
-    log = bool(values) and min(values) > 0 and max(values) / min(values) > TREND_LOG_SPAN
+    points = [v for pts in lines.values() for _, v in pts if _finite_number(v)]
+    log = bool(points) and min(points) > 0 and max(points) / min(points) > TREND_LOG_SPAN  # bands never decide it
     if log:  # 900 to 166,000 tokens/s on a linear axis flattened the slower lines onto 0
         ax.set_yscale("log")
-        ax.set_ylim(min(values) / 1.3, max(values) * 1.3)
+        shown = [v for v in values if v > 0]  # a band's bound at 0 has no place on a log axis
+        ax.set_ylim(min(shown) / 1.3, max(shown) * 1.3)
     elif values:
         lo, hi = min(values), max(values)
         pad = (hi - lo) * 0.1 or abs(hi) * 0.1 or 1.0

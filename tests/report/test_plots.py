@@ -308,7 +308,7 @@ def test_a_history_spanning_decades_is_drawn_on_a_log_axis(monkeypatch, tmp_path
     monkeypatch.setattr(plots, "_save", lambda fig, path: (drawn.append(fig), save(fig, path))[1])
     t = [datetime.datetime(2026, 1, d) for d in (1, 2, 3)]
     plots.trend_plot({"cpu": list(zip(t, [900.0, 950.0, 920.0])), "h200": list(zip(t, [160e3, 166e3, 150e3]))},
-                     [("A.x", 1000.0, None)], "tokens_per_s", "tokens/s", tmp_path / "a.png")
+                     [("A.x", 1000.0, None), ("A.y", 0.0, 500.0)], "tokens_per_s", "tokens/s", tmp_path / "a.png")
     plots.trend_plot({"cpu": list(zip(t, [900.0, 950.0, 920.0]))}, [], "tokens_per_s", "tokens/s", tmp_path / "b.png")
     wide, narrow = (fig.axes[0] for fig in drawn)
     assert wide.get_yscale() == "log" and wide.get_ylim()[0] < 900 and wide.get_ylim()[1] > 166e3
