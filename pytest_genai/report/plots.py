@@ -469,8 +469,8 @@ def sweep_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | Non
                 ax.minorticks_off()
             _y_axis(ax, [r.metrics[metric] for r in rows])
             ax.set_xlabel(param)
-            linear = ax.get_yscale() == "linear"
-            ax.set_ylabel(_metric_label(metric, rows) + (span_note([r.metrics[metric] for r in rows]) if linear else ""))
+            note = span_note([r.metrics[metric] for r in rows]) if ax.get_yscale() == "linear" else ""
+            ax.set_ylabel(_metric_label(metric, rows) + note)
             shown = _titled(f"{title}: {metric} vs {param}", rows)
             ax.set_title(shown, fontsize=_title_size(shown))
             ax.grid(True, linewidth=0.3)
