@@ -338,3 +338,11 @@ def test_log_axes_are_labelled_in_plain_numbers(tmp_path: Path) -> None:
     (ax,) = fig.axes
     texts = [t.get_text() for axis in (ax.xaxis, ax.yaxis) for t in axis.get_ticklabels(which="both")]
     assert [t for t in texts if t] and not [t for t in texts if "$" in t or "mathdefault" in t], texts
+
+
+def test_a_sweep_axis_spanning_a_tiny_range_says_so(monkeypatch, tmp_path: Path) -> None:
+    records = [bench(f"test_s[L{k}]", "dabench", {"layers": k}, {"tokens_per_s": 1000.0 + k}, model=None)
+               for k in (2, 4, 8)]
+    figures = _captured_figures(monkeypatch, records, tmp_path)
+    (ax,) = figures["dabench_tokens_per_s_vs_layers.png"].axes
+    assert ax.get_ylabel().endswith("\naxis not from 0: all values within 0.60% (1002-1008)"), ax.get_ylabel()
