@@ -54,7 +54,8 @@ def shorten_unique(labels: Sequence[str], limit: int) -> list[str]:
     """Each label cut to ``limit`` as :func:`shorten` does, unless that makes two different labels read the same:
     those are cut around where each first differs from the others (``llama…attn_fused…`` vs ``…attn_unfused…``), so
     a table never shows two rows with one name for different benchmarks."""
-    out = [shorten(x, limit) for x in labels]
+    common = _common_parts(labels)
+    out = [shorten(_without_common(x, common, limit), limit) for x in labels]
     groups: dict[str, set[str]] = {}
     for full, short in zip(labels, out):
         groups.setdefault(short, set()).add(full)
@@ -68,6 +69,52 @@ def shorten_unique(labels: Sequence[str], limit: int) -> list[str]:
         end = start + limit - 2
         out[i] = ("…" if start > 0 else "") + full[start:end] + ("…" if end < len(full) else "")
     return out
+
+
+_PART_SEP = re.compile(r"([-@_])")
+
+
+def _common_parts(labels: Sequence[str]) -> set[str]:
+    """The name parts (between ``-``, ``@``, ``_``) every label has: eliding them loses nothing that tells rows
+    apart. None for fewer than two different labels (there, every part is what names the one row)."""
+    if len(set(labels)) < 2:
+        return set()
+    sets = [set(_PART_SEP.split(x)[::2]) for x in labels]
+    return set.intersection(*sets) - {""}
+
+
+def _without_common(label: str, common: set[str], limit: int) -> str:
+    """``label`` with runs of ``common`` parts replaced by ``…``, longest run first, until it fits ``limit``:
+    ``gemma-2-27b@tiny-random-fsdp-attn_unfused-fp32-mb2-s128`` reads ``gemma-2-27b@…-fsdp-attn_unfused-…``, so the
+    strategy a cut in the middle hid stays."""
+    if len(label) <= limit or not common:
+        return label
+    pieces = _PART_SEP.split(label)  # part, sep, part, sep, ..., part
+    runs, start = [], None
+    for i in range(0, len(pieces) + 2, 2):  # one step past the end closes a run that ends the label
+        if i < len(pieces) and pieces[i] in common:
+            start = i if start is None else start
+        elif start is not None:
+            runs.append((start, i - 2))
+            start = None
+    runs.sort(key=lambda r: -sum(len(p) for p in pieces[r[0]:r[1] + 1]))
+    elided: list[tuple[int, int]] = []
+    for run in runs:
+        if sum(len(p) for p in pieces[run[0]:run[1] + 1]) < 2:  # "…" saves nothing
+            break
+        elided.append(run)
+        text = _joined(pieces, elided)
+        if len(text) <= limit:
+            return text
+    return _joined(pieces, elided)
+
+
+def _joined(pieces: Sequence[str], elided: Sequence[tuple[int, int]]) -> str:
+    out, i = [], 0
+    for a, b in sorted(elided):
+        out += [*pieces[i:a], "…"]
+        i = b + 1
+    return "".join([*out, *pieces[i:]])
 
 
 _LOCAL_PATH = re.compile(r"^(~|/|[A-Za-z]:[\\/]|\.{1,2}[\\/]|file:)")

@@ -536,4 +536,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             _output_failed(reporter, "--genai-store: run not stored", exc, (StoreError, OSError))
         else:
             if reporter is not None and added is not None:
-                reporter.write_line(f"genai store: run {added.run_id} " + ("added" if added.new else "already stored"))
+                from pytest_genai.store.location import store_label
+
+                reporter.write_line(f"genai store: run {added.run_id} "
+                                    + ("added to " if added.new else "already stored in ") + store_label(store))

@@ -225,7 +225,7 @@ def parse_timeout(text: str) -> float:
 
 def parse_store(text: str) -> str:
     """``--genai-store``: a SQLAlchemy URL, or a file path for a SQLite store (made absolute)."""
-    from pytest_genai.store.location import normalize_url, shown_url
+    from pytest_genai.store.location import normalize_url, store_label
 
     url = normalize_url(text)
     try:  # checked now: a URL no dialect serves was found only after every benchmark ran ("run not stored")
@@ -235,7 +235,7 @@ def parse_store(text: str) -> str:
     try:
         dialect = make_url(url).get_dialect()
     except Exception as exc:  # ArgumentError (not a URL), NoSuchModuleError (no such dialect)
-        raise ValueError(f"{shown_url(url)}: not a database URL SQLAlchemy can open ({type(exc).__name__}); give "
+        raise ValueError(f"{store_label(url)}: not a database URL SQLAlchemy can open ({type(exc).__name__}); give "
                          "sqlite:///PATH, postgresql+psycopg://USER@HOST/DB or a file path") from None
     from pytest_genai.store.location import sqlite_file
 
@@ -246,7 +246,7 @@ def parse_store(text: str) -> str:
     try:
         dialect.import_dbapi()
     except ImportError as exc:
-        raise ValueError(f"{shown_url(url)}: its database driver is not installed ({exc}); install it (PostgreSQL: "
+        raise ValueError(f"{store_label(url)}: its database driver is not installed ({exc}); install it (PostgreSQL: "
                          "pip install 'psycopg[binary]') or use a SQLite file path") from None
     return url
 

@@ -73,8 +73,28 @@ def _new_figure(size: tuple[float, float] = (7.0, 4.8)) -> Any:
     return fig
 
 
+def _plain_log_ticks(fig: Any) -> None:
+    """Log axes labelled in plain text (``0.06``, ``100``): their default labels are mathtext, which the literal
+    text of :func:`_literal_text` drew as ``$\\mathdefault{10^{2}}$``."""
+    from matplotlib.ticker import LogFormatter, LogFormatterMathtext
+
+    class PlainLog(LogFormatter):
+        def __call__(self, x: float, pos: Any = None) -> str:
+            return f"{x:g}" if super().__call__(x, pos) else ""
+
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for minor in (False, True):
+                current = axis.get_minor_formatter() if minor else axis.get_major_formatter()
+                if isinstance(current, LogFormatterMathtext):
+                    plain = PlainLog(base=getattr(current, "_base", 10.0), labelOnlyBase=current.labelOnlyBase,
+                                     minor_thresholds=current.minor_thresholds)
+                    (axis.set_minor_formatter if minor else axis.set_major_formatter)(plain)
+
+
 @_literal_text
 def _save(fig: Any, path: Path) -> Path:
+    _plain_log_ticks(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     try:
@@ -170,6 +190,19 @@ def _spec_roof(r: Record) -> tuple[float, float] | None:
     return (float(peak), float(bw)) if _finite(peak) and _finite(bw) else None
 
 
+def cpu_roof_note(recs: Sequence[Record]) -> str:
+    """Why a CPU's measured roof is lower than ``pytest-genai devices`` says: the roof is measured with the threads
+    the benchmarks ran on (``cpu_threads``, often 1), the devices command with every core."""
+    threads = sorted({r.labels["cpu_threads"] for r in recs
+                      if r.device is not None and r.device.kind == "cpu" and r.labels.get("cpu_threads")}, key=str)
+    if not threads:
+        return ""
+    n = "/".join(threads)
+    plural = "" if threads == ["1"] else "s"
+    return (f"\nmeasured on {n} CPU thread{plural}, as the benchmarks ran; `pytest-genai devices` measures the "
+            "all-core peak, so it reads higher")
+
+
 @_literal_text
 def roofline_figure(recs: Sequence[Record], title: str) -> Any:
     """Achieved TFLOP/s against arithmetic intensity, over the device's roofs (log-log)."""
@@ -185,7 +218,8 @@ def roofline_figure(recs: Sequence[Record], title: str) -> Any:
         rx, ry = ceiling_polyline(peak, bw, x_min, x_max)
         ridge = ridge_point(peak * 1e12, bw * 1e9)
         (line,) = ax.plot(rx, ry, styles[kind], color="black" if kind == "spec" else "tab:gray", linewidth=1.4,
-                          label=f"{kind} roof: {peak:.3g} TFLOP/s, {bw:.3g} GB/s (ridge {ridge:.3g} FLOP/B)")
+                          label=f"{kind} roof: {peak:.3g} TFLOP/s, {bw:.3g} GB/s (ridge {ridge:.3g} FLOP/B)"
+                          + (cpu_roof_note(recs) if kind == "measured" else ""))
         line.set_gid(f"roof-{kind}")
         ax.axvline(ridge, color=line.get_color(), linestyle=":", linewidth=0.8)
     colors = {"compute": "tab:red", "memory": "tab:blue"}
@@ -369,6 +403,24 @@ def _y_axis(ax: Any, values: Sequence[float]) -> None:
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
 
 
+NARROW_SPAN = 0.01
+"""Values within this fraction of their size (perplexity 21.915-21.940) fill a linear axis that does not start at
+0: the axis label says how narrow the range really is."""
+
+
+def span_note(values: Sequence[float]) -> str:
+    """``"\naxis not from 0: all values within 0.11% (21.92-21.94)"`` for a linear axis whose values, all of one
+    sign and not all equal, span less than :data:`NARROW_SPAN` of their size; else ``""``."""
+    finite = [float(v) for v in values if _finite_number(v)]
+    if not finite:
+        return ""
+    lo, hi = min(finite), max(finite)
+    size = max(abs(lo), abs(hi))
+    if hi <= lo or lo * hi <= 0 or (hi - lo) / size >= NARROW_SPAN:
+        return ""
+    return f"\naxis not from 0: all values within {(hi - lo) / size:.2%} ({format_number(lo)}-{format_number(hi)})"
+
+
 def _one_to_one(rows: Sequence[Record], a: str, b: str) -> bool:
     pairs = {(repr(r.config.get(a)), repr(r.config.get(b))) for r in rows}
     return len(pairs) == len({p for p, _ in pairs}) == len({q for _, q in pairs})
@@ -417,7 +469,8 @@ def sweep_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | Non
                 ax.minorticks_off()
             _y_axis(ax, [r.metrics[metric] for r in rows])
             ax.set_xlabel(param)
-            ax.set_ylabel(_metric_label(metric, rows))
+            note = span_note([r.metrics[metric] for r in rows]) if ax.get_yscale() == "linear" else ""
+            ax.set_ylabel(_metric_label(metric, rows) + note)
             shown = _titled(f"{title}: {metric} vs {param}", rows)
             ax.set_title(shown, fontsize=_title_size(shown))
             ax.grid(True, linewidth=0.3)
@@ -560,7 +613,8 @@ def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: 
     fig.legend(handles=handles, title="\n".join(titles), fontsize=7, title_fontsize=7, loc="outside right upper")
     ax.set_xlabel("compression ratio [x] (higher is better)"
                   + ("\nfake quantization (fp32 weights) at its plan's predicted ratio" if predicted else ""))
-    ax.set_ylabel(f"{metric}{f' [{unit}]' if unit and unit != '1' else ''} ({direction} is better)")
+    ax.set_ylabel(f"{metric}{f' [{unit}]' if unit and unit != '1' else ''} ({direction} is better)"
+                  + ("" if flat else span_note([y for _, y in every])))
     ax.set_title(title, fontsize=_title_size(title))
     ax.grid(True, linewidth=0.3)
     ax.margins(x=0.1, y=0.12)
@@ -654,6 +708,10 @@ def pareto_plots(recs: Sequence[Record], outdir: Path, info: Mapping[str, Metric
     return paths
 
 
+TREND_LOG_SPAN = 10
+"""A history whose values (all positive) span more than this factor is drawn on a log axis."""
+
+
 @_literal_text
 def trend_plot(lines: Mapping[str, Sequence[tuple[Any, float]]], bands: Sequence[tuple[str, float | None, float | None]],
                metric: str, unit: str, path: str | Path,
@@ -670,7 +728,13 @@ def trend_plot(lines: Mapping[str, Sequence[tuple[Any, float]]], bands: Sequence
         shown = [(t, v) for t, v in pts if _finite_number(v)]
         if shown:
             ax.plot([t for t, _ in shown], [v for _, v in shown], marker="o", label=label)
-    if values:
+    points = [v for pts in lines.values() for _, v in pts if _finite_number(v)]
+    log = bool(points) and min(points) > 0 and max(points) / min(points) > TREND_LOG_SPAN  # bands never decide it
+    if log:  # 900 to 166,000 tokens/s on a linear axis flattened the slower lines onto 0
+        ax.set_yscale("log")
+        shown = [v for v in values if v > 0]  # a band's bound at 0 has no place on a log axis
+        ax.set_ylim(min(shown) / 1.3, max(shown) * 1.3)
+    elif values:
         lo, hi = min(values), max(values)
         pad = (hi - lo) * 0.1 or abs(hi) * 0.1 or 1.0
         ax.set_ylim(lo - pad, hi + pad)
@@ -685,7 +749,8 @@ def trend_plot(lines: Mapping[str, Sequence[tuple[Any, float]]], bands: Sequence
         ax.axvline(when, linestyle="--", linewidth=1.0, color="0.3", label="change point" if i == 0 else None)
         ax.annotate(f"{step:+.1%}", xy=(when, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -3),
                     textcoords="offset points", fontsize="x-small", rotation=90, va="top", ha="left")
-    ax.set_ylabel(f"{metric} [{unit}]" if unit and unit != "1" else metric)
+    ax.set_ylabel((f"{metric} [{unit}]" if unit and unit != "1" else metric)
+                  + (" (log scale)" if log else span_note([v for pts in lines.values() for _, v in pts])))
     ax.set_xlabel("run time (UTC)")
     title = f"{metric}: history by device generation"
     ax.set_title(title, fontsize=_title_size(title))

@@ -17,7 +17,7 @@ from pytest_genai.experiments import label as experiment_label
 from .registry import MetricInfo
 from .runs import Run
 from pytest_genai.tables import Table, md_block_starts, md_inline, one_line, visible
-from .views import BASIS_NOTE, claims_tables, experiment_tables, machine_table, paper_claims_tables
+from .views import BASIS_NOTE, claims_tables, experiment_tables, machine_table, paper_claims_tables, undecided_reasons
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,9 @@ def report_blocks(
     if folded:
         blocks.append(Paragraph(f"{folded} not_applicable checks not shown: scoped to another device, model or config "
                                 "(each benchmark's JSON lists them)."))
+    undecided = undecided_reasons(recs)
+    if undecided:
+        blocks.append(Paragraph("Not decided (inconclusive): " + "; ".join(undecided) + "."))
     claims = claims_tables(recs, claims_by_id)
     blocks.append(Heading("Claims"))
     if not claims:

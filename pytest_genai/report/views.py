@@ -196,6 +196,29 @@ def paper_claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, An
             for p, rows in sorted(papers.items())], folded
 
 
+def undecided_reasons(records: Sequence[Record]) -> list[str]:
+    """One line per inconclusive claim and reason, for the first screen: what could not be decided and why
+    (``A1.boolq_acc_drop (2 benchmarks): measured 0, 95% interval [-0.1038, 0.1038] (n=40) straddles ≤ 0.02``)."""
+    reasons: dict[tuple[str, str], int] = {}
+    for rec in records:
+        for v in rec.claims:
+            if v.get("verdict") != "inconclusive":
+                continue
+            cid = str(v.get("id", "?"))
+            ci = v.get("interval") if isinstance(v.get("interval"), Mapping) else None
+            if ci is not None and ci.get("lo") is not None and ci.get("hi") is not None:
+                level = ci.get("level")
+                why = (f"measured {_num(v.get('measured'))}, "
+                       + (f"{level:.0%} " if isinstance(level, (int, float)) else "")
+                       + f"interval [{_num(ci['lo'])}, {_num(ci['hi'])}]"
+                       + (f" (n={ci['n']})" if ci.get("n") is not None else "")
+                       + f" straddles {_bound(v.get('min'), v.get('max'))}")
+            else:  # another reason (a contended timing, too few rounds): the check's own words
+                why = str(v.get("message", "no reason recorded")).removeprefix(f"claim {cid}: ")
+            reasons[(cid, why)] = reasons.get((cid, why), 0) + 1
+    return [f"{cid}{f' ({n} benchmarks)' if n > 1 else ''}: {why}" for (cid, why), n in sorted(reasons.items())]
+
+
 def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | None = None
                   ) -> list[tuple[str, Table]]:
     """The claims checked in a run, one table per test function (the caption): claim, benchmark, device, measured,
@@ -335,6 +358,9 @@ def _metric_header(m: str, recs: Sequence[Record], info: Mapping[str, MetricInfo
     head = f"{m} [{unit}]" if unit and unit != "1" else m
     if any(r.sources.get(m) == "modeled" for r in recs if m in r.metrics):
         head += modeled_mark(m, "modeled")
+    elif any(f"{m}_modeled" in r.metrics for r in recs):  # elementwise_flops=0 beside elementwise_flops_modeled
+        source = next((r.sources[m] for r in recs if r.sources.get(m)), "measured")
+        head += f" ({source}{': matrix products only' if m.endswith('flops') else ''})"
     return head
 
 

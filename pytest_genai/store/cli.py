@@ -46,9 +46,10 @@ def _add(args: argparse.Namespace) -> int:
                 added += result.new
                 done += 1
                 what = "added as" if result.new else "already stored as"
-                print(f"{path}: {what} run {result.run_id} ({result.rows} rows)")
+                print(f"{path}: {what} run {result.run_id} ({result.rows} rows) in {store.shown}")
         except KeyboardInterrupt:  # say what is in the store, never a traceback
-            print(f"pytest-genai store: interrupted: {added} of {len(files)} added ({done - added} already stored); "
+            print(f"pytest-genai store: interrupted: {added} of {len(files)} added to {store.shown} "
+                  f"({done - added} already stored); "
                   "run the same command again to add the rest", file=sys.stderr)
             return EXIT_INTERRUPTED
         print(f"{added} run(s) added, {len(files) - added} already stored; store {store.shown}", file=sys.stderr)
@@ -64,6 +65,7 @@ def _list(args: argparse.Namespace) -> int:
 
     with open_store(_url(args), create=False) as store:
         runs = run_summaries(store)
+        print(f"store {store.shown}: {len(runs)} run(s)", file=sys.stderr)  # stdout stays the table alone
     columns = ["id", "time", "commit", "scale", "generations", "benchmarks", "source"]
     rows = [[r[c] for c in columns] for r in runs]
     if args.format == "csv":

@@ -25,7 +25,7 @@ from typing import Any, Callable, TypeVar
 from pytest_genai import __version__
 
 from .errors import StoreError
-from .location import check_holds_a_file, is_sqlite, shown_url, sqlite_file
+from .location import check_holds_a_file, is_sqlite, sqlite_file, store_label
 from .schema import MIGRATIONS, SCHEMA_VERSION, tables
 
 T = TypeVar("T")
@@ -117,7 +117,7 @@ class Store:
 
     @property
     def shown(self) -> str:
-        return shown_url(self.url)
+        return store_label(self.url)
 
     def table(self, name: str) -> Any:
         return self.md.tables[name]
@@ -169,7 +169,7 @@ def open_store(url: str, *, create: bool = True) -> Store:
     read-only."""
     sa = _sqlalchemy()
     check_holds_a_file(url)
-    shown = shown_url(url)
+    shown = store_label(url)
     path = sqlite_file(url) if is_sqlite(url) else None
     read_only = False
     if path is not None and not path.startswith("file:"):

@@ -68,14 +68,14 @@ def check_holds_a_file(url: str) -> None:
     if memory:
         from .errors import StoreError
 
-        raise StoreError(f"store {shown_url(url)}: names no database file (SQLite would keep the runs in memory and "
+        raise StoreError(f"store {store_label(url)}: names no database file (SQLite would keep the runs in memory and "
                          "lose them at exit; is a variable in the URL unset?); give sqlite:///PATH or a file path")
     ignored = sorted(set(re.findall(r"(?:^|&)([^=&]+)", query)) - _DRIVER_ARGS) if query else []
     uri = bool(re.search(r"(^|&)uri=(true|1)(&|$)", query, re.IGNORECASE))
     if (ignored and not uri) or (uri and not path.startswith("file:")):
         from .errors import StoreError
 
-        raise StoreError(f"store {shown_url(url)}: SQLite reads {', '.join(ignored) or 'uri'} only "
+        raise StoreError(f"store {store_label(url)}: SQLite reads {', '.join(ignored) or 'uri'} only "
                          "in a file: URI with uri=true; here the file would be opened as if they were not there (mode=ro would still write); give "
                          "sqlite:///file:PATH?mode=ro&uri=true, or the file's path alone")
 
@@ -87,6 +87,13 @@ _DRIVER_ARGS = {"timeout", "isolation_level", "detect_types", "check_same_thread
 def shown_url(url: str) -> str:
     """``url`` without its password, for messages and reports."""
     return re.sub(r"(://[^/:@]*):[^/@]*@", r"\1:***@", url)
+
+
+def store_label(url: str) -> str:
+    """How messages name a store: a plain SQLite file as its path (``/tmp/p q.sqlite``, not the quoted URL
+    ``sqlite:////tmp/p%20q.sqlite``), any other URL without its password."""
+    path = sqlite_file(url) if "?" not in url else None
+    return path if path is not None and not path.startswith("file:") else shown_url(url)
 
 
 def is_sqlite(url: str) -> bool:

@@ -53,7 +53,7 @@ def test_without_benchmark_json_the_session_document_is_stored(pytester: pytest.
     url = f"sqlite:///{pytester.path / 's.sqlite'}"
     result = pytester.runpytest("--genai-store", url, "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["genai store: run 1 added"])
+    result.stdout.fnmatch_lines([f"genai store: run 1 added to {pytester.path / 's.sqlite'}"])
     from sqlalchemy import select
 
     from pytest_genai.store.engine import open_store
@@ -97,7 +97,7 @@ def test_a_dollar_in_a_name_loses_nothing_at_the_sessions_end(pytester: pytest.P
     assert result.ret == 0
     result.assert_outcomes(passed=2)
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
-    result.stdout.fnmatch_lines(["genai plot: *plots*by_mode*.png", "genai report: *r.md", "genai store: run 1 added"])
+    result.stdout.fnmatch_lines(["genai plot: *plots*by_mode*.png", "genai report: *r.md", "genai store: run 1 added to *s.sqlite"])
 
 
 @pytest.mark.parametrize("broken", ["plots", "report", "store"])
@@ -126,3 +126,14 @@ def test_one_output_that_fails_is_one_red_line_and_the_others_are_written(pytest
     result.stdout.fnmatch_lines([f"genai: {option}: * RuntimeError: an unexpected fault"])
     assert ((pytester.path / "r.md").exists()) == (broken != "report")
     assert ((pytester.path / "s.sqlite").exists()) == (broken != "store")
+
+
+def test_the_store_message_names_the_store_as_its_path(pytester: pytest.Pytester) -> None:
+    """`genai store: run 2 added` said not which store; a plain file is named by its path, unquoted."""
+    pytest.importorskip("sqlalchemy")
+    pytester.makepyfile(TEST)
+    path = pytester.path / "p q%20r.sqlite"
+    first = pytester.runpytest("--genai-store", str(path), "-p", "no:cacheprovider")
+    first.stdout.fnmatch_lines([f"genai store: run 1 added to {path}"])
+    again = pytester.runpytest("--genai-store", str(path), "--benchmark-json", "b.json", "-p", "no:cacheprovider")
+    again.stdout.fnmatch_lines([f"genai store: run 2 added to {path}"])

@@ -48,3 +48,23 @@ def test_a_plots_context_names_device_model_scale_and_random_weights() -> None:
     recs = run_from_json(doc, "r.json").records
     context = plot_context(recs)
     assert context.startswith("on ") and "models llama-3.1-8b, gemma-2-27b (tiny, random weights)" in context
+
+
+def test_the_first_screen_says_what_could_not_be_decided_and_why(tmp_path: Path) -> None:
+    """`inconclusive 2` in the per-paper table, and the reason only far below in each benchmark's claim rows."""
+    md = tmp_path / "report.md"
+    assert report_main([str(realistic_run(tmp_path)), "-o", str(md)]) == 0
+    text = md.read_text(encoding="utf-8")
+    head = " ".join(text[:text.index("## Claims\n")].split())
+    assert ("Not decided (inconclusive): A1.boolq_acc_drop (2 benchmarks): measured 0, 95% interval \\[-0.1038, "
+            "0.1038] (n=40) straddles ≤ 0.02; A1.hellaswag_acc_drop (2 benchmarks)") in head, head[-600:]
+
+
+def test_an_undecided_claim_without_an_interval_gives_its_checks_words() -> None:
+    from pytest_genai.report.views import undecided_reasons
+
+    b = bench("test_t[a]", metrics={"x": 1.0}, claims=[{"id": "B2.x", "verdict": "inconclusive", "metric": "x",
+                                                          "message": "claim B2.x: 46% CPU stall: a timing verdict "
+                                                                     "under contention is inconclusive"}])
+    recs = run_from_json(json.loads(json.dumps(run_doc([b]))), "r.json").records
+    assert undecided_reasons(recs) == ["B2.x: 46% CPU stall: a timing verdict under contention is inconclusive"]

@@ -283,3 +283,66 @@ def test_a_dollar_in_any_name_is_drawn_as_written_never_as_maths(monkeypatch, tm
                             [(f"claim{odd}", 1.0, None)], f"tokens{odd}", "1", tmp_path / "trend.png",
                             [(odd, when[1], 0.5)])
     assert path.read_bytes().startswith(PNG)
+
+
+def test_a_quality_axis_spanning_a_tiny_range_says_so(monkeypatch, tmp_path: Path) -> None:
+    """A perplexity axis from 21.915 to 21.940 made a 0.1% difference look like the whole plot's height."""
+    records = []
+    for i, mode in enumerate(("fp32", "fake", "real")):
+        metrics = {"perplexity": (21.915, 21.925, 21.940)[i]}
+        if mode != "fp32":
+            metrics["compression_ratio"] = 3.2
+        records.append(bench(f"test_q[{mode}]", "quant", {"mode": mode, "task": "wikitext"}, metrics))
+    figures = _captured_figures(monkeypatch, records, tmp_path)
+    (ax,) = figures["quant_perplexity_vs_compression.png"].axes
+    assert ax.get_ylabel().endswith("\naxis not from 0: all values within 0.11% (21.91-21.94)"), ax.get_ylabel()
+    assert plots.span_note([0.90, 0.95]) == "" and plots.span_note([-1.0, 1.0]) == "" and plots.span_note([2, 2]) == ""
+
+
+def test_a_history_spanning_decades_is_drawn_on_a_log_axis(monkeypatch, tmp_path: Path) -> None:
+    """900 to 166,000 tokens/s on a linear axis flattened four of eight lines onto the bottom."""
+    import datetime
+
+    drawn = []
+    save = plots._save
+    monkeypatch.setattr(plots, "_save", lambda fig, path: (drawn.append(fig), save(fig, path))[1])
+    t = [datetime.datetime(2026, 1, d) for d in (1, 2, 3)]
+    plots.trend_plot({"cpu": list(zip(t, [900.0, 950.0, 920.0])), "h200": list(zip(t, [160e3, 166e3, 150e3]))},
+                     [("A.x", 1000.0, None), ("A.y", 0.0, 500.0)], "tokens_per_s", "tokens/s", tmp_path / "a.png")
+    plots.trend_plot({"cpu": list(zip(t, [900.0, 950.0, 920.0]))}, [], "tokens_per_s", "tokens/s", tmp_path / "b.png")
+    wide, narrow = (fig.axes[0] for fig in drawn)
+    assert wide.get_yscale() == "log" and wide.get_ylim()[0] < 900 and wide.get_ylim()[1] > 166e3
+    assert wide.get_ylabel() == "tokens_per_s [tokens/s] (log scale)"
+    assert narrow.get_yscale() == "linear"
+
+
+def test_a_cpu_roof_says_how_many_threads_it_was_measured_on() -> None:
+    """The roof read 0.16 TFLOP/s (one thread) while `pytest-genai devices` said 0.312 (two cores), with no word why."""
+    recs = run_from_json(run_doc([bench("test_l1[cpu-L2]", "dabench", {"layers": 2, "dtype": "fp32"},
+                                        {"arithmetic_intensity_modeled": 8.7, "achieved_tflops": 0.036,
+                                         "ceiling_tflops_measured": 0.088, "ceiling_gbs_measured": 20.9},
+                                        model=None, labels={"bound": "compute", "cpu_threads": "1"})]), "x").records
+    fig = roofline_figure(recs, "t")
+    (roof,) = [t.get_text() for t in fig.legends[0].get_texts() if t.get_text().startswith("measured roof")]
+    assert "measured on 1 CPU thread, as the benchmarks ran" in roof and "all-core peak" in roof, roof
+    gpu = roofline_figure(run_from_json(run_doc([dab(2, 256, 40.0, 90.0, ceiling_tflops_measured=700.0,
+                                                     ceiling_gbs_measured=2800.0)]), "x").records, "t")
+    assert not [t for t in gpu.legends[0].get_texts() if "thread" in t.get_text()]
+
+
+def test_log_axes_are_labelled_in_plain_numbers(tmp_path: Path) -> None:
+    """With mathtext off, a log axis' labels were drawn as `$\\mathdefault{10^{2}}$`."""
+    fig = roofline_figure(run_from_json(run_doc([dab(2, 256, 40.0, 90.0), dab(2, 2048, 400.0, 600.0)]), "x").records,
+                          "t")
+    plots._save(fig, tmp_path / "r.png")
+    (ax,) = fig.axes
+    texts = [t.get_text() for axis in (ax.xaxis, ax.yaxis) for t in axis.get_ticklabels(which="both")]
+    assert [t for t in texts if t] and not [t for t in texts if "$" in t or "mathdefault" in t], texts
+
+
+def test_a_sweep_axis_spanning_a_tiny_range_says_so(monkeypatch, tmp_path: Path) -> None:
+    records = [bench(f"test_s[L{k}]", "dabench", {"layers": k}, {"tokens_per_s": 1000.0 + k}, model=None)
+               for k in (2, 4, 8)]
+    figures = _captured_figures(monkeypatch, records, tmp_path)
+    (ax,) = figures["dabench_tokens_per_s_vs_layers.png"].axes
+    assert ax.get_ylabel().endswith("\naxis not from 0: all values within 0.60% (1002-1008)"), ax.get_ylabel()

@@ -275,3 +275,36 @@ def test_rows_sharing_a_config_id_are_named_by_the_keys_that_differ() -> None:
     (group,) = experiment_tables(recs, {})
     (table,) = group.tables
     assert "dtype" in table.headers and {row[table.headers.index("dtype")] for row in table.rows} == {"fp32", "bf16"}
+
+
+def test_shortened_names_keep_the_parts_that_differ_between_rows() -> None:
+    """`gemma-2-27b@tiny-random-f…fp32-mb2-s128`: the cut in the middle hid the strategy; the parts every row shares
+    (`tiny`, `random`, `fp32-mb2-s128`) go first."""
+    from pytest_genai.tables import shorten, shorten_unique
+
+    names = [f"{m}@tiny-random-{s}-attn_{a}-fp32-mb2-s128{lora}"
+             for m, s, a, lora in [("gemma-2-27b", "ddp", "unfused", ""), ("gemma-2-27b", "fsdp", "unfused", ""),
+                                   ("gemma-2-27b", "zero3", "unfused", "-lora_r8a16_qkvo_d0.05"),
+                                   ("llama-3.1-8b", "ddp", "fused", "")]]
+    short = shorten_unique(names, 54)
+    assert all(len(x) <= 54 for x in short), short
+    for label, (model, strategy, attn) in zip(short, [("gemma-2-27b", "ddp", "unfused"),
+                                                      ("gemma-2-27b", "fsdp", "unfused"),
+                                                      ("gemma-2-27b", "zero3", "unfused"),
+                                                      ("llama-3.1-8b", "ddp", "fused")]):
+        assert label.startswith(model) and f"-{strategy}-" in label and f"_{attn}" in label, short
+    assert "lora" in short[2]
+    assert shorten_unique(["only-one-name-" * 5], 20) == [shorten("only-one-name-" * 5, 20)]
+
+
+def test_a_metric_beside_its_modeled_namesake_says_what_it_counts() -> None:
+    """`elementwise_flops=0 FLOP` beside `elementwise_flops_modeled 1,032,192`: which one was the real count?"""
+    recs = run_from_json(run_doc([
+        bench(f"l1[{k}]", "dabench", {"layers": k},
+              {"tokens_per_s": 100.0 * k, "elementwise_flops": 0.0, "elementwise_flops_modeled": 1000.0 * k},
+              units={"elementwise_flops": "FLOP", "elementwise_flops_modeled": "FLOP"},
+              sources={"elementwise_flops": "measured", "elementwise_flops_modeled": "modeled"}) for k in (1, 2, 3)]),
+        "x").records
+    (group,) = experiment_tables(recs, {})
+    assert group.constant == "elementwise_flops=0\u00a0FLOP\u00a0(measured: matrix products only)"
+    assert "elementwise_flops_modeled [FLOP]" in group.tables[0].headers

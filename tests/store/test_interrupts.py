@@ -64,8 +64,8 @@ def test_ctrl_c_in_store_add_says_how_many_were_added(tmp_path: Path, capsys, mo
     monkeypatch.setattr(write, "add_rows", interrupted_third)
     assert _main_catching_ctrl_c(["store", "add", *runs, "--store", str(tmp_path / "s.sqlite")]) == 130
     err = capsys.readouterr().err.strip()
-    assert err.splitlines() == ["pytest-genai store: interrupted: 2 of 4 added (0 already stored); run the same "
-                                "command again to add the rest"]
+    assert err.splitlines() == [f"pytest-genai store: interrupted: 2 of 4 added to {tmp_path / 's.sqlite'} "
+                                "(0 already stored); run the same command again to add the rest"]
 
 
 def test_ctrl_c_in_gate_is_one_line_exit_130(tmp_path: Path, capsys, monkeypatch) -> None:

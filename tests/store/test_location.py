@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_genai.store.location import default_url, normalize_url, shown_url
+from pytest_genai.store.location import default_url, normalize_url, shown_url, store_label
 
 
 def test_default_is_a_sqlite_file_in_the_xdg_data_folder_without_platformdirs(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -33,6 +33,14 @@ def test_genai_store_and_plain_paths(tmp_path) -> None:
 
 def test_messages_never_show_the_password() -> None:
     assert shown_url("postgresql+psycopg://ci:s3cret@db:5432/results") == "postgresql+psycopg://ci:***@db:5432/results"
+    assert store_label("postgresql+psycopg://ci:s3cret@db/r") == "postgresql+psycopg://ci:***@db/r"
+
+
+def test_messages_show_a_store_file_as_its_path(tmp_path) -> None:
+    """`p q.sqlite` was shown as the quoted URL `sqlite:///.../p%20q.sqlite` (and `p%20q.sqlite` as `p%2520q`)."""
+    for name in ("p q.sqlite", "p%20q.sqlite"):
+        assert store_label(normalize_url(str(tmp_path / name))) == str(tmp_path / name)
+    assert store_label("sqlite:///file:x.sqlite?mode=ro&uri=true") == "sqlite:///file:x.sqlite?mode=ro&uri=true"
 
 
 @pytest.mark.parametrize("argv", [["gate", "--baseline", "latest", "cur.json"], ["history", "tokens_per_s"],

@@ -297,8 +297,13 @@ def test_store_add_imports_pytest_benchmark_storage_folders(store_url: str, tmp_
     out = cli("store", "add", str(tmp_path / ".benchmarks"), "--store", store_url)
     assert out.returncode == 0, out.stderr
     assert "0001_first.json: added as run 1" in out.stdout and "0002_second.json: added as run 2" in out.stdout
+    from pytest_genai.store.location import store_label
+
+    assert f"0002_second.json: added as run 2 (" in out.stdout and f"rows) in {store_label(store_url)}\n" in out.stdout
     again = cli("store", "add", str(tmp_path / ".benchmarks"), "--store", store_url)
     assert "0 run(s) added, 2 already stored" in again.stderr
+    listed = cli("store", "list", "--store", store_url, "--format", "csv")
+    assert listed.stderr == f"store {store_label(store_url)}: 2 run(s)\n" and listed.stdout.startswith("id,")
     assert counts(store_url)["runs"] == 2
 
 
