@@ -1,16 +1,16 @@
 """``pytest-genai report | compare | gate``: argparse front-ends returning exit codes.
 
 Exit codes (:mod:`.errors`): 0 fine / no regression, 1 regression, failed generation claim or
-baseline benchmark missing from the current run (gate), 2 bad input — an unreadable or
+baseline benchmark missing from the current run (gate), 3 (gate) a change past its threshold left undecided, 2 bad input — an unreadable or
 invalid file, a run with two benchmarks that cannot be told apart, a malformed or unknown
 threshold, an output path that is an input, or nothing to compare.  Every expected failure
 is one readable message on stderr, never a traceback.
 
 ``compare`` and ``gate`` print a short summary (regressions, improvements past their
 threshold, inconclusive rows, unmatched benchmarks, counts); ``--all`` adds the row of every metric.
-A metric whose rounds both runs kept is judged on its ratio's interval (:mod:`.compare`); a row the
-interval cannot decide is ``inconclusive``: the gate lists it and exits 0 for it, and
-``--strict-inconclusive`` makes it a failure (exit 1), for CI that must decide every row.
+A metric whose rounds both runs kept is judged by the gate's rule (:mod:`.decision`, :mod:`.compare`); a row it
+cannot decide is ``inconclusive``: within the threshold the gate lists it and exits 0, past it the row is undecided and
+the gate exits 3 (``--allow-undecided``: 0); ``--strict-inconclusive`` makes every such row a failure (exit 1).
 """
 
 from __future__ import annotations
@@ -507,7 +507,8 @@ def _gate_parser() -> argparse.ArgumentParser:
     p = _pair_parser(
         "pytest-genai gate",
         "Exit 1 when a metric regressed beyond its threshold, a generation claim fails, or a benchmark of the "
-        "baseline has no counterpart in the current run; 0 otherwise; 2 on unusable input.",
+        "baseline has no counterpart in the current run; 3 when nothing regressed but a change past its threshold "
+        "could not be decided; 0 otherwise; 2 on unusable input.",
     )
     p.add_argument("--allow-missing", action="store_true",
                    help="do not fail when a benchmark of the baseline, or a metric with a direction of a matched one, is "
@@ -516,8 +517,8 @@ def _gate_parser() -> argparse.ArgumentParser:
                    help="also fail when a metric without a direction of a matched baseline benchmark is missing from "
                         "the current run")
     p.add_argument("--strict-inconclusive", action="store_true",
-                   help="also fail on a row whose rounds' interval cannot decide it against its threshold "
-                        "(inconclusive: listed, and exit 0 without this flag)")
+                   help="also fail (exit 1) on a row the rule cannot decide against its threshold (inconclusive: "
+                        "listed without this flag, exit 0 within the threshold, 3 past it)")
     p.add_argument("--allow-undecided", action="store_true",
                    help="exit 0, not 3, when nothing regressed but a row past its threshold could not be decided "
                         "(noise, too few rounds, CPU contention): the rows are still listed")
