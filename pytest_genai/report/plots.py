@@ -199,8 +199,9 @@ def cpu_roof_note(recs: Sequence[Record]) -> str:
         return ""
     n = "/".join(threads)
     plural = "" if threads == ["1"] else "s"
-    return (f"\nmeasured on {n} CPU thread{plural}, as the benchmarks ran; `pytest-genai devices` measures the "
-            "all-core peak, so it reads higher")
+    # two legend lines of at most 60 characters: a longer one is cut off the figure
+    return (f"\nmeasured on {n} CPU thread{plural} (as the benchmarks ran);"
+            "\n`pytest-genai devices` uses every core: it reads higher")
 
 
 @_literal_text

@@ -324,7 +324,8 @@ def test_a_cpu_roof_says_how_many_threads_it_was_measured_on() -> None:
                                         model=None, labels={"bound": "compute", "cpu_threads": "1"})]), "x").records
     fig = roofline_figure(recs, "t")
     (roof,) = [t.get_text() for t in fig.legends[0].get_texts() if t.get_text().startswith("measured roof")]
-    assert "measured on 1 CPU thread, as the benchmarks ran" in roof and "all-core peak" in roof, roof
+    assert "measured on 1 CPU thread (as the benchmarks ran)" in roof and "uses every core" in roof, roof
+    assert all(len(line) <= 60 for line in roof.splitlines()), roof
     gpu = roofline_figure(run_from_json(run_doc([dab(2, 256, 40.0, 90.0, ceiling_tflops_measured=700.0,
                                                      ceiling_gbs_measured=2800.0)]), "x").records, "t")
     assert not [t for t in gpu.legends[0].get_texts() if "thread" in t.get_text()]
