@@ -71,6 +71,57 @@ def simulate_cell(threshold: float, n: int, cv: float, change: float, trials: in
     return Cell(threshold, n, cv, change, trials, regressed, passed)
 
 
+LAUNCH_SDS = (0.0, 0.07, 0.23)
+LAUNCH_CHANGES = (0.0, 0.30, 9.0)
+
+
+@dataclass(frozen=True)
+class LaunchCell:
+    launch_sd: float
+    floor: float
+    change: float
+    trials: int
+    regressed: int
+    passed: int
+
+
+def simulate_launches(trials: int = TRIALS, seed: int = SEED, sds=LAUNCH_SDS, changes=LAUNCH_CHANGES,
+                      n: int = 5, cv: float = 0.05, threshold: float = 0.05) -> list[LaunchCell]:
+    """Two single runs whose log means also move between launches (a normal effect of SD ``launch_sd`` a run, on top
+    of the rounds' own spread), judged with the gate's run noise set to 0 (rounds alone) and to ``launch_sd``."""
+    from pytest_genai.report.decision import INCONCLUSIVE, REGRESSED, decide
+
+    sigma = math.sqrt(math.log1p(cv * cv))
+    out = []
+    for sd in sds:
+        for floor in sorted({0.0, sd}):
+            for change in changes:
+                rng = random.Random(f"{seed}:launch:{sd}:{floor}:{change}")
+                regressed = passed = 0
+                for _ in range(trials):
+                    eb, ec = rng.gauss(0.0, sd), rng.gauss(math.log1p(change), sd)
+                    base = [math.exp(eb + rng.gauss(0.0, sigma)) for _ in range(n)]
+                    cur = [math.exp(ec + rng.gauss(0.0, sigma)) for _ in range(n)]
+                    d = decide(base, cur, "lower", threshold, interval=False, run_noise=floor)
+                    regressed += d.verdict == REGRESSED
+                    passed += d.verdict != REGRESSED and not (d.verdict == INCONCLUSIVE and d.past_margin)
+                out.append(LaunchCell(sd, floor, change, trials, regressed, passed))
+    return out
+
+
+def launch_table(cells: list[LaunchCell]) -> str:
+    changes = sorted({c.change for c in cells})
+    head = ["launch SD", "run noise given"] + [f"{change_label(ch)} regressed" for ch in changes] + ["10x passed"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    by = {(c.launch_sd, c.floor, c.change): c for c in cells}
+    for sd, floor in sorted({(c.launch_sd, c.floor) for c in cells}):
+        row = [f"{sd:g}", f"{floor:g}"] + [f"{by[(sd, floor, ch)].regressed / by[(sd, floor, ch)].trials:.1%}"
+                                           for ch in changes]
+        top = by[(sd, floor, max(changes))]
+        lines.append("| " + " | ".join(row + [f"{top.passed / top.trials:.1%}"]) + " |")
+    return "\n".join(lines)
+
+
 def simulate(trials: int = TRIALS, seed: int = SEED, rounds=ROUNDS, cvs=CVS, changes=CHANGES,
              thresholds=THRESHOLDS) -> list[Cell]:
     return [simulate_cell(t, n, cv, ch, trials, seed)
@@ -134,10 +185,18 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     cells = simulate(args.trials, args.seed)
     print(table(cells))
+    launches = simulate_launches(args.trials, args.seed)
+    print("\nTwo single runs whose means also move between launches (n = 5 a side, CV 5%, threshold 5%):\n")
+    print(launch_table(launches))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump([c.__dict__ for c in cells], f, indent=1)
+        with open(args.json.replace(".json", "_launches.json"), "w", encoding="utf-8") as f:
+            json.dump([c.__dict__ for c in launches], f, indent=1)
     missed = misses(cells)
+    missed += [f"launch SD {c.launch_sd:g}, run noise {c.floor:g}: {c.regressed / c.trials:.1%} false alarms "
+               "(target at most 1%)" for c in launches
+               if c.change == 0 and c.floor == c.launch_sd and _lower_bound(c.regressed, c.trials) > 0.01]
     for line in missed:
         print(f"missed: {line}")
     return 1 if missed else 0

@@ -21,7 +21,10 @@ from pytest_genai.devices.probes import DeviceBroken
 from pytest_genai.plugin.options import SETTINGS, SettingError, given, resolve, resolve_all, source_of
 from pytest_genai.plugin.session import SessionState
 
-STATE = pytest.StashKey[SessionState]()
+STATE = pytest.StashKey[SessionState]()  # present only once the plugin is active in this session
+OPTED_IN = pytest.StashKey[bool]()
+ACTIVATION_ERROR = pytest.StashKey[pytest.UsageError]()
+REQUIRE_CHECKED = pytest.StashKey[bool]()
 BENCHMARK_JSON = pytest.StashKey["str | None"]()  # absolute --benchmark-json path, "-" for stdout
 EXPERIMENT_MARKERS = experiments.markers()  # derived from the one table of experiments
 #: The benchmarks that check this suite against other tools and bare code paths rather than run a paper's experiment.
@@ -51,6 +54,7 @@ _HELP = {
     "timeout": "seconds before a distributed worker is declared hung and killed",
     "dabench_profiles": "folder of vendor outputs for WSE/RDU/IPU: <kind>/<config id>/<profile>, <kind>/capacity/, <kind>/level2/<run>/ (docs/dabench.md); makes those kinds artifact devices where their SDK is absent",
     "baseline": "a previous --benchmark-json file, or a run in pytest-benchmark's --benchmark-storage: its number (0003) or latest (the newest); each benchmark's metrics are compared with it as the run goes",
+    "run_noise": "with --genai-baseline: how much a run's log mean moves between launches of the same code, which this run's rounds cannot show: measured (default: the table measured on a shared 2-vCPU VM), a number for every experiment (0: rounds alone), or finetune=0.2,*=0.05",
     "max_regression": "per-metric regression thresholds for --genai-baseline, e.g. tokens_per_s=5%,perplexity=0.5%; or pytest-benchmark's field:N% for its round-time statistics (min, max, mean, median, stddev, iqr: median:10%) and for genai metrics (tokens_per_s:5%)",
     "store": "also write this run into the results store at the end of the session (after --benchmark-json): a SQLAlchemy URL (sqlite:///PATH, postgresql+psycopg://USER@HOST/DB) or a SQLite file path; see pytest-genai history/compare",
     "finetune_methods": "A2 fine-tuning methods, comma separated: full, lora (default: lora only at --genai-scale full, both at tiny and small)",
@@ -66,10 +70,51 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspec)
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def _opted_in(config: pytest.Config) -> bool:
+    """Did this session ask for pytest-genai before any test was collected: a ``--genai-*`` option on the command
+    line, ``-p pytest_genai.plugin``, a ``genai_*`` ini key, or a path to this suite's benchmarks? Environment
+    variables alone do not count: an exported ``GENAI_SCALE`` must not act in another project's session."""
+    if OPTED_IN not in config.stash:
+        args = [str(arg) for arg in config.invocation_params.args]
+        by_args = any(arg.startswith("--genai-") or arg.replace("=", "") == "-ppytest_genai.plugin"
+                      or (arg == "pytest_genai.plugin" and prev == "-p") for prev, arg in zip([""] + args, args))
+        by_args = by_args or _names_benchmarks(args, config.invocation_params.dir)
+        inicfg = getattr(config, "inicfg", None)
+        if inicfg is None:  # the ini file is not read yet: decide later
+            return by_args
+        by_ini = any(ini and ini in inicfg for _o, _e, ini, _p, _d in SETTINGS.values())
+        config.stash[OPTED_IN] = by_args or by_ini
+    return config.stash[OPTED_IN]
+
+
+def _names_benchmarks(args: list[str], base: Any) -> bool:
+    """A path argument that is this suite's ``benchmarks/`` folder or a registered benchmark file in it."""
+    import os
+
+    for arg in args:
+        if arg.startswith("-"):
+            continue
+        path = os.path.join(os.fspath(base), arg.split("::")[0])
+        if os.path.basename(os.path.normpath(path)) == "benchmarks" and os.path.isdir(path):
+            files = [name for exp in experiments.EXPERIMENTS for name in exp.benchmarks]
+            if any(os.path.isfile(os.path.join(path, name)) for name in files):
+                return True
+        elif os.path.basename(os.path.dirname(os.path.normpath(path))) == "benchmarks" and \
+                experiments.for_benchmark_file(os.path.basename(path)) is not None:
+            return True
+    return False
+
+
+def _pytestconfig(manager: pytest.PytestPluginManager) -> pytest.Config | None:
+    return manager.get_plugin("pytestconfig")
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     from pytest_genai.plugin.outputs import make_benchmark_json_atomic
 
-    make_benchmark_json_atomic(parser)  # when pytest-benchmark registered first; else pytest_plugin_registered does
+    config = _pytestconfig(pluginmanager)
+    if config is not None and _opted_in(config):  # pytest-benchmark's option stays its own in other sessions
+        make_benchmark_json_atomic(parser)  # when pytest-benchmark registered first; else pytest_plugin_registered
     group = parser.getgroup("genai", "pytest-genai: generative-AI benchmarks on accelerators")
     for name, (option, env, ini, _parser, _default) in SETTINGS.items():
         text = _HELP[name] + (f" [env {env}]" if env else "")
@@ -89,30 +134,57 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "claims(*ids, kinds=()): the claim ids this benchmark checks and the device kinds it checks them on "
         "(genai.check refuses undeclared ids; pytest-genai claims --coverage lists them)")
+    if _opted_in(config):
+        _activate(config)
+
+
+def _activate(config: pytest.Config) -> SessionState:
+    """Validate every setting and set the session up: at configure time when the session opted in, else when the
+    first genai test is collected. Until then the plugin does nothing (no handler, no environment validation)."""
+    if STATE in config.stash:
+        return config.stash[STATE]
+    if ACTIVATION_ERROR in config.stash:
+        raise config.stash[ACTIVATION_ERROR]
     try:
-        state = SessionState(config, claims_mode=resolve(config, "claims"), selected_kinds=resolve(config, "devices"))
-        resolve_all(config)  # validate every setting now, naming where a bad value came from
-    except SettingError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        try:
+            state = SessionState(config, claims_mode=resolve(config, "claims"),
+                                 selected_kinds=resolve(config, "devices"))
+            resolve_all(config)  # validate every setting now, naming where a bad value came from
+        except SettingError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        _check_required_selected(config, state)
+        _check_one_timing_process(config)
+        benchmark_json = _checked_benchmark_json(config)
+        config.stash[BENCHMARK_JSON] = benchmark_json
+        _check_report_path(config)
+        if given(config, "time_budget") and resolve(config, "rounds") != "auto":  # it was silently ignored
+            raise pytest.UsageError(f"{source_of(config, 'time_budget')}: the time budget applies to --genai-rounds "
+                                    "auto, which is not given (each benchmark runs its own rounds); add --genai-rounds "
+                                    "auto")
+        baseline = resolve(config, "baseline")
+        if given(config, "run_noise") and not baseline:
+            raise pytest.UsageError(f"{source_of(config, 'run_noise')}: the run noise applies to a comparison with "
+                                    "--genai-baseline, which is not given; add --genai-baseline BASE.json")
+        if resolve(config, "max_regression") and not baseline:
+            raise pytest.UsageError("--genai-max-regression: thresholds apply to a comparison with --genai-baseline, "
+                                    "which is not given (nothing would be gated); add --genai-baseline BASE.json")
+    except pytest.UsageError as exc:
+        config.stash[ACTIVATION_ERROR] = exc
+        raise
     config.stash[STATE] = state
-    _check_required_selected(config, state)
-    _check_one_timing_process(config)
-    config.stash[BENCHMARK_JSON] = _checked_benchmark_json(config)
-    _check_report_path(config)
     _sigterm_as_interrupt(config)
-    if given(config, "time_budget") and resolve(config, "rounds") != "auto":  # it was silently ignored
-        raise pytest.UsageError(f"{source_of(config, 'time_budget')}: the time budget applies to --genai-rounds auto, "
-                                "which is not given (each benchmark runs its own rounds); add --genai-rounds auto")
-    baseline = resolve(config, "baseline")
-    if resolve(config, "max_regression") and not baseline:
-        raise pytest.UsageError("--genai-max-regression: thresholds apply to a comparison with --genai-baseline, "
-                                "which is not given (nothing would be gated); add --genai-baseline BASE.json")
     if baseline:
         from pytest_genai.plugin.baseline import BaselinePlugin
 
         config.pluginmanager.register(
-            BaselinePlugin(config, baseline, resolve(config, "max_regression")), "genai-baseline"
+            BaselinePlugin(config, baseline, resolve(config, "max_regression"), run_noise=resolve(config, "run_noise")),
+            "genai-baseline"
         )
+    return state
+
+
+def _active(config: pytest.Config) -> bool:
+    return STATE in config.stash
 
 
 def _check_required_selected(config: pytest.Config, state: SessionState) -> None:
@@ -126,11 +198,17 @@ def _check_required_selected(config: pytest.Config, state: SessionState) -> None
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """--genai-require: probe the required kinds before collection; an absent or broken one stops the session."""
-    required = resolve(session.config, "require")
+    if _active(session.config):
+        _check_required_present(session.config)
+
+
+def _check_required_present(config: pytest.Config) -> None:
+    config.stash[REQUIRE_CHECKED] = True
+    required = resolve(config, "require")
     if required:
-        problems = _state(session.config).required_problems(required)
+        problems = _state(config).required_problems(required)
         if problems:
-            raise pytest.UsageError(f"{source_of(session.config, 'require')}: " + "; ".join(problems))
+            raise pytest.UsageError(f"{source_of(config, 'require')}: " + "; ".join(problems))
 
 
 def _check_one_timing_process(config: pytest.Config) -> None:
@@ -204,8 +282,8 @@ def pytest_plugin_registered(plugin: Any, manager: pytest.PytestPluginManager) -
     if getattr(plugin, "__name__", "") == "pytest_benchmark.plugin":
         from pytest_genai.plugin.outputs import make_benchmark_json_atomic
 
-        config = manager.get_plugin("pytestconfig")
-        parser = getattr(config, "_parser", None)  # pytest's own parser, before it parses the command line
+        config = _pytestconfig(manager)
+        parser = getattr(config, "_parser", None) if config is not None and _opted_in(config) else None  # pytest's own parser, before it parses the command line
         if parser is not None:
             make_benchmark_json_atomic(parser)
 
@@ -214,10 +292,25 @@ def _state(config: pytest.Config) -> SessionState:
     return config.stash[STATE]
 
 
+#: A test that requests one of these fixtures (this plugin's, not another's of the same name) is a genai test.
+GENAI_FIXTURES = ("genai", "genai_device", "genai_settings", *KINDS)
+
+
+def _is_genai_test(item: pytest.Item) -> bool:
+    path = getattr(item, "path", None)
+    return (any(name in getattr(item, "fixturenames", ()) and _is_ours(item, name) for name in GENAI_FIXTURES)
+            or item.get_closest_marker("claims") is not None
+            or (path is not None and path.parent.name == "benchmarks"
+                and experiments.for_benchmark_file(path.name) is not None))
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "genai_device" not in metafunc.fixturenames or not _is_ours(metafunc.definition, "genai_device"):
         return
-    kinds = _state(metafunc.config).selected_kinds
+    try:
+        kinds = _activate(metafunc.config).selected_kinds
+    except pytest.UsageError:  # kept; raised again once collection ends, as one line rather than a collection error
+        return
     params = [pytest.param(kind, marks=getattr(pytest.mark, kind), id=kind) for kind in kinds]
     metafunc.parametrize("genai_device", params, indirect=True, scope="session")
 
@@ -245,7 +338,14 @@ def _kinds_needed(item: pytest.Item) -> list[str]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark each item with the device kinds it needs (so ``-m hpu`` selects them) and skip absent ones now,
-    before any fixture builds a model. Broken kinds are not skipped: their device fixture errors."""
+    before any fixture builds a model. Broken kinds are not skipped: their device fixture errors. The first genai
+    test collected activates the plugin in a session that did not opt in at start."""
+    if not _active(config):
+        if ACTIVATION_ERROR not in config.stash and not any(map(_is_genai_test, items)):
+            return  # another project's session: nothing to do
+        _activate(config)
+    if REQUIRE_CHECKED not in config.stash:  # activated during collection: sessionstart could not check
+        _check_required_present(config)
     state = _state(config)
     _validate_claim_markers(state, items)
     for item in items:
@@ -317,7 +417,7 @@ def genai_device(request: pytest.FixtureRequest) -> Device:
 def _device(request: pytest.FixtureRequest, kind: str) -> Device:
     """The session's device of ``kind``; an absent kind skips, a broken one errors with one line."""
     try:
-        return _state(request.config).device(kind)
+        return _activate(request.config).device(kind)  # request.getfixturevalue: not seen at collection
     except DeviceBroken as exc:
         broken = str(exc)
     except LookupError as exc:
@@ -330,7 +430,7 @@ def genai(request: pytest.FixtureRequest):
     """Records this benchmark's domain results into ``benchmark.extra_info["genai"]`` and checks paper claims."""
     from pytest_genai.plugin.recorder import GenaiRecorder
 
-    return GenaiRecorder(request, _state(request.config))
+    return GenaiRecorder(request, _activate(request.config))
 
 
 @pytest.fixture(scope="session")
@@ -350,24 +450,35 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    if not _active(config):  # activated later by a collected genai test: the header follows collection
+        return []
+    return [_header_line(config)]
+
+
+def _header_line(config: pytest.Config) -> str:
     state = _state(config)
     data_dir = resolve(config, "data_dir")
-    return [
+    return (
         f"genai: devices {','.join(state.selected_kinds)} (detected when first needed); "
         f"claims {state.claims_mode}; data: "
         + (f"{data_dir}" if data_dir else "no --genai-data-dir: Hugging Face cache, else the embedded slice (tiny scale)")
-    ]
+    )
 
 
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
     """After collection (probes run when the first test needs a device): one line per broken kind that a selected
-    test needs."""
+    test needs. A session activated by its collected tests gets the header line here."""
+    if not _active(config):
+        return []
+    header = [] if _opted_in(config) else [_header_line(config)]
     needed = {kind for item in items for kind in _kinds_needed(item)}
-    return [f"genai: {kind} broken ({error}): its tests error; repair it or deselect them with -m \"not {kind}\""
+    return header + [f"genai: {kind} broken ({error}): its tests error; repair it or deselect them with -m \"not {kind}\""
             for kind, error in _state(config).broken().items() if kind in needed]
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if not _active(config):
+        return
     from pytest_genai.plugin.summary import claims_table, contention_line, metrics_table
 
     state = _state(config)
@@ -386,17 +497,21 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict[str, Any]) -> None:
+    if not _active(config):  # another project's benchmarks: their JSON stays pytest-benchmark's own
+        return
     machine_info["genai"] = _state(config).machine_info()
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_benchmark_update_json(config: pytest.Config, benchmarks: Any, output_json: dict[str, Any]) -> None:
+    if not _active(config):
+        return
     state = _state(config)
     output_json["genai"] = {
         "schema": SCHEMA,
         "claims_mode": state.claims_mode,
         "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in resolve_all(config).items()
-                     if k not in ("baseline", "store")},
+                     if k not in ("baseline", "store", "run_noise")},
         "claims": state.verdicts,
     }
     for bench in output_json.get("benchmarks", []):

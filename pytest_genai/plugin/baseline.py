@@ -14,6 +14,7 @@ out of the session.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from pytest_genai.report.matching import check_unique, match_records
 from pytest_genai.report.registry import MetricInfo, default_metric_info
 from pytest_genai.report.runs import BENCH_STATS_FIELDS, Record, load_run, records_from_benchmarks
 from pytest_genai.tables import format_change, format_number, make_table
+from pytest_genai.report.run_noise import measured as measured_run_noise
 from pytest_genai.report.thresholds import ThresholdError, parse_thresholds
 
 
@@ -126,13 +128,16 @@ class BaselinePlugin:
         baseline_path: str,
         thresholds_text: str | None = None,
         info: Mapping[str, MetricInfo] | None = None,
+        run_noise: Any = None,
     ) -> None:
         self.config = config
         try:
             baseline_path = _baseline_file(config, baseline_path)
             _refuse_overwrite(config, baseline_path)
             self.baseline = load_run(baseline_path)
-            self.thresholds = parse_thresholds(thresholds_text, option="--genai-max-regression")
+            # a baseline file is one run: launches of the same code move it by the measured run noise
+            self.thresholds = dataclasses.replace(parse_thresholds(thresholds_text, option="--genai-max-regression"),
+                                                  run_noise=run_noise or measured_run_noise())
         except (ReportInputError, ThresholdError) as exc:
             raise pytest.UsageError(f"--genai-baseline: {exc}") from None
         if not self.baseline.records:
@@ -174,7 +179,8 @@ class BaselinePlugin:
     def gate_undecided(self, name: str, genai: Mapping[str, Any], metric: str, rounds: list[float]) -> bool | None:
         """Would this benchmark's gate row for ``metric`` read inconclusive on ``rounds`` (its other data as
         recorded so far)? None where the baseline has no counterpart or no rounds for it (no gate row for more
-        rounds to decide). Contention is left out, as more rounds cannot undo it."""
+        rounds to decide). Contention is left out, as more rounds cannot undo it; so is a row whose width is mostly
+        the noise between launches (more rounds do not shrink it)."""
         import statistics
 
         data = dict(genai)
@@ -191,7 +197,9 @@ class BaselinePlugin:
         if base is None or len(base.rounds.get(metric, ())) < 2:
             return None
         rows = [m for m in compare_records(base, record, self.info, self.thresholds) if m.metric == metric]
-        return bool(rows) and rows[0].status == INCONCLUSIVE
+        if not rows or rows[0].status != INCONCLUSIVE:
+            return False
+        return float((rows[0].interval or {}).get("launch_share", 0.0)) <= 0.5
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:

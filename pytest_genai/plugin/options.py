@@ -251,6 +251,13 @@ def parse_store(text: str) -> str:
     return url
 
 
+def parse_run_noise(text: str) -> Any:
+    """``--genai-run-noise``: as the gate's ``--run-noise`` (``measured``, a number, ``finetune=0.2,*=0.05``)."""
+    from pytest_genai.report.run_noise import parse_run_noise as parse
+
+    return parse(text, option="")
+
+
 #: name -> (cli option, env var, ini key, parser, default)
 SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | None, Any]] = {
     "devices": ("--genai-devices", "GENAI_DEVICES", "genai_devices", parse_devices, KINDS),
@@ -270,6 +277,7 @@ SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | No
     "dabench_profiles": ("--genai-dabench-profiles", "GENAI_DABENCH_PROFILES", None, parse_profiles_dir, None),
     "baseline": ("--genai-baseline", None, None, parse_path, None),
     "max_regression": ("--genai-max-regression", None, None, parse_max_regression, None),
+    "run_noise": ("--genai-run-noise", "GENAI_RUN_NOISE", None, parse_run_noise, None),
     "report": ("--genai-report", "GENAI_REPORT", None, parse_path, None),
     "finetune_methods": ("--genai-finetune-methods", "GENAI_FINETUNE_METHODS", "genai_finetune_methods",
                          parse_finetune_methods, None),

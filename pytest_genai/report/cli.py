@@ -85,8 +85,16 @@ def _metric_info() -> dict[str, MetricInfo]:
     return info
 
 
-def _thresholds(text: str | None) -> Thresholds:
-    return parse_thresholds(text, option="--max-regression")
+def _thresholds(text: str | None, run_noise: str | None = None) -> Thresholds:
+    import dataclasses
+
+    from .run_noise import parse_run_noise
+
+    try:
+        noise = parse_run_noise(run_noise)
+    except ValueError as exc:
+        raise ReportInputError(str(exc)) from None
+    return dataclasses.replace(parse_thresholds(text, option="--max-regression"), run_noise=noise)
 
 
 def emit(text: str, outputs: Sequence[str]) -> None:
@@ -294,6 +302,12 @@ def _pair_parser(prog: str, description: str) -> argparse.ArgumentParser:
                         "pytest-benchmark's field:N%% form also works: round-time statistics min, max, mean, median, "
                         "stddev, iqr ('median:10%%') or any genai metric ('tokens_per_s:5%%'); unknown metric or "
                         "experiment names are an error")
+    p.add_argument("--run-noise", default=None, metavar="SPEC",
+                   help="how much a run's log mean moves between launches of the same code, which one run's rounds "
+                        "cannot show: 'measured' (default: the table measured on a shared 2-vCPU VM, "
+                        "claims/data/run_noise.toml), a number for every experiment (0: rounds alone, for a node whose "
+                        "launches repeat), or 'finetune=0.2,*=0.05'; a baseline of several runs (last:N) measures its "
+                        "own")
     p.add_argument("--all", action="store_true",
                    help="print the row of every compared metric, not only the summary")
     p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
@@ -312,7 +326,8 @@ def _compare_parser() -> argparse.ArgumentParser:
 
 def _header(baseline: Run, current: Run, thresholds: Thresholds) -> str:
     return (f"baseline: {baseline.source} ({len(baseline.records)} benchmark(s)) · "
-            f"current: {current.source} ({len(current.records)} benchmark(s)) · thresholds: {thresholds.id}")
+            f"current: {current.source} ({len(current.records)} benchmark(s)) · thresholds: {thresholds.id} · "
+            f"{thresholds.run_noise.label}")
 
 
 def verdict_counts(comparison: Any) -> dict[str, dict[str, int]]:
@@ -469,7 +484,7 @@ def _compare(args: argparse.Namespace) -> int:
     from .compare import compare_runs
     from .views import comparison_table
 
-    thresholds = _thresholds(args.max_regression)
+    thresholds = _thresholds(args.max_regression, args.run_noise)
     info = _metric_info()
     if len(args.runs) < 2:
         raise ReportInputError("give at least two runs to compare (baseline first)")
@@ -546,7 +561,7 @@ def _gate(args: argparse.Namespace) -> int:
     from .gate import gate_runs
     from .views import comparison_table, failures_table, generation_table
 
-    thresholds = _thresholds(args.max_regression)
+    thresholds = _thresholds(args.max_regression, args.run_noise)
     info = _metric_info()
     baseline, current = _load_pair(args, info)
     _check_threshold_names(thresholds, info, (baseline, current))
@@ -619,6 +634,8 @@ def _undecided_cause(note: str) -> str:
         return "values without rounds"
     if "reference kernel" in note or "divides by a peak" in note:
         return "the machine's own drift"
+    if "noise between launches" in note:
+        return "noise between launches"
     return "noise for the rounds recorded"
 
 
@@ -637,7 +654,10 @@ def _gate_headline(result: Any, code: int) -> str:
         causes[cause] = causes.get(cause, 0) + 1
     why = ", ".join(f"{n} by {cause}" for cause, n in sorted(causes.items(), key=lambda kv: -kv[1]))
     head = "**UNDECIDED** (exit 3)" if code == EXIT_UNDECIDED else "**UNDECIDED, allowed** (exit 0, --allow-undecided)"
+    top = max(causes, key=lambda cause: causes[cause])
     remedy = ("rerun both sides on an idle machine" if "CPU contention" in causes else
+              "gate against several runs (--baseline 'last:3'): more rounds do not shrink the noise between "
+              "launches" if top == "noise between launches" else
               "record more rounds a side (--genai-rounds auto) or gate against several runs (--baseline 'last:3')")
     return (f"{head}: nothing regressed, but {len(undecided)} row(s) past the threshold could not be decided "
             f"({why}); {remedy}")

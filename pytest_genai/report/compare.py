@@ -296,8 +296,8 @@ report.md), so a change inside it is noise as often as not, and reads undecided.
 
 def judge_on_rounds(mc: MetricComparison, base_rounds: Sequence[float] | None, cur_rounds: Sequence[float] | None,
                     base_stall: float | None = None, cur_stall: float | None = None, *,
-                    intervals: tuple[tuple[float, float] | None, tuple[float, float] | None] = (None, None)
-                    ) -> MetricComparison:
+                    intervals: tuple[tuple[float, float] | None, tuple[float, float] | None] = (None, None),
+                    run_noise: float = 0.0) -> MetricComparison:
     """``mc`` judged by the gate's rule (:func:`.decision.decide`: Welch's t on the log rounds against the threshold)
     where both runs hold two rounds or more; otherwise ``mc`` itself, labelled a point comparison when it is a
     measured value (:func:`_point_rule`). ``intervals``: each run's own interval of the value, where it recorded one
@@ -312,16 +312,17 @@ def judge_on_rounds(mc: MetricComparison, base_rounds: Sequence[float] | None, c
         lacking = ("either run" if not (have_b or have_c) else "the current run" if have_b else "the baseline")
         why = f"point comparison: no rounds recorded in {lacking}, so noise is not judged"
         return _point_rule(dataclasses.replace(mc, basis=POINT, note=_join(mc.note, why)), base_stall, cur_stall,
-                           intervals)
+                           intervals, run_noise)
     from .decision import decide
 
     assert base_rounds is not None and cur_rounds is not None and mc.direction in _DIRECTED
     try:
-        decision = decide(_thin(base_rounds), _thin(cur_rounds), mc.direction, mc.max_regression)
+        decision = decide(_thin(base_rounds), _thin(cur_rounds), mc.direction, mc.max_regression,
+                          run_noise=run_noise)
     except ValueError as exc:  # a threshold no drop can pass (checked with the thresholds), or a non-finite round
         why = f"point comparison: the rounds give no decision ({exc})"
         return _point_rule(dataclasses.replace(mc, basis=POINT, note=_join(mc.note, why)), base_stall, cur_stall,
-                           intervals)
+                           intervals, run_noise)
     return _under_contention(_from_decision(mc, decision), base_stall, cur_stall)
 
 
@@ -333,7 +334,12 @@ def _from_decision(mc: MetricComparison, decision: Any) -> MetricComparison:
     if decision.verdict == INCONCLUSIVE:
         ends = (f"[{decision.lo:.4g}x, {decision.hi:.4g}x]" if decision.scale == "log"
                 else f"difference [{decision.lo:.4g}, {decision.hi:.4g}]")
-        if decision.past_margin:
+        if decision.past_margin and decision.launch_share > 0.5:
+            why = (f"undecided: the estimate {decision.ratio:.4g}x is past the {limit * 100:g}% threshold but not "
+                   f"significant (one-sided p {decision.p_worse:.2g}); the {decision.level:.0%} interval {ends} "
+                   f"reaches back inside it, and {decision.launch_share:.0%} of its width is the noise between "
+                   "launches of the same code, which more rounds do not shrink: gate against several runs (last:N)")
+        elif decision.past_margin:
             why = (f"undecided: the estimate {decision.ratio:.4g}x is past the {limit * 100:g}% threshold but not "
                    f"significant (one-sided p {decision.p_worse:.2g}); the {decision.level:.0%} interval {ends} "
                    f"reaches back inside it: record more rounds a side, or gate against several runs (last:N)")
@@ -367,15 +373,21 @@ def _under_contention(mc: MetricComparison, base_stall: float | None, cur_stall:
 
 
 def _point_rule(mc: MetricComparison, base_stall: float | None, cur_stall: float | None,
-                intervals: tuple[tuple[float, float] | None, tuple[float, float] | None]) -> MetricComparison:
+                intervals: tuple[tuple[float, float] | None, tuple[float, float] | None],
+                run_noise: float = 0.0) -> MetricComparison:
     """A measured value without rounds on a side: two values say nothing about noise, so a change past the threshold
     is a regression only past :data:`POINT_NOISE_FACTOR` and where the runs' own intervals of the value (if any) do
     not overlap; inside it the row is undecided. The contention step holds as for rounds."""
     mc = _under_contention(mc, base_stall, cur_stall)
     if mc.status != REGRESSED:
         return mc
-    if all(i is not None and i[0] <= i[1] for i in intervals):
-        return _point_within_intervals(mc, *intervals)  # each run's own interval says what its noise is
+    if all(i is not None and 0 < i[0] <= i[1] for i in intervals):
+        from .decision import ALPHA, z_ppf
+
+        # each run's own interval says what its noise within the run is; the run noise widens it by what launches add
+        grow = math.exp(z_ppf(1 - ALPHA) * run_noise)
+        wide = [(i[0] / grow, i[1] * grow) for i in intervals if i is not None]
+        return _point_within_intervals(mc, *wide)
     assert mc.baseline is not None and mc.current is not None and mc.direction in _DIRECTED
     factor = (mc.current / mc.baseline if mc.direction == "lower" else mc.baseline / mc.current) \
         if mc.baseline > 0 and mc.current > 0 else math.inf
@@ -510,8 +522,9 @@ def compare_records(
         mc = compare_metric(name, _convert(b_val, b_factor), _convert(c_val, c_factor), definition, limit,
                             unit=target, source=source)
         noisy = definition is not None and definition.measured_inputs
-        deterministic = (definition is not None and definition.max_regression is not None
-                         and not definition.timing) or (_deterministic_source(source) and not noisy)
+        published = "reference" in source.split("/")  # a vendor's number, from settings the rows may not share
+        deterministic = not published and ((definition is not None and definition.max_regression is not None
+                                            and not definition.timing) or (_deterministic_source(source) and not noisy))
         if noisy and _deterministic_source(source):
             notes.append("modeled from measured times, so compared as a measurement")
         mc = dataclasses.replace(mc, basis=EXACT if deterministic else POINT, note=_join(*notes),
@@ -529,7 +542,8 @@ def compare_records(
         else:
             ends = [None if e is None else (e[0] * f, e[1] * f) for e, f in
                     ((base.intervals.get(name), b_factor), (cur.intervals.get(name), c_factor))]
-            out.append(judge_on_rounds(mc, scaled[0], scaled[1], *stalls, intervals=(ends[0], ends[1])))
+            out.append(judge_on_rounds(mc, scaled[0], scaled[1], *stalls, intervals=(ends[0], ends[1]),
+                                       run_noise=thresholds.run_noise.for_experiment(experiment)))
     return _over_numerators(_corroborated(out, info), info)
 
 

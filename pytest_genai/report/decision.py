@@ -55,6 +55,8 @@ class Decision:
     """The estimate is worse than the threshold."""
     scale: str = LOG
     n: int = 0
+    launch_share: float = 0.0
+    """The share of the estimate's variance that the run noise (launch to launch) adds."""
 
     @property
     def undecided(self) -> bool:
@@ -63,11 +65,16 @@ class Decision:
     @property
     def method(self) -> str:
         what = "log rounds" if self.scale == LOG else "raw rounds (a round is zero or negative, so no log)"
-        return f"Welch t on {what}, df {self.df:.3g}, one-sided alpha {ALPHA:g}"
+        noise = (f", run noise {self.launch_share:.0%} of the variance" if self.launch_share else "")
+        return f"Welch t on {what}{noise}, df {self.df:.3g}, one-sided alpha {ALPHA:g}"
 
     def to_json(self) -> dict[str, float | int | str]:
-        return {"lo": self.lo, "hi": self.hi, "level": self.level, "n": self.n, "method": self.method,
-                "df": self.df, "p_worse": self.p_worse, "scale": self.scale}
+        out: dict[str, float | int | str] = {"lo": self.lo, "hi": self.hi, "level": self.level, "n": self.n,
+                                             "method": self.method, "df": self.df, "p_worse": self.p_worse,
+                                             "scale": self.scale}
+        if self.launch_share:
+            out["launch_share"] = self.launch_share
+        return out
 
 
 # --- Student's t -------------------------------------------------------------------------------------------------
@@ -118,8 +125,14 @@ def t_sf(t: float, df: float) -> float:
         raise ValueError(f"t_sf needs df > 0 and a number, got t={t}, df={df}")
     if math.isinf(t):
         return 0.0 if t > 0 else 1.0
+    if df > 1e7:  # the normal limit (a known variance term dominates)
+        return 0.5 * math.erfc(t / math.sqrt(2.0))
     tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
     return tail if t > 0 else 1.0 - tail
+
+
+def z_ppf(p: float) -> float:
+    return statistics.NormalDist().inv_cdf(p)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -128,6 +141,8 @@ def t_ppf(p: float, df: float) -> float:
     :func:`t_sf`."""
     if not 0.5 < p < 1 or df <= 0:
         raise ValueError(f"t_ppf needs 0.5 < p < 1 and df > 0, got p={p}, df={df}")
+    if df > 1e7:
+        return z_ppf(p)
     lo, hi = 0.0, 1.0
     while t_sf(hi, df) > 1 - p:
         lo, hi = hi, hi * 2
@@ -171,11 +186,12 @@ def _welch(xs_c: Sequence[float], xs_b: Sequence[float]) -> tuple[float, float, 
 
 
 def decide(baseline: Sequence[float], current: Sequence[float], direction: str, threshold: float,
-           alpha: float = ALPHA, interval: bool = True) -> Decision:
+           alpha: float = ALPHA, interval: bool = True, run_noise: float = 0.0) -> Decision:
     """The verdict on ``current``'s rounds against ``baseline``'s for a metric with ``direction`` (``higher`` or
     ``lower`` is better) and an allowed worsening ``threshold`` (a fraction). Needs two finite rounds a side.
     ``interval=False`` leaves the ratio's interval out (nan ends): the verdict does not need it, a simulation is
-    faster without it."""
+    faster without it. ``run_noise``: the standard deviation of a run's log mean between launches of the same code,
+    which rounds inside one run cannot show; each side's run adds its square to the log scale's variance."""
     b, c = [float(x) for x in baseline], [float(x) for x in current]
     if len(b) < 2 or len(c) < 2:
         raise ValueError(f"decide needs two rounds a side, got {len(b)} and {len(c)}")
@@ -184,8 +200,13 @@ def decide(baseline: Sequence[float], current: Sequence[float], direction: str, 
     sign = 1.0 if direction == "lower" else -1.0
     m = margin(threshold, direction)
     positive = min(b) > 0 and min(c) > 0
+    launch_share = 0.0
     if positive:
         diff, se, df = _welch([math.log(x) for x in c], [math.log(x) for x in b])
+        if run_noise > 0:  # a known variance: it adds to the standard error, not to the df's uncertainty
+            within2, se = se * se, math.sqrt(se * se + 2 * run_noise * run_noise)
+            launch_share = 1 - within2 / (se * se)
+            df = df * (se * se / within2) ** 2 if within2 > 0 else math.inf
         w, scale, ratio = sign * diff, LOG, math.exp(diff)
     else:
         diff, se, df = _welch(c, b)
@@ -217,4 +238,5 @@ def decide(baseline: Sequence[float], current: Sequence[float], direction: str, 
         q = t_ppf(1 - alpha, df)
         lo_d, hi_d = diff - q * se, diff + q * se
         lo, hi = (math.exp(lo_d), math.exp(hi_d)) if scale == LOG else (lo_d, hi_d)
-    return Decision(verdict, ratio, lo, hi, 1 - 2 * alpha, df, p_worse, past, scale, min(len(b), len(c)))
+    return Decision(verdict, ratio, lo, hi, 1 - 2 * alpha, df, p_worse, past, scale, min(len(b), len(c)),
+                    launch_share)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Collection, Mapping, Sequence
 
+from .run_noise import RunNoise
 from .runs import BENCH_STATS_FIELDS, bench_stat_metric
 
 DEFAULT_MAX_REGRESSION = 0.05
@@ -64,6 +65,8 @@ class Thresholds:
     default: float | None = None
     builtin: Mapping[str, float] = field(default_factory=lambda: BUILTIN_DEFAULTS)
     builtin_default: float = DEFAULT_MAX_REGRESSION
+    run_noise: RunNoise = field(default_factory=RunNoise)
+    """How much a run's log mean moves between launches of the same code, per experiment (:mod:`.run_noise`)."""
 
     def __post_init__(self) -> None:
         items = list(self.per_metric.items()) + [(f"{e}:{m}", v) for (e, m), v in self.per_experiment.items()]

@@ -241,7 +241,7 @@ def test_a_missing_data_dir_is_an_error_not_a_fallback(tmp_path, no_hub):
 
 @pytest.mark.parametrize("how", ["flag", "env", "ini"])
 def test_a_missing_data_dir_is_a_usage_error_at_configure_time(pytester, monkeypatch, how):
-    pytester.makepyfile("def test_x():\n    pass\n")
+    pytester.makepyfile("def test_x(genai_settings):\n    pass\n")  # a genai test: the environment applies to it
     missing = pytester.path / "no-such-data"
     args = []
     monkeypatch.delenv("GENAI_DATA_DIR", raising=False)

@@ -400,12 +400,15 @@ def test_a_native_toml_ini_value_that_is_not_a_string_is_a_usage_error(pytester:
         ([], {"GENAI_TIME_BUDGET": "30s"}, "environment variable GENAI_TIME_BUDGET: the time budget applies to "),
         # found only at the session's end before, after every test ran
         ([], {"GENAI_STORE": "."}, "is a folder, not a database file; give a file path"),
+        (["--genai-baseline", "b.json", "--genai-run-noise", "lots"], {},
+         "command-line option --genai-run-noise: 'lots': 'lots' is not a standard deviation of a log"),
+        (["--genai-run-noise", "0.05"], {}, "the run noise applies to a comparison with --genai-baseline"),
     ],
 )
 def test_bad_settings_name_their_source(pytester: pytest.Pytester, monkeypatch, args, env, needle) -> None:
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    pytester.makepyfile("def test_a():\n    pass\n")
+    pytester.makepyfile("def test_a(genai):\n    pass\n")  # a genai test: environment settings apply to it
     result = pytester.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert needle in result.stderr.str()
@@ -498,7 +501,7 @@ def test_all_skipped_run_does_not_say_nothing_was_saved_when_the_json_was_writte
 
 @pytest.mark.parametrize("typed", [False, True])
 def test_benchmark_json_in_a_missing_folder_is_a_usage_error_before_any_test(pytester: pytest.Pytester, typed) -> None:
-    pytester.makepyfile("def test_a():\n    raise AssertionError('must not run')\n")
+    pytester.makepyfile("def test_a(genai):\n    raise AssertionError('must not run')\n")
     if typed:  # pytest-benchmark 5.x: argparse.FileType opens the file while parsing the command line
         result = pytester.runpytest("--benchmark-json", "missing/dir/out.json")
     else:  # a pytest-benchmark that stores the path: pytest-genai checks it in pytest_configure
@@ -632,7 +635,7 @@ def test_a_bad_report_path_from_the_environment_is_named_as_the_environment(pyte
     """GENAI_REPORT set in a CI job's environment: the error names the variable (it named --genai-report, which the
     user never typed)."""
     monkeypatch.setenv("GENAI_REPORT", "/nonexistent/r.md")
-    pytester.makepyfile("def test_a():\n    pass\n")
+    pytester.makepyfile("def test_a(genai):\n    pass\n")
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "environment variable GENAI_REPORT /nonexistent/r.md: the folder /nonexistent does not exist" in \
@@ -641,7 +644,8 @@ def test_a_bad_report_path_from_the_environment_is_named_as_the_environment(pyte
 
 def test_benchmark_json_is_not_truncated_at_start_and_is_replaced_whole(pytester: pytest.Pytester) -> None:
     """argparse.FileType('wb') emptied the previous run's file when pytest parsed its options; a run killed later
-    left 0 bytes. Now the file keeps the previous run until the new one replaces it, atomically."""
+    left 0 bytes. Now the file keeps the previous run until the new one replaces it, atomically (in a session that
+    asks for pytest-genai at start; another project's session keeps pytest-benchmark's own option)."""
     (pytester.path / "out.json").write_text('{"previous": "run"}')
     pytester.makepyfile("""
 import json
@@ -650,7 +654,7 @@ def test_a(benchmark):
     assert json.load(open("out.json")) == {"previous": "run"}
     benchmark.pedantic(lambda: None, rounds=2)
 """)
-    pytester.runpytest("--benchmark-json", "out.json").assert_outcomes(passed=1)
+    pytester.runpytest("--benchmark-json", "out.json", "--genai-scale", "tiny").assert_outcomes(passed=1)
     data = json.loads((pytester.path / "out.json").read_text())
     assert [b["name"] for b in data["benchmarks"]] == ["test_a"]
     assert not [p.name for p in pytester.path.iterdir() if p.name.endswith(".tmp")]
@@ -662,7 +666,7 @@ def test_benchmark_disable_with_a_saved_output_is_refused_at_start(pytester: pyt
     """``--benchmark-disable`` runs each benchmark once, untimed, and pytest-benchmark saves none: the JSON and the
     store were written with 0 benchmarks although every test ran."""
     pytester.makepyfile(DEVICE_TEST)
-    result = pytester.runpytest("-p", "no:cacheprovider", "--benchmark-disable", *outputs)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--benchmark-disable", "--genai-claims", "enforce", *outputs)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     assert "with --benchmark-disable" in err and "drop --benchmark-disable" in err

@@ -70,7 +70,8 @@ def test_auto_rounds_run_until_the_gate_threshold_is_decided(pytester: pytest.Py
     pytester.runpytest("--benchmark-json", "base.json", "-p", "no:cacheprovider").assert_outcomes(passed=1)
     pytester.makepyfile(_test(0.8, 0.2, 0.03))  # every round >= 0.5: the claim passes at 5
     result = pytester.runpytest("--benchmark-json", "out.json", "-p", "no:cacheprovider", "--genai-baseline",
-                                "base.json", "--genai-rounds", "auto", "--genai-time-budget", "30s")
+                                "base.json", "--genai-rounds", "auto", "--genai-time-budget", "30s",
+                                "--genai-run-noise", "0")  # rounds alone: what more rounds can decide
     result.assert_outcomes(failed=1)  # the decided regression fails the benchmark, as --genai-baseline does
     (bench,) = json.loads((pytester.path / "out.json").read_text())["benchmarks"]
     loop = bench["extra_info"]["genai"]["rounds"]["sensitivity_bandwidth_fraction"]

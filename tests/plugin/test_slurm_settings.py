@@ -50,7 +50,8 @@ def test_a_broken_slurm_environment_is_a_usage_error(pytester, in_slurm_step, mo
 def test_node_in_the_benchmark_json_path_is_the_node_rank(pytester, in_slurm_step):
     pytester.makepyfile("def test_one(benchmark):\n    benchmark(lambda: None)\n")
     (pytester.path / "runs").mkdir()
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--benchmark-json", "runs/node{node}.json")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--benchmark-json", "runs/node{node}.json",
+                                         "--genai-scale", "tiny")
     result.assert_outcomes(passed=1)
     assert json.loads((pytester.path / "runs" / "node1.json").read_text())["benchmarks"]
 

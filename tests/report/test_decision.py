@@ -105,3 +105,36 @@ def test_the_published_simulation_table_is_what_the_script_computes() -> None:
     expected_misses = {"threshold 5%, n=2, CV 20%", "threshold 10%, n=2, CV 20%", "threshold 5%, n=3, CV 5%",
                        "threshold 5%, n=5, CV 5%", "threshold 10%, n=3, CV 5%"}
     assert {m.split(":")[0] for m in sim.misses(cells)} == expected_misses
+
+
+def test_run_noise_widens_a_single_runs_comparison() -> None:
+    """Rounds inside one run do not show how far the next launch moves: a run noise of 0.11 turns a tight 30% rise
+    from regressed into undecided, and still decides a 10x rise at two rounds a side."""
+    from pytest_genai.report.decision import decide
+
+    base, cur = [1.0, 1.01, 0.99], [1.3, 1.31, 1.29]
+    assert decide(base, cur, "lower", 0.05).verdict == "regressed"
+    noisy = decide(base, cur, "lower", 0.05, run_noise=0.11)
+    assert noisy.verdict == "inconclusive" and noisy.undecided and noisy.launch_share > 0.9
+    assert decide([1.0, 1.2], [10.0, 12.5], "lower", 0.05, run_noise=0.23).verdict == "regressed"
+
+
+def test_launch_noise_simulation_on_a_small_sample() -> None:
+    """Rounds alone call same-code runs regressed far past alpha when launches move; the run noise brings it back."""
+    sim = _simulation()
+    cells = {(c.launch_sd, c.floor, c.change): c for c in sim.simulate_launches(trials=400, sds=(0.07,),
+                                                                                    changes=(0.0, 9.0))}
+    assert cells[(0.07, 0.0, 0.0)].regressed / 400 > 0.05
+    assert sim._lower_bound(cells[(0.07, 0.07, 0.0)].regressed, 400) <= 0.01
+    assert cells[(0.07, 0.07, 9.0)].passed == 0
+
+
+@pytest.mark.slow
+def test_the_published_launch_simulation_is_what_the_script_computes() -> None:
+    sim = _simulation()
+    pinned = json.loads((ROOT / "docs" / "results" / "gate_simulation_launches.json").read_text())
+    cells = sim.simulate_launches(trials=pinned[0]["trials"])
+    assert [c.__dict__ for c in cells] == pinned
+    assert sim.launch_table(cells) in (ROOT / "docs" / "report.md").read_text()
+    assert all(sim._lower_bound(c.regressed, c.trials) <= 0.01 for c in cells
+               if c.change == 0 and c.floor == c.launch_sd)

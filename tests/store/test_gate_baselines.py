@@ -87,12 +87,16 @@ def _gate_json(*args: str) -> tuple[int, dict[str, Any], str]:
 
 def test_a_baseline_of_the_last_runs_is_judged_against_their_spread(store_url: str, tmp_path: Path) -> None:
     """Five runs whose medians wander +-8 % (run to run) though each run's rounds are within 0.5 %: against the
-    newest run alone an 8 % drop reads regressed; against the five runs' spread it is inconclusive. A 40 % drop is
+    newest run alone an 8 % drop reads regressed on rounds alone and undecided with the measured run noise; against
+    the five runs' spread it is inconclusive. A 40 % drop is
     regressed either way, and the gate names the runs that formed the baseline."""
     _store_runs(store_url, [1000.0, 1080.0, 930.0, 1050.0, 1000.0])
     current = _current(tmp_path, 920.0)
+    code, one, _ = _gate_json("--baseline", "generation=h100 latest", str(current), "--store", store_url,
+                              "--run-noise", "0")
+    assert code == 1 and one["rows"][0]["verdict"] == "regressed"  # rounds alone: the launches' spread unseen
     code, one, _ = _gate_json("--baseline", "generation=h100 latest", str(current), "--store", store_url)
-    assert code == 1 and one["rows"][0]["verdict"] == "regressed"
+    assert code == 3 and one["rows"][0]["verdict"] == "inconclusive"  # the measured run noise: undecided
     code, five, _ = _gate_json("--baseline", "generation=h100 last:5", str(current), "--store", store_url)
     row = five["rows"][0]
     # the 8% drop is past the 5% threshold, so the undecided row holds the gate at exit 3, never a pass

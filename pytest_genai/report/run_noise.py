@@ -1,0 +1,67 @@
+"""How much a run moves between launches of the same code (the ``run_noise`` of :func:`.decision.decide`), per
+experiment: the measured table shipped in ``claims/data/run_noise.toml``, a number given for every experiment, or 0
+(rounds alone: right only on a node whose launches repeat within their rounds' noise)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+MEASURED = "measured"
+
+
+@dataclass(frozen=True)
+class RunNoise:
+    default: float = 0.0
+    per_experiment: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    source: str = "none"
+    """``measured`` (the shipped table), ``given`` (the user's spec), or ``none``."""
+
+    def for_experiment(self, experiment: str | None) -> float:
+        return self.per_experiment.get(experiment or "", self.default)
+
+    @property
+    def label(self) -> str:
+        if self.source == "none":
+            return "run noise 0 (rounds alone)"
+        parts = [f"{k} {v:g}" for k, v in sorted(self.per_experiment.items())]
+        return f"run noise ({self.source}): default {self.default:g}" + (f", {', '.join(parts)}" if parts else "")
+
+
+def measured() -> RunNoise:
+    """The table measured on the development VM (its header says how)."""
+    from importlib import resources
+
+    from pytest_genai._toml import load_toml
+
+    path = resources.files("pytest_genai.claims").joinpath("data", "run_noise.toml")
+    data = load_toml(path.read_text(encoding="utf-8"), str(path))
+    per = {name: float(entry["value"]) for name, entry in data.get("experiment", {}).items()}
+    return RunNoise(float(data["default"]["value"]), MappingProxyType(per), MEASURED)
+
+
+def parse_run_noise(text: str | None, option: str = "--run-noise") -> RunNoise:
+    """``measured`` (or nothing): the shipped table; ``0.05``: every experiment; ``finetune=0.2,*=0.05``: per
+    experiment, ``*`` for the rest (0 when absent). Values are standard deviations of a run's log mean."""
+    if text is None or text.strip().lower() in ("", MEASURED):
+        return measured()
+    per: dict[str, float] = {}
+    default = 0.0
+    for token in text.split(","):
+        key, eq, value = token.strip().rpartition("=")
+        key = key.strip() if eq else "*"
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not (math.isfinite(number) and 0 <= number <= 2):
+            raise ValueError(f"{option + ' ' if option else ''}{text!r}: {value.strip()!r} is not a standard deviation of a log between 0 "
+                             "and 2; give e.g. 0.05, finetune=0.2,*=0.05, or measured")
+        if key == "*":
+            default = number
+        else:
+            per[key] = number
+    if not per and default == 0:
+        return RunNoise()
+    return RunNoise(default, MappingProxyType(per), "given")
