@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("pytest_genai.train.cli:main", "memory fit planner: which parallel strategy fits a model on a device"),
     "data": ("pytest_genai.evals.fetch:main", "`data fetch DIR`: download the evaluation data for --genai-data-dir"),
     "cache": ("pytest_genai.evals.cache_cli:main", "`cache info` / `cache clear`: the converted-model cache"),
+    "reference": ("pytest_genai.reference.cli:main", "published vendor numbers: rows, runs, generation claims, verdicts"),
 }
 
 
@@ -110,11 +111,12 @@ def claims_main(argv: list[str]) -> int:
     from pathlib import Path
 
     from pytest_genai.claims import ClaimsError, load_claims
+    from pytest_genai.claims.model import BASES
     from pytest_genai.tables import text_table
 
     parser = argparse.ArgumentParser(prog="pytest-genai claims", description=SUBCOMMANDS["claims"][1])
     parser.add_argument("--paper", help="only this paper's claims (A or B)")
-    parser.add_argument("--basis", choices=("paper", "target", "physics"), help="only claims of this basis")
+    parser.add_argument("--basis", choices=BASES, help="only claims of this basis")
     parser.add_argument("--dir", help="load claims from this folder instead of the packaged data")
     parser.add_argument("--coverage", nargs="?", const="benchmarks", metavar="BENCHMARKS_DIR",
                         help="also list the benchmark that checks each claim and on which device kinds, read from the "

@@ -11,7 +11,7 @@ from pytest_genai import SCHEMA
 from pytest_genai.claims.check import FAIL, INCONCLUSIVE, check_value, contended_share, not_applicable
 from pytest_genai.claims.stats import Interval, median_interval
 from pytest_genai.devices.device import Device
-from pytest_genai.claims.model import SOURCES
+from pytest_genai.claims.model import REPORT_ONLY_BASES, SOURCES
 from pytest_genai.progress import logger
 from pytest_genai.record import Measurement, Result  # noqa: F401  (Result: re-exported for benchmarks)
 
@@ -389,7 +389,8 @@ class GenaiRecorder:
 
 def failing(verdict: str, basis: str, mode: str) -> bool:
     """Does this verdict fail its test? ``report``: never. ``enforce``: a failed paper or physics claim.
-    ``strict``: also an inconclusive one. A missed ``target`` (our own goal) is recorded and shown, never a failure."""
-    if mode == "report" or basis == "target":
+    ``strict``: also an inconclusive one. A missed ``target`` (our own goal) or ``reference`` (a vendor's published
+    number) is recorded and shown, never a failure."""
+    if mode == "report" or basis in REPORT_ONLY_BASES:
         return False
     return verdict == FAIL or (mode == "strict" and verdict == INCONCLUSIVE)

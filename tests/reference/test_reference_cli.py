@@ -1,0 +1,42 @@
+"""``pytest-genai reference`` and the basis column of ``pytest-genai claims``."""
+from __future__ import annotations
+
+import json
+
+from pytest_genai.cli import SUBCOMMANDS, main
+
+
+def test_the_subcommand_is_registered() -> None:
+    assert SUBCOMMANDS["reference"][0] == "pytest_genai.reference.cli:main"
+
+
+def test_list_prints_rows_with_their_provenance(capsys) -> None:
+    assert main(["reference", "list", "--source", "nemo"]) == 0
+    out = capsys.readouterr().out
+    assert "llama3-8b" in out and "performance_summary.md:24@8e3d65dcfe" in out
+
+
+def test_runs_writes_one_file_per_generation_that_compare_reads(tmp_path, capsys) -> None:
+    assert main(["reference", "runs", str(tmp_path), "--source", "optimum-habana"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "reference-gaudi.json", "reference-gaudi2.json", "reference-gaudi3.json"]
+    assert main(["compare", str(tmp_path / "reference-gaudi2.json"), str(tmp_path / "reference-gaudi3.json")]) in (0, 1)
+
+
+def test_generations_prints_each_claim_with_the_papers_bounds(capsys) -> None:
+    assert main(["reference", "generations", "--source", "optimum-habana"]) == 0
+    out = capsys.readouterr().out
+    assert "A2.gen.gaudi_gaudi2 (paper: [2.5, 3])" in out and "8.03x" in out
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys) -> None:
+    assert main(["reference", "list", "--source", "mlperf"]) == 2
+    assert "mlperf" in capsys.readouterr().err
+    assert main(["reference", "check", str(tmp_path / "missing.json")]) == 2
+    assert main(["reference", "list", "--file", str(tmp_path / "x.json")]) == 2
+    assert "--file needs --source" in capsys.readouterr().err
+
+
+def test_claims_lists_by_the_reference_basis(capsys) -> None:
+    assert main(["claims", "--basis", "reference", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []  # the packaged claims hold none yet; the choice is accepted
