@@ -19,6 +19,10 @@ DESCRIPTION = "published vendor measurements: `reference list | runs DIR | gener
 
 
 def _rows(args: argparse.Namespace) -> list:
+    if getattr(args, "rows", None):
+        from pytest_genai.reference.row import rows_from_json
+
+        return rows_from_json(json.loads(Path(args.rows).read_text(encoding="utf-8")), args.rows)
     if args.file and not args.source:
         raise sources.UnknownSourceError("--file needs --source (which publisher's format the file is in)")
     names = [args.source] if args.source else list(sources.SOURCES)
@@ -29,6 +33,8 @@ def _add_source(p: argparse.ArgumentParser) -> None:
     p.add_argument("--source", help=f"only this source ({', '.join(sources.SOURCES)})")
     p.add_argument("--file", help="read a newer copy of --source (from `reference fetch`) instead of the shipped one")
     p.add_argument("--commit", help="the version of --file, recorded in each row's provenance")
+    p.add_argument("--rows", metavar="ROWS.json", help="read rows written by `reference list --json` (or by hand, "
+                                                        "in that shape) instead of the shipped sources")
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -85,6 +91,7 @@ def _generations(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from pytest_genai.reference.claims import check_run, counterparts
+    from pytest_genai.report.errors import ReportInputError
     from pytest_genai.report.runs import load_run
 
     run = load_run(args.run)
@@ -93,6 +100,15 @@ def _check(args: argparse.Namespace) -> int:
         print(f"{args.run}: no benchmark has a published counterpart (same device generation, model and config)")
     for record, verdict in found:
         print(f"{record.label}: reference {verdict.verdict}: {verdict.message}")
+    if args.write:
+        from pytest_genai.atomic import write_json_atomic
+        from pytest_genai.reference.annotate import with_verdicts
+
+        if Path(args.write).resolve() == Path(args.run).resolve():
+            raise ReportInputError(f"--write {args.write} is the input run; write to another file")
+        doc = json.loads(Path(args.run).read_text(encoding="utf-8-sig"))
+        write_json_atomic(args.write, with_verdicts(doc, run, found))
+        print(f"{args.write}: the run with its reference verdicts (pytest-genai report shows them)")
     return 0
 
 
@@ -119,6 +135,7 @@ def build() -> argparse.ArgumentParser:
     p.set_defaults(body=_generations)
     p = sub.add_parser("check", help="reference verdicts of a run's benchmarks that have a published counterpart")
     p.add_argument("run")
+    p.add_argument("--write", metavar="OUT.json", help="also write the run with its reference verdicts added")
     _add_source(p)
     p.set_defaults(body=_check)
     p = sub.add_parser("fetch", help="download the newest online copy of a source")
@@ -130,6 +147,7 @@ def build() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from pytest_genai.reference.optimum_habana import ReferenceFormatError
+    from pytest_genai.reference.row import RowFormatError
     from pytest_genai.report.errors import ReportInputError
 
     parser = build()
@@ -139,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code) if isinstance(exc.code, int) else 2
     try:
         return args.body(args)
-    except (ReferenceFormatError, sources.UnknownSourceError, ReportInputError) as exc:
+    except (ReferenceFormatError, RowFormatError, sources.UnknownSourceError, ReportInputError, ValueError) as exc:
         print(f"pytest-genai reference: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

@@ -52,3 +52,23 @@ class ReferenceRow:
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+class RowFormatError(ValueError):
+    """A rows file (``reference list --json``'s shape) that cannot be read."""
+
+
+def rows_from_json(obj: Any, where: str) -> list[ReferenceRow]:
+    """Rows written by ``pytest-genai reference list --json`` (or by hand in its shape) read back."""
+    if not isinstance(obj, list):
+        raise RowFormatError(f"{where}: expected a JSON list of rows, as `pytest-genai reference list --json` writes")
+    out = []
+    for i, entry in enumerate(obj):
+        try:
+            prov = Provenance(**entry["provenance"])
+            fields = {**entry, "provenance": prov, "unstated": tuple(entry.get("unstated") or ())}
+            out.append(ReferenceRow(**fields))
+        except (KeyError, TypeError) as exc:
+            raise RowFormatError(f"{where}: row #{i + 1}: {exc}; write rows in the shape of "
+                                 "`pytest-genai reference list --json`") from None
+    return out

@@ -79,3 +79,30 @@ def test_published_rows_with_stated_batch_and_precision_become_counterparts() ->
     claim = lora.claim()
     assert claim.basis == "reference" and claim.min == pytest.approx(0.95 * 18.428)  # optimum-habana's own floor
     assert "seq_len" in claim.note  # what the source leaves unstated is said
+
+
+def test_check_writes_the_verdict_into_the_run_and_the_report_shows_it_in_its_own_section(tmp_path, capsys) -> None:
+    from pytest_genai.cli import main
+
+    row = cpu_test_row(85.0).to_json()
+    row["settings"] = {"batch_per_card": 2, "precision": "fp32", "seq_len": 128}
+    rows = tmp_path / "cpu-test-rows (written by this test).json"
+    rows.write_text(json.dumps([row]))
+    genai = {"schema": "pytest-genai/1", "experiment": "finetune",
+             "device": {"kind": "cpu", "generation": "cpu", "name": "test CPU"}, "model": "llama-3.1-8b",
+             "config": CONFIG, "metrics": {"samples_per_s": 92.0}, "metric_sources": {"samples_per_s": "measured"},
+             "metric_units": {"samples_per_s": "samples/s"}, "metric_rounds": {"samples_per_s": ROUNDS}}
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps({"benchmarks": [{"name": "test_finetune_throughput[cpu]",
+                                               "extra_info": {"genai": genai}}]}))
+    out = tmp_path / "with-reference.json"
+    assert main(["reference", "check", str(run), "--rows", str(rows), "--write", str(out)]) == 0
+    assert "reference pass" in capsys.readouterr().out
+    [verdict] = json.loads(out.read_text())["benchmarks"][0]["extra_info"]["genai"]["claims"]
+    assert verdict["basis"] == "reference" and verdict["verdict"] == "pass"
+    report = tmp_path / "report.md"
+    assert main(["report", str(out), "-o", str(report)]) == 0
+    text = report.read_text()
+    assert "## Vendor reference numbers" in text and "1.08x [1.06, 1.11] of the published 85" in text
+    assert text.index("## Vendor reference numbers") > text.index("## Claims")
+    assert main(["reference", "check", str(run), "--rows", str(rows), "--write", str(run)]) == 2
