@@ -40,3 +40,19 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys) -> None:
 def test_claims_lists_by_the_reference_basis(capsys) -> None:
     assert main(["claims", "--basis", "reference", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == []  # the packaged claims hold none yet; the choice is accepted
+
+
+def test_rows_written_by_list_json_read_back_with_rows(tmp_path, capsys) -> None:
+    assert main(["reference", "list", "--source", "nemo", "--json"]) == 0
+    rows = tmp_path / "rows.json"
+    rows.write_text(capsys.readouterr().out)
+    assert main(["reference", "list", "--rows", str(rows)]) == 0
+    assert "llama3-8b" in capsys.readouterr().out
+    rows.write_text('[{"row_id": "x"}]')
+    assert main(["reference", "list", "--rows", str(rows)]) == 2
+    assert "row #1" in capsys.readouterr().err
+
+
+def test_fetch_of_a_source_removed_upstream_says_so(tmp_path, capsys) -> None:
+    assert main(["reference", "fetch", "nemo", str(tmp_path / "x.md")]) == 2
+    assert "no online file" in capsys.readouterr().err
