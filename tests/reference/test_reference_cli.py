@@ -37,9 +37,16 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys) -> None:
     assert "--file needs --source" in capsys.readouterr().err
 
 
-def test_claims_lists_by_the_reference_basis(capsys) -> None:
+def test_claims_lists_the_reference_claims_with_their_basis(capsys) -> None:
     assert main(["claims", "--basis", "reference", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == []  # the packaged claims hold none yet; the choice is accepted
+    listed = json.loads(capsys.readouterr().out)
+    assert listed and {c["basis"] for c in listed} == {"reference"}
+    assert any(c["devices"] == ["gaudi2"] and c["where"]["micro_batch"] == 16 for c in listed)
+    assert main(["claims"]) == 0
+    assert "ref.optimum-habana" not in capsys.readouterr().out  # only on request
+    assert main(["claims", "--reference"]) == 0
+    out = capsys.readouterr().out
+    assert "ref.optimum-habana" in out and " reference " in out
 
 
 def test_rows_written_by_list_json_read_back_with_rows(tmp_path, capsys) -> None:
