@@ -40,7 +40,9 @@ def _number(cell: str) -> float | None:
 def read_summary(text: str, provenance: Provenance) -> list[ReferenceRow]:
     """Every table row of the page as a :class:`ReferenceRow` (line numbers are the row's line in ``text``)."""
     rows: list[ReferenceRow] = []
-    section, context, header = "", {}, None  # type: ignore[var-annotated]
+    section: str = ""
+    context: dict[str, Any] = {}
+    header: list[str] | None = None
     for number, line in enumerate(text.splitlines(), 1):
         if line.startswith("### "):
             section, context, header = line[4:].strip(), {}, None

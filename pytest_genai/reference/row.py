@@ -47,9 +47,6 @@ class ReferenceRow:
     provenance: Provenance
     note: str = ""
 
-    def key(self) -> tuple[str, str]:
-        return self.row_id, self.generation
-
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
