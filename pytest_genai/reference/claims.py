@@ -23,6 +23,11 @@ FLOORS = {
                              "TIME_PERF_FACTOR = 1.05 (tests/test_examples.py)"),
 }
 NO_FLOOR = (1.0, "the source states no tolerance: the published number itself")
+#: A published precision -> the suite config's ``precision`` that computes the same way: ``--bf16`` trains under bf16
+#: autocast (the suite's ``amp``); any other name is matched as written.
+SUITE_PRECISION = {"bf16": "amp"}
+#: Published tasks that train LoRA adapters: their counterpart must be a LoRA run of the stated rank.
+LORA_TASKS = ("run_lora_clm",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +38,15 @@ class Counterpart:
     metric: str  # the metric both record (samples_per_s)
     where: Mapping[str, Any]  # config key -> value a run must have
     models: tuple[str, ...]
+    lora_rank: int | None = None  # a LoRA row's rank: the run's ``lora.rank`` must equal it
+
+    def lora_problem(self, config: Mapping[str, Any] | None) -> str | None:
+        """Why ``config`` is not the row's LoRA run (the rank the row states), or None."""
+        if self.lora_rank is None:
+            return None
+        lora = (config or {}).get("lora")
+        rank = lora.get("rank") if isinstance(lora, Mapping) else None
+        return None if rank == self.lora_rank else f"lora rank {rank!r}, the row trains rank {self.lora_rank}"
 
     @property
     def published(self) -> float:
@@ -54,13 +68,14 @@ class Counterpart:
                        f"({self.row.provenance.text()})",
             devices=(self.row.generation,), models=self.models, experiment=self.row.experiment,
             where=dict(self.where), basis="reference", timing=True,
-            note=f"floor {fraction:g}x: {why}; settings the source leaves unstated: {unstated}")
+            note=f"floor {fraction:g}x: {why}; settings the source leaves unstated: {unstated}"
+                 + (f"; LoRA rank {self.lora_rank}" if self.lora_rank is not None else ""))
 
 
 def counterparts(rows: Iterable[ReferenceRow]) -> list[Counterpart]:
     """The rows whose batch per card and precision are stated, as counterparts of the suite's ``finetune`` config
-    (``micro_batch``, ``precision``, ``world_size``, and ``seq_len`` where stated); rows with either unstated have
-    no configuration to compare with."""
+    (``micro_batch``, ``precision`` as :data:`SUITE_PRECISION` names it, ``world_size``, and ``seq_len`` where
+    stated; a LoRA task's rank where stated); rows with either unstated have no configuration to compare with."""
     out = []
     for row in rows:
         s = row.settings
@@ -68,10 +83,12 @@ def counterparts(rows: Iterable[ReferenceRow]) -> list[Counterpart]:
             continue
         if "batch_per_card" not in s or "precision" not in s or row.cards is None:
             continue
-        where = {"micro_batch": s["batch_per_card"], "precision": s["precision"], "world_size": row.cards}
+        where = {"micro_batch": s["batch_per_card"], "precision": SUITE_PRECISION.get(s["precision"], s["precision"]),
+                 "world_size": row.cards}
         if "seq_len" in s:
             where["seq_len"] = s["seq_len"]
-        out.append(Counterpart(row, "samples_per_s", where, (row.model,)))
+        rank = s.get("lora_rank") if row.task in LORA_TASKS else None
+        out.append(Counterpart(row, "samples_per_s", where, (row.model,), rank))
     return out
 
 
@@ -83,7 +100,7 @@ def check_record(record: Any, counterpart: Counterpart) -> Verdict | None:
     ok, _why = claim.applies_to(device_kind=device.kind if device else None,
                                 generation=device.generation if device else None, model=record.model,
                                 experiment=record.experiment, config=record.config)
-    if not ok or claim.metric not in record.metrics:
+    if not ok or claim.metric not in record.metrics or counterpart.lora_problem(record.config):
         return None
     rounds = record.rounds.get(claim.metric)
     interval = median_interval(rounds) if rounds else None
