@@ -120,6 +120,7 @@ class GenaiRecorder:
         # CPU contention over the test, from its setup (benchmarks may measure before genai.start) to genai.record
         self._window = Window.open()
         self._stall_share: float | None = None  # its reading at record() (or check())
+        self._reference_registered = False  # the teardown that adds reference verdicts, registered once
 
     # -- filling ---------------------------------------------------------------------------------------------
     @property
@@ -171,6 +172,9 @@ class GenaiRecorder:
                   self._request.node.name)
         self._state.records.append({"name": self._request.node.name, "fullname": self._request.node.nodeid,
                                     "extra_info": {"genai": data}})
+        if not self._reference_registered:  # judged at teardown, when every metric of the record is in
+            self._request.addfinalizer(self._check_reference)
+            self._reference_registered = True
         return self
 
     def _default_experiment(self) -> str:
@@ -385,6 +389,22 @@ class GenaiRecorder:
         if failures:
             pytest.fail("\n".join(failures), pytrace=False)
         return verdicts
+
+
+    def _check_reference(self) -> None:
+        """Add the ``reference`` verdicts of a published row with this benchmark's identity (never a failure;
+        :mod:`pytest_genai.plugin.reference_verdicts`); a verdict of the same claim recorded before is replaced."""
+        from pytest_genai.plugin.reference_verdicts import reference_verdicts
+
+        data = self.data
+        nodeid = self._request.node.nodeid
+        device = self._device.generation if self._device else "-"
+        for verdict in reference_verdicts(data, nodeid, self._stall_share):
+            entry = verdict.to_json()
+            data["claims"][:] = [c for c in data["claims"] if c.get("id") != verdict.id] + [entry]
+            stall = contended_share(data["attachments"])
+            self._state.verdicts.append({**entry, "device": device, "nodeid": nodeid, "cpu_stall": stall})
+            _LOG.info("claim %s: %s", verdict.id, verdict.message)
 
 
 def failing(verdict: str, basis: str, mode: str) -> bool:

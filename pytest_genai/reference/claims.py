@@ -92,9 +92,10 @@ def counterparts(rows: Iterable[ReferenceRow]) -> list[Counterpart]:
     return out
 
 
-def check_record(record: Any, counterpart: Counterpart) -> Verdict | None:
+def check_record(record: Any, counterpart: Counterpart, stall_share: float | None = None) -> Verdict | None:
     """The reference verdict of one run record (:class:`pytest_genai.report.runs.Record`), or None where the
-    counterpart does not apply to it (another device, model or configuration)."""
+    counterpart does not apply to it (another device, model or configuration). ``stall_share``: the CPU contention
+    measured over the test (a session's own run), which makes a timing verdict inconclusive as for every claim."""
     claim = counterpart.claim()
     device = record.device
     ok, _why = claim.applies_to(device_kind=device.kind if device else None,
@@ -104,7 +105,7 @@ def check_record(record: Any, counterpart: Counterpart) -> Verdict | None:
         return None
     rounds = record.rounds.get(claim.metric)
     interval = median_interval(rounds) if rounds else None
-    verdict = check_value(claim, record.metrics[claim.metric], interval)
+    verdict = check_value(claim, record.metrics[claim.metric], interval, stall_share=stall_share)
     return dataclasses.replace(verdict, message=f"{verdict.message}; {ratio_text(record, counterpart)}")
 
 
@@ -121,13 +122,14 @@ def ratio_text(record: Any, counterpart: Counterpart) -> str:
     return f"{value:.2f}x{span} of the published {published:g} {unit} on {counterpart.row.generation}"
 
 
-def check_run(run: Any, found: Iterable[Counterpart]) -> list[tuple[Any, Verdict]]:
+def check_run(run: Any, found: Iterable[Counterpart],
+              stall_share: float | None = None) -> list[tuple[Any, Verdict]]:
     """Every (record, verdict) of ``run`` that has a published counterpart."""
     found = list(found)
     out = []
     for record in run.records:
         for counterpart in found:
-            verdict = check_record(record, counterpart)
+            verdict = check_record(record, counterpart, stall_share)
             if verdict is not None:
                 out.append((record, verdict))
     return out
