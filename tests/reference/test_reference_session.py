@@ -23,7 +23,7 @@ def test_cpu_finetune(benchmark, genai, cpu):
                 config={"micro_batch": 2, "seq_len": 128, "precision": "fp32", "world_size": int(os.environ["WORLD"])})
     genai.metric("samples_per_s", 92.0, rounds=[90.0, 91.0, 92.0, 93.0, 94.0])
 """
-ARGS = ("--genai-devices", "cpu", "-p", "no:cacheprovider", "--benchmark-json", "out.json")
+ARGS = ("--genai-devices", "cpu", "-p", "no:cacheprovider", "--benchmark-json", "out.json", "--genai-report", "r.md")
 
 
 def cpu_test_rows(published: float) -> list[dict]:
@@ -55,12 +55,14 @@ def session(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
     _counterparts.cache_clear()
 
 
-def test_a_matching_benchmark_carries_the_reference_verdict(session) -> None:
+def test_a_matching_benchmark_carries_the_reference_verdict(session, pytester) -> None:
     genai, top = session(85.0)
     [verdict] = [c for c in genai["claims"] if c["basis"] == "reference"]
     assert verdict["verdict"] == "pass" and verdict["id"].startswith("ref.cpu-test-row.")
     assert "1.08x [1.06, 1.11] of the published 85 samples/s on cpu" in verdict["message"]
     assert [c["id"] for c in top["claims"]] == [verdict["id"]]  # the session's own list of verdicts too
+    report = (pytester.path / "r.md").read_text()
+    assert "## Vendor reference numbers" in report and "of the published 85 samples/s" in report
 
 
 def test_a_missed_reference_number_is_recorded_and_the_test_still_passes(session) -> None:
