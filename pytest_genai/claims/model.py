@@ -36,11 +36,13 @@ CLAIM_KINDS = ("value", "generation")
 BASES = ("paper", "target", "physics", "reference")
 #: Bases whose missed claims are reported, never a failed test: our own goals and vendors' published numbers.
 REPORT_ONLY_BASES = ("target", "reference")
-SOURCES = ("measured", "modeled", "spec", "config")
+SOURCES = ("measured", "modeled", "spec", "config", "reference")
 #: The experiments benchmarks record (``genai.start(experiment=...)``); a claim's ``experiment`` must be one of them.
 EXPERIMENTS = NAMES  # pytest_genai/experiments.py, the one table of experiments
 """measured: from this run; modeled: computed from a model (the name says so); spec: a published datasheet number
-(the name ends in ``_spec``); config: a value the run was configured with (a budget, a world size)."""
+(the name ends in ``_spec``); config: a value the run was configured with (a budget, a world size); reference: a
+vendor's published measurement, in the runs ``pytest-genai reference runs`` writes (a session's benchmark measures,
+so its recorder refuses this source)."""
 BASIS_WORDS = {"target": "project target, not a paper claim", "physics": "physics check, not a paper claim",
                "reference": "a vendor's published measurement, not a paper claim"}
 

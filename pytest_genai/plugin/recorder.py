@@ -233,6 +233,9 @@ class GenaiRecorder:
             source = registered or ("spec" if name.endswith("_spec") else
                                     "modeled" if any(w in name for w in ("modeled", "predicted")) else "measured")
         problem = source_problem(name, source, registered)
+        if source == "reference":  # published numbers live in reference runs, beside the session's, never in them
+            problem = ("'reference' labels a vendor's published number (`pytest-genai reference runs`); record what "
+                       "this test measured, and let the published row's reference verdict compare the two")
         if problem:
             raise ValueError(f"genai.metric({name!r}): {problem}")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
