@@ -3,6 +3,7 @@
 ``list``: the published rows (identity, settings, unstated settings, provenance). ``runs DIR``: one run file per
 device generation, for ``compare``, ``gate``, ``report`` and ``store add``. ``generations``: the papers' generation
 claims judged on those runs. ``check RUN.json``: the reference verdicts of a user's run (never a failure: exit 0).
+``plot RUN.json... -o PNG``: those runs' values beside the published numbers on one plot.
 ``fetch SOURCE FILE``: the newest online copy of a source, read with ``--file``. Exit 2 on bad input.
 """
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Sequence
 
 from pytest_genai.reference import sources
 
-DESCRIPTION = "published vendor measurements: `reference list | runs DIR | generations | check RUN.json | fetch`"
+DESCRIPTION = ("published vendor measurements: `reference list | runs DIR | generations | check RUN.json | "
+               "plot RUN.json... -o PNG | fetch`")
 
 
 def _rows(args: argparse.Namespace) -> list:
@@ -112,6 +114,30 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plot(args: argparse.Namespace) -> int:
+    from pytest_genai.reference.claims import counterparts
+    from pytest_genai.reference.plot import pairs, plot_pairs
+    from pytest_genai.report.errors import ReportInputError
+    from pytest_genai.report.plots import PlotsUnavailable
+    from pytest_genai.report.runs import load_run
+
+    if any(Path(args.output).resolve() == Path(r).resolve() for r in args.runs):
+        raise ReportInputError(f"-o {args.output} is one of the input runs; write the plot to another file")
+    found = pairs([load_run(r) for r in args.runs], counterparts(_rows(args)))
+    if not found:
+        print(f"{', '.join(args.runs)}: no benchmark has a published counterpart (same device generation, model and "
+              "config): nothing to plot")
+        return 0
+    try:
+        path = plot_pairs(found, args.output)
+    except PlotsUnavailable as exc:
+        raise ReportInputError(str(exc)) from None
+    for p in found:
+        print(f"{p.benchmark} ({Path(p.run).name}): {p.measured:g} vs published {p.published:g} {p.unit}: {p.verdict}")
+    print(f"wrote {path}")
+    return 0
+
+
 def _fetch(args: argparse.Namespace) -> int:
     path = sources.fetch(args.name, args.dest)
     print(f"{path}: read it with `pytest-genai reference list --source {args.name} --file {path}`")
@@ -138,6 +164,11 @@ def build() -> argparse.ArgumentParser:
     p.add_argument("--write", metavar="OUT.json", help="also write the run with its reference verdicts added")
     _add_source(p)
     p.set_defaults(body=_check)
+    p = sub.add_parser("plot", help="runs' values beside the published numbers of their counterparts, one PNG")
+    p.add_argument("runs", nargs="+", metavar="RUN.json")
+    p.add_argument("-o", "--output", required=True, metavar="PNG", help="the plot's file")
+    _add_source(p)
+    p.set_defaults(body=_plot)
     p = sub.add_parser("fetch", help="download the newest online copy of a source")
     p.add_argument("name", choices=sorted(sources.SOURCES))
     p.add_argument("dest")
