@@ -205,7 +205,8 @@ class ReferenceConfig:
 #: script's default (run_lora_clm.py ``max_seq_length`` 512; --dataset_concatenation packs every sample to it),
 #: which the row itself leaves unstated. Its samples/s counts all 100 steps (``throughput_warmup_steps`` defaults
 #: to 0), compilation included; this run's counts the steps after its warm-up, so it reads a little higher for
-#: the same speed. Gaudi1's row (batch 2) has no config here.
+#: the same speed. The recipe's --attn_softmax_bf16 is not passed by train/gaudi.py. Gaudi1's row (batch 2) has no
+#: config here.
 OPTIMUM_HABANA_LLAMA_7B_LORA = ReferenceConfig(
     config=ThroughputConfig(model="llama-7b", scale="full", strategy="ddp", attention="unfused", micro_batch=16,
                             seq_len=512, steps=100, warmup=3, precision="amp",
