@@ -66,3 +66,28 @@ def test_the_command_writes_one_png_and_refuses_to_overwrite_a_run(tmp_path, cap
     other.write_text(json.dumps(run_doc(92.0, {**CONFIG, "micro_batch": 4})))
     assert main(["reference", "plot", str(other), "--rows", str(rows), "-o", str(tmp_path / "none.png")]) == 0
     assert "nothing to plot" in capsys.readouterr().out and not (tmp_path / "none.png").exists()
+
+
+def test_history_shades_the_floor_of_a_stored_reference_verdict(tmp_path, capsys) -> None:
+    """A stored run carrying its reference verdict puts the publisher's floor on ``history``'s plot, beside the runs
+    (the bounds of every claim judged on the metric are shaded)."""
+    pytest.importorskip("sqlalchemy")
+    from pytest_genai.cli import main
+    from pytest_genai.store.engine import open_store
+    from pytest_genai.store.write import add_document
+
+    row = cpu_test_row(85.0).to_json()
+    row["settings"] = {"batch_per_card": 2, "precision": "fp32", "seq_len": 128}
+    rows = tmp_path / "cpu-test-rows (written by this test).json"
+    rows.write_text(json.dumps([row]))
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps({**run_doc(92.0), "datetime": "2026-03-01T00:00:00Z"}))
+    judged = tmp_path / "judged.json"
+    assert main(["reference", "check", str(run), "--rows", str(rows), "--write", str(judged)]) == 0
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    with open_store(url) as store:
+        add_document(store, json.loads(judged.read_text()), str(judged))
+    capsys.readouterr()
+    assert main(["history", "samples_per_s", "--store", url, "--format", "json", "--no-plot"]) == 0
+    claims = json.loads(capsys.readouterr().out)["claims"]
+    assert [(c["basis"], c["low"]) for c in claims] == [("reference", 85.0)]
