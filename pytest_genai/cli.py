@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("pytest_genai.train.cli:main", "memory fit planner: which parallel strategy fits a model on a device"),
     "data": ("pytest_genai.evals.fetch:main", "`data fetch DIR`: download the evaluation data for --genai-data-dir"),
     "cache": ("pytest_genai.evals.cache_cli:main", "`cache info` / `cache clear`: the converted-model cache"),
+    "reference": ("pytest_genai.reference.cli:main", "published vendor numbers: rows, runs, generation claims, verdicts"),
 }
 
 
@@ -110,15 +111,19 @@ def claims_main(argv: list[str]) -> int:
     from pathlib import Path
 
     from pytest_genai.claims import ClaimsError, load_claims
+    from pytest_genai.claims.model import BASES
     from pytest_genai.tables import text_table
 
     parser = argparse.ArgumentParser(prog="pytest-genai claims", description=SUBCOMMANDS["claims"][1])
     parser.add_argument("--paper", help="only this paper's claims (A or B)")
-    parser.add_argument("--basis", choices=("paper", "target", "physics"), help="only claims of this basis")
+    parser.add_argument("--basis", choices=BASES, help="only claims of this basis")
     parser.add_argument("--dir", help="load claims from this folder instead of the packaged data")
     parser.add_argument("--coverage", nargs="?", const="benchmarks", metavar="BENCHMARKS_DIR",
                         help="also list the benchmark that checks each claim and on which device kinds, read from the "
                              "benchmarks' @pytest.mark.claims markers (default folder: ./benchmarks)")
+    parser.add_argument("--reference", action="store_true",
+                        help="also list the reference claims made from the shipped published rows (pytest-genai "
+                             "reference); implied by --basis reference")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     try:
@@ -126,6 +131,11 @@ def claims_main(argv: list[str]) -> int:
     except (ClaimsError, ValueError, OSError) as exc:
         print(f"pytest-genai claims: {exc}", file=sys.stderr)
         return 2
+    if args.reference or args.basis == "reference":
+        from pytest_genai.reference.claims import counterparts
+        from pytest_genai.reference.sources import load_all
+
+        claims += [c.claim() for c in counterparts(load_all())]
     if args.paper:
         papers = sorted({c.paper for c in claims})
         claims = [c for c in claims if c.paper.lower() == args.paper.lower()]
@@ -149,7 +159,8 @@ def claims_main(argv: list[str]) -> int:
             print(f"pytest-genai claims: {exc}", file=sys.stderr)
             return 2
         checked = {c.id: checked_on(c, by_claim.get(c.id, [])) for c in claims}
-    dead = [c.id for c in claims if args.coverage and not checked[c.id]]
+    # a reference claim is checked by `pytest-genai reference check` on a run, never by a benchmark's marker
+    dead = [c.id for c in claims if args.coverage and not checked[c.id] and c.basis != "reference"]
     if args.json:  # the same exit status as the table's: a dead claim is 1 either way
         import dataclasses
 

@@ -11,7 +11,9 @@
   numerator's row reads regressed too.
 * ``paper_*.toml`` — one file per paper: ``paper`` and ``title`` at the top, then ``[[claim]]`` tables. Every claim
   has a ``basis``: ``paper`` (a number or statement of the paper), ``target`` (a goal of this project) or
-  ``physics`` (a check any correct measurement must pass). Only ``paper`` claims are attributed to the paper.
+  ``physics`` (a check any correct measurement must pass) or ``reference`` (a vendor's published measurement of the
+  same configuration: :mod:`pytest_genai.reference`). Only ``paper`` claims are attributed to the paper; ``target``
+  and ``reference`` claims are reported with their verdicts and never fail a test.
   ``timing = true`` on a claim marks its measurement as timed where the metric is shared with untimed sources (a
   load imbalance timed per layer here, read from a compiler's report there): judged as a timing claim, on an
   interval, with the contended-machine rule.
@@ -31,13 +33,18 @@ from pytest_genai.experiments import NAMES
 
 DIRECTIONS = ("higher", "lower", "none")
 CLAIM_KINDS = ("value", "generation")
-BASES = ("paper", "target", "physics")
-SOURCES = ("measured", "modeled", "spec", "config")
+BASES = ("paper", "target", "physics", "reference")
+#: Bases whose missed claims are reported, never a failed test: our own goals and vendors' published numbers.
+REPORT_ONLY_BASES = ("target", "reference")
+SOURCES = ("measured", "modeled", "spec", "config", "reference")
 #: The experiments benchmarks record (``genai.start(experiment=...)``); a claim's ``experiment`` must be one of them.
 EXPERIMENTS = NAMES  # pytest_genai/experiments.py, the one table of experiments
 """measured: from this run; modeled: computed from a model (the name says so); spec: a published datasheet number
-(the name ends in ``_spec``); config: a value the run was configured with (a budget, a world size)."""
-BASIS_WORDS = {"target": "project target, not a paper claim", "physics": "physics check, not a paper claim"}
+(the name ends in ``_spec``); config: a value the run was configured with (a budget, a world size); reference: a
+vendor's published measurement, in the runs ``pytest-genai reference runs`` writes (a session's benchmark measures,
+so its recorder refuses this source)."""
+BASIS_WORDS = {"target": "project target, not a paper claim", "physics": "physics check, not a paper claim",
+               "reference": "a vendor's published measurement, not a paper claim"}
 
 
 class ClaimsError(ValueError):
@@ -350,7 +357,8 @@ def parse_claims(data: Mapping[str, Any], file: str, metrics: Mapping[str, Metri
         if basis not in BASES:
             raise ClaimsError(
                 f"{where}: field 'basis' must be one of {BASES} (paper: the paper's number or statement; target: "
-                f"our goal; physics: a check any correct measurement passes), got {basis!r}"
+                f"our goal; physics: a check any correct measurement passes; reference: a vendor's published number), "
+                f"got {basis!r}"
             )
         timing = entry.get("timing", metric.timing)
         if not isinstance(timing, bool):

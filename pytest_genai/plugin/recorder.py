@@ -11,7 +11,7 @@ from pytest_genai import SCHEMA
 from pytest_genai.claims.check import FAIL, INCONCLUSIVE, check_value, contended_share, not_applicable
 from pytest_genai.claims.stats import Interval, median_interval
 from pytest_genai.devices.device import Device
-from pytest_genai.claims.model import SOURCES
+from pytest_genai.claims.model import REPORT_ONLY_BASES, SOURCES
 from pytest_genai.progress import logger
 from pytest_genai.record import Measurement, Result  # noqa: F401  (Result: re-exported for benchmarks)
 
@@ -120,6 +120,7 @@ class GenaiRecorder:
         # CPU contention over the test, from its setup (benchmarks may measure before genai.start) to genai.record
         self._window = Window.open()
         self._stall_share: float | None = None  # its reading at record() (or check())
+        self._reference_registered = False  # the teardown that adds reference verdicts, registered once
 
     # -- filling ---------------------------------------------------------------------------------------------
     @property
@@ -171,6 +172,9 @@ class GenaiRecorder:
                   self._request.node.name)
         self._state.records.append({"name": self._request.node.name, "fullname": self._request.node.nodeid,
                                     "extra_info": {"genai": data}})
+        if not self._reference_registered:  # judged at teardown, when every metric of the record is in
+            self._request.addfinalizer(self._check_reference)
+            self._reference_registered = True
         return self
 
     def _default_experiment(self) -> str:
@@ -229,6 +233,9 @@ class GenaiRecorder:
             source = registered or ("spec" if name.endswith("_spec") else
                                     "modeled" if any(w in name for w in ("modeled", "predicted")) else "measured")
         problem = source_problem(name, source, registered)
+        if source == "reference":  # published numbers live in reference runs, beside the session's, never in them
+            problem = ("'reference' labels a vendor's published number (`pytest-genai reference runs`); record what "
+                       "this test measured, and let the published row's reference verdict compare the two")
         if problem:
             raise ValueError(f"genai.metric({name!r}): {problem}")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -387,9 +394,26 @@ class GenaiRecorder:
         return verdicts
 
 
+    def _check_reference(self) -> None:
+        """Add the ``reference`` verdicts of a published row with this benchmark's identity (never a failure;
+        :mod:`pytest_genai.plugin.reference_verdicts`); a verdict of the same claim recorded before is replaced."""
+        from pytest_genai.plugin.reference_verdicts import reference_verdicts
+
+        data = self.data
+        nodeid = self._request.node.nodeid
+        device = self._device.generation if self._device else "-"
+        for verdict in reference_verdicts(data, nodeid, self._stall_share):
+            entry = verdict.to_json()
+            data["claims"][:] = [c for c in data["claims"] if c.get("id") != verdict.id] + [entry]
+            stall = contended_share(data["attachments"])
+            self._state.verdicts.append({**entry, "device": device, "nodeid": nodeid, "cpu_stall": stall})
+            _LOG.info("claim %s: %s", verdict.id, verdict.message)
+
+
 def failing(verdict: str, basis: str, mode: str) -> bool:
     """Does this verdict fail its test? ``report``: never. ``enforce``: a failed paper or physics claim.
-    ``strict``: also an inconclusive one. A missed ``target`` (our own goal) is recorded and shown, never a failure."""
-    if mode == "report" or basis == "target":
+    ``strict``: also an inconclusive one. A missed ``target`` (our own goal) or ``reference`` (a vendor's published
+    number) is recorded and shown, never a failure."""
+    if mode == "report" or basis in REPORT_ONLY_BASES:
         return False
     return verdict == FAIL or (mode == "strict" and verdict == INCONCLUSIVE)

@@ -21,7 +21,7 @@ def _interval(v: dict[str, Any]) -> str:
     return f"[{iv['lo']:.4g}, {iv['hi']:.4g}] n={iv['n']}"
 
 
-BASIS_ORDER = {"paper": 0, "physics": 1, "target": 2}
+BASIS_ORDER = {"paper": 0, "physics": 1, "target": 2, "reference": 3}
 
 
 def _verdict(v: dict[str, Any]) -> str:

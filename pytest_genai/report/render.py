@@ -17,7 +17,10 @@ from pytest_genai.experiments import label as experiment_label
 from .registry import MetricInfo
 from .runs import Run
 from pytest_genai.tables import Table, md_block_starts, md_inline, one_line, visible
-from .views import BASIS_NOTE, claims_tables, experiment_tables, machine_table, paper_claims_tables, undecided_reasons
+from .views import (
+    BASIS_NOTE, REFERENCE_NOTE, claims_tables, experiment_tables, machine_table, paper_claims_tables, reference_table,
+    undecided_reasons, without_reference,
+)
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,8 @@ def report_blocks(
         blocks.append(Paragraph(contention))
     for note in list(notes) + list(run.warnings):
         blocks.append(Paragraph(f"Note: {note}"))
+    references = reference_table(recs)
+    recs = without_reference(recs)  # a vendor's number is no paper's claim: its verdicts get their own section
     papers, folded = paper_claims_tables(recs, claims_by_id)
     if papers or folded:
         blocks.append(Heading("Claims by paper"))
@@ -96,6 +101,10 @@ def report_blocks(
         blocks.append(table)
     if any(row[6] in ("target", "physics") for _, table in claims for row in table.rows):
         blocks.append(Paragraph(BASIS_NOTE))
+    if references is not None:
+        blocks.append(Heading("Vendor reference numbers"))
+        blocks.append(Paragraph(REFERENCE_NOTE))
+        blocks.append(references)
     for group in experiment_tables(recs, info):
         blocks.append(Heading(f"Experiment: {experiment_label(group.experiment)} — {group.test}"))
         if group.shared:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import math
 from dataclasses import dataclass
@@ -123,6 +125,28 @@ def failures_table(result: GateResult) -> Table:
 BASIS_NOTE = ("Source: the paper and section a paper claim comes from; target: a goal of this project, not a paper "
               "claim (reported, never fails a test); physics: a check any correct measurement passes, not a paper "
               "claim.")
+
+
+REFERENCE_NOTE = ("Reference: the run against a vendor's published measurement of the same configuration "
+                  "(pytest-genai reference check); reported, never fails a test.")
+
+
+def without_reference(records: Sequence[Record]) -> list[Record]:
+    """``records`` with their ``reference`` verdicts left out (the report shows those in their own section)."""
+    return [dataclasses.replace(r, claims=tuple(v for v in r.claims if v.get("basis") != "reference"))
+            if any(v.get("basis") == "reference" for v in r.claims) else r for r in records]
+
+
+def reference_table(records: Sequence[Record]) -> Table | None:
+    """One row per ``reference`` verdict: the benchmark, its device, its value, the published floor, the verdict and
+    the message (how far from the published number); None when the run has none."""
+    rows = [[str(v.get("id", "?")), rec.label, device_text(rec), _claim_value(rec, v), _bound(v.get("min"), v.get("max")),
+             str(v.get("verdict", "?")), str(v.get("message", ""))]
+            for rec in records for v in rec.claims if v.get("basis") == "reference"]
+    if not rows:
+        return None
+    return make_table(["claim", "benchmark", "device", "value", "bound", "verdict", "against the published number"],
+                      rows, [False, False, False, True, False, False, False])
 
 
 def _claim_source(claim: Any) -> str:

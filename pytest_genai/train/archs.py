@@ -147,6 +147,30 @@ LLAMA_33_70B = ArchSpec(
 
 PAPER_ARCHS: dict[str, ArchSpec] = {a.name: a for a in (LLAMA_31_8B, GEMMA_2_27B, LLAMA_33_70B)}
 
+#: LLaMA-7B as optimum-habana's CI fine-tunes it (``huggyllama/llama-7b``, tests/utils.py of huggingface/optimum-habana):
+#: not a paper model, the architecture of a vendor's published row (pytest_genai.reference), run beside it at full
+#: scale. Shapes: the LLaMA paper's 7B row (Touvron et al. 2023, Table 2: dim 4096, 32 heads, 32 layers) and the
+#: ``huggyllama/llama-7b`` config.json (intermediate 11008, vocabulary 32000, 2048 positions, untied head, no GQA).
+LLAMA_7B = ArchSpec(
+    name="llama-7b",
+    family="llama",
+    num_layers=32,
+    hidden=4096,
+    num_heads=32,
+    num_kv_heads=32,
+    head_dim=128,
+    ffn=11008,
+    vocab=32000,
+    tie_embeddings=False,
+    max_positions=2048,
+    source="huggingface.co/huggyllama/llama-7b config.json",
+)
+
+#: Architectures run only to compare with a vendor's published number (never part of the paper matrix).
+REFERENCE_ARCHS: dict[str, ArchSpec] = {LLAMA_7B.name: LLAMA_7B}
+#: Every architecture a throughput config may name.
+ARCHS: dict[str, ArchSpec] = {**PAPER_ARCHS, **REFERENCE_ARCHS}
+
 
 @dataclass(frozen=True)
 class Scale:
@@ -203,9 +227,9 @@ def scaled(arch: ArchSpec, scale: str) -> ArchSpec:
 
 
 def get_arch(name: str, scale: str = "full") -> ArchSpec:
-    """One of the paper's architectures by name, at ``scale``."""
+    """One of the paper's (or a reference row's) architectures by name, at ``scale``."""
     try:
-        arch = PAPER_ARCHS[name]
+        arch = ARCHS[name]
     except KeyError:
-        raise ValueError(f"model={name!r} is unknown; use one of {sorted(PAPER_ARCHS)}") from None
+        raise ValueError(f"model={name!r} is unknown; use one of {sorted(ARCHS)}") from None
     return scaled(arch, scale)

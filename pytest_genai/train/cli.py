@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from pytest_genai.train.archs import PAPER_ARCHS, SCALES, get_arch
+from pytest_genai.train.archs import ARCHS, SCALES, get_arch
 from pytest_genai.train.planner import ATTENTIONS, METHODS, PRECISIONS, STRATEGIES, Workload, min_world_size, plan
 
 GIB = 2**30
@@ -34,7 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Predict per-device memory of DDP, ZeRO-2, FSDP and ZeRO-3 and recommend DDP whenever it fits "
                     "(Paper A, A2: sharding saves memory but costs throughput). All numbers are modeled.",
     )
-    p.add_argument("--model", required=True, choices=sorted(PAPER_ARCHS), help="architecture (Paper A, A2)")
+    p.add_argument("--model", required=True, choices=sorted(ARCHS),
+                   help="architecture (Paper A, A2; llama-7b: a vendor reference row's)")
     p.add_argument("--scale", default="full", choices=sorted(SCALES), help="architecture scale (default: full)")
     p.add_argument("--device", default="gaudi2", help="device generation from the specs table (default: gaudi2)")
     p.add_argument("--capacity-gib", type=float, help="device memory in GiB, instead of the spec's capacity")

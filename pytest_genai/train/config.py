@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_genai.train.archs import PAPER_ARCHS, SCALES
+from pytest_genai.train.archs import ARCHS, PAPER_ARCHS, SCALES
 from pytest_genai.train.lora import LoraSpec
 
 STRATEGIES = ("ddp", "fsdp", "zero2", "zero3")
@@ -80,8 +80,8 @@ class ThroughputConfig:
             object.__setattr__(self, "lora", LoraSpec(**self.lora))
         if self.lora is not None and not isinstance(self.lora, LoraSpec):
             raise ValueError(f"ThroughputConfig.lora={self.lora!r} must be a LoraSpec or None (full fine-tuning)")
-        if self.model not in PAPER_ARCHS:
-            raise ValueError(f"ThroughputConfig.model={self.model!r} is unknown; use one of {sorted(PAPER_ARCHS)}")
+        if self.model not in ARCHS:
+            raise ValueError(f"ThroughputConfig.model={self.model!r} is unknown; use one of {sorted(ARCHS)}")
         _choice(self, "scale", tuple(SCALES))
         _choice(self, "strategy", STRATEGIES)
         _choice(self, "attention", ATTENTION_MODES)
@@ -180,6 +180,51 @@ DEFAULT_METHODS = {"tiny": ("full", "lora"), "small": ("full", "lora"), "full": 
 MATRIX_LORA = LoraSpec()
 
 
+@dataclass(frozen=True)
+class ReferenceConfig:
+    """A run set as a vendor's published row was, so that a node's number compares with it like for like (the
+    plugin's ``reference`` verdict, :mod:`pytest_genai.reference.claims`). Random weights, as every throughput run:
+    its id says so; the published row trained the real model on a real dataset."""
+
+    config: ThroughputConfig
+    cards: int  # the row's cards: the run is comparable only at this world size
+    row: str  # the publisher's row it mirrors
+    settings: str  # where each setting was read
+
+    def world_problem(self, world: int) -> str | None:
+        """Why a run at ``world`` ranks cannot be compared with the row (a skip reason), or None."""
+        if world == self.cards:
+            return None
+        return (f"reference config {self.config.id} mirrors {self.row} on {self.cards} card(s); this job has {world} "
+                f"ranks: run it with --genai-nproc {self.cards} --genai-nnodes 1 to compare like for like")
+
+
+#: optimum-habana's single-card LoRA fine-tune of LLaMA-7B (CI test ``test_run_lora_clm_llama-7b_single_card``),
+#: as its gaudi2 and gaudi3 settings state it: batch 16 per card, bf16, 100 steps, LoRA rank 8 / alpha 16 /
+#: dropout 0.1 on q_proj and v_proj, eager attention (no --use_flash_attention). The sequence length is the
+#: script's default (run_lora_clm.py ``max_seq_length`` 512; --dataset_concatenation packs every sample to it),
+#: which the row itself leaves unstated. Its samples/s counts all 100 steps (``throughput_warmup_steps`` defaults
+#: to 0), compilation included; this run's counts the steps after its warm-up, so it reads a little higher for
+#: the same speed. The recipe's --attn_softmax_bf16 is not passed by train/gaudi.py. Gaudi1's row (batch 2) has no
+#: config here.
+OPTIMUM_HABANA_LLAMA_7B_LORA = ReferenceConfig(
+    config=ThroughputConfig(model="llama-7b", scale="full", strategy="ddp", attention="unfused", micro_batch=16,
+                            seq_len=512, steps=100, warmup=3, precision="amp",
+                            lora=LoraSpec(rank=8, alpha=16, targets=("q_proj", "v_proj"), dropout=0.1)),
+    cards=1,
+    row="optimum-habana test_run_lora_clm_llama-7b_single_card",
+    settings="tests/configs/examples/llama_7b.json (gaudi2, gaudi3: databricks-dolly-15k single_card); "
+             "examples/language-modeling/run_lora_clm.py (max_seq_length default 512)",
+)
+#: The runs with a published counterpart, added to the matrix at ``full`` scale only (never in CI's tiny run).
+REFERENCE_CONFIGS = (OPTIMUM_HABANA_LLAMA_7B_LORA,)
+
+
+def reference_config(cfg: ThroughputConfig) -> ReferenceConfig | None:
+    """The reference config ``cfg`` is, or None for a paper-matrix run."""
+    return next((r for r in REFERENCE_CONFIGS if r.config == cfg), None)
+
+
 def benchmark_matrix(scale: str, methods: tuple[str, ...] | None = None) -> list[ThroughputConfig]:
     """The throughput runs of ``benchmarks/test_finetune.py`` at ``scale`` (``--genai-scale``).
 
@@ -190,6 +235,7 @@ def benchmark_matrix(scale: str, methods: tuple[str, ...] | None = None) -> list
     (full fine-tuning; LoRA when only LoRA runs).
     ``small`` and ``full`` run every paper model under DDP, ZeRO-2, FSDP and ZeRO-3 with attention fused and
     unfused (Gemma-2 has no SDPA path in transformers, so its fused runs exist only on Gaudi), per method.
+    ``full`` adds :data:`REFERENCE_CONFIGS` (those of a chosen method): runs set as a vendor's published row.
     """
     if scale not in SCALE_SETTINGS:
         raise ValueError(f"scale={scale!r} is unknown; use one of {sorted(SCALE_SETTINGS)} (--genai-scale)")
@@ -205,10 +251,11 @@ def benchmark_matrix(scale: str, methods: tuple[str, ...] | None = None) -> list
                                 seq_len=seq, steps=steps, warmup=warmup, precision=precision,
                                 lora=MATRIX_LORA if method == "lora" else None)
 
+    reference = [r.config for r in REFERENCE_CONFIGS if scale == "full" and r.config.method in methods]
     if scale == "tiny":
         sharding = [cfg("gemma-2-27b", s, "unfused", m) for m in methods for s in ("ddp", "fsdp", "zero3")]
         return sharding + [cfg("llama-3.1-8b", "ddp", a, methods[0]) for a in ATTENTION_MODES]
     # Baselines come first (DDP before the sharded strategies, unfused before fused), so each comparison
     # reuses a run its own benchmark already timed.
     return [cfg(m, s, a, meth) for meth in methods for m in PAPER_ARCHS for a in ATTENTION_MODES
-            for s in ("ddp", "zero2", "fsdp", "zero3")]
+            for s in ("ddp", "zero2", "fsdp", "zero3")] + reference

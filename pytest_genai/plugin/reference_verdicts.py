@@ -1,0 +1,57 @@
+"""``reference`` verdicts in a session: a benchmark whose identity (experiment, device generation, model and config)
+matches a published row gets that row's verdict in its ``claims``, judged as ``pytest-genai reference check`` judges
+a run file (:mod:`pytest_genai.reference.claims`). Never a failed test: the basis is report-only.
+
+The rows are the shipped published ones, plus those of the files that ``GENAI_REFERENCE_ROWS`` names (paths joined
+by the OS path separator, each in the shape ``pytest-genai reference list --json`` writes): a site's own reference
+numbers, or a test's row for a CPU configuration.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+#: Environment variable naming extra rows files (``pytest-genai reference list --json``'s shape).
+ROWS_ENV = "GENAI_REFERENCE_ROWS"
+
+
+class ReferenceRowsError(ValueError):
+    """A rows file named by ``GENAI_REFERENCE_ROWS`` that cannot be read."""
+
+
+@functools.lru_cache(maxsize=8)
+def _counterparts(extra: str) -> tuple[Any, ...]:
+    from pytest_genai.reference import sources
+    from pytest_genai.reference.claims import counterparts
+    from pytest_genai.reference.row import RowFormatError, rows_from_json
+
+    rows = [row for name in sources.SOURCES for row in sources.load(name)]
+    for path in filter(None, extra.split(os.pathsep)):
+        try:
+            rows += rows_from_json(json.loads(Path(path).read_text(encoding="utf-8")), path)
+        except (OSError, ValueError, RowFormatError) as exc:
+            raise ReferenceRowsError(f"{ROWS_ENV}={extra}: {exc}; name files written by "
+                                     "`pytest-genai reference list --json` (or unset it)") from None
+    return tuple(counterparts(rows))
+
+
+def session_counterparts() -> tuple[Any, ...]:
+    """The counterparts this session judges against (shipped rows and ``GENAI_REFERENCE_ROWS``'s), read once."""
+    return _counterparts(os.environ.get(ROWS_ENV, ""))
+
+
+def reference_verdicts(genai: Mapping[str, Any], name: str, stall_share: float | None = None) -> list[Any]:
+    """The ``reference`` verdicts of one benchmark's ``extra_info["genai"]`` (empty where no published row is the
+    same configuration); ``stall_share``: the test's measured CPU contention."""
+    found = [c for c in session_counterparts() if c.row.experiment == genai.get("experiment")]
+    if not found or not genai.get("metrics"):
+        return []
+    from pytest_genai.reference.claims import check_run
+    from pytest_genai.report.runs import run_from_json
+
+    run = run_from_json({"benchmarks": [{"name": name, "fullname": name, "extra_info": {"genai": dict(genai)}}]},
+                        name)
+    return [verdict for _record, verdict in check_run(run, found, stall_share)]

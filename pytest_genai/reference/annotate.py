@@ -1,0 +1,19 @@
+"""A run file with its ``reference`` verdicts added to each matched benchmark's claims, for the report to show."""
+from __future__ import annotations
+
+import copy
+from typing import Any, Iterable, Mapping
+
+
+def with_verdicts(doc: Mapping[str, Any], run: Any, found: Iterable[tuple[Any, Any]]) -> dict[str, Any]:
+    """A copy of the pytest-benchmark document ``doc`` (read as ``run``) whose benchmarks carry the verdicts of
+    ``found`` ((record, verdict) pairs of :func:`pytest_genai.reference.claims.check_run`) in
+    ``extra_info.genai.claims``; verdicts of the same claim written before are replaced, never repeated."""
+    out = copy.deepcopy(dict(doc))
+    index = {id(record): i for i, record in enumerate(run.records)}
+    for record, verdict in found:
+        genai = out["benchmarks"][index[id(record)]]["extra_info"]["genai"]
+        device = record.device.generation if record.device else "-"
+        entry = {**verdict.to_json(), "device": device, "nodeid": record.fullname}
+        genai["claims"] = [c for c in genai.get("claims") or [] if c.get("id") != verdict.id] + [entry]
+    return out

@@ -1,0 +1,55 @@
+"""Reference rows as runs in the suite's own JSON (pytest-benchmark's, with ``extra_info.genai``).
+
+One run per device generation, one benchmark per published row. Every metric's source is ``reference``. A row's
+identity (the publisher's test or table row) is its config, so one published row pairs across generations whatever
+batch each generation used; the settings a generation ran with are its environment (shown where two runs differ,
+never matched on), the unstated ones are listed in its labels and its provenance is an attachment.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from pytest_genai import SCHEMA
+from pytest_genai.reference.row import REFERENCE_SOURCE, ReferenceRow
+from pytest_genai.report.runs import Run, run_from_json
+
+
+def benchmark_name(row: ReferenceRow) -> str:
+    return f"reference[{row.provenance.source}:{row.row_id}]"
+
+
+def benchmark(row: ReferenceRow) -> dict[str, Any]:
+    """One pytest-benchmark entry for ``row`` (no timing stats: nothing was timed here)."""
+    name = benchmark_name(row)
+    genai = {
+        "schema": SCHEMA,
+        "experiment": row.experiment,
+        "device": {"kind": row.device_kind, "generation": row.generation,
+                   "name": f"{row.generation} ({row.provenance.source} published)"},
+        "model": row.model,
+        "config": dict(row.identity),
+        "environment": dict(row.settings),
+        "metrics": dict(row.metrics),
+        "metric_sources": {m: REFERENCE_SOURCE for m in row.metrics},
+        "metric_units": dict(row.units),
+        "labels": {"source": REFERENCE_SOURCE, "task": row.task,
+                   "unstated": ", ".join(row.unstated) or "none", "provenance": row.provenance.text()},
+        "attachments": {"provenance": dict(vars(row.provenance)), "note": row.note},
+        "claims": [],
+    }
+    return {"name": name, "fullname": name, "param": row.row_id, "group": None, "extra_info": {"genai": genai}}
+
+
+def run_json(rows: Iterable[ReferenceRow]) -> dict[str, Any]:
+    """A whole pytest-benchmark document of ``rows``."""
+    rows = list(rows)
+    return {"machine_info": {"genai": {"devices": [], "reference": sorted({r.provenance.source for r in rows})}},
+            "commit_info": {}, "benchmarks": [benchmark(r) for r in rows], "datetime": None, "version": "reference"}
+
+
+def runs_by_generation(rows: Iterable[ReferenceRow]) -> dict[str, Run]:
+    """generation -> the run of its rows, read back by the suite's own reader (so it is what a user's file gives)."""
+    by_gen: dict[str, list[ReferenceRow]] = {}
+    for row in rows:
+        by_gen.setdefault(row.generation, []).append(row)
+    return {gen: run_from_json(run_json(these), f"reference:{gen}") for gen, these in by_gen.items()}
