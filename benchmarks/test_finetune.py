@@ -7,8 +7,9 @@ from their public configs with random weights (ids say ``random``; throughput do
 scaled by ``--genai-scale`` (``tiny``: 2 CPU cores in seconds). pytest-benchmark times the whole job; the
 domain numbers come from the workers: median step time after warm-up (slowest rank per step), tokens/s,
 analytic FLOPs (cross-checked with torch's flop counter), MFU against the device spec, peak memory per rank
-against the fit planner's prediction. Comparisons bracket: the baseline (DDP; unfused attention) runs just before
-and again just after the run it is compared with, and the ratio uses the mean of the two. Claims: DDP ≥ ZeRO-3 / FSDP throughput when the planner says DDP fits
+against the fit planner's prediction. Comparisons run across launches: the configuration and its baseline (DDP;
+unfused attention) each launch several times, interleaved (``pytest_genai.train.launches``: 5 a side at ``small``
+and ``full``, 2 at ``tiny``, where the verdict reads inconclusive), and the ratio's interval is over launches. Claims: DDP ≥ ZeRO-3 / FSDP throughput when the planner says DDP fits
 (A2.ddp_vs_*), the Flash Attention speedup on Gaudi and CUDA (A2.flash_attention_*). At ``--genai-scale full`` the
 matrix adds runs set as a vendor's published row (``train.config.REFERENCE_CONFIGS``: optimum-habana's single-card
 LLaMA-7B LoRA, random weights); the plugin gives them a ``reference`` verdict against that row, never a failure. ``test_finetune_wikitext``
@@ -22,6 +23,7 @@ import pytest
 
 from pytest_genai.devices.ranks import ranks_problem
 from pytest_genai.train.config import ThroughputConfig, WikitextConfig, benchmark_matrix
+from pytest_genai.train.launches import launch_plan
 from pytest_genai.train.requirements import skip_unless_installed
 
 pytestmark = [pytest.mark.finetune, pytest.mark.slow, pytest.mark.launches]  # every test runs torchrun jobs
@@ -78,15 +80,14 @@ def _require_training_path(device, cfg: ThroughputConfig | None = None) -> None:
             pytest.skip(f"not_applicable: {route.reason}")
 
 
-def _bracketing_baseline(runs, baseline: ThroughputConfig, kind: str, launch_spec, **node_problem):
-    """The baseline's latest run (normally just before this one) and a fresh run just after it.
+def _interleaved(runs, plan, cfg: ThroughputConfig, first, baseline: ThroughputConfig, kind: str, launch_spec,
+                 node):
+    """``cfg``'s launches (``first`` already ran) and its baseline's, interleaved as ``plan`` orders them, every one
+    fresh: (cfg's, baseline's), each in launch order; Nones on the nodes other than node 0."""
+    from pytest_genai.train.launches import interleave
 
-    Comparisons divide by the mean of their tokens/s, so a change of machine load during the runs (shared CPUs)
-    cancels to first order; the next comparison reuses the fresh run as its "before".
-    """
-    before = runs.get(baseline, kind, launch_spec, **node_problem)
-    after = runs.get(baseline, kind, launch_spec, fresh=True, **node_problem)
-    return before, after  # None, None on the nodes other than node 0
+    return interleave(plan, lambda: runs.get(cfg, kind, launch_spec, fresh=True, **node(cfg)),
+                      lambda: runs.get(baseline, kind, launch_spec, fresh=True, **node(baseline)), first_run=first)
 
 
 def _skip_unless_node0(summary, launch_spec) -> None:
@@ -186,17 +187,21 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
     bracket_unfused = unfused_baseline is not None and (baseline_fit is None or baseline_fit.fits(cfg.strategy))
     summary = benchmark.pedantic(finetune_runs.get, args=(cfg, kind, launch_spec), kwargs={"fresh": True, **node(cfg)},
                                  rounds=1, iterations=1)
-    ddp_runs = (_bracketing_baseline(finetune_runs, ddp_baseline, kind, launch_spec, **node(ddp_baseline))
-                if bracket_ddp else None)
-    unfused_runs = (_bracketing_baseline(finetune_runs, unfused_baseline, kind, launch_spec, **node(unfused_baseline))
-                    if bracket_unfused else None)
+    # a comparison across launches: both sides launched plan.per_side times, interleaved (pytest_genai.train.launches)
+    plan = launch_plan(cfg.scale)
+    sharded_runs, ddp_runs = (_interleaved(finetune_runs, plan, cfg, summary, ddp_baseline, kind, launch_spec, node)
+                              if bracket_ddp else (None, None))
+    fused_runs, unfused_runs = (_interleaved(finetune_runs, plan, cfg, summary, unfused_baseline, kind, launch_spec,
+                                             node) if bracket_unfused else (None, None))
     _skip_unless_node0(summary, launch_spec)
     from pytest_genai.train.run import SkippedRun
 
     if isinstance(summary, SkippedRun):
         pytest.skip(f"planner, on the job's nodes: {summary.reason}")
-    ddp_skipped = next((r.reason for r in ddp_runs or () if isinstance(r, SkippedRun)), None)
-    unfused_skipped = next((r.reason for r in unfused_runs or () if isinstance(r, SkippedRun)), None)
+    ddp_skipped = next((r.reason for r in (*(sharded_runs or ()), *(ddp_runs or ())) if isinstance(r, SkippedRun)),
+                       None)
+    unfused_skipped = next((r.reason for r in (*(fused_runs or ()), *(unfused_runs or ()))
+                            if isinstance(r, SkippedRun)), None)
     if ddp_skipped:
         ddp_runs = None
     # init "auto" stays out of the config, so runs written before the field pair with these (the mode that ran is
@@ -215,14 +220,14 @@ def test_finetune_throughput(benchmark, genai, genai_device, finetune_cfg, finet
     ratio = result.metrics["peak_tensor_bytes_over_predicted"].value
 
     if cfg.sharded is not None:  # Paper A: DDP beats the sharding methods when the model fits one device
-        genai.record(results.ddp_comparison_result(summary, ddp_runs))
+        genai.record(results.ddp_comparison_result(sharded_runs, ddp_runs, plan.order()))
         genai.check("A2.ddp_vs_zero3", "A2.ddp_vs_fsdp")  # scoped to fits = true: not applicable otherwise
     if cfg.attention == "fused":  # Paper A: Flash Attention +10-20% on Gaudi (CPU: SDPA vs eager, no claim)
         if bracket_unfused and not unfused_skipped:
-            genai.record(results.flash_attention_result(summary, unfused_runs))
+            genai.record(results.flash_attention_result(fused_runs, unfused_runs, order=plan.order()))
             genai.check("A2.flash_attention_gaudi", "A2.flash_attention_cuda")
         else:
-            genai.record(results.flash_attention_result(summary, None, unfit_reason=unfused_skipped
+            genai.record(results.flash_attention_result([summary], None, unfit_reason=unfused_skipped
                                                         or baseline_fit.reason))
 
     assert counted == flops, f"analytic FLOPs {flops} differ from torch's flop counter {counted}"

@@ -198,19 +198,26 @@ def _finetune_launches(monkeypatch, tmp_path, cfg, node_rank, mem_gb=64.0, probl
 
 
 def _bracketed_configs():
+    """Each comparison's config and the job ids its test launches after its own first job: the interleaved
+    launches of both sides (tiny's plan: run, base, base, run)."""
     import dataclasses
 
     from pytest_genai.train.config import benchmark_matrix
+    from pytest_genai.train.launches import launch_plan
 
     configs = [c for c in benchmark_matrix("tiny", ("full",)) if c.sharded or c.attention == "fused"]
-    return [(c, [dataclasses.replace(c, strategy="ddp").id] * 2 if c.sharded else
-             [dataclasses.replace(c, attention="unfused").id] * 2) for c in configs]
+    order = launch_plan("tiny").order()[1:]
+    out = []
+    for c in configs:
+        base = dataclasses.replace(c, strategy="ddp") if c.sharded else dataclasses.replace(c, attention="unfused")
+        out.append((c, [c.id if side == "run" else base.id for side in order]))
+    return out
 
 
 @pytest.mark.parametrize("cfg, brackets", _bracketed_configs(), ids=lambda v: getattr(v, "id", ""))
 def test_finetune_nodes_launch_the_same_jobs_in_the_same_order(monkeypatch, tmp_path, cfg, brackets):
-    """A comparison's baseline runs just before and just after its run: node 1 launches them too (else node 0's
-    bracketing job waits for a node that has moved on, and every later job pairs the wrong collectives)."""
+    """A comparison launches both sides several times, interleaved: node 1 launches them too, in the same order (else
+    node 0's next job waits for a node that has moved on, and every later job pairs the wrong collectives)."""
     pytest.importorskip("torch")
     from pytest_genai.train.requirements import MissingRequirement, check_requirements
 

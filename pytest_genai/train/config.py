@@ -29,7 +29,7 @@ def init_mode(cfg: "ThroughputConfig", device_kind: str) -> str:
     if cfg.init != "auto":
         return cfg.init
     return "deferred" if cfg.strategy in ("fsdp", "zero3") and device_kind in ("cuda", "hpu") else "eager"
-ATTENTION_MODES = ("unfused", "fused")  # the baseline first: comparisons reuse its run
+ATTENTION_MODES = ("unfused", "fused")  # the baseline first: its own row runs before the comparison
 PRECISIONS = ("fp32", "amp")
 METHODS = ("full", "lora")
 
@@ -255,7 +255,7 @@ def benchmark_matrix(scale: str, methods: tuple[str, ...] | None = None) -> list
     if scale == "tiny":
         sharding = [cfg("gemma-2-27b", s, "unfused", m) for m in methods for s in ("ddp", "fsdp", "zero3")]
         return sharding + [cfg("llama-3.1-8b", "ddp", a, methods[0]) for a in ATTENTION_MODES]
-    # Baselines come first (DDP before the sharded strategies, unfused before fused), so each comparison
-    # reuses a run its own benchmark already timed.
+    # Baselines come first (DDP before the sharded strategies, unfused before fused): a baseline's own row fails
+    # before the comparisons that launch it again.
     return [cfg(m, s, a, meth) for meth in methods for m in PAPER_ARCHS for a in ATTENTION_MODES
             for s in ("ddp", "zero2", "fsdp", "zero3")] + reference

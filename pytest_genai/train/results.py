@@ -3,9 +3,9 @@
 One function per benchmark turns what the runs returned into named metrics, each with its source (``measured`` for
 timings, losses, memory and what is derived from them; ``modeled`` for the analytic FLOPs and the fit planner's
 prediction; units are the metric registry's, ``claims/data/metrics_*.toml``), labels saying how a number was
-obtained and attachments (the planner's terms, per-rank peaks, the bracketing baseline runs). The comparisons that
-need extra runs (DDP against a sharded strategy, fused against unfused attention) are separate builders taking the
-bracketing runs' summaries. ``benchmarks/test_finetune.py`` runs the jobs, calls ``genai.record(result)`` and checks
+obtained and attachments (the planner's terms, per-rank peaks, every launch of a comparison). The comparisons that
+need extra runs (DDP against a sharded strategy, fused against unfused attention) are separate builders taking both
+sides' interleaved launches (:mod:`pytest_genai.train.launches`). ``benchmarks/test_finetune.py`` runs the jobs, calls ``genai.record(result)`` and checks
 the claims; it does not unpack the summaries itself.
 """
 from __future__ import annotations
@@ -30,29 +30,6 @@ NO_DDP_COMPARISON = "none: the planner says DDP does not fit (or the capacity is
 
 def _m(value: float, source: str = MEASURED, interval: Interval | None = None, rounds: Any = None) -> Measurement:
     return Measurement(value, source=source, interval=interval, rounds=None if rounds is None else tuple(rounds))
-
-
-def speed_ratio_interval(slow_steps: Sequence[float], fast_steps: Sequence[float]) -> Interval:
-    """95% interval of median(slow steps) / median(fast steps) (same global batch: the tokens/s ratio of the fast
-    side over the slow one), by a seeded bootstrap over the timed steps of separate runs."""
-    from pytest_genai.claims.stats import bootstrap_ratio_interval
-
-    return bootstrap_ratio_interval(list(slow_steps), list(fast_steps))
-
-
-def bracketed_interval(run_steps: Sequence[float], brackets: tuple[RunSummary, RunSummary], *,
-                       run_is_slow: bool) -> Interval:
-    """The speed ratio of one run against its bracketing baseline runs (just before, just after): the step bootstrap
-    against each baseline run, joined. Pooling the two baselines' steps as one sample hid the drift between runs
-    (a simulated 4% run-to-run spread: 28% coverage for a nominal 95%); here that drift widens the interval by the
-    two baselines' difference. The run's own run-to-run deviation is still not seen: one run a side cannot show it."""
-    from pytest_genai.claims.stats import Interval
-
-    parts = [speed_ratio_interval(run_steps, b.timed_step_s) if run_is_slow
-             else speed_ratio_interval(b.timed_step_s, run_steps) for b in brackets]
-    return Interval(min(p.lo for p in parts), max(p.hi for p in parts), min(p.level for p in parts),
-                    min(p.n for p in parts), "ratio of medians, percentile bootstrap against the baseline run before "
-                    "and the one after, joined (drift between the runs widens it)")
 
 
 def training_mfu(achieved: float, cfg: ThroughputConfig, device: Device, *, world: int,
@@ -138,31 +115,40 @@ def throughput_result(summary: RunSummary, cfg: ThroughputConfig, device: Device
     return Result(out, labels, attachments)
 
 
-def ddp_comparison_result(sharded: RunSummary, ddp_runs: tuple[RunSummary, RunSummary] | None) -> Result:
-    """DDP's tokens/s over a sharded strategy's (ZeRO-3, FSDP) on the same model: the mean of the DDP runs just
-    before and just after the sharded one, with the :func:`bracketed_interval`; both DDP rates are attached. ``ddp_runs`` None (the planner says DDP does not fit, or the capacity is unknown): a label says so."""
-    if ddp_runs is None:
+def _over_launches(runs: Sequence[RunSummary], bases: Sequence[RunSummary], name: str, *, run_is_slow: bool,
+                   order: Sequence[str]) -> Result:
+    """``name``: the fast side's tokens/s over the slow side's, the configuration under test (``runs``) and its
+    baseline (``bases``) each launched several times, interleaved in ``order``
+    (:mod:`pytest_genai.train.launches`): the ratio of their mean job medians with the two-stage interval over
+    launches; every job's tokens/s attached per side, in launch order."""
+    from pytest_genai.train.launches import compare_launches
+
+    slow, fast = (runs, bases) if run_is_slow else (bases, runs)
+    comparison = compare_launches([r.timed_step_s for r in slow], [r.timed_step_s for r in fast])
+    attachments = {"launches": {"order": list(order), "run_tokens_per_s": [r.tokens_per_s for r in runs],
+                                "baseline_tokens_per_s": [r.tokens_per_s for r in bases]}}
+    return Result({name: _m(comparison.ratio, interval=comparison.interval)},
+                  {"launches": f"{len(runs)} and {len(bases)} (baseline), interleaved"}, attachments)
+
+
+def ddp_comparison_result(sharded: Sequence[RunSummary], ddp: Sequence[RunSummary] | None,
+                          order: Sequence[str] = ()) -> Result:
+    """DDP's tokens/s over a sharded strategy's (ZeRO-3, FSDP) on the same model, each launched several times,
+    interleaved (``order``; :func:`_over_launches`). ``ddp`` None (the planner says DDP does not fit, or the
+    capacity is unknown): a label says so."""
+    if ddp is None:
         return Result({}, {"ddp_comparison": NO_DDP_COMPARISON})
-    before, after = ddp_runs
-    ddp = (before.tokens_per_s, after.tokens_per_s)
-    ratio = metrics.speedup(sum(ddp) / 2, sharded.tokens_per_s)
-    interval = bracketed_interval(sharded.timed_step_s, ddp_runs, run_is_slow=True)
-    return Result({"throughput_ratio_ddp_over_sharded": _m(ratio, interval=interval)}, {},
-                  {"ddp_tokens_per_s_before_after": ddp})
+    return _over_launches(sharded, ddp, "throughput_ratio_ddp_over_sharded", run_is_slow=True, order=order)
 
 
-def flash_attention_result(fused: RunSummary, unfused_runs: tuple[RunSummary, RunSummary] | None,
-                           unfit_reason: str = "") -> Result:
-    """Fused attention's tokens/s over unfused attention's, same config: against the mean of the unfused runs just
-    before and just after the fused one, with the :func:`bracketed_interval`; both unfused rates are attached. ``unfused_runs`` None (unfused attention does not fit, ``unfit_reason`` says why): a label."""
-    if unfused_runs is None:
+def flash_attention_result(fused: Sequence[RunSummary], unfused: Sequence[RunSummary] | None,
+                           unfit_reason: str = "", order: Sequence[str] = ()) -> Result:
+    """Fused attention's tokens/s over unfused attention's, same config, each launched several times, interleaved
+    (``order``; :func:`_over_launches`). ``unfused`` None (unfused attention does not fit, ``unfit_reason`` says
+    why): a label."""
+    if unfused is None:
         return Result({}, {"attention_comparison": f"none: unfused attention does not fit ({unfit_reason})"})
-    before, after = unfused_runs
-    unfused = (before.tokens_per_s, after.tokens_per_s)
-    speedup = metrics.speedup(fused.tokens_per_s, sum(unfused) / 2)
-    interval = bracketed_interval(fused.timed_step_s, unfused_runs, run_is_slow=False)
-    return Result({"flash_attention_speedup": _m(speedup, interval=interval)}, {},
-                  {"unfused_tokens_per_s_before_after": unfused})
+    return _over_launches(fused, unfused, "flash_attention_speedup", run_is_slow=False, order=order)
 
 
 def launcher_vs_bare_result(suite: Sequence[RunSummary], bare: Sequence[BareRun], warmup: int) -> Result:

@@ -139,8 +139,8 @@ def run(cfg: ThroughputConfig | WikitextConfig, device_kind: str, spec: LaunchSp
 class RunCache:
     """Runs each (device kind, config, launch) once per session; later requests get the same summary (or error).
 
-    The benchmarks compare runs (DDP against a sharded strategy, fused against unfused attention); a comparison
-    reuses the baseline's run when it already happened and launches it otherwise.
+    ``fresh=True`` launches again: the comparisons (DDP against a sharded strategy, fused against unfused attention)
+    launch each side several times (:mod:`pytest_genai.train.launches`).
     """
 
     def __init__(self, root: Path):

@@ -158,46 +158,57 @@ def test_no_mfu_when_the_peak_is_unknown(device):
 SLOW, FAST = (9.0, 9.0, 1.0, 1.1, 1.0, 0.9), (9.0, 9.0, 0.5, 0.5, 0.6, 0.5)
 
 
-@pytest.mark.parametrize(("build", "metric", "attachment", "run_steps", "baseline_steps"), [
-    (ddp_comparison_result, "throughput_ratio_ddp_over_sharded", "ddp_tokens_per_s_before_after", SLOW, FAST),
-    (flash_attention_result, "flash_attention_speedup", "unfused_tokens_per_s_before_after", FAST, SLOW),
+def _jobs(steps, scales):
+    return [summary(step_s=tuple(x * k for x in steps)) for k in scales]
+
+
+@pytest.mark.parametrize(("build", "metric", "run_steps", "baseline_steps"), [
+    (ddp_comparison_result, "throughput_ratio_ddp_over_sharded", SLOW, FAST),
+    (flash_attention_result, "flash_attention_speedup", FAST, SLOW),
 ], ids=["ddp_over_sharded", "flash_attention"])
-def test_a_comparison_uses_the_mean_of_the_bracketing_runs_with_a_bootstrap_interval(build, metric, attachment,
-                                                                                      run_steps, baseline_steps):
-    """DDP over a sharded run, fused over unfused attention: against the mean of the baseline runs just before and
-    just after; > 1 when the DDP / fused side is faster."""
-    run = summary(step_s=run_steps)
-    before, after = summary(step_s=baseline_steps), summary(step_s=baseline_steps[:2] + (0.5, 0.5, 0.5, 0.4))
-    result = build(run, (before, after))
+def test_a_comparison_is_the_ratio_of_mean_job_medians_over_interleaved_launches(build, metric, run_steps,
+                                                                                  baseline_steps):
+    """DDP over a sharded run, fused over unfused attention: the fast side's mean job median over the slow side's,
+    each side launched several times; > 1 when the DDP / fused side is faster; every job's tokens/s attached."""
+    runs, bases = _jobs(run_steps, (1.0, 1.02, 0.98, 1.01, 0.99)), _jobs(baseline_steps, (1.0, 0.97, 1.03, 1.0, 1.01))
+    order = ("run", "base", "base", "run") * 2 + ("run", "base")
+    result = build(runs, bases, order=order)
     assert sources(result) == {metric: "measured"}
     assert_recordable(result)
     m = result.metrics[metric]
-    rates = (before.tokens_per_s, after.tokens_per_s)
-    expected = sum(rates) / 2 / run.tokens_per_s if build is ddp_comparison_result else run.tokens_per_s / (
-        sum(rates) / 2)
+    slow, fast = (runs, bases) if build is ddp_comparison_result else (bases, runs)
+    expected = statistics.fmean(r.median_step_s for r in slow) / statistics.fmean(r.median_step_s for r in fast)
     assert m.value == pytest.approx(expected) and m.value > 1
-    assert m.interval.lo <= m.value <= m.interval.hi and m.interval.n == 4
-    assert result.labels == {}
-    assert result.attachments == {attachment: rates}
+    assert m.interval.lo <= m.value <= m.interval.hi and m.interval.n == 5 and m.interval.level >= 0.9
+    assert "two-stage" in m.interval.method
+    assert result.labels == {"launches": "5 and 5 (baseline), interleaved"}
+    assert result.attachments == {"launches": {"order": list(order),
+                                               "run_tokens_per_s": [r.tokens_per_s for r in runs],
+                                               "baseline_tokens_per_s": [r.tokens_per_s for r in bases]}}
 
 
-def test_drift_between_the_bracketing_runs_widens_the_comparison_interval():
-    """The two baseline runs' steps were pooled as one sample: a baseline that ran 20% faster after the compared run
-    than before it gave an interval as narrow as two identical baselines (the drift between runs was invisible)."""
+def test_the_spread_between_launches_widens_the_comparison_interval():
+    """The interval is over launches: baseline jobs whose medians spread +-10% between launches give a far wider
+    interval than steady ones, though each job's own steps are as steady (an interval over one launch's steps
+    cannot see that spread)."""
     steady = (9.0, 9.0) + (1.0, 1.02, 0.98, 1.01, 0.99, 1.0) * 2
-    run = summary(step_s=tuple(2 * x for x in steady))  # the sharded run: half DDP's speed
-    same = ddp_comparison_result(run, (summary(step_s=steady), summary(step_s=steady)))
-    drifted = ddp_comparison_result(run, (summary(step_s=steady), summary(step_s=tuple(x / 1.2 for x in steady))))
-    a, b = same.metrics["throughput_ratio_ddp_over_sharded"].interval, drifted.metrics[
-        "throughput_ratio_ddp_over_sharded"].interval
-    assert b.hi - b.lo > 5 * (a.hi - a.lo)
-    assert b.lo <= 2.0 * 0.99 and b.hi >= 2.4 * 1.01  # covers the ratio against either baseline run
-    assert "joined" in b.method and b.level >= 0.9
+    sharded = _jobs(tuple(2 * x for x in steady), (1.0,) * 5)
+    same = ddp_comparison_result(sharded, _jobs(steady, (1.0,) * 5))
+    spread = ddp_comparison_result(sharded, _jobs(steady, (1.0, 0.9, 1.1, 0.95, 1.05)))
+    a, b = (r.metrics["throughput_ratio_ddp_over_sharded"].interval for r in (same, spread))
+    assert b.hi - b.lo > 3 * (a.hi - a.lo)
+    assert b.lo < 2.0 < b.hi
+
+
+def test_two_launches_a_side_cannot_reach_a_verdicts_level():
+    """Tiny scale's 2 launches a side: the interval's level is capped at 50%, so the claim reads inconclusive."""
+    result = ddp_comparison_result(_jobs(SLOW, (1.0, 1.01)), _jobs(FAST, (1.0, 0.99)))
+    assert result.metrics["throughput_ratio_ddp_over_sharded"].interval.level == 0.5
 
 
 def test_no_comparison_is_a_label():
     ddp = ddp_comparison_result(summary(), None)
-    unfit = flash_attention_result(summary(), None, unfit_reason="needs 3 GiB")
+    unfit = flash_attention_result([summary()], None, unfit_reason="needs 3 GiB")
     for result in (ddp, unfit):
         assert (result.metrics, result.attachments) == ({}, {})
     assert ddp.labels == {"ddp_comparison": NO_DDP_COMPARISON}
