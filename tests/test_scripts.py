@@ -118,7 +118,7 @@ def test_the_paper_plan_dry_run_on_the_cpu_collects_every_run_and_passes(tmp_pat
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "exit codes: finetune: 0 a1: 0 level1: 0;" in done.stdout
     logs = {name: (tmp_path / "out" / f"log_paper_{name}.txt").read_text() for name in ("finetune", "a1", "level1")}
-    assert "test_finetune_throughput[llama-3.1-8b-random-ddp-attn_fused-amp-mb1-s2048-lora_r8" in logs["finetune"]
+    assert "test_finetune_throughput[llama-3.1-8b-random-ddp-attn_unfused-amp-mb1-s2048-lora_r8" in logs["finetune"]
     assert "1/" in logs["finetune"] and "3/" in logs["a1"]  # one LoRA row; fp32, fake and real
     for mode in ("fp32", "fake", "real"):
         assert f"test_random_arch_throughput[cpu-{mode}]" in logs["a1"]
@@ -130,7 +130,7 @@ def test_the_paper_plan_sizes_its_runs_for_one_80_gb_gpu():
     import importlib.util
 
     text = (ROOT / "scripts" / "cuda_session.sh").read_text(encoding="utf-8")
-    assert '-k "test_finetune_throughput and llama-3.1-8b-random-ddp-attn_fused" --genai-scale full' in text
+    assert '-k "test_finetune_throughput and llama-3.1-8b-random-ddp-attn_unfused" --genai-scale full' in text
     assert "--genai-finetune-methods lora" in text and "-k test_random_arch_throughput --genai-scale full" in text
     spec = importlib.util.spec_from_file_location("quant_bench", ROOT / "benchmarks" / "test_quantization.py")
     bench = importlib.util.module_from_spec(spec)
