@@ -54,6 +54,7 @@ _HELP = {
     "timeout": "seconds before a distributed worker is declared hung and killed",
     "dabench_profiles": "folder of vendor outputs for WSE/RDU/IPU: <kind>/<config id>/<profile>, <kind>/capacity/, <kind>/level2/<run>/ (docs/dabench.md); makes those kinds artifact devices where their SDK is absent",
     "baseline": "a previous --benchmark-json file, or a run in pytest-benchmark's --benchmark-storage: its number (0003) or latest (the newest); each benchmark's metrics are compared with it as the run goes",
+    "reference_rows": "extra published rows to give matching benchmarks a reference verdict (files written by `pytest-genai reference list --json`, joined by the path separator; the shipped rows always count)",
     "run_noise": "with --genai-baseline: how much a run's log mean moves between launches of the same code, which this run's rounds cannot show: measured (default: the table measured on a shared 2-vCPU VM), a number for every experiment (0: rounds alone), or finetune=0.2,*=0.05",
     "max_regression": "per-metric regression thresholds for --genai-baseline, e.g. tokens_per_s=5%,perplexity=0.5%; or pytest-benchmark's field:N% for its round-time statistics (min, max, mean, median, stddev, iqr: median:10%) and for genai metrics (tokens_per_s:5%)",
     "store": "also write this run into the results store at the end of the session (after --benchmark-json): a SQLAlchemy URL (sqlite:///PATH, postgresql+psycopg://USER@HOST/DB) or a SQLite file path; see pytest-genai history/compare",

@@ -258,6 +258,19 @@ def parse_run_noise(text: str) -> Any:
     return parse(text, option="")
 
 
+def parse_reference_rows(text: str) -> str:
+    """``--genai-reference-rows``: rows files (``pytest-genai reference list --json``'s shape), joined by the OS path
+    separator, read and checked now rather than at every benchmark's teardown."""
+    from pytest_genai.plugin.reference_verdicts import ReferenceRowsError, _counterparts
+
+    paths = os.pathsep.join(parse_path(p) for p in text.split(os.pathsep) if p)
+    try:
+        _counterparts(paths)
+    except ReferenceRowsError as exc:
+        raise ValueError(str(exc).split(": ", 1)[-1]) from None
+    return paths
+
+
 #: name -> (cli option, env var, ini key, parser, default)
 SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | None, Any]] = {
     "devices": ("--genai-devices", "GENAI_DEVICES", "genai_devices", parse_devices, KINDS),
@@ -277,6 +290,7 @@ SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | No
     "dabench_profiles": ("--genai-dabench-profiles", "GENAI_DABENCH_PROFILES", None, parse_profiles_dir, None),
     "baseline": ("--genai-baseline", None, None, parse_path, None),
     "max_regression": ("--genai-max-regression", None, None, parse_max_regression, None),
+    "reference_rows": ("--genai-reference-rows", "GENAI_REFERENCE_ROWS", None, parse_reference_rows, None),
     "run_noise": ("--genai-run-noise", "GENAI_RUN_NOISE", None, parse_run_noise, None),
     "report": ("--genai-report", "GENAI_REPORT", None, parse_path, None),
     "finetune_methods": ("--genai-finetune-methods", "GENAI_FINETUNE_METHODS", "genai_finetune_methods",

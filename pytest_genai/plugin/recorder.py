@@ -402,7 +402,10 @@ class GenaiRecorder:
         data = self.data
         nodeid = self._request.node.nodeid
         device = self._device.generation if self._device else "-"
-        for verdict in reference_verdicts(data, nodeid, self._stall_share):
+        from pytest_genai.plugin.options import resolve
+
+        extra = resolve(self._request.config, "reference_rows") or ""
+        for verdict in reference_verdicts(data, nodeid, self._stall_share, extra):
             entry = verdict.to_json()
             data["claims"][:] = [c for c in data["claims"] if c.get("id") != verdict.id] + [entry]
             stall = contended_share(data["attachments"])

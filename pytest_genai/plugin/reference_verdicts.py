@@ -38,15 +38,18 @@ def _counterparts(extra: str) -> tuple[Any, ...]:
     return tuple(counterparts(rows))
 
 
-def session_counterparts() -> tuple[Any, ...]:
-    """The counterparts this session judges against (shipped rows and ``GENAI_REFERENCE_ROWS``'s), read once."""
-    return _counterparts(os.environ.get(ROWS_ENV, ""))
+def session_counterparts(extra: str | None = None) -> tuple[Any, ...]:
+    """The counterparts this session judges against (shipped rows and ``extra``'s files, default
+    ``GENAI_REFERENCE_ROWS``'s), read once."""
+    return _counterparts(os.environ.get(ROWS_ENV, "") if extra is None else extra)
 
 
-def reference_verdicts(genai: Mapping[str, Any], name: str, stall_share: float | None = None) -> list[Any]:
+def reference_verdicts(genai: Mapping[str, Any], name: str, stall_share: float | None = None,
+                       extra: str | None = None) -> list[Any]:
     """The ``reference`` verdicts of one benchmark's ``extra_info["genai"]`` (empty where no published row is the
-    same configuration); ``stall_share``: the test's measured CPU contention."""
-    found = [c for c in session_counterparts() if c.row.experiment == genai.get("experiment")]
+    same configuration); ``stall_share``: the test's measured CPU contention; ``extra``: the session's
+    ``--genai-reference-rows``."""
+    found = [c for c in session_counterparts(extra) if c.row.experiment == genai.get("experiment")]
     if not found or not genai.get("metrics"):
         return []
     from pytest_genai.reference.claims import check_run

@@ -403,6 +403,9 @@ def test_a_native_toml_ini_value_that_is_not_a_string_is_a_usage_error(pytester:
         (["--genai-baseline", "b.json", "--genai-run-noise", "lots"], {},
          "command-line option --genai-run-noise: 'lots': 'lots' is not a standard deviation of a log"),
         (["--genai-run-noise", "0.05"], {}, "the run noise applies to a comparison with --genai-baseline"),
+        # read at each benchmark's teardown before, erroring every genai test
+        ([], {"GENAI_REFERENCE_ROWS": "/nonexistent/rows.json"},
+         "environment variable GENAI_REFERENCE_ROWS: [Errno 2] No such file or directory: '/nonexistent/rows.json'"),
     ],
 )
 def test_bad_settings_name_their_source(pytester: pytest.Pytester, monkeypatch, args, env, needle) -> None:
