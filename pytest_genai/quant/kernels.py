@@ -25,7 +25,6 @@ KERNEL_NATIVE = "pytest-genai.dequant"
 FORMATS = ("int8", "fp8_e4m3")
 #: FP8 tensor cores: Ada (8.9) and Hopper (9.0) on; below them cuBLASLt has no FP8 GEMM
 FP8_MIN_CAPABILITY = (8, 9)
-E4M3_MAX = 448.0
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,10 @@ needs_scaled_mm = pytest.mark.skipif(fp8._probe_scaled_mm("cpu", tensorwise=True
                                      reason="torch._scaled_mm with one-element scales does not run on this CPU build")
 
 
+def test_the_layer_and_the_selector_name_the_same_kernel():
+    assert fp8.StaticFp8Linear.kernel == KERNEL_SCALED_MM_FP8
+
+
 def test_tensor_scale_is_a_one_element_fp32_tensor():
     s = fp8.e4m3_tensor_scale(torch.tensor(896.0))
     assert s.dtype == torch.float32 and s.shape == (1,) and float(s) == 2.0
