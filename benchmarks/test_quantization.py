@@ -264,7 +264,7 @@ def test_kernel_throughput(benchmark, genai, genai_device, genai_settings, fmt):
     ids = torch.randint(0, vocab, (RANDOM_ARCH_BATCH, seq), generator=torch.Generator().manual_seed(0))
     names = list(uniform_plan(model, fmt).formats)
     choice = select_kernel(fmt, probe_caps(device.torch_device))
-    layers = {}
+    kernel_layers = {}  # module name -> the kernel it runs
     if choice.native:
         quantize_model(model, uniform_plan(model, fmt), "real", backend="native")
         run = model
@@ -273,16 +273,16 @@ def test_kernel_throughput(benchmark, genai, genai_device, genai_settings, fmt):
         applied = apply_kernel(model, names, choice,
                                calibrate=lambda m: throughput.forward_fn(m, calibration, device.torch_device,
                                                                          device.synchronize)())
-        run, layers = applied.model, applied.layers
+        run, kernel_layers = applied.model, applied.layers
     genai.start(model=f"{arch.id}", config={
         "mode": "real", "precision": fmt, "kernel": choice.kernel, "weights": "random", "scale": scale,
         "layers": layers, "vocab": vocab, "batch_size": RANDOM_ARCH_BATCH,
         "throughput_batch": f"{RANDOM_ARCH_BATCH}x{seq}"})
     genai.label("kernel_reason", choice.reason)
-    if layers:  # a layer the kernel cannot take (CUDA: K or N not a multiple of 16) stays fp32, counted here
+    if kernel_layers:  # a layer the kernel cannot take (CUDA: K or N not a multiple of 16) stays fp32, counted here
         from collections import Counter
 
-        genai.label("kernel_layers", ", ".join(f"{k}: {n}" for k, n in Counter(layers.values()).items()))
+        genai.label("kernel_layers", ", ".join(f"{k}: {n}" for k, n in Counter(kernel_layers.values()).items()))
     forward_fp32 = throughput.forward_fn(fp32, ids, device.torch_device, device.synchronize)
     forward = throughput.forward_fn(run, ids, device.torch_device, device.synchronize)
     forward_fp32()  # compiles, autotunes and first-touches outside the timed rounds

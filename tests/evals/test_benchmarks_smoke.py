@@ -58,6 +58,7 @@ def test_quantization_and_lm_eval_benchmarks_run_and_record_the_contract(setup, 
     for fmt in ("int8", "fp8_e4m3"):  # which kernel ran is config: the row names it, and the speedup is paired
         kernel_row = rows[f"test_kernel_throughput[cpu-{fmt}]"]
         assert kernel_row["config"]["precision"] == fmt and kernel_row["config"]["kernel"], kernel_row["config"]
+        assert kernel_row["config"]["layers"] == 1 and kernel_row["labels"]["kernel_layers"].endswith(": 7")
         assert len(kernel_row["metric_rounds"]["kernel_speedup_vs_fp32"]) >= 5
     real = rows["test_quantized_model_quality[tiny-llama-cpu-real-wikitext]"]
     assert real["experiment"] == "quant" and real["model"] == "tiny-llama"
