@@ -14,6 +14,10 @@ calibration pass on Gaudi), and prune-then-quantize (``pruned-bitmask``: the glo
 as bitmask + nonzeros) with the device's tiers and with bf16/fp8. Each records which compute path every layer ran and
 fails when the case's mechanics did not happen (a fallen-back FP8 layer, an unpaid mask).
 
+``test_kernel_throughput``: the same TinyLlama-architecture forward with every decoder linear int8 or fp8 through the
+device's own kernel (``quant.kernels``: torchao int8 weight-only, ``torch._scaled_mm`` with static scales, else the
+suite's path; the row's config names it), paired with fp32 in interleaved rounds (targets: no slower than fp32).
+
 These rows carry the ``extension`` marker (beyond the paper's plan): the test command and ``-m cpu`` run them,
 the README's main job does not. Default CPU run (``--genai-scale tiny``): WikiText as the opening ~682 tokens of each of 3 seeded articles (2,048
 tokens), 40 HellaSwag and 40 BoolQ examples; HellaSwag and BoolQ for fp32 and real mode only (``_TINY_SKIP``).
@@ -225,3 +229,76 @@ def test_random_arch_throughput(benchmark, genai, genai_device, genai_settings, 
         from pytest_genai.compose.quantized_eval import compute_path_counts
 
         genai.label("compute_paths", ", ".join(f"{p}: {n}" for p, n in compute_path_counts(paths).items()))
+
+
+#: The device's own low-precision kernels (``quant.kernels``) against fp32 on the same TinyLlama-architecture model:
+#: int8 weight-only through torchao (compiled on CUDA), fp8 through ``torch._scaled_mm`` with static per-tensor
+#: scales, else the suite's own path; the row's config names the kernel that ran. fp32 and quantized forwards are
+#: timed in interleaved rounds, so a slow spell of a shared machine hits both sides alike.
+KERNEL_FORMATS = ("int8", "fp8_e4m3")
+KERNEL_CLAIMS = ("A1.target.int8_kernel_vs_fp32", "A1.target.fp8_kernel_vs_fp32", "A1.target.int8_kernel_vs_fp32_cpu",
+                 "A1.target.fp8_kernel_vs_fp32_cpu")
+
+
+@pytest.mark.claims(*KERNEL_CLAIMS, kinds=("cpu", "cuda"))
+@pytest.mark.parametrize("fmt", KERNEL_FORMATS)
+def test_kernel_throughput(benchmark, genai, genai_device, genai_settings, fmt):
+    from statistics import median
+
+    import torch
+
+    from pytest_genai.evals import throughput
+    from pytest_genai.quant import quantize_model, uniform_plan
+    from pytest_genai.quant.bench import ArchConfig, build_random_model
+    from pytest_genai.quant.kernels import apply_kernel, probe_caps, select_kernel
+    from pytest_genai.runtime.timing import paired_rounds_until
+
+    device = genai_device
+    if device.torch_device is None:
+        pytest.skip(f"the A1 forward runs through torch; {device.kind} has no torch device")
+    scale = genai_settings["scale"]
+    layers, vocab, seq = RANDOM_ARCH_SHAPES[scale]
+    arch = ArchConfig(layers=layers, vocab=vocab)
+    fp32 = build_random_model(arch).to(device.torch_device)
+    model = build_random_model(arch).to(device.torch_device)  # same seed: the same weights as fp32's
+    ids = torch.randint(0, vocab, (RANDOM_ARCH_BATCH, seq), generator=torch.Generator().manual_seed(0))
+    names = list(uniform_plan(model, fmt).formats)
+    choice = select_kernel(fmt, probe_caps(device.torch_device))
+    kernel_layers = {}  # module name -> the kernel it runs
+    if choice.native:
+        quantize_model(model, uniform_plan(model, fmt), "real", backend="native")
+        run = model
+    else:
+        calibration = ids[:2, :]  # static fp8 scales: the activation amax of two sequences
+        applied = apply_kernel(model, names, choice,
+                               calibrate=lambda m: throughput.forward_fn(m, calibration, device.torch_device,
+                                                                         device.synchronize)())
+        run, kernel_layers = applied.model, applied.layers
+    genai.start(model=f"{arch.id}", config={
+        "mode": "real", "precision": fmt, "kernel": choice.kernel, "weights": "random", "scale": scale,
+        "layers": layers, "vocab": vocab, "batch_size": RANDOM_ARCH_BATCH,
+        "throughput_batch": f"{RANDOM_ARCH_BATCH}x{seq}"})
+    genai.label("kernel_reason", choice.reason)
+    if kernel_layers:  # a layer the kernel cannot take (CUDA: K or N not a multiple of 16) stays fp32, counted here
+        from collections import Counter
+
+        genai.label("kernel_layers", ", ".join(f"{k}: {n}" for k, n in Counter(kernel_layers.values()).items()))
+    forward_fp32 = throughput.forward_fn(fp32, ids, device.torch_device, device.synchronize)
+    forward = throughput.forward_fn(run, ids, device.torch_device, device.synchronize)
+    forward_fp32()  # compiles, autotunes and first-touches outside the timed rounds
+    forward()
+    tokens = ids.numel()
+
+    def speedups(fp32_s, quant_s):
+        return [a / b for a, b in zip(fp32_s, quant_s)]
+
+    fp32_s, quant_s, loop = paired_rounds_until(
+        forward_fp32, forward, rounds=RANDOM_ARCH_ROUNDS, policy=genai.rounds_policy,
+        decided=lambda a, b: genai.decided("kernel_speedup_vs_fp32", speedups(a, b)))
+    benchmark.pedantic(forward, rounds=1, iterations=1)  # pytest-benchmark's row; the verdicts use the pairs
+    genai.metric("tokens_per_s", tokens / median(quant_s), rounds=[tokens / s for s in quant_s])
+    genai.metric("fp32_tokens_per_s", tokens / median(fp32_s), rounds=[tokens / s for s in fp32_s])
+    ratios = speedups(fp32_s, quant_s)
+    genai.metric("kernel_speedup_vs_fp32", median(ratios), rounds=ratios)
+    genai.note_rounds("kernel_speedup_vs_fp32", loop)
+    genai.check(*KERNEL_CLAIMS)

@@ -40,7 +40,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
                ("pytest_genai/quant", "pytest_genai/evals", "pytest_genai/compose"),
                ("test_quantization.py", "test_eval_vs_lmeval.py", "test_quantizer.py"),
                ("metrics_quant.toml", "metrics_evals.toml"), ("quant.md", "evals.md"),
-               ("mode", "task", "precision", "backend", "comparison", "throughput_batch", "scale")),
+               ("mode", "task", "precision", "backend", "comparison", "throughput_batch", "scale", "batch_size")),
     Experiment("finetune", "A", "A2", "fine-tuning throughput: DDP / FSDP / DeepSpeed ZeRO-3, Flash Attention",
                "finetune", ("pytest_genai/train",), ("test_finetune.py",), ("metrics_finetune.toml",),
                ("finetune.md",),

@@ -29,13 +29,14 @@ PATH_FALLBACK = "fp8_weight_only_dequant"  # a layer _scaled_mm cannot take (sha
 PATH_INC = "inc_fp8"
 
 
-def _probe_scaled_mm(device) -> str | None:
-    """None if ``torch._scaled_mm`` runs a 16x16 row-wise-scaled e4m3 product on ``device``, else why not."""
+def _probe_scaled_mm(device, *, tensorwise: bool = False) -> str | None:
+    """None if ``torch._scaled_mm`` runs a 16x16 e4m3 product on ``device`` with row-wise scales (or, with
+    ``tensorwise``, one-element scales), else why not."""
     try:
         a = torch.ones((16, 16), device=device).to(torch.float8_e4m3fn)
         b = torch.ones((16, 16), device=device).to(torch.float8_e4m3fn).t()
-        s_a = torch.ones((16, 1), device=device)
-        s_b = torch.ones((1, 16), device=device)
+        s_a = torch.ones((1,) if tensorwise else (16, 1), device=device)
+        s_b = torch.ones((1,) if tensorwise else (1, 16), device=device)
         out_dtype = torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
         y = torch._scaled_mm(a, b, scale_a=s_a, scale_b=s_b, out_dtype=out_dtype)
         if float(y.float()[0, 0]) != 16.0:
@@ -143,3 +144,50 @@ def w8a8_reference(x, qw: QuantizedWeight, bias=None):
     if bias is not None:
         y = y + bias.to(torch.float64)
     return y.reshape(*x.shape[:-1], qw.shape[0])
+
+
+def e4m3_tensor_scale(amax) -> torch.Tensor:
+    """A per-tensor scale as ``_scaled_mm`` takes it (tensorwise: one fp32 element): amax / 448, never zero."""
+    amax = torch.as_tensor(amax, dtype=torch.float32).reshape(())
+    return (torch.clamp(amax, min=1e-12) / E4M3_MAX).reshape(1)
+
+
+class StaticFp8Linear(nn.Module):
+    """FP8 compute with static per-tensor scales: ``y = _scaled_mm(q(x / s_x), q(W / s_w)^T, s_x, s_w) + b``.
+
+    ``s_w`` = the weight's amax / 448 and ``s_x`` = the activation amax measured once on calibration tokens / 448
+    (:func:`pytest_genai.quant.kernels.apply_kernel`): a forward quantizes its input with one divide, a clamp and a
+    cast, and measures nothing per call, unlike :class:`Fp8Linear`'s per-token scales. Inputs beyond the calibrated
+    amax saturate at +-448.
+    """
+
+    kernel = "torch._scaled_mm.fp8_e4m3.tensorwise_static"
+
+    def __init__(self, weight, bias, x_amax):
+        super().__init__()
+        self.out_features, self.in_features = weight.shape
+        w_scale = e4m3_tensor_scale(weight.detach().abs().amax())
+        codes = (weight.detach().float() / w_scale).clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn)
+        self.register_buffer("qweight", codes)
+        self.register_buffer("w_scale", w_scale.to(weight.device))
+        self.register_buffer("x_scale", e4m3_tensor_scale(x_amax).to(weight.device))
+        self.bias = None if bias is None else nn.Parameter(bias.detach(), requires_grad=False)
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear, x_amax) -> "StaticFp8Linear":
+        return cls(linear.weight, linear.bias, x_amax)
+
+    def forward(self, x):
+        lead = x.shape[:-1]
+        codes = (x.reshape(-1, self.in_features).float() / self.x_scale).clamp_(-E4M3_MAX, E4M3_MAX)
+        # CUDA writes bf16 (what Fp8Linear's probe checked there); the CPU writes the input's dtype
+        out_dtype = torch.bfloat16 if x.device.type == "cuda" else x.dtype
+        y = torch._scaled_mm(codes.to(torch.float8_e4m3fn), self.qweight.t(), scale_a=self.x_scale,
+                             scale_b=self.w_scale, out_dtype=out_dtype).to(x.dtype)
+        if self.bias is not None:
+            y = y + self.bias.to(x.dtype)
+        return y.reshape(*lead, self.out_features)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, kernel={self.kernel}, "
+                f"x_scale={float(self.x_scale):.3g}, w_scale={float(self.w_scale):.3g}")

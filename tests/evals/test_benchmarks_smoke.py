@@ -52,8 +52,14 @@ def test_quantization_and_lm_eval_benchmarks_run_and_record_the_contract(setup, 
     has_lm_eval = importlib.util.find_spec("lm_eval") is not None
     # 7 paper-plan rows (fake mode's HellaSwag/BoolQ skip at tiny) + 4 extra methods' WikiText rows (their 8
     # HellaSwag/BoolQ rows skip at tiny) + 3 lm-eval rows + 3 TinyLlama-architecture throughput rows (random weights)
-    result.assert_outcomes(passed=17 if has_lm_eval else 14, skipped=10 if has_lm_eval else 13)
+    # + 2 device-kernel rows (int8, fp8 against fp32)
+    result.assert_outcomes(passed=19 if has_lm_eval else 16, skipped=10 if has_lm_eval else 13)
     rows = {b["name"]: b["extra_info"]["genai"] for b in json.loads(out.read_text())["benchmarks"]}
+    for fmt in ("int8", "fp8_e4m3"):  # which kernel ran is config: the row names it, and the speedup is paired
+        kernel_row = rows[f"test_kernel_throughput[cpu-{fmt}]"]
+        assert kernel_row["config"]["precision"] == fmt and kernel_row["config"]["kernel"], kernel_row["config"]
+        assert kernel_row["config"]["layers"] == 1 and kernel_row["labels"]["kernel_layers"].endswith(": 7")
+        assert len(kernel_row["metric_rounds"]["kernel_speedup_vs_fp32"]) >= 5
     real = rows["test_quantized_model_quality[tiny-llama-cpu-real-wikitext]"]
     assert real["experiment"] == "quant" and real["model"] == "tiny-llama"
     assert real["config"]["mode"] == "real" and real["config"]["precision"] == "bf16/int8"
