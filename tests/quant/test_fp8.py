@@ -160,6 +160,9 @@ def fake_inc(monkeypatch):
 
     q = types.SimpleNamespace(FP8Config=FP8Config, prepare=prepare, convert=convert,
                               finalize_calibration=finalize_calibration)
+    # INC's selection code imported now, on the CPU as it is: imported under the fakes below, INC's import-time
+    # find_spec("habana_frameworks") raised (a test run alone failed; after other INC tests it passed)
+    pytest.importorskip("neural_compressor.torch.algorithms.fp8_quant._core.utils")
     monkeypatch.setitem(sys.modules, "habana_frameworks", types.ModuleType("habana_frameworks"))
     monkeypatch.setitem(sys.modules, "habana_frameworks.torch", types.ModuleType("habana_frameworks.torch"))
     monkeypatch.setitem(sys.modules, "neural_compressor.torch.quantization", q)
