@@ -1,16 +1,18 @@
 """The Gaudi (HPU) path: the same runs through optimum-habana's ``GaudiTrainer`` / ``GaudiTrainingArguments``.
 
 Used by the worker when the device is ``hpu``; it needs ``habana_frameworks`` (the Gaudi software stack) and
-``optimum-habana`` (``pip install -e ".[hpu]"`` in a checkout), which cannot be imported elsewhere. Paper A fine-tuned
-on Gaudi this way. Strategy mapping: DDP is the trainer's default under torchrun (``ddp_backend='hccl'``),
-DeepSpeed ZeRO-2/3 through ``deepspeed=<config>``, FSDP through ``fsdp='full_shard'``. Flash Attention on/off
-is Habana's fused SDPA, switched by ``model.generation_config.use_flash_attention`` (with the causal mask),
-as optimum-habana's language-modeling examples do -- but the trainer forwards those flags to the model only for
-some model types (:func:`flash_attention_route`); for Gemma-2 the batches carry them instead. LoRA runs build
-the adapters as ``run_lora_clm.py`` does (:mod:`pytest_genai.train.lora`): bf16 base, PEFT model cast to bf16.
+``optimum-habana`` (``pip install -c ci/constraints-gaudi.txt -e ".[hpu]"`` in a checkout), which cannot be imported
+elsewhere. Paper A fine-tuned on Gaudi this way. Strategy mapping: DDP is the trainer's default under torchrun
+(``ddp_backend='hccl'``), DeepSpeed ZeRO-2/3 through ``deepspeed=<config>``, FSDP through ``fsdp='full_shard'``.
+Flash Attention on/off is Habana's fused SDPA, switched by ``model.generation_config.use_flash_attention`` (with
+the causal mask), as optimum-habana's language-modeling examples do -- but the trainer forwards those flags to the
+model only for some model types (:func:`flash_attention_route`); for Gemma-2 the batches carry them instead. LoRA
+runs build the adapters as ``run_lora_clm.py`` does (:mod:`pytest_genai.train.lora`): bf16 base, PEFT model cast to
+bf16.
 
-This module was written against optimum-habana's documented API and has not run on this project's machines
-(no Gaudi here). It writes the same result JSON as :mod:`pytest_genai.train.worker`.
+This module was written against optimum-habana's documented API; it has not run on a Gaudi card. CI runs it
+through ``GaudiTrainer`` on the CPU with a stand-in bridge (scripts/gaudi_leg.sh, tests/gaudi_leg). It writes the
+same result JSON as :mod:`pytest_genai.train.worker`.
 """
 
 from __future__ import annotations
