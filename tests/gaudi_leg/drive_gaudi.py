@@ -4,7 +4,8 @@ and adapt_transformers_to_gaudi patches transformers for the whole process).
 ``python drive_gaudi.py train MODEL STRATEGY ATTENTION [lora]``: ``train.gaudi.run_gaudi`` through optimum-habana's
 ``GaudiTrainer`` with one gloo rank; the only change is where the trainer runs (``use_cpu`` instead of
 ``use_habana``, no ``use_lazy_mode``, gloo, fp32: the stand-in has no card). ``args MODEL STRATEGY``:
-``GaudiTrainingArguments`` from the run's own arguments, unchanged. ``layers``: the FSDP wrap class names in
+``GaudiTrainingArguments`` from the run's own arguments, unchanged. ``zero3``: a ZeRO-3 run's arguments, then
+its model. ``layers``: the FSDP wrap class names in
 Gaudi-adapted models. ``inc``: INC FP8 ``prepare``/``convert`` on a tiny Llama. ``mode``: the diffusion row's config
 with the bridge's running mode. The last line is ``LEG-RESULT <json>``; an exception is reported there, not raised.
 """
@@ -55,6 +56,27 @@ def args(model: str, strategy: str) -> dict:
     cfg = ThroughputConfig(model=model, strategy=strategy, steps=3, warmup=2, seq_len=32, micro_batch=1)
     built = GaudiTrainingArguments(**gaudi.training_arguments(cfg, tempfile.mkdtemp(prefix="genai-gaudi-leg-")))
     return {"device": str(built.device)}
+
+
+def zero3() -> dict:
+    """``train.gaudi.arguments_then_model`` for a ZeRO-3 run: the real GaudiTrainingArguments (with
+    GENAI_STANDIN_HPU=1 the stand-in says an HPU is there, so optimum-habana builds the DeepSpeed config; DeepSpeed
+    runs its CPU accelerator), then the model, on one gloo rank; how many parameters zero.Init partitioned."""
+    import torch.distributed as dist
+
+    from pytest_genai.train import gaudi
+    from pytest_genai.train.config import ThroughputConfig
+
+    os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=os.environ.get("GENAI_LEG_PORT", "29562"))
+    dist.init_process_group("gloo", rank=0, world_size=1)
+    cfg = ThroughputConfig(model="llama-3.1-8b", strategy="zero3", steps=3, warmup=2, seq_len=32, micro_batch=1)
+    args, model = gaudi.arguments_then_model(cfg, tempfile.mkdtemp(prefix="genai-gaudi-leg-"))
+    params = list(model.parameters())
+    return {"device": str(args.device), "params": len(params),
+            "partitioned": sum(hasattr(p, "ds_id") for p in params),
+            "whole_numel": sum(int(getattr(p, "ds_numel", p.numel())) for p in params),
+            "data_numel": sum(p.data.numel() for p in params)}
 
 
 def layers() -> dict:
@@ -110,7 +132,7 @@ def main(argv: list[str]) -> None:
         if what == "train":
             out = train(rest[0], rest[1], rest[2], rest[3:] == ["lora"])
         else:
-            out = {"args": args, "layers": layers, "inc": inc, "mode": mode}[what](*rest)
+            out = {"args": args, "zero3": zero3, "layers": layers, "inc": inc, "mode": mode}[what](*rest)
         out = {"ok": True, **out}
     except Exception as exc:  # the leg records where the real library stops
         out = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-3000:]}

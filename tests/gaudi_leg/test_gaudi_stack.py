@@ -17,8 +17,8 @@ DRIVER = Path(__file__).with_name("drive_gaudi.py")
 BOUND_S = 240
 
 
-def drive(*args: str, lazy: bool = True) -> dict:
-    env = {**os.environ, "PT_HPU_LAZY_MODE": "1" if lazy else "0"}
+def drive(*args: str, lazy: bool = True, hpu: bool = False) -> dict:
+    env = {**os.environ, "PT_HPU_LAZY_MODE": "1" if lazy else "0", "GENAI_STANDIN_HPU": "1" if hpu else "0"}
     done = subprocess.run([sys.executable, str(DRIVER), *args], env=env, capture_output=True, text=True,
                           timeout=BOUND_S)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("LEG-RESULT ")]
@@ -83,11 +83,20 @@ def test_fsdp_on_the_stand_in_stops_at_accelerates_device_check():
     assert "create_accelerator_and_postprocess" in out["trace"]
 
 
-def test_zero3_on_the_stand_in_stops_at_the_training_arguments():
-    """optimum-habana builds the DeepSpeed config only for an HPU device: the ZeRO-3 model build under zero.Init
-    (which needs these arguments first) cannot run here."""
+def test_zero3_training_arguments_need_an_hpu_device():
+    """optimum-habana builds the DeepSpeed config only for an HPU device: with the trainer on the CPU, ZeRO-3 stops
+    at the arguments (the training itself never runs here)."""
     out = drive("args", "llama-3.1-8b", "zero3")
     assert not out["ok"] and "This version of DeepSpeed must be run on HPUs" in out["error"]
+
+
+def test_zero3_builds_the_model_partitioned_under_zero_init_after_the_arguments():
+    """With the arguments first, transformers builds the model under deepspeed.zero.Init: every parameter is
+    partitioned as it is created (no rank holds the whole fp32 model). Built before them, none was."""
+    out = drive("zero3", hpu=True)
+    assert out["ok"], out.get("trace")
+    assert out["device"].startswith("hpu")
+    assert out["partitioned"] == out["params"] > 0 and out["data_numel"] == 0 < out["whole_numel"]
 
 
 def test_inc_fp8_on_the_stand_in_stops_at_incs_cpu_config_check():

@@ -1,8 +1,11 @@
 """Stand-in for ``habana_frameworks.torch.hpu``: no HPU is available (``is_available()`` is False, so the suite's
-device probe finds none and parametrizes no hpu variant); memory counters read zero."""
+device probe finds none and parametrizes no hpu variant) unless ``GENAI_STANDIN_HPU=1``, which one leg case sets in
+its own process so that optimum-habana and accelerate take their HPU setup branch; no tensor can go to an HPU
+either way. Memory counters read zero."""
 from __future__ import annotations
 
 import contextlib
+import os
 
 from habana_frameworks.torch.hpu import random  # noqa: F401
 
@@ -10,7 +13,8 @@ _PEAK = [0]
 
 
 def is_available() -> bool:
-    return False
+    # GENAI_STANDIN_HPU=1 (set by one leg case in its own process): libraries take the HPU branch of their setup
+    return os.environ.get("GENAI_STANDIN_HPU") == "1"
 
 
 def device_count() -> int:
