@@ -49,10 +49,15 @@ def _accelerator_memory_bytes(device) -> int | None:
 
 
 def _torch_device_or_skip(device, kinds=("cpu", "cuda", "hpu")):
-    if device.kind not in kinds:
+    if device.kind in kinds:
+        return
+    if device.kind in VENDOR_KINDS:
         pytest.skip(f"this Level 2 benchmark runs through torch on {', '.join(kinds)}; on {device.kind} Level 2 is "
                     "read from the vendor's run logs by test_vendor_precision / test_vendor_tp_scaling / "
                     "test_vendor_batch_scaling")
+    # Gaudi runs torch, but has no vendor logs: say what runs there instead
+    pytest.skip(f"this Level 2 benchmark runs on {', '.join(kinds)} only: its torchrun jobs (gloo and NCCL ranks) "
+                f"have no {device.kind} path; on {device.kind} Level 2 is test_batch_size_sweep and test_precision")
 
 
 def _vendor_runs(request, kind, howto=None):

@@ -57,6 +57,16 @@ def test_level2_scaling_on_node_1_takes_part_and_skips(monkeypatch, tmp_path, st
     assert not [c for c in genai.calls if c[0] in ("record", "check")]
 
 
+@pytest.mark.parametrize("kind, says, never", [("hpu", "test_batch_size_sweep and test_precision", "run logs"),
+                                               ("rdu", "vendor's run logs", "no rdu path")])
+def test_level2_scaling_skips_gaudi_naming_what_runs_there_not_vendor_logs(tmp_path, kind, says, never):
+    """Gaudi has no vendor run logs to read: its skip names the Level 2 rows that do run on it."""
+    bench = _benchmark_module("test_dabench_level2")
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        bench.test_parallel_scaling(FakeBenchmark(), FakeGenai(), FakeDevice(kind), _settings(1, 1), "dp", tmp_path)
+    assert says in str(skipped.value) and never not in str(skipped.value)
+
+
 def test_level2_pipeline_with_more_stages_than_layers_skips_saying_why(monkeypatch, tmp_path):
     from pytest_genai.dabench.level2 import run
 

@@ -219,3 +219,33 @@ def test_cuda_session_script_says_when_the_budget_leaves_no_time_for_a1(tmp_path
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "A1 not run:" in done.stdout and "exit codes: benchmarks: 0 quant: 1;" in done.stdout
+
+
+def test_the_gaudi_leg_runs_last_in_ci_from_its_lock_and_its_stand_in_never_ships():
+    """.ci/run ends with the Gaudi-stack leg (after the test command and the slow set, in the exit status); the leg
+    installs from ci/constraints-gaudi.txt beside the base environment's pinned torch, as the README's Gaudi line
+    does; the stand-in bridge under tests/ is outside pyproject's package discovery."""
+    import tomllib
+
+    from setuptools import find_packages
+
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    leg_at = ci.index("bash scripts/gaudi_leg.sh || status=$?")
+    assert leg_at > ci.index("python3 -m pytest tests benchmarks -m slow || status=$?") and ci[-1] == 'exit "$status"'
+    leg = (ROOT / "scripts" / "gaudi_leg.sh").read_text(encoding="utf-8")
+    assert subprocess.run(["bash", "-n", str(ROOT / "scripts" / "gaudi_leg.sh")]).returncode == 0
+    assert "-m venv --system-site-packages" in leg and "grep -E '^torch==' ci/constraints.txt" in leg
+    assert '-c ci/constraints-gaudi.txt -c "$venv/torch-pin.txt"' in leg and 'tests/gaudi_standin' in leg
+    assert 'pip install -c ci/constraints-gaudi.txt -e ".[hpu]"' in (ROOT / "README.md").read_text(encoding="utf-8")
+    pins = dict(line.split("==") for line in (ROOT / "ci" / "constraints-gaudi.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    assert "torch" not in pins  # a Gaudi node's torch is Habana's build
+    assert pins["optimum-habana"].startswith("1.21.") and pins["transformers"].startswith("4.55.")
+    assert pins["huggingface-hub"].startswith("0.") and pins["accelerate"] == "1.10.1"
+    assert {"neural-compressor-pt", "peft", "deepspeed"} <= set(pins)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    include = project["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert include == ["pytest_genai*"]
+    shipped = find_packages(str(ROOT), include=include)
+    assert shipped and not [p for p in shipped if "habana" in p or p.startswith("tests")]
+    assert (ROOT / "tests" / "gaudi_standin" / "habana_frameworks" / "__init__.py").is_file()

@@ -10,7 +10,8 @@ KINDS = ("cpu", "cuda", "hpu", "wse", "rdu", "ipu")
 
 #: How to enable each kind, for skip reasons.
 #: The hpu extra (optimum-habana), as the README and every skip or error that needs it say it.
-HPU_EXTRA_INSTALL = '`pip install -e ".[hpu]"` in a checkout, `pip install "pytest-genai[hpu]"` otherwise'
+HPU_EXTRA_INSTALL = ('`pip install -c ci/constraints-gaudi.txt -e ".[hpu]"` in a checkout, '
+                     '`pip install "pytest-genai[hpu]"` otherwise')
 ENABLE_HINTS = {
     "cpu": "always available",
     "cuda": "run on a node with an NVIDIA GPU and a CUDA build of torch",

@@ -1,16 +1,18 @@
 """The Gaudi (HPU) path: the same runs through optimum-habana's ``GaudiTrainer`` / ``GaudiTrainingArguments``.
 
 Used by the worker when the device is ``hpu``; it needs ``habana_frameworks`` (the Gaudi software stack) and
-``optimum-habana`` (``pip install -e ".[hpu]"`` in a checkout), which cannot be imported elsewhere. Paper A fine-tuned
-on Gaudi this way. Strategy mapping: DDP is the trainer's default under torchrun (``ddp_backend='hccl'``),
-DeepSpeed ZeRO-2/3 through ``deepspeed=<config>``, FSDP through ``fsdp='full_shard'``. Flash Attention on/off
-is Habana's fused SDPA, switched by ``model.generation_config.use_flash_attention`` (with the causal mask),
-as optimum-habana's language-modeling examples do -- but the trainer forwards those flags to the model only for
-some model types (:func:`flash_attention_route`); for Gemma-2 the batches carry them instead. LoRA runs build
-the adapters as ``run_lora_clm.py`` does (:mod:`pytest_genai.train.lora`): bf16 base, PEFT model cast to bf16.
+``optimum-habana`` (``pip install -c ci/constraints-gaudi.txt -e ".[hpu]"`` in a checkout), which cannot be imported
+elsewhere. Paper A fine-tuned on Gaudi this way. Strategy mapping: DDP is the trainer's default under torchrun
+(``ddp_backend='hccl'``), DeepSpeed ZeRO-2/3 through ``deepspeed=<config>``, FSDP through ``fsdp='full_shard'``.
+Flash Attention on/off is Habana's fused SDPA, switched by ``model.generation_config.use_flash_attention`` (with
+the causal mask), as optimum-habana's language-modeling examples do -- but the trainer forwards those flags to the
+model only for some model types (:func:`flash_attention_route`); for Gemma-2 the batches carry them instead. LoRA
+runs build the adapters as ``run_lora_clm.py`` does (:mod:`pytest_genai.train.lora`): bf16 base, PEFT model cast to
+bf16.
 
-This module was written against optimum-habana's documented API and has not run on this project's machines
-(no Gaudi here). It writes the same result JSON as :mod:`pytest_genai.train.worker`.
+This module was written against optimum-habana's documented API; it has not run on a Gaudi card. CI runs it
+through ``GaudiTrainer`` on the CPU with a stand-in bridge (scripts/gaudi_leg.sh, tests/gaudi_leg). It writes the
+same result JSON as :mod:`pytest_genai.train.worker`.
 """
 
 from __future__ import annotations
@@ -155,6 +157,22 @@ def gaudi_config_kwargs(mode: str) -> dict[str, bool]:
     return {"use_fused_adam": lazy, "use_fused_clip_norm": lazy, "use_torch_autocast": True}
 
 
+def arguments_then_model(cfg: ThroughputConfig, output_dir: str) -> tuple[Any, Any]:
+    """``(GaudiTrainingArguments, model)`` for ``cfg``, in that order: with a ZeRO-3 config the arguments make
+    transformers build the model under ``deepspeed.zero.Init`` (each parameter partitioned as it is created), so no
+    rank holds the whole fp32 model; built first, every rank would, and DeepSpeed would then move it whole to one
+    card. The decoder layers are optimum-habana's (``adapt_transformers_to_gaudi`` runs first)."""
+    from optimum.habana import GaudiTrainingArguments
+    from optimum.habana.transformers.modeling_utils import adapt_transformers_to_gaudi
+
+    from pytest_genai.train.archs import get_arch
+    from pytest_genai.train.build import build_model
+
+    adapt_transformers_to_gaudi()
+    args = GaudiTrainingArguments(**training_arguments(cfg, output_dir))
+    return args, build_model(get_arch(cfg.model, cfg.scale), "eager", seed=cfg.seed)
+
+
 def run_gaudi(cfg: ThroughputConfig | WikitextConfig, env: dict[str, int]) -> int:
     """Train ``cfg`` with ``GaudiTrainer`` on this rank; rank 0 writes the result JSON. Returns an exit code."""
     _require_habana()
@@ -164,21 +182,19 @@ def run_gaudi(cfg: ThroughputConfig | WikitextConfig, env: dict[str, int]) -> in
     import habana_frameworks.torch.hpu as hthpu
     import torch
     import torch.distributed as dist
-    from optimum.habana import GaudiConfig, GaudiTrainer, GaudiTrainingArguments
-    from optimum.habana.transformers.modeling_utils import adapt_transformers_to_gaudi
+    from optimum.habana import GaudiConfig, GaudiTrainer
     from transformers import TrainerCallback
 
     from pytest_genai.train.archs import get_arch
-    from pytest_genai.train.build import build_model
     from pytest_genai.runtime.rank import finish
     from pytest_genai.train.job import SCHEMA, synthetic_batch
 
     from pytest_genai.runtime.hpu_mode import require_mode
 
     hpu_mode = require_mode(hpu_mode_for(cfg))  # before any step: one mode's numbers never carry the other's name
-    adapt_transformers_to_gaudi()
     arch = get_arch(cfg.model, cfg.scale)
-    model = build_model(arch, "eager", seed=cfg.seed)
+    out_dir = tempfile.TemporaryDirectory()  # the trainer's output_dir (nothing is saved in it)
+    args, model = arguments_then_model(cfg, out_dir.name)
     if cfg.strategy == "fsdp":  # the wrap matches class names: refuse a model in which it would find no layer
         layer_cls = fsdp_layer_class(model.config.model_type)
         if not any(type(m).__name__ == layer_cls for m in model.modules()):
@@ -230,12 +246,13 @@ def run_gaudi(cfg: ThroughputConfig | WikitextConfig, env: dict[str, int]) -> in
 
     clock = StepClock()
     hthpu.reset_peak_memory_stats()
-    with tempfile.TemporaryDirectory() as out:
-        args = GaudiTrainingArguments(**training_arguments(cfg, out))
+    try:
         trainer = GaudiTrainer(model=model, args=args, train_dataset=Synthetic(), callbacks=[clock],
                                data_collator=collate,
                                gaudi_config=GaudiConfig(**gaudi_config_kwargs(hpu_mode)))
         trainer.train()
+    finally:
+        out_dir.cleanup()
     local = {
         "step_s": clock.step_s,
         "peak_memory_bytes": int(hthpu.max_memory_allocated()),

@@ -405,12 +405,52 @@ def host_fit_problem(arch: ArchSpec, init: str, ranks_per_node: int, host_availa
             f"{arch.id} ({init}) > {usable / 2**30:.1f} GiB usable of the node's available RAM; {hint}")
 
 
-#: Seconds a job may take per billion parameters beyond the base timeout: building, initializing and moving a
-#: large model, and compiling its graphs on Gaudi, take minutes before the first step.
-TIMEOUT_S_PER_BILLION_PARAMS = 15.0
+#: Seconds per billion parameters of the host work a rank does before its first step, on one thread (a rank's share
+#: when 8 ranks build at once; torch's default init is one RNG stream): measured on this 2-vCPU CI VM (AMD EPYC, one
+#: thread, busy neighbours) with a 50M-parameter nn.Linear: default init 0.09-0.13, fp32->bf16 cast 0.33-0.43, a copy
+#: of the fp32 weights (a move to the device, or a shard split off) 0.17-0.20 billion parameters per second.
+HOST_INIT_S_PER_GPARAM = 10.0
+HOST_CAST_S_PER_GPARAM = 3.0
+HOST_COPY_S_PER_GPARAM = 6.0
+#: Gaudi graph compilation before the first step, per decoder layer (lazy mode compiles the step's graph, eager mode
+#: its ops' recipes): assumed, not measured (no Gaudi here): replace with the first Gaudi run's measured warm-up.
+HPU_COMPILE_S_PER_LAYER = 10.0
+#: The modeled start-up times this: hosts slower than the CI VM, memory pressure while 8 ranks build.
+STARTUP_SAFETY = 2.0
 
 
-def job_timeout_s(base_s: float, arch: ArchSpec) -> float:
-    """The job's timeout: ``base_s`` (``--genai-timeout``) plus :data:`TIMEOUT_S_PER_BILLION_PARAMS` per billion
-    parameters (a 70B model: +17.5 min), so a full-size job is not killed while it is still starting."""
-    return float(base_s) + TIMEOUT_S_PER_BILLION_PARAMS * arch.param_count() / 1e9
+@dataclass(frozen=True)
+class Startup:
+    """Modeled seconds a rank spends before its first step: default init of the fp32 weights on the host, the cast
+    of the base to bf16 (LoRA, bf16 runs), one copy of the weights (moved to the device, or partitioned), and graph
+    compilation on Gaudi."""
+
+    init_s: float
+    cast_s: float
+    copy_s: float
+    compile_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.init_s + self.cast_s + self.copy_s + self.compile_s
+
+    def to_json(self) -> dict:
+        return {**dataclasses.asdict(self), "total_s": self.total_s, "source": "modeled"}
+
+
+def startup(arch: ArchSpec, device_kind: str = "cpu", *, lora: bool = False, precision: str = "fp32") -> Startup:
+    """The start-up a job of ``arch`` on ``device_kind`` models (every rank initializes the whole model: eagerly,
+    and under ``zero.Init`` each parameter whole before it is partitioned)."""
+    gparams = arch.param_count() / 1e9
+    return Startup(init_s=HOST_INIT_S_PER_GPARAM * gparams,
+                   cast_s=HOST_CAST_S_PER_GPARAM * gparams if lora or precision != "fp32" else 0.0,
+                   copy_s=HOST_COPY_S_PER_GPARAM * gparams,
+                   compile_s=HPU_COMPILE_S_PER_LAYER * arch.num_layers if device_kind == "hpu" else 0.0)
+
+
+def job_timeout_s(base_s: float, arch: ArchSpec, device_kind: str = "cpu", *, lora: bool = False,
+                  precision: str = "fp32") -> float:
+    """The job's timeout: ``base_s`` (``--genai-timeout``, the steps themselves) plus :data:`STARTUP_SAFETY` times
+    the modeled :func:`startup` (Llama-3.3-70B LoRA on Gaudi: +71 min), so a full-size job is not killed while it
+    is still starting."""
+    return float(base_s) + STARTUP_SAFETY * startup(arch, device_kind, lora=lora, precision=precision).total_s

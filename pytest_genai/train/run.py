@@ -104,7 +104,9 @@ def launch_config(cfg: ThroughputConfig | WikitextConfig, device_kind: str, spec
         from pytest_genai.train.archs import get_arch
         from pytest_genai.train.planner import job_timeout_s
 
-        spec = dataclasses.replace(spec, timeout_s=job_timeout_s(spec.timeout_s, get_arch(cfg.model, cfg.scale)))
+        spec = dataclasses.replace(spec, timeout_s=job_timeout_s(spec.timeout_s, get_arch(cfg.model, cfg.scale),
+                                                                 device_kind, lora=cfg.lora is not None,
+                                                                 precision=cfg.precision))
     if device_kind == "hpu":  # the bridge reads the mode at import: it must be in the ranks' environment
         from pytest_genai.runtime.hpu_mode import mode_env
         from pytest_genai.train.gaudi import hpu_mode_for

@@ -42,7 +42,7 @@ def test_an_absent_required_kind_stops_the_session_at_start_naming_why(pytester:
     result.stderr.fnmatch_lines(["ERROR: command-line option --genai-require: hpu is required but absent "
                                  "(habana_frameworks.torch is not installed); to enable: *Gaudi*"])
     # the README's install command, in a checkout ([hpu] would be an fnmatch character class)
-    assert 'pip install -e ".[hpu]"` in a checkout' in result.stderr.str()
+    assert 'pip install -c ci/constraints-gaudi.txt -e ".[hpu]"` in a checkout' in result.stderr.str()
     assert "collected" not in result.stdout.str()  # stopped before collection: nothing ran
 
 

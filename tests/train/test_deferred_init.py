@@ -73,6 +73,39 @@ def test_the_job_timeout_grows_with_the_model():
     assert job_timeout_s(300, get_arch("llama-3.3-70b", "full")) > 300 + 15 * 60
 
 
+def test_the_job_timeout_covers_host_init_cast_copy_and_gaudi_compilation():
+    """Every rank of a 27B/70B Gaudi LoRA job initializes the whole fp32 model on one thread, casts the base to
+    bf16, moves or partitions it and compiles graphs before its first step; the old budget (708 s / 1358 s with the
+    default 300 s) was less than that start-up alone."""
+    from pytest_genai.train.planner import STARTUP_SAFETY, startup
+
+    for model, old_timeout_s in (("gemma-2-27b", 708), ("llama-3.3-70b", 1358)):
+        arch = get_arch(model, "full")
+        modeled = startup(arch, "hpu", lora=True)
+        assert min(modeled.init_s, modeled.cast_s, modeled.copy_s, modeled.compile_s) > 0
+        assert modeled.total_s > old_timeout_s
+        assert job_timeout_s(300, arch, "hpu", lora=True) == pytest.approx(300 + STARTUP_SAFETY * modeled.total_s)
+    cpu = startup(get_arch("llama-3.3-70b", "full"))
+    assert cpu.compile_s == 0 and cpu.cast_s == 0 and cpu.init_s > 0  # no graphs to compile, fp32 stays fp32
+
+
+def test_a_job_is_launched_with_the_timeout_of_its_device_and_method(monkeypatch, tmp_path):
+    import types
+
+    from pytest_genai.runtime.launcher import LaunchSpec
+    from pytest_genai.train import run
+    from pytest_genai.train.config import ThroughputConfig
+    from pytest_genai.train.lora import LoraSpec
+
+    seen = []
+    monkeypatch.setattr(run, "check_requirements", lambda cfg, kind: None)
+    monkeypatch.setattr(run, "launch", lambda cmd, spec, work, env=None, warm=False:
+                        seen.append(spec.timeout_s) or types.SimpleNamespace(result=None, wall_s=0.0))
+    cfg = ThroughputConfig(model="llama-3.3-70b", scale="full", lora=LoraSpec())
+    run.launch_config(cfg, "hpu", LaunchSpec(timeout_s=300), tmp_path)
+    assert seen == [pytest.approx(job_timeout_s(300, get_arch("llama-3.3-70b", "full"), "hpu", lora=True))]
+
+
 def test_host_available_bytes_reads_meminfo(tmp_path):
     from pytest_genai.runtime.memtrack import host_available_bytes
 
