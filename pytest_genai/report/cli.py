@@ -636,6 +636,8 @@ def _undecided_cause(note: str) -> str:
         return "the machine's own drift"
     if "noise between launches" in note:
         return "noise between launches"
+    if "rows this gate tested (Holm" in note:
+        return "the many rows tested (Holm)"
     return "noise for the rounds recorded"
 
 

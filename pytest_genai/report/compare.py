@@ -632,7 +632,40 @@ def _deterministic_source(source: str) -> bool:
 
 
 def compare_runs(baseline: Run, current: Run, info: Mapping[str, MetricInfo], thresholds: Thresholds) -> Comparison:
-    """Match the two runs' benchmarks and compare every metric of every pair."""
+    """Match the two runs' benchmarks and compare every metric of every pair; a run's regressions on rounds then hold
+    across all the rows tested (:func:`holm`)."""
     matching = match_records(baseline.records, current.records)
-    pairs = tuple(PairComparison(p, compare_records(p.baseline, p.current, info, thresholds)) for p in matching.pairs)
+    rows = [compare_records(p.baseline, p.current, info, thresholds) for p in matching.pairs]
+    rows = holm(rows)
+    pairs = tuple(PairComparison(p, r) for p, r in zip(matching.pairs, rows))
     return Comparison(baseline, current, pairs, matching.only_baseline, matching.only_current)
+
+
+def _p_worse(mc: MetricComparison) -> float | None:
+    p = (mc.interval or {}).get("p_worse") if mc.basis == INTERVAL else None
+    return float(p) if isinstance(p, (int, float)) and math.isfinite(p) else None
+
+
+def holm(rows: Sequence[Sequence[MetricComparison]], alpha: float | None = None) -> list[tuple[MetricComparison, ...]]:
+    """Holm's step-down over every row the Welch test decided in one gate: a regression stands where its one-sided
+    p-value is under ``alpha / (m - k)`` (``m`` rows tested, ``k`` the smaller p-values before it), so the chance that
+    a gate of the same code finds any regression is at most ``alpha``, not ``alpha`` per row (a gate tests hundreds:
+    at 1% a row, two same-code runs of the main job read a few rows regressed). A row it holds back is undecided."""
+    from .decision import ALPHA
+
+    alpha = ALPHA if alpha is None else alpha
+    tested = [(i, j) for i, group in enumerate(rows) for j, mc in enumerate(group) if _p_worse(mc) is not None]
+    m = len(tested)
+    regressed = sorted(((_p_worse(rows[i][j]), i, j) for i, j in tested if rows[i][j].status == REGRESSED),
+                       key=lambda t: t[0])
+    out = [list(group) for group in rows]
+    holding = False
+    for k, (p, i, j) in enumerate(regressed):
+        holding = holding or p > alpha / (m - k)
+        if holding:
+            mc = out[i][j]
+            why = (f"undecided: significant alone (one-sided p {p:.2g}) but not across the {m} rows this gate tested "
+                   f"(Holm, familywise {alpha:g}; it needs p under {alpha / (m - k):.2g}): gate fewer metrics, record "
+                   "more rounds, or gate against several runs (last:N)")
+            out[i][j] = dataclasses.replace(mc, status=INCONCLUSIVE, past_threshold=True, note=_join(mc.note, why))
+    return [tuple(group) for group in out]
