@@ -110,7 +110,8 @@ def check_value(claim: Claim, measured: float, interval: Interval | None = None,
             return verdict(FAIL, f"{span} {lo_out if lo_out[0] == '>' else hi_out}")
         if lo_out is None and hi_out is None:
             return verdict(PASS, f"{span} within {claim.bound_text()}")
-        return verdict(INCONCLUSIVE, f"{span} straddles {claim.bound_text()}: noise could put it on either side")
+        return verdict(INCONCLUSIVE, f"{span} straddles {claim.bound_text()}: noise could put it on either side"
+                                     + _examples_hint(claim, interval))
     if claim.timing:
         return verdict(INCONCLUSIVE, f"{head}{shown} from one value; a timing claim needs several rounds to judge "
                                      f"noise against {claim.bound_text()}")
@@ -118,6 +119,21 @@ def check_value(claim: Claim, measured: float, interval: Interval | None = None,
     if outside:
         return verdict(FAIL, f"{head}{shown} {outside}")
     return verdict(PASS, f"{head}{shown} within {claim.bound_text()}")
+
+
+def _examples_hint(claim: Claim, interval: Interval) -> str:
+    """For a paired accuracy drop: how many examples the same flip rates would need to decide (``--genai-limit``)."""
+    from pytest_genai.claims.stats import examples_to_decide, paired_counts
+
+    counts = paired_counts(interval)
+    if counts is None or interval.n < 1:
+        return ""
+    needed = examples_to_decide(*counts, interval.n, claim.min, claim.max, interval.level)
+    if needed is None:
+        return (f"; at these flip rates ({counts[0]} to wrong, {counts[1]} to right of {interval.n}) no example count "
+                "up to a million decides it")
+    return (f"; at these flip rates ({counts[0]} to wrong, {counts[1]} to right of {interval.n}) about {needed:,} "
+            "examples would decide it (--genai-limit, or --genai-scale full)")
 
 
 def contended_share(attachments: Mapping[str, Any] | None) -> float | None:

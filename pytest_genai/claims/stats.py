@@ -255,6 +255,37 @@ def paired_drop_interval(to_wrong: int, to_right: int, n: int, level: float = LE
                     f"McNemar exact, discordant {to_wrong}/{to_right}, p={p:.2g}")
 
 
+def paired_counts(interval: Interval) -> tuple[int, int] | None:
+    """The flips each way (to wrong, to right) behind an interval :func:`paired_drop_interval` made, else None."""
+    head = "McNemar exact, discordant "
+    if not interval.method.startswith(head):
+        return None
+    counts = interval.method[len(head):].split(",", 1)[0].split("/")
+    return (int(counts[0]), int(counts[1])) if len(counts) == 2 and all(c.isdigit() for c in counts) else None
+
+
+def examples_to_decide(to_wrong: int, to_right: int, n: int, lo: float | None, hi: float | None,
+                       level: float = LEVEL, limit: int = 1_000_000) -> int | None:
+    """About how many examples the same flip rates need before :func:`paired_drop_interval` lies wholly inside the
+    bounds ``[lo, hi]`` or wholly past one of them (None: not within ``limit``, e.g. a drop right at a bound)."""
+    def decides(total: int) -> bool:
+        iv = paired_drop_interval(round(to_wrong * total / n), round(to_right * total / n), total, level)
+        inside = (lo is None or iv.lo >= lo) and (hi is None or iv.hi <= hi)
+        return inside or (hi is not None and iv.lo > hi) or (lo is not None and iv.hi < lo)
+
+    if decides(n):
+        return n
+    low, high = n, n
+    while not decides(high):
+        low, high = high, high * 2
+        if high > limit:
+            return None
+    while high - low > max(1, low // 100):  # to 1%: an estimate from the rates seen, not an exact count
+        mid = (low + high) // 2
+        low, high = (low, mid) if decides(mid) else (mid, high)
+    return high
+
+
 # --- a baseline of several runs: their spread between runs --------------------------------------------------------
 
 

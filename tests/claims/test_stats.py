@@ -167,3 +167,29 @@ def test_binom_cdf_matches_the_sum_and_clopper_pearson_hits_its_tails(n, data) -
         assert 1 - binom_cdf(k - 1, n, lo) == pytest.approx(0.025, abs=1e-9)
     if k < n:
         assert binom_cdf(k, n, hi) == pytest.approx(0.025, abs=1e-9)
+
+
+def test_examples_to_decide_a_paired_drop_at_the_same_flip_rates() -> None:
+    """40 examples cannot decide a 2-point bound; the same rates with more examples do, and the count says how many."""
+    from pytest_genai.claims.stats import examples_to_decide, paired_counts, paired_drop_interval
+
+    assert paired_counts(paired_drop_interval(3, 1, 40)) == (3, 1)
+    none = examples_to_decide(0, 0, 40, None, 0.02)
+    assert 200 <= none <= 230  # no flip: the interval's half-width falls under 2 points near 220 examples
+    iv = paired_drop_interval(0, 0, none)
+    assert iv.hi <= 0.02 and paired_drop_interval(0, 0, int(none * 0.95)).hi > 0.02
+    worse = examples_to_decide(3, 0, 40, None, 0.02)  # a 7.5-point drop: decided as a failure
+    assert paired_drop_interval(round(3 * worse / 40), 0, worse).lo > 0.02
+    assert examples_to_decide(1, 0, 50, None, 0.02) is None  # a drop right at the bound never decides
+    assert examples_to_decide(0, 0, 40, None, 0.5) == 40  # already decided
+
+
+def test_an_undecided_accuracy_drop_says_how_many_examples_would_decide_it() -> None:
+    from pytest_genai.claims import load_claims
+    from pytest_genai.claims.check import check_value
+    from pytest_genai.claims.stats import paired_drop_interval
+
+    claim = next(c for c in load_claims() if c.id == "A1.hellaswag_acc_drop")
+    verdict = check_value(claim, 0.0, paired_drop_interval(0, 0, 40))
+    assert verdict.verdict == "inconclusive"
+    assert "(0 to wrong, 0 to right of 40) about 2" in verdict.message and "examples would decide it" in verdict.message
