@@ -69,3 +69,20 @@ def test_holm_holds_back_what_only_one_row_at_a_time_would_call_regressed() -> N
     alone = holm([(row(0.005),)])[0][0]
     assert alone.status == REGRESSED  # one row tested: Holm is the plain test
     assert dataclasses.replace(alone, status=REGRESSED) == alone
+
+
+def test_the_shipped_run_noise_is_what_the_script_measures_from_the_committed_pairs(pairs) -> None:
+    """claims/data/run_noise.toml is scripts/measure_run_noise.py's output over the two pairs here, pooled."""
+    import importlib.util
+
+    from pytest_genai.report.run_noise import measured
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("measure_run_noise", root / "scripts" / "measure_run_noise.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    first, second = pairs["same_code_pair"], pairs["same_code_pair_2"]
+    default, per = script.table([str(first["a"]), str(first["b"]), "+", str(second["a"]), str(second["b"])])
+    shipped = measured()
+    assert shipped.default == default
+    assert dict(shipped.per_experiment) == {e: v for e, (v, _, _) in per.items()}
