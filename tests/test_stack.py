@@ -169,7 +169,9 @@ def test_machine_info_records_the_locked_set(pytester: pytest.Pytester) -> None:
 
     pins = _lock_pins(Path(os.environ["GENAI_CI_LOCK"]))
     pytester.makepyfile(BENCH)
-    pytester.runpytest("--benchmark-json", "out.json", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    # a --genai-* option: a plain pytest-benchmark session is none of the plugin's business (it stays silent)
+    pytester.runpytest("--benchmark-json", "out.json", "-p", "no:cacheprovider", "--genai-scale", "tiny"
+                       ).assert_outcomes(passed=1)
     stack = json.loads((pytester.path / "out.json").read_text())["machine_info"]["genai"]["stack"]
     locked = {name: stack[name] for name in PACKAGES if name in pins}
     assert len(locked) >= 8, locked
