@@ -71,21 +71,30 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspec)
 
 
+def _asked_on_command_line(config: pytest.Config) -> bool:
+    """A ``--genai-*`` option, ``-p pytest_genai.plugin`` or a path to this suite's benchmarks on the command line
+    (known before pytest parses it, when pytest-benchmark's ``--benchmark-json`` type is chosen)."""
+    args = [str(arg) for arg in config.invocation_params.args]
+    return any(arg.startswith("--genai-") or arg.replace("=", "") == "-ppytest_genai.plugin"
+               or (arg == "pytest_genai.plugin" and prev == "-p") for prev, arg in zip([""] + args, args)) \
+        or _names_benchmarks(args, config.invocation_params.dir)
+
+
 def _opted_in(config: pytest.Config) -> bool:
-    """Did this session ask for pytest-genai before any test was collected: a ``--genai-*`` option on the command
-    line, ``-p pytest_genai.plugin``, a ``genai_*`` ini key, or a path to this suite's benchmarks? Environment
-    variables alone do not count: an exported ``GENAI_SCALE`` must not act in another project's session."""
+    """Did this session ask for pytest-genai before any test was collected: on the command line
+    (:func:`_asked_on_command_line`) or with a ``genai_*`` ini key? Environment variables alone do not count: an
+    exported ``GENAI_SCALE`` must not act in another project's session."""
     if OPTED_IN not in config.stash:
-        args = [str(arg) for arg in config.invocation_params.args]
-        by_args = any(arg.startswith("--genai-") or arg.replace("=", "") == "-ppytest_genai.plugin"
-                      or (arg == "pytest_genai.plugin" and prev == "-p") for prev, arg in zip([""] + args, args))
-        by_args = by_args or _names_benchmarks(args, config.invocation_params.dir)
-        inicfg = getattr(config, "inicfg", None)
-        if inicfg is None:  # the ini file is not read yet: decide later
-            return by_args
-        by_ini = any(ini and ini in inicfg for _o, _e, ini, _p, _d in SETTINGS.values())
-        config.stash[OPTED_IN] = by_args or by_ini
+        config.stash[OPTED_IN] = _asked_on_command_line(config) or any(
+            _ini_set(config, ini) for _o, _e, ini, _p, _d in SETTINGS.values() if ini)
     return config.stash[OPTED_IN]
+
+
+def _ini_set(config: pytest.Config, ini: str) -> bool:
+    try:
+        return bool(config.getini(ini))
+    except Exception:  # a value of the wrong type: set, and activation names what is wrong with it
+        return True
 
 
 def _names_benchmarks(args: list[str], base: Any) -> bool:
@@ -114,7 +123,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     from pytest_genai.plugin.outputs import make_benchmark_json_atomic
 
     config = _pytestconfig(pluginmanager)
-    if config is not None and _opted_in(config):  # pytest-benchmark's option stays its own in other sessions
+    if config is not None and _asked_on_command_line(config):  # else pytest-benchmark's option stays its own
         make_benchmark_json_atomic(parser)  # when pytest-benchmark registered first; else pytest_plugin_registered
     group = parser.getgroup("genai", "pytest-genai: generative-AI benchmarks on accelerators")
     for name, (option, env, ini, _parser, _default) in SETTINGS.items():
@@ -284,7 +293,8 @@ def pytest_plugin_registered(plugin: Any, manager: pytest.PytestPluginManager) -
         from pytest_genai.plugin.outputs import make_benchmark_json_atomic
 
         config = _pytestconfig(manager)
-        parser = getattr(config, "_parser", None) if config is not None and _opted_in(config) else None  # pytest's own parser, before it parses the command line
+        asked = config is not None and _asked_on_command_line(config)
+        parser = getattr(config, "_parser", None) if asked else None  # pytest's, before it parses the command line
         if parser is not None:
             make_benchmark_json_atomic(parser)
 

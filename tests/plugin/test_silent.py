@@ -61,3 +61,11 @@ def test_a_genai_test_without_options_prints_the_header_after_collection(pyteste
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(["genai: devices *"])
+
+
+def test_a_genai_ini_key_activates_the_plugin_at_start(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ngenai_scale = huge\n")
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "error::DeprecationWarning")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "ini setting genai_scale: 'huge' is not a scale" in result.stderr.str()
