@@ -18,7 +18,9 @@ def _interval(v: dict[str, Any]) -> str:
     iv = v.get("interval")
     if not iv:
         return "-"
-    return f"[{iv['lo']:.4g}, {iv['hi']:.4g}] n={iv['n']}"
+    level = iv.get("level")
+    shown = f"{level:.0%} " if isinstance(level, (int, float)) else ""  # 93.75% at 5 rounds, 50% at 2 launches
+    return f"{shown}[{iv['lo']:.4g}, {iv['hi']:.4g}] n={iv['n']}"
 
 
 BASIS_ORDER = {"paper": 0, "physics": 1, "target": 2, "reference": 3}
@@ -39,7 +41,7 @@ def claims_table(verdicts: list[dict[str, Any]], not_applicable: int = 0) -> lis
         rows.append([v["id"], v.get("basis", "paper"), v.get("device", "-"),
                      "-" if measured is None else f"{measured:.4g}", _interval(v), _bound(v),
                      _verdict(v), v.get("nodeid", "").split("::")[-1]])
-    lines = text_table(["claim", "basis", "device", "measured", "interval (95% CI)", "bound", "verdict", "test"], rows)
+    lines = text_table(["claim", "basis", "device", "measured", "interval (level)", "bound", "verdict", "test"], rows)
     counts: dict[str, int] = {}
     for v in verdicts:
         key = f"{v.get('basis', 'paper')} {v['verdict']}"

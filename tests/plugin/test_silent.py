@@ -69,3 +69,4 @@ def test_a_genai_ini_key_activates_the_plugin_at_start(pytester: pytest.Pytester
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "error::DeprecationWarning")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "ini setting genai_scale: 'huge' is not a scale" in result.stderr.str()
+
