@@ -134,7 +134,7 @@ def _level1(benchmark, genai, device, cfg, ceilings_for) -> None:
     if meter is not None and meter.fault:  # a meter fault: energy absent, its reason on the row
         genai.label("energy_absent", meter.fault)
     if step_j:
-        from pytest_genai.record import Result
+        from pytest_genai.results.measurement import Result
 
         genai.record(Result(energy.energy_metrics(cfg.tokens, step_j), {"energy_method": meter.method}))
     if normalized:

@@ -142,7 +142,7 @@ def test_quantizer_speed_and_memory_vs_torchao_and_inc(benchmark, genai, cpu, qb
 def test_sensitivity_analysis_bandwidth(benchmark, genai, cpu, qbench):
     import torch
 
-    from pytest_genai.claims.stats import median_interval
+    from pytest_genai.stats import median_interval
     from pytest_genai.quant import threshold
     from pytest_genai.quant.bench import ArchConfig, build_random_model
     from pytest_genai.quant.config import SensitivityConfig

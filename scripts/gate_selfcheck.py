@@ -227,8 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     from pytest_genai.dabench.config import DecoderConfig
     from pytest_genai.report.compare import fails
     from pytest_genai.report.gate import gate_runs
-    from pytest_genai.report.registry import metric_info_from
-    from pytest_genai.report.runs import run_from_json
+    from pytest_genai.results.registry import metric_info_from
+    from pytest_genai.results.runs import run_from_json
     from pytest_genai.report.thresholds import parse_thresholds, precise_for_gate
 
     torch.set_num_threads(1)  # one core for the step, as the burner gets one per core

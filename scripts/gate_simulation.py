@@ -130,7 +130,7 @@ def simulate(trials: int = TRIALS, seed: int = SEED, rounds=ROUNDS, cvs=CVS, cha
 
 def _lower_bound(k: int, n: int, level: float = 0.99) -> float:
     """One-sided Clopper-Pearson lower bound of a rate seen ``k`` times in ``n`` trials."""
-    from pytest_genai.claims.stats import binom_cdf
+    from pytest_genai.stats import binom_cdf
 
     if k == 0:
         return 0.0

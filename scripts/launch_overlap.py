@@ -42,7 +42,7 @@ def pair_overlap(intervals: list[dict]) -> tuple[int, int]:
 
 def score(repeats: list[dict]) -> dict:
     """The overlap of the cross-launch intervals and of the one-launch-a-side intervals, from the jobs' steps."""
-    from pytest_genai.claims.stats import bootstrap_ratio_interval
+    from pytest_genai.stats import bootstrap_ratio_interval
     from pytest_genai.train.launches import compare_launches
 
     launches, single = [], []

@@ -24,8 +24,8 @@ def log_ratios(paths: list[str]) -> dict[str, list[float]]:
     """Per experiment, the log ratios of the metrics with rounds on both sides of each consecutive pair (a ``+``
     in ``paths`` starts a new series)."""
     from pytest_genai.report.compare import INTERVAL, compare_runs
-    from pytest_genai.report.registry import default_metric_info
-    from pytest_genai.report.runs import load_run
+    from pytest_genai.claims import default_metric_info
+    from pytest_genai.results.runs import load_run
     from pytest_genai.report.thresholds import Thresholds
 
     info, _ = default_metric_info()

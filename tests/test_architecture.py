@@ -240,3 +240,66 @@ def test_a(genai, hpu):
 """)
     result = pytester.runpytest_subprocess("-p", "no:genai", "-p", "pytest_genai.plugin")
     result.assert_outcomes(passed=1)
+
+
+#: The floors, ground first. A module imports its own package, or packages on lower floors; two packages on one
+#: floor above the ground never import each other (``report`` and ``store`` meet only in ``cli`` and ``plugin``, above both).
+FLOORS: tuple[frozenset[str], ...] = (
+    frozenset({"", "stats", "_toml", "atomic", "tables", "identity", "experiments", "progress", "model_folder",
+               "stack"}),
+    frozenset({"results"}),  # Measurement -> Record -> Run: the only readers and writers of extra_info.genai
+    frozenset({"runtime"}),
+    frozenset({"devices"}),
+    frozenset({"claims"}),
+    frozenset({"report", "store"} | EXPERIMENTS),
+    frozenset({"reference"}),
+    frozenset({"cli", COMPOSE}),
+    frozenset({FACE, "hookspec"}),
+)
+#: (importing family, imported family) pairs allowed against the floors, each with its reason.
+FLOOR_EXCEPTIONS: dict[tuple[str, str], str] = {
+    (COMPOSE, FACE): "compose's fixtures read the session's settings",
+    ("hookspec", FACE): "the hookspec alias keeps the name conftest files import",
+}
+
+
+def floor_of(fam: str) -> int:
+    for i, members in enumerate(FLOORS):
+        if fam in members:
+            return i
+    raise KeyError(f"package {fam!r} is on no floor: add it to FLOORS in tests/test_architecture.py")
+
+
+def floor_violations(modules: dict[str, tuple[str, bool]]) -> list[str]:
+    out = []
+    for name, (source, is_package) in sorted(modules.items()):
+        mine = family(name)
+        for target in sorted(imported_modules(source, name, is_package)):
+            theirs = family(target)
+            if not ((PACKAGE / theirs).is_dir() or (PACKAGE / f"{theirs}.py").is_file()):
+                theirs = ""  # a name in the root package (`from pytest_genai import SCHEMA`) or a string id
+            if theirs == mine or (mine, theirs) in FLOOR_EXCEPTIONS or (mine in EXPERIMENTS and theirs in EXPERIMENTS):
+                continue  # experiments among themselves: test_the_package_is_layered's rule
+            if floor_of(theirs) > floor_of(mine):
+                out.append(f"{name} imports {target} (floor {floor_of(theirs)} above its own {floor_of(mine)})")
+            elif floor_of(theirs) == floor_of(mine) > 0:  # the ground's single modules: the loop test covers them
+                out.append(f"{name} imports {target} (two packages on floor {floor_of(mine)})")
+    return out
+
+
+def test_every_package_sits_on_a_floor_and_imports_only_down():
+    """Lazy imports count: a function-level import from a lower floor to a higher one is the loop of tomorrow."""
+    found = floor_violations(_package_modules())
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("module, source, bad", [
+    ("pytest_genai.store.read", "def f():\n    from pytest_genai.report.cli import emit\n", True),  # same floor
+    ("pytest_genai.report.compare", "def f():\n    from pytest_genai.store import read\n", True),
+    ("pytest_genai.results.runs", "def f():\n    from pytest_genai.claims import load_metrics\n", True),  # up
+    ("pytest_genai.runtime.energy", "from pytest_genai.results.measurement import Measurement\n", False),
+    ("pytest_genai.cli.history", "from pytest_genai.store.read import series\nfrom pytest_genai.report import plots\n",
+     False),
+])
+def test_the_floor_rule_sees_lazy_imports(module, source, bad):
+    assert bool(floor_violations({module: (source, False)})) is bad

@@ -184,8 +184,8 @@ def test_gate_selfcheck_reference_run_files_are_gated_on_the_normalized_row_as_t
 
     from pytest_genai.claims import load_metrics
     from pytest_genai.report.gate import gate_runs
-    from pytest_genai.report.registry import metric_info_from
-    from pytest_genai.report.runs import run_from_json
+    from pytest_genai.results.registry import metric_info_from
+    from pytest_genai.results.runs import run_from_json
     from pytest_genai.report.thresholds import parse_thresholds
 
     spec = importlib.util.spec_from_file_location("gate_selfcheck", ROOT / "scripts" / "gate_selfcheck.py")

@@ -53,7 +53,7 @@ def test_ragged_rows_are_rejected() -> None:
 
 
 def test_importing_the_report_commands_imports_nothing_heavy() -> None:
-    code = ("import sys, pytest_genai.report.cli, pytest_genai.plugin.baseline, pytest_genai.report.plots; "
+    code = ("import sys, pytest_genai.cli.report, pytest_genai.plugin.baseline, pytest_genai.report.plots; "
             "heavy = [m for m in ('torch', 'matplotlib', 'transformers') if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

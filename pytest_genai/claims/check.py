@@ -1,7 +1,7 @@
 """Checking a measured value against a claim: a pure function returning a :class:`Verdict`.
 
 A deterministic number (perplexity, a compression ratio) is judged on its value. A number derived from measured
-times (``Claim.timing``) is judged on a confidence interval over rounds (:mod:`pytest_genai.claims.stats`): ``pass``
+times (``Claim.timing``) is judged on a confidence interval over rounds (:mod:`pytest_genai.stats`): ``pass``
 when the whole interval lies within the bounds, ``fail`` when it lies wholly outside, ``inconclusive`` when noise
 could put it on either side — or when only one value was measured, which says nothing about noise, or too few rounds
 for the interval to cover the value with at least :data:`MIN_LEVEL` confidence, or when the value itself lies on the
@@ -15,7 +15,7 @@ import math
 from typing import Any, Mapping
 
 from pytest_genai.claims.model import Claim
-from pytest_genai.claims.stats import Interval
+from pytest_genai.stats import Interval
 
 PASS, FAIL, INCONCLUSIVE, NOT_APPLICABLE = "pass", "fail", "inconclusive", "not_applicable"
 VERDICTS = (PASS, FAIL, INCONCLUSIVE, NOT_APPLICABLE)
@@ -123,7 +123,7 @@ def check_value(claim: Claim, measured: float, interval: Interval | None = None,
 
 def _examples_hint(claim: Claim, interval: Interval) -> str:
     """For a paired accuracy drop: how many examples the same flip rates would need to decide (``--genai-limit``)."""
-    from pytest_genai.claims.stats import examples_to_decide, paired_counts
+    from pytest_genai.stats import examples_to_decide, paired_counts
 
     counts = paired_counts(interval)
     if counts is None or interval.n < 1:

@@ -487,3 +487,16 @@ def load_claims(directory: str | Path | None = None) -> list[Claim]:
             ids[claim.id] = name
             claims.append(claim)
     return claims
+
+
+def default_metric_info() -> tuple[dict[str, Any], str | None]:
+    """The suite's registry as :class:`~pytest_genai.results.registry.MetricInfo`, and a warning when it could not
+    be loaded: then only the built-in metrics are known, every other one is shown without a direction and never
+    gated."""
+    from pytest_genai.results.registry import BUILTIN_METRICS, metric_info_from
+
+    try:
+        registry = load_metrics()
+    except Exception as exc:  # a malformed registry file: report it, do not crash the command
+        return dict(BUILTIN_METRICS), f"metric registry could not be loaded: {exc}"
+    return metric_info_from(registry), None

@@ -1,5 +1,5 @@
 """What one row of the A1 quality benchmark records (``benchmarks/test_quantization.py``): an fp32 or quantized
-model's evaluation as a :class:`~pytest_genai.record.Result` (pure, no torch).
+model's evaluation as a :class:`~pytest_genai.results.measurement.Result` (pure, no torch).
 
 Every row: the forward-only tokens/s, peak memory (when the device reports it), model bytes, the task's metrics and
 the evaluation's work. A quantized row adds the quantization time, its plan and compute paths, pruning and the
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from pytest_genai.claims.stats import paired_drop_interval
+from pytest_genai.stats import paired_drop_interval
 from pytest_genai.compose.quantized_eval import compute_path_counts
 from pytest_genai.evals import metrics as evals_metrics
 from pytest_genai.evals.throughput import tokens_per_s
-from pytest_genai.record import Measurement, Result, rounds_of
+from pytest_genai.results.measurement import Measurement, Result, rounds_of
 from pytest_genai.runtime.energy import energy_metrics
 
 if TYPE_CHECKING:

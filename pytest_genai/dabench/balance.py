@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pytest_genai.claims.stats import Interval
+    from pytest_genai.stats import Interval
 
 LI_DEFINITIONS = {
     "mean_over_max": "mean(load) / max(load)",
@@ -50,7 +50,7 @@ def load_imbalance_interval(samples: Sequence[Sequence[float]], definition: str 
     The LI a run records is :func:`load_imbalance` of each subtask's median load; a burst of machine noise during
     one subtask's rounds moves it, and this interval (a bootstrap redrawing each subtask's rounds) says how far, so
     a claim on LI is judged on it like any timing claim."""
-    from pytest_genai.claims.stats import bootstrap_medians_interval
+    from pytest_genai.stats import bootstrap_medians_interval
 
     if definition not in LI_DEFINITIONS:  # before resampling: the error names the argument, not a resample
         raise ValueError(f"unknown load-imbalance definition {definition!r}; use one of {sorted(LI_DEFINITIONS)}")

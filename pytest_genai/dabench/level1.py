@@ -23,7 +23,7 @@ from pytest_genai.dabench.config import DecoderConfig
 from pytest_genai.dabench.roofline import Ceilings, RooflinePoint
 
 if TYPE_CHECKING:
-    from pytest_genai.claims.stats import Interval
+    from pytest_genai.stats import Interval
 
 MEASURED, MODELED, SPEC = "measured", "modeled", "spec"
 CLASSES = ("matmul", "attention", "elementwise")
@@ -203,7 +203,7 @@ def compose(
         if len(meas.step_rounds) >= 2:
             rounds["step_over_layer_sum"] = tuple(step_over_layer_sum(t, wall_layers) for t in meas.step_rounds)
     if "load_imbalance" in intervals:  # statistics of the same medians: the same bootstrap over each layer's rounds
-        from pytest_genai.claims.stats import bootstrap_medians_interval
+        from pytest_genai.stats import bootstrap_medians_interval
 
         intervals["layer_time_max_s"] = bootstrap_medians_interval(meas.layer_rounds, max,
                                                                    method="max of layer medians")

@@ -1,4 +1,4 @@
-"""What the Level 1 benchmarks record: each test's summary as a :class:`~pytest_genai.record.Result` (pure).
+"""What the Level 1 benchmarks record: each test's summary as a :class:`~pytest_genai.results.measurement.Result` (pure).
 
 One function per benchmark: the sweep's roofline (:func:`~pytest_genai.dabench.level1.compose`) with the step's
 tokens/s and how the work and ceilings were counted; the capacity search against the memory model; the timer's
@@ -25,10 +25,10 @@ from pytest_genai.dabench.readers import DataflowProfile
 from pytest_genai.dabench.readers.graphcore import ExecutionCycles
 from pytest_genai.dabench.roofline import Ceilings, arithmetic_intensity, classify_bound
 from pytest_genai.dabench.vendor import VendorRun
-from pytest_genai.record import Measurement, Result, rounds_of
+from pytest_genai.results.measurement import Measurement, Result, rounds_of
 
 if TYPE_CHECKING:
-    from pytest_genai.claims.stats import Interval
+    from pytest_genai.stats import Interval
 
 MEASURED, MODELED, SPEC, CONFIG = "measured", "modeled", "spec", "config"
 

@@ -1,4 +1,4 @@
-"""What the diffusion benchmarks record: each run's summary as a :class:`~pytest_genai.record.Result` (pure).
+"""What the diffusion benchmarks record: each run's summary as a :class:`~pytest_genai.results.measurement.Result` (pure).
 
 The single-device run (:class:`~pytest_genai.diffusion.train.TrainResult`) and the DDP run against its one-rank
 baseline (:class:`~pytest_genai.diffusion.ddp.DdpSummary`) as named metrics, each with its source (``measured`` for
@@ -13,7 +13,7 @@ from typing import Any
 
 from pytest_genai.diffusion.ddp import DdpSummary
 from pytest_genai.diffusion.train import TrainResult
-from pytest_genai.record import Measurement, Result
+from pytest_genai.results.measurement import Measurement, Result
 
 MEASURED, CONFIG = "measured", "config"
 

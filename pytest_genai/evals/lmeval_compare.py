@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from pytest_genai import progress
 from pytest_genai.evals import metrics, scoring, throughput
-from pytest_genai.record import Measurement, Result, rounds_of
+from pytest_genai.results.measurement import Measurement, Result, rounds_of
 
 if TYPE_CHECKING:
     from pytest_genai.evals.lm import EvalLM

@@ -6,7 +6,7 @@ The package is the suite's pytest face, one module a job: :mod:`.options` (setti
 fills each benchmark's JSON and checks claims), :mod:`.outputs` (the run's output files), :mod:`.summary` (the
 terminal's metrics and claims tables), :mod:`.session_report` (``--genai-report``), :mod:`.baseline`
 (``--genai-baseline``), :mod:`.store_run` (``--genai-store``) and :mod:`.hookspec`. What experiments hand the
-recorder (:mod:`pytest_genai.record`) and the ground floor they share stay below it, and nothing below imports it
+recorder (:mod:`pytest_genai.results.measurement`) and the ground floor they share stay below it, and nothing below imports it
 (``pytest_genai.compose``, the tests' fixtures joining experiments, reads settings through :mod:`.options`)."""
 from __future__ import annotations
 
@@ -639,7 +639,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
                 reporter.write_line(f"genai plot: {path}")
     report = resolve(config, "report")
     if report and not hasattr(config, "workerinput"):  # xdist workers: the controller writes it
-        from pytest_genai.report.errors import ReportInputError
+        from pytest_genai.results.errors import ReportInputError
 
         try:
             from pytest_genai.plugin.session_report import write_session_report

@@ -24,10 +24,11 @@ import pytest
 
 from pytest_genai.report.compare import FAILING, INCONCLUSIVE, UNITS_DIFFER, MetricComparison, compare_records
 from pytest_genai.report.deltas import worsening
-from pytest_genai.report.errors import ReportInputError
+from pytest_genai.results.errors import ReportInputError
 from pytest_genai.report.matching import check_unique, match_records
-from pytest_genai.report.registry import MetricInfo, default_metric_info
-from pytest_genai.report.runs import BENCH_STATS_FIELDS, Record, load_run, records_from_benchmarks
+from pytest_genai.results.registry import MetricInfo
+from pytest_genai.claims import default_metric_info
+from pytest_genai.results.runs import BENCH_STATS_FIELDS, Record, load_run, records_from_benchmarks
 from pytest_genai.tables import format_change, format_number, make_table
 from pytest_genai.report.run_noise import measured as measured_run_noise
 from pytest_genai.report.thresholds import ThresholdError, parse_thresholds
@@ -98,7 +99,7 @@ def _claims_experiments() -> set[str]:
 def _baseline_file(config: Any, path: str) -> str:
     """``path``, or the pytest-benchmark storage run that the option's text names (``0003``, ``latest``) when no
     file of that name exists (:mod:`.benchmark_storage`)."""
-    from pytest_genai.report.benchmark_storage import is_storage_id, machine_id, resolve_storage_id
+    from pytest_genai.results.storage import is_storage_id, machine_id, resolve_storage_id
 
     raw = config.getoption("genai_baseline", None) if config is not None else None
     if not isinstance(raw, str) or not is_storage_id(raw) or os.path.isfile(path):

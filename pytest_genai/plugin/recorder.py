@@ -9,11 +9,11 @@ import pytest
 
 from pytest_genai import SCHEMA
 from pytest_genai.claims.check import FAIL, INCONCLUSIVE, check_value, contended_share, not_applicable
-from pytest_genai.claims.stats import Interval, median_interval
+from pytest_genai.stats import Interval, median_interval
 from pytest_genai.devices.device import Device
 from pytest_genai.claims.model import REPORT_ONLY_BASES, SOURCES
 from pytest_genai.progress import logger
-from pytest_genai.record import Measurement, Result  # noqa: F401  (Result: re-exported for benchmarks)
+from pytest_genai.results.measurement import Measurement, Result  # noqa: F401  (Result: re-exported for benchmarks)
 
 _LOG = logger(__name__)
 
@@ -52,11 +52,11 @@ def source_problem(name: str, source: str, registered: str | None) -> str | None
 
 
 def result_problems(result: Any, registry: Mapping[str, Any] | None = None) -> list[str]:
-    """What is wrong with each metric of an experiment's ``result`` (a :class:`pytest_genai.record.Result`), for its
+    """What is wrong with each metric of an experiment's ``result`` (a :class:`pytest_genai.results.measurement.Result`), for its
     tests: not a ``Measurement`` with an explicit source, not registered with a unit, or a source the recorder would
     refuse (:func:`source_problem`). Empty when ``genai.record(result)`` records every metric as built."""
     from pytest_genai.claims import load_metrics
-    from pytest_genai.record import Measurement
+    from pytest_genai.results.measurement import Measurement
 
     registry = load_metrics() if registry is None else registry
     problems = []

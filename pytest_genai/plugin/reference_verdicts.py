@@ -53,7 +53,7 @@ def reference_verdicts(genai: Mapping[str, Any], name: str, stall_share: float |
     if not found or not genai.get("metrics"):
         return []
     from pytest_genai.reference.claims import check_run
-    from pytest_genai.report.runs import run_from_json
+    from pytest_genai.results.runs import run_from_json
 
     run = run_from_json({"benchmarks": [{"name": name, "fullname": name, "extra_info": {"genai": dict(genai)}}]},
                         name)

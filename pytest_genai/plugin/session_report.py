@@ -46,9 +46,9 @@ def _claims_by_id(state: Any) -> tuple[dict[str, Any], str | None]:
 def render_session_report(doc: dict[str, Any], source: str, path: Path, images: Sequence[Path], state: Any) -> str:
     """The report of ``doc`` for the file ``path`` (format from its suffix; Markdown links relative to it)."""
     from pytest_genai.report.plots import PlotsUnavailable, write_plots
-    from pytest_genai.report.registry import default_metric_info
+    from pytest_genai.claims import default_metric_info
     from pytest_genai.report.render import report_blocks, to_html, to_markdown
-    from pytest_genai.report.runs import run_from_json
+    from pytest_genai.results.runs import run_from_json
 
     run = run_from_json(doc, source)
     info, _ = default_metric_info()

@@ -67,12 +67,12 @@ def contention_line(records: Iterable[Mapping[str, Any]]) -> str | None:
 
 QUALITY_METRICS = ("perplexity", "word_perplexity", "acc_norm", "acc")
 """A benchmark's main metric, in order of preference: its quality, else its throughput
-(:data:`pytest_genai.report.registry.THROUGHPUT_METRICS`), else the first metric it recorded."""
+(:data:`pytest_genai.results.registry.THROUGHPUT_METRICS`), else the first metric it recorded."""
 
 
 def main_metric(metrics: Mapping[str, Any]) -> str | None:
     """The one metric that says what a benchmark measured (:data:`QUALITY_METRICS`), None when it recorded none."""
-    from pytest_genai.report.registry import THROUGHPUT_METRICS
+    from pytest_genai.results.registry import THROUGHPUT_METRICS
 
     for name in QUALITY_METRICS + THROUGHPUT_METRICS:
         if name in metrics:

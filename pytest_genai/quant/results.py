@@ -1,5 +1,5 @@
 """What the quantizer benchmarks record (``benchmarks/test_quantizer.py``): each run as a
-:class:`~pytest_genai.record.Result` (pure).
+:class:`~pytest_genai.results.measurement.Result` (pure).
 
 :func:`quantizer_comparison_result`: pytest-genai's quantizer against torchao and INC on identical fresh models
 (median seconds of interleaved rounds and their per-round ratios, peak RSS growth from the memory probes, measured
@@ -14,7 +14,7 @@ import statistics
 from typing import Any, Mapping, Sequence
 
 from pytest_genai.quant.bench import round_ratios
-from pytest_genai.record import Measurement, Result, rounds_of
+from pytest_genai.results.measurement import Measurement, Result, rounds_of
 
 MEASURED, MODELED = "measured", "modeled"
 QUANTIZERS = ("pytest-genai", "torchao", "inc")

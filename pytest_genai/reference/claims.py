@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping
 
 from pytest_genai.claims.check import Verdict, check_value
 from pytest_genai.claims.model import Claim
-from pytest_genai.claims.stats import median_interval
+from pytest_genai.stats import median_interval
 from pytest_genai.reference.row import ReferenceRow
 
 #: The publisher's own acceptance floor, as a fraction of its number, and where it says so.
@@ -93,7 +93,7 @@ def counterparts(rows: Iterable[ReferenceRow]) -> list[Counterpart]:
 
 
 def check_record(record: Any, counterpart: Counterpart, stall_share: float | None = None) -> Verdict | None:
-    """The reference verdict of one run record (:class:`pytest_genai.report.runs.Record`), or None where the
+    """The reference verdict of one run record (:class:`pytest_genai.results.runs.Record`), or None where the
     counterpart does not apply to it (another device, model or configuration). ``stall_share``: the CPU contention
     measured over the test (a session's own run), which makes a timing verdict inconclusive as for every claim."""
     claim = counterpart.claim()

@@ -46,7 +46,7 @@ class ClaimSummary:
 def judge(rows: Iterable[ReferenceRow], claims: Sequence) -> list[ClaimSummary]:
     """Each generation claim of ``claims`` on the reference runs of ``rows``."""
     from pytest_genai.report.gate import gate_runs
-    from pytest_genai.report.registry import default_metric_info
+    from pytest_genai.claims import default_metric_info
     from pytest_genai.report.thresholds import Thresholds
 
     runs = runs_by_generation(rows)

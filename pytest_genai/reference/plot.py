@@ -32,7 +32,7 @@ class Pair:
 
 def pairs(runs: Iterable[Any], found: Sequence[Counterpart]) -> list[Pair]:
     """Every (run, benchmark) with a published counterpart, with that run's value and the row's numbers."""
-    from pytest_genai.claims.stats import median_interval
+    from pytest_genai.stats import median_interval
 
     out = []
     for run in runs:

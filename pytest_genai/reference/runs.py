@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 from pytest_genai import SCHEMA
 from pytest_genai.reference.row import REFERENCE_SOURCE, ReferenceRow
-from pytest_genai.report.runs import Run, run_from_json
+from pytest_genai.results.runs import Run, run_from_json
 
 
 def benchmark_name(row: ReferenceRow) -> str:

@@ -4,7 +4,7 @@ Each row says how it was judged (``basis``):
 
 * ``interval`` — both runs kept the metric's rounds (``metric_rounds``, pytest-benchmark's ``stats.data``): the
   current/baseline ratio of their medians gets the percentile bootstrap interval the generation claims use
-  (:func:`pytest_genai.claims.stats.bootstrap_ratio_interval`), and the row reads ``regressed``, ``improved``,
+  (:func:`pytest_genai.stats.bootstrap_ratio_interval`), and the row reads ``regressed``, ``improved``,
   ``unchanged`` or ``inconclusive`` against its threshold (:func:`.deltas.ratio_verdict`). As for a claim, an
   interval under :data:`pytest_genai.claims.check.MIN_LEVEL` (fewer than 5 rounds a side) and a value on the other
   side of the threshold than its interval decide nothing. CPU pressure (the ``cpu_contention`` attachment past
@@ -45,8 +45,8 @@ from pytest_genai.stack import stack_differences
 
 from .deltas import INCONCLUSIVE, IMPROVED, UNCHANGED, is_regression, ratio_verdict, relative_change, worsening
 from .matching import Pair, match_records
-from .registry import MetricInfo, unit_factor
-from .runs import Record, Run
+from pytest_genai.results.registry import MetricInfo, unit_factor
+from pytest_genai.results.runs import Record, Run
 from .thresholds import Thresholds
 
 REGRESSED = "regressed"
@@ -102,7 +102,7 @@ class MetricComparison:
     source: str
     basis: str = EXACT
     interval: Mapping[str, Any] | None = None
-    """The current/baseline ratio's interval (:meth:`pytest_genai.claims.stats.Interval.to_json`) of an interval row."""
+    """The current/baseline ratio's interval (:meth:`pytest_genai.stats.Interval.to_json`) of an interval row."""
     note: str = ""
     """Why an interval row is inconclusive, which side a point row lacked rounds on, a unit conversion."""
     past_threshold: bool | None = None
@@ -415,11 +415,11 @@ def judge_on_runs(mc: MetricComparison, runs: Sequence[Sequence[float]], base_ro
                   cur_rounds: Sequence[float] | None, base_stall: float | None = None,
                   cur_stall: float | None = None) -> MetricComparison:
     """``mc`` against a baseline of several runs (``runs``: each run's rounds or value): the run-to-run prediction
-    interval (:func:`pytest_genai.claims.stats.run_spread_interval`), widened to the rounds' bootstrap interval where
+    interval (:func:`pytest_genai.stats.run_spread_interval`), widened to the rounds' bootstrap interval where
     both sides kept rounds, so the spread between runs widens what one run's rounds say."""
     if mc.status not in (REGRESSED, WORSE, BETTER, SAME) or mc.max_regression is None or mc.basis == EXACT:
         return mc
-    from pytest_genai.claims.stats import Interval, bootstrap_ratio_interval, run_spread_interval
+    from pytest_genai.stats import Interval, bootstrap_ratio_interval, run_spread_interval
 
     assert mc.current is not None
     current = cur_rounds if cur_rounds and len(cur_rounds) >= 2 else (mc.current,)
@@ -601,7 +601,7 @@ def _speed_row(mc: MetricComparison, info: Mapping[str, MetricInfo]) -> bool:
     """A measured row that a slower machine moves as it moves the step: a time, a rate, a timing ratio, a rate over a
     peak (a registered ``numerator``: MFU), or a modeled number from measured times (``measured_inputs``: modeled
     bytes over a measured time)."""
-    from .registry import UNIT_SCALES
+    from pytest_genai.results.registry import UNIT_SCALES
 
     if mc.basis == EXACT:
         return False

@@ -31,8 +31,8 @@ from .compare import (
 )
 from .deltas import speedup
 from .matching import nearest_difference
-from .registry import SPEEDUP_METRIC, THROUGHPUT_METRICS, MetricInfo
-from .runs import BENCH_MEDIAN_METRIC, Record, Run
+from pytest_genai.results.registry import SPEEDUP_METRIC, THROUGHPUT_METRICS, MetricInfo
+from pytest_genai.results.runs import BENCH_MEDIAN_METRIC, Record, Run
 from pytest_genai.tables import format_number
 from .thresholds import Thresholds
 
@@ -87,7 +87,7 @@ class GateResult:
     @property
     def exit_code(self) -> int:
         """1 on a failure, else 3 where a row is undecided (unless ``allow_undecided``), else 0."""
-        from .errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED
+        from pytest_genai.results.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED
 
         if self.failures:
             return EXIT_REGRESSION
@@ -251,7 +251,7 @@ def speedup_interval(base_rounds: Any, cur_rounds: Any, direction: str) -> Any:
     if not base_rounds or not cur_rounds or len(base_rounds) < 2 or len(cur_rounds) < 2:
         return None
     try:
-        from pytest_genai.claims.stats import bootstrap_ratio_interval
+        from pytest_genai.stats import bootstrap_ratio_interval
     except ImportError:  # pragma: no cover - the claims package ships with this one
         return None
     num, den = (cur_rounds, base_rounds) if direction == "higher" else (base_rounds, cur_rounds)

@@ -23,8 +23,8 @@ from typing import Callable, Sequence
 
 from pytest_genai.identity import differences
 
-from .errors import ReportInputError
-from .runs import Record, Run
+from pytest_genai.results.errors import ReportInputError
+from pytest_genai.results.runs import Record, Run
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .matching import match_records
-from .runs import Record, Run
+from pytest_genai.results.runs import Record, Run
 from pytest_genai.tables import Table, format_number, modeled_mark
 
 

@@ -10,7 +10,7 @@ from typing import Iterable, Sequence
 
 from pytest_genai.atomic import write_text_atomic
 
-from .errors import ReportInputError
+from pytest_genai.results.errors import ReportInputError
 
 
 def _same_file(a: Path, b: Path) -> bool:

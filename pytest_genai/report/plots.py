@@ -19,12 +19,13 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from pytest_genai.atomic import write_bytes_atomic
 from pytest_genai.devices.specs import ridge_point
-from .errors import ReportInputError
+from pytest_genai.results.errors import ReportInputError
 from .output import NameAllocator, file_stem
 from .pareto import pareto_front
-from .registry import THROUGHPUT_METRICS, MetricInfo, default_metric_info
+from pytest_genai.results.registry import THROUGHPUT_METRICS, MetricInfo
+from pytest_genai.claims import default_metric_info
 from .roofline import ceiling_polyline
-from .runs import Record, config_value_label, records_from_benchmarks
+from pytest_genai.results.runs import Record, config_value_label, records_from_benchmarks
 from pytest_genai.tables import format_number, format_value, shorten_unique
 from .views import distinguishing_keys, value_key
 

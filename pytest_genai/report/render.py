@@ -14,8 +14,8 @@ from typing import Any, Mapping, Sequence, Union
 
 from pytest_genai.experiments import label as experiment_label
 
-from .registry import MetricInfo
-from .runs import Run
+from pytest_genai.results.registry import MetricInfo
+from pytest_genai.results.runs import Run
 from pytest_genai.tables import Table, md_block_starts, md_inline, one_line, visible
 from .views import (
     BASIS_NOTE, REFERENCE_NOTE, claims_tables, experiment_tables, machine_table, paper_claims_tables, reference_table,

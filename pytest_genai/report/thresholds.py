@@ -32,7 +32,7 @@ from types import MappingProxyType
 from typing import Collection, Mapping, Sequence
 
 from .run_noise import RunNoise
-from .runs import BENCH_STATS_FIELDS, bench_stat_metric
+from pytest_genai.results.runs import BENCH_STATS_FIELDS, bench_stat_metric
 
 DEFAULT_MAX_REGRESSION = 0.05
 """Allowed worsening for a metric nobody gave a threshold for: 5 %."""
@@ -196,7 +196,7 @@ def precise_for_gate(rounds: Sequence[float], limit: float) -> bool:
     their ratio's interval (about +-0.35 of it) lies past the threshold for a change of 1.4x it or more."""
     import statistics
 
-    from pytest_genai.claims.stats import median_interval
+    from pytest_genai.stats import median_interval
 
     values = [float(r) for r in rounds]
     if len(values) < 2:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from .errors import ReportInputError
-from .registry import UNIT_SCALES
-from .runs import Run
+from pytest_genai.results.errors import ReportInputError
+from pytest_genai.results.registry import UNIT_SCALES
+from pytest_genai.results.runs import Run
 
 _TOL = 1e-9
 

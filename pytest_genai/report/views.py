@@ -14,8 +14,8 @@ from pytest_genai.identity import DATA_IDENTITY_KEYS, data_label
 
 from .gate import GateResult, GenerationCheck
 from .matching import nearest_difference
-from .registry import MetricInfo
-from .runs import Record, Run, config_value_label
+from pytest_genai.results.registry import MetricInfo
+from pytest_genai.results.runs import Record, Run, config_value_label
 from pytest_genai.tables import (MAX_ROW_CHARS, Table, distinct_parts, format_change, format_number, format_value, make_table,
                      modeled_mark, shorten, shorten_unique)
 

@@ -362,7 +362,7 @@ def energy_metrics(tokens: int, per_call_j: Sequence[float]) -> dict[str, Any]:
     device reports no energy (absent, never 0)."""
     import statistics
 
-    from pytest_genai.record import Measurement
+    from pytest_genai.results.measurement import Measurement
 
     rounds = [float(j) for j in per_call_j if math.isfinite(j) and j > 0]  # inf J read as 0 tokens per joule
     if not rounds:

@@ -181,7 +181,7 @@ def paired_rounds(
     alternating (first-second, second-first, ...).
 
     A slow spell of a shared machine then falls on both sides of a round alike, and going first or second favours
-    neither: the per-round ratio cancels both, and :func:`pytest_genai.claims.stats.median_interval` judges it.
+    neither: the per-round ratio cancels both, and :func:`pytest_genai.stats.median_interval` judges it.
     Each callable is one whole timed block (e.g. N steps); warm both up before calling this.
     """
     first_s, second_s, _ = paired_rounds_until(first, second, rounds=rounds, clock=clock)

@@ -3,7 +3,8 @@
 One module per job: :mod:`.location` (which database), :mod:`.schema` (tables and versioned migrations),
 :mod:`.engine` (opening a store: SQLite WAL and retries, schema checks), :mod:`.ingest` (a pytest-benchmark JSON
 document as rows: pure), :mod:`.write` (adding runs, idempotent and transactional), :mod:`.read` (queries: a
-stored run back as a :class:`pytest_genai.report.runs.Run`, metric series), :mod:`.history` and :mod:`.cli` (the
-``pytest-genai history`` and ``pytest-genai store`` commands). Part of the core: it imports no experiment package,
+stored run back as a :class:`pytest_genai.results.runs.Run`, metric series). The ``pytest-genai history`` and ``pytest-genai store``
+commands live in :mod:`pytest_genai.cli`, above this package and :mod:`pytest_genai.report`, which never import each
+other. Part of the core: it imports no experiment package,
 and importing it imports no SQLAlchemy (that happens when a store is opened).
 """

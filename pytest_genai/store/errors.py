@@ -1,7 +1,7 @@
 """The one error type of the store: a message naming the store (or the input) and how to fix it."""
 from __future__ import annotations
 
-from pytest_genai.report.errors import ReportInputError
+from pytest_genai.results.errors import ReportInputError
 
 
 class StoreError(ReportInputError):

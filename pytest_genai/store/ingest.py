@@ -1,6 +1,6 @@
 """A pytest-benchmark JSON document as the store's rows (pure: no database).
 
-The document is read by the same reader as ``pytest-genai report`` (:func:`pytest_genai.report.runs.run_from_json`:
+The document is read by the same reader as ``pytest-genai report`` (:func:`pytest_genai.results.runs.run_from_json`:
 validation, the identity/environment split, retired metric names), so a stored benchmark pairs exactly as the file
 does; what that reader does not keep (every round's value, intervals, the run's commit and settings) is taken from
 the document beside it. Its identity in the store is :func:`content_hash`: adding the same document twice is a no-op.
@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from pytest_genai.report.runs import BENCH_MEDIAN_METRIC, Record, run_from_json
+from pytest_genai.results.runs import BENCH_MEDIAN_METRIC, Record, run_from_json
 
 
 def canonical(obj: Any) -> str:
@@ -80,7 +80,7 @@ def _float(value: Any) -> float | None:
 
 def _float_list(value: Any) -> tuple[float, ...] | None:
     """Every value of a non-empty list as a float, else None (odd rounds are not stored; the file reader ignores
-    them too: :func:`pytest_genai.report.runs._round_list`)."""
+    them too: :func:`pytest_genai.results.runs._round_list`)."""
     if not isinstance(value, list) or not value:
         return None
     out = [_float(v) for v in value]
@@ -112,7 +112,7 @@ def _text(value: Any) -> str | None:
 
 
 def run_rows(doc: Any, source: str, command: str | None = None) -> RunRows:
-    """The rows of one document (:class:`pytest_genai.report.errors.ReportInputError` naming ``source`` when it is
+    """The rows of one document (:class:`pytest_genai.results.errors.ReportInputError` naming ``source`` when it is
     not a usable run)."""
     run = run_from_json(doc, source)
     genai = doc.get("genai") if isinstance(doc.get("genai"), dict) else {}

@@ -1,4 +1,4 @@
-"""Queries: which stored runs a query names, a stored run back as a :class:`~pytest_genai.report.runs.Run` (so
+"""Queries: which stored runs a query names, a stored run back as a :class:`~pytest_genai.results.runs.Run` (so
 ``compare`` and ``gate`` treat it as they treat a file), and one metric's series for ``history``.
 
 A query is words: filters ``key=value`` (:data:`RUN_FILTERS` on the run, :data:`BENCHMARK_FILTERS` on its
@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from pytest_genai.report.runs import BENCH_MEDIAN_METRIC, DeviceRef, Record, Run
+from pytest_genai.results.runs import BENCH_MEDIAN_METRIC, DeviceRef, Record, Run
 
 from .engine import Store
 from .errors import StoreError
@@ -209,9 +209,9 @@ def stored_run(store: Store, run_id: int, query: StoreQuery | None = None) -> Ru
 
 def last_runs(store: Store, ids: Sequence[int], count: int, query: StoreQuery) -> Run:
     """The ``count`` newest of the matching runs ``ids`` (newest first) as one baseline
-    (:func:`pytest_genai.report.baselines.combine_runs`); its label names the runs. A store holding fewer is a labelled
+    (:func:`pytest_genai.results.baselines.combine_runs`); its label names the runs. A store holding fewer is a labelled
     fallback: the baseline is the runs there are, and a warning says so."""
-    from pytest_genai.report.baselines import combine_runs
+    from pytest_genai.results.baselines import combine_runs
 
     chosen = list(ids[:count])
     runs = [stored_run(store, i, query) for i in chosen]

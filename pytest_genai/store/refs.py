@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from pytest_genai.report.benchmark_storage import LATEST, is_storage_id, machine_id, resolve_storage_id
-from pytest_genai.report.runs import Run, load_run
+from pytest_genai.results.storage import LATEST, is_storage_id, machine_id, resolve_storage_id
+from pytest_genai.results.runs import Run, load_run
 
 from .errors import StoreError
 from .read import looks_like_query, query_run

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from pytest_genai.report.errors import ReportInputError
+from pytest_genai.results.errors import ReportInputError
 
 from .engine import Store, utc_now
 from .errors import StoreError
@@ -168,8 +168,8 @@ def read_rows(path: str | os.PathLike[str], command: str | None = None) -> RunRo
 def read_document(path: str | os.PathLike[str]) -> Any:
     """The run file ``path`` as a document, validated as ``pytest-genai report`` reads it; read once (``store add
     <(cat run.json)``, a pipe, read empty the second time)."""
-    from pytest_genai.report.errors import ReportInputError
-    from pytest_genai.report.runs import load_run, run_from_bytes
+    from pytest_genai.results.errors import ReportInputError
+    from pytest_genai.results.runs import load_run, run_from_bytes
 
     try:
         raw = Path(path).read_bytes()

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_genai.claims.stats import Interval, bootstrap_ratio_interval, hierarchical_ratio_interval
+from pytest_genai.stats import Interval, bootstrap_ratio_interval, hierarchical_ratio_interval
 from pytest_genai.runtime.timing import after_warmup, slowest_rank_steps
 from pytest_genai.train.config import ThroughputConfig
 

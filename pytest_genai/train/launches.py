@@ -5,7 +5,7 @@ step moves with the load, placement and allocator state of that launch (an H200 
 [1.02, 1.16] in one session and 1.52 [1.21, 1.80] in the next, same code). So each side runs ``per_side`` jobs in a
 counterbalanced interleave (run, baseline, baseline, run, run, baseline, ...: a load that drifts steadily during the
 jobs moves both sides alike), and the ratio's interval is
-:func:`pytest_genai.claims.stats.hierarchical_ratio_interval`, a two-stage bootstrap over the jobs and then their
+:func:`pytest_genai.stats.hierarchical_ratio_interval`, a two-stage bootstrap over the jobs and then their
 steps, whose level is capped by the job count: fewer than :data:`MIN_JUDGING` jobs a side read inconclusive.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pytest_genai.claims.stats import Interval, hierarchical_ratio_interval, median_coverage
+from pytest_genai.stats import Interval, hierarchical_ratio_interval, median_coverage
 
 #: Jobs a side for an interval the verdict may use: the two-stage bootstrap's level is at most ``1 - 2^(1-jobs)``
 #: (3 jobs: 75%, 4: 88%, 5: 94%), and ``claims.check.MIN_LEVEL`` (90%) needs 5.

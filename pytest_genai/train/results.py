@@ -1,4 +1,4 @@
-"""What the fine-tuning benchmarks record: each run's summary as a :class:`~pytest_genai.record.Result` (pure).
+"""What the fine-tuning benchmarks record: each run's summary as a :class:`~pytest_genai.results.measurement.Result` (pure).
 
 One function per benchmark turns what the runs returned into named metrics, each with its source (``measured`` for
 timings, losses, memory and what is derived from them; ``modeled`` for the analytic FLOPs and the fit planner's
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from pytest_genai.record import Measurement, Result
+from pytest_genai.results.measurement import Measurement, Result
 from pytest_genai.train import metrics
 
 if TYPE_CHECKING:
-    from pytest_genai.claims.stats import Interval
+    from pytest_genai.stats import Interval
     from pytest_genai.devices.device import Device
     from pytest_genai.train.bare_ddp import BareRun
     from pytest_genai.train.config import ThroughputConfig

@@ -2,7 +2,7 @@
 
 The checker (:func:`pytest_genai.plugin.recorder.run_source_problems`) holds each recorded source against the metric
 registry. The suite's reference runs go through it; a name retired by a rename
-(:data:`pytest_genai.report.renames.RENAMED`) is held against its current registry entry with the source it was
+(:data:`pytest_genai.results.renames.RENAMED`) is held against its current registry entry with the source it was
 recorded with, so an old run's ``bytes_moved`` labelled measured counts as the modeled number it is.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_genai.claims.model import load_metrics
-from pytest_genai.report.renames import RENAMED
+from pytest_genai.results.renames import RENAMED
 from pytest_genai.plugin.recorder import run_source_problems
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,7 +28,7 @@ def _load(path: Path) -> dict:
 
 
 #: Renamed after the committed reference runs were made: those runs recorded them under the old name and source
-#: (flop_counter_ratio, measured; 2026-12-02), which readers map (report/renames.py); the check skips them there.
+#: (flop_counter_ratio, measured; 2026-12-02), which readers map (results/renames.py); the check skips them there.
 RENAMED_AFTER_THE_REFERENCE_RUNS = {"flop_counter_ratio"}
 
 

@@ -4,7 +4,7 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pytest_genai.claims.stats import (bootstrap_ratio_interval, hierarchical_ratio_interval, median_coverage,
+from pytest_genai.stats import (bootstrap_ratio_interval, hierarchical_ratio_interval, median_coverage,
                                       median_interval)
 
 
@@ -98,7 +98,7 @@ def test_hierarchical_ratio_interval_rejects_unusable_jobs(num, den, match) -> N
 # --- paired accuracy: McNemar and the exact interval of the drop ---------------------------------------------------
 from pytest_genai.claims import check_value  # noqa: E402
 from pytest_genai.claims.model import Claim  # noqa: E402
-from pytest_genai.claims.stats import (  # noqa: E402
+from pytest_genai.stats import (  # noqa: E402
     binom_cdf,
     clopper_pearson,
     mcnemar_exact_p,
@@ -171,7 +171,7 @@ def test_binom_cdf_matches_the_sum_and_clopper_pearson_hits_its_tails(n, data) -
 
 def test_examples_to_decide_a_paired_drop_at_the_same_flip_rates() -> None:
     """40 examples cannot decide a 2-point bound; the same rates with more examples do, and the count says how many."""
-    from pytest_genai.claims.stats import examples_to_decide, paired_counts, paired_drop_interval
+    from pytest_genai.stats import examples_to_decide, paired_counts, paired_drop_interval
 
     assert paired_counts(paired_drop_interval(3, 1, 40)) == (3, 1)
     none = examples_to_decide(0, 0, 40, None, 0.02)
@@ -187,7 +187,7 @@ def test_examples_to_decide_a_paired_drop_at_the_same_flip_rates() -> None:
 def test_an_undecided_accuracy_drop_says_how_many_examples_would_decide_it() -> None:
     from pytest_genai.claims import load_claims
     from pytest_genai.claims.check import check_value
-    from pytest_genai.claims.stats import paired_drop_interval
+    from pytest_genai.stats import paired_drop_interval
 
     claim = next(c for c in load_claims() if c.id == "A1.hellaswag_acc_drop")
     verdict = check_value(claim, 0.0, paired_drop_interval(0, 0, 40))

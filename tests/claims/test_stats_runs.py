@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from pytest_genai.claims.stats import run_spread_interval, t_quantile
+from pytest_genai.stats import run_spread_interval, t_quantile
 
 
 @pytest.mark.parametrize(("df", "value"), [(1, 12.706), (2, 4.303), (4, 2.776), (9, 2.262), (30, 2.042)])

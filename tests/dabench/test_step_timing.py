@@ -7,7 +7,7 @@ import time
 import pytest
 
 from pytest_genai.claims import check_value, load_claims
-from pytest_genai.claims.stats import median_interval
+from pytest_genai.stats import median_interval
 from pytest_genai.dabench import level1
 from pytest_genai.dabench.config import DecoderConfig
 from pytest_genai.dabench.roofline import Ceilings

@@ -278,7 +278,7 @@ def _verdict(claim_id: str, result) -> str:
 
 
 def _interval_verdict(claim, rounds) -> str:
-    from pytest_genai.claims.stats import median_interval
+    from pytest_genai.stats import median_interval
 
     return check_value(claim, sorted(rounds)[len(rounds) // 2], median_interval(list(rounds))).verdict
 

@@ -54,7 +54,7 @@ def test_preset_and_limit_override():
 def test_every_preset_times_enough_throughput_rounds_for_the_gate_to_decide(scale):
     # with too few rounds a side, the interval of a row's tokens/s is under the level that decides anything
     from pytest_genai.claims.check import MIN_LEVEL
-    from pytest_genai.claims.stats import median_interval
+    from pytest_genai.stats import median_interval
 
     rounds = PRESETS[scale][1].throughput_rounds
     assert median_interval([float(i) for i in range(rounds)]).level >= MIN_LEVEL

@@ -10,7 +10,7 @@ from pytest_genai.evals.lmeval_compare import (LmEvalWikitext, choice_outcomes, 
 from pytest_genai.evals.tasks import ChoiceResult, RollingResult
 from pytest_genai.evals.throughput import OpProfile
 from pytest_genai.evals.windows import Window
-from pytest_genai.record import Measurement
+from pytest_genai.results.measurement import Measurement
 from pytest_genai.plugin.recorder import result_problems
 
 WIKITEXT = {"word_perplexity": "measured", "lmeval_word_perplexity": "measured", "word_ppl_rel_diff": "measured",

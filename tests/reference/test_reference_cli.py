@@ -7,7 +7,7 @@ from pytest_genai.cli import SUBCOMMANDS, main
 
 
 def test_the_subcommand_is_registered() -> None:
-    assert SUBCOMMANDS["reference"][0] == "pytest_genai.reference.cli:main"
+    assert SUBCOMMANDS["reference"][0] == "pytest_genai.cli.reference:main"
 
 
 def test_list_prints_rows_with_their_provenance(capsys) -> None:

@@ -11,7 +11,7 @@ from pytest_genai.identity import split_config
 from pytest_genai.plugin.recorder import jsonable
 from pytest_genai.reference import sources
 from pytest_genai.reference.claims import check_run, counterparts
-from pytest_genai.report.runs import run_from_json
+from pytest_genai.results.runs import run_from_json
 from pytest_genai.train.archs import LLAMA_7B, get_arch
 from pytest_genai.train.config import (OPTIMUM_HABANA_LLAMA_7B_LORA, REFERENCE_CONFIGS, benchmark_matrix,
                                        reference_config)

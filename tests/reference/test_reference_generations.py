@@ -8,7 +8,7 @@ from pytest_genai.reference import sources
 from pytest_genai.reference.generations import judge, reading, table
 from pytest_genai.reference.runs import runs_by_generation
 from pytest_genai.report.gate import gate_runs
-from pytest_genai.report.registry import default_metric_info
+from pytest_genai.claims import default_metric_info
 from pytest_genai.report.thresholds import Thresholds
 
 

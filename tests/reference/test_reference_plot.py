@@ -11,7 +11,7 @@ import pytest
 from pytest_genai.reference.claims import Counterpart
 from pytest_genai.reference.plot import pairs
 from pytest_genai.reference.row import Provenance, ReferenceRow
-from pytest_genai.report.runs import run_from_json
+from pytest_genai.results.runs import run_from_json
 
 CONFIG = {"model": "llama-3.1-8b", "scale": "tiny", "strategy": "ddp", "micro_batch": 2, "seq_len": 128,
           "precision": "fp32", "world_size": 2, "weights": "random"}

@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_genai.report.benchmark_storage import is_storage_id, resolve_storage_id
-from pytest_genai.report.cli import compare_main, gate_main
-from pytest_genai.report.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, ReportInputError
+from pytest_genai.results.storage import is_storage_id, resolve_storage_id
+from pytest_genai.cli.report import compare_main, gate_main
+from pytest_genai.results.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, ReportInputError
 from pytest_genai.plugin.baseline import BaselinePlugin
 from pytest_genai.report.thresholds import ThresholdError, parse_thresholds
 

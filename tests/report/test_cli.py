@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from pytest_genai.cli import main as pytest_genai_main
-from pytest_genai.report.cli import compare_main, gate_main, report_main
-from pytest_genai.report.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION
+from pytest_genai.cli.report import compare_main, gate_main, report_main
+from pytest_genai.results.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION
 
 from .runfiles import bench, run_doc, write_run
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_genai.report.cli import gate_main, report_main
-from pytest_genai.report.errors import EXIT_OK, EXIT_REGRESSION
+from pytest_genai.cli.report import gate_main, report_main
+from pytest_genai.results.errors import EXIT_OK, EXIT_REGRESSION
 
 # A tiny deterministic workload; GENAI_TEST_SLOWDOWN repeats it without changing the config, the way a slower
 # software change would. tokens_per_s is computed from pytest-benchmark's own median.

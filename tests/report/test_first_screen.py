@@ -4,9 +4,9 @@ what ran (device, model, scale, random weights)."""
 import json
 from pathlib import Path
 
-from pytest_genai.report.cli import report_main
+from pytest_genai.cli.report import report_main
 from pytest_genai.report.plots import plot_context
-from pytest_genai.report.runs import run_from_json
+from pytest_genai.results.runs import run_from_json
 
 from .runfiles import bench, run_doc
 from .test_render import realistic_run

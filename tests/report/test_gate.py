@@ -9,8 +9,8 @@ from pytest_genai.report.compare import (
     compare_runs,
 )
 from pytest_genai.report.gate import CLAIM_CHECKED, gate_runs
-from pytest_genai.report.registry import MetricInfo, metric_info_from
-from pytest_genai.report.runs import run_from_json
+from pytest_genai.results.registry import MetricInfo, metric_info_from
+from pytest_genai.results.runs import run_from_json
 from pytest_genai.report.thresholds import parse_thresholds
 
 from .runfiles import bench, run_doc
@@ -88,7 +88,7 @@ def test_a_directed_metric_recorded_as_null_fails_the_gate(tmp_path, capsys) -> 
     """``"tokens_per_s": null`` in the current run was dropped with a warning on stderr and the gate passed."""
     import json
 
-    from pytest_genai.report.cli import gate_main
+    from pytest_genai.cli.report import gate_main
 
     base, cur = tmp_path / "base.json", tmp_path / "cur.json"
     base.write_text(json.dumps(run_doc([bench("a", metrics={"tokens_per_s": 100.0})])))

@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 
 from pytest_genai.claims import load_claims, load_metrics
 from pytest_genai.identity import environment_reason, looks_like_local_path, split_config
-from pytest_genai.report.cli import compare_main, gate_main, report_main
-from pytest_genai.report.errors import EXIT_OK, EXIT_REGRESSION
+from pytest_genai.cli.report import compare_main, gate_main, report_main
+from pytest_genai.results.errors import EXIT_OK, EXIT_REGRESSION
 from pytest_genai.report.gate import gate_runs
 from pytest_genai.report.matching import check_unique, match_records
-from pytest_genai.report.registry import metric_info_from
-from pytest_genai.report.runs import run_from_json
+from pytest_genai.results.registry import metric_info_from
+from pytest_genai.results.runs import run_from_json
 from pytest_genai.report.thresholds import parse_thresholds
 
 from .runfiles import run_doc

@@ -12,15 +12,15 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_genai.claims import load_metrics
-from pytest_genai.report.cli import compare_main, gate_main
+from pytest_genai.cli.report import compare_main, gate_main
 from pytest_genai.report.compare import (
     EXACT, IMPROVED, INCONCLUSIVE, INTERVAL, POINT, REGRESSED, UNCHANGED, UNITS_DIFFER, compare_runs,
 )
-from pytest_genai.report.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED
+from pytest_genai.results.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED
 from pytest_genai.report.gate import gate_runs
 from pytest_genai.plugin.baseline import BaselinePlugin
-from pytest_genai.report.registry import metric_info_from
-from pytest_genai.report.runs import run_from_json
+from pytest_genai.results.registry import metric_info_from
+from pytest_genai.results.runs import run_from_json
 from pytest_genai.report.thresholds import parse_thresholds
 
 from .runfiles import bench, run_doc, write_run

@@ -1,7 +1,7 @@
 """A row that ran random weights says so with its scale, and LoRA settings read as a short label, in tables and plots
 alike (display only: the recorded model name stays the matching key)."""
 from pytest_genai.report import plots
-from pytest_genai.report.runs import config_value_label, model_label, run_from_json
+from pytest_genai.results.runs import config_value_label, model_label, run_from_json
 from pytest_genai.report.views import display_config
 
 from .runfiles import bench, run_doc

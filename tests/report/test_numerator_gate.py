@@ -10,8 +10,8 @@ import pytest
 from pytest_genai.claims import load_metrics
 from pytest_genai.claims.model import ClaimsError, merge_metrics, parse_metrics
 from pytest_genai.report.compare import INCONCLUSIVE, REGRESSED, UNCHANGED, compare_runs, fails
-from pytest_genai.report.registry import metric_info_from
-from pytest_genai.report.runs import run_from_json
+from pytest_genai.results.registry import metric_info_from
+from pytest_genai.results.runs import run_from_json
 from pytest_genai.report.thresholds import parse_thresholds
 
 from .runfiles import bench, run_doc

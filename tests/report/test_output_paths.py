@@ -38,7 +38,7 @@ def _inside(folder: Path, name: str) -> bool:
 @given(metric=NAMES)
 def test_history_default_plot_path_stays_in_the_working_folder(metric: str, tmp_path_factory) -> None:
     """`history 'tokens_per_s../../x'` wrote its default plot above the working folder."""
-    from pytest_genai.store.history import default_plot
+    from pytest_genai.cli.history import default_plot
 
     name = default_plot(metric)
     assert name.startswith("history-") and name.endswith(".png")
@@ -164,7 +164,7 @@ def test_a_full_disk_under_history_plot_names_the_path(tmp_path: Path, monkeypat
     """The message was "cannot write No space left on device": no path."""
     pytest.importorskip("matplotlib")
     import pytest_genai.atomic as atomic
-    from pytest_genai.store.history import history_main
+    from pytest_genai.cli.history import history_main
 
     store = _store(tmp_path)
 

@@ -8,8 +8,8 @@ import pytest
 from pytest_genai.devices.specs import get_spec
 from pytest_genai.report import plots
 from pytest_genai.report.plots import quality_series, roofline_figure, write_plots
-from pytest_genai.report.registry import metric_info_from
-from pytest_genai.report.runs import run_from_json
+from pytest_genai.results.registry import metric_info_from
+from pytest_genai.results.runs import run_from_json
 from pytest_genai.claims import load_metrics
 
 from .runfiles import bench, run_doc

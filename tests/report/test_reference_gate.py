@@ -11,8 +11,8 @@ from pytest_genai.claims import load_metrics
 from pytest_genai.report.compare import (
     INCONCLUSIVE, NOT_COMPARABLE, REGRESSED, UNCHANGED, compare_runs, fails,
 )
-from pytest_genai.report.registry import metric_info_from
-from pytest_genai.report.runs import run_from_json
+from pytest_genai.results.registry import metric_info_from
+from pytest_genai.results.runs import run_from_json
 from pytest_genai.report.thresholds import parse_thresholds
 from pytest_genai.runtime.reference import REFERENCE_ID, REFERENCE_LABEL
 

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_genai.report.cli import compare_main, gate_main, report_main
+from pytest_genai.cli.report import compare_main, gate_main, report_main
 from pytest_genai.report.compare import (
     BASELINE_UNUSABLE, NOT_FINITE, NO_DIRECTION, REGRESSED, UNREGISTERED, compare_metric,
 )
-from pytest_genai.report.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION
+from pytest_genai.results.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION
 from pytest_genai.plugin.baseline import BaselinePlugin
-from pytest_genai.report.registry import MetricInfo
-from pytest_genai.report.runs import load_run
+from pytest_genai.results.registry import MetricInfo
+from pytest_genai.results.runs import load_run
 from pytest_genai.report.thresholds import ThresholdError, parse_thresholds
 
 from .runfiles import bench, run_doc, write_run

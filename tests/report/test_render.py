@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_genai.report.cli import report_main
-from pytest_genai.report.registry import MetricInfo
+from pytest_genai.cli.report import report_main
+from pytest_genai.results.registry import MetricInfo
 from pytest_genai.report.render import Image, report_blocks, to_html, to_markdown
-from pytest_genai.report.runs import run_from_json
+from pytest_genai.results.runs import run_from_json
 from pytest_genai.tables import MAX_ROW_CHARS, distinct_parts, format_number, format_value
 from pytest_genai.report.views import experiment_tables
 

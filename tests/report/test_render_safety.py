@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_genai.report.registry import default_metric_info
+from pytest_genai.claims import default_metric_info
 from pytest_genai.report.render import Heading, Paragraph, report_blocks, to_html, to_markdown
-from pytest_genai.report.runs import load_run
+from pytest_genai.results.runs import load_run
 from pytest_genai.tables import make_table
 
 from .runfiles import bench, run_doc
@@ -81,7 +81,7 @@ def test_nul_and_esc_never_go_out_raw(where: str, tmp_path: Path) -> None:
 
 
 def test_report_on_the_terminal_carries_no_escape_sequence(tmp_path: Path, capsys) -> None:
-    from pytest_genai.report.cli import report_main
+    from pytest_genai.cli.report import report_main
 
     assert report_main([_report(tmp_path, CONTROL)]) == 0
     out = capsys.readouterr()
@@ -132,7 +132,7 @@ def test_a_csv_cell_never_starts_a_formula(name: str, tmp_path: Path, capsys) ->
     import csv
     import io
 
-    from pytest_genai.report.cli import compare_main
+    from pytest_genai.cli.report import compare_main
     from pytest_genai.report.export import csv_text
 
     runs = []

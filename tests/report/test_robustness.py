@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_genai.report.cli import compare_main, gate_main, report_main
+from pytest_genai.cli.report import compare_main, gate_main, report_main
 
 from .runfiles import bench, run_doc
 

@@ -34,7 +34,7 @@ def pair(pairs) -> dict[str, Path]:
 @pytest.mark.parametrize("name", ["same_code_pair", "same_code_pair_2"])
 @pytest.mark.parametrize("order", [("a", "b"), ("b", "a")])
 def test_the_same_code_gates_undecided_never_regressed(pairs, name, order, capsys) -> None:
-    from pytest_genai.report.cli import EXIT_UNDECIDED, gate_main
+    from pytest_genai.cli.report import EXIT_UNDECIDED, gate_main
 
     base, cur = (str(pairs[name][side]) for side in order)
     assert gate_main([base, cur, "--no-claims"]) == EXIT_UNDECIDED
@@ -45,7 +45,7 @@ def test_the_same_code_gates_undecided_never_regressed(pairs, name, order, capsy
 
 
 def test_a_bad_run_noise_is_one_line_naming_it(pair, capsys) -> None:
-    from pytest_genai.report.cli import gate_main
+    from pytest_genai.cli.report import gate_main
 
     assert gate_main([str(pair["a"]), str(pair["b"]), "--run-noise", "lots"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

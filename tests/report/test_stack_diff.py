@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_genai.report.cli import compare_main, gate_main
-from pytest_genai.report.errors import EXIT_OK, EXIT_REGRESSION
+from pytest_genai.cli.report import compare_main, gate_main
+from pytest_genai.results.errors import EXIT_OK, EXIT_REGRESSION
 
 from .runfiles import bench, run_doc
 

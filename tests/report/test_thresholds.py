@@ -58,7 +58,7 @@ def test_every_quality_metric_of_the_registry_has_its_quality_threshold() -> Non
     """Walks every metrics_*.toml: each directed quality metric resolves, with no user threshold, to its quality
     threshold (perplexities 0.5 %, accuracies and losses 1 %, storage 0.1 %), from the registry, never the 5 % default."""
     from pytest_genai.claims import load_metrics
-    from pytest_genai.report.registry import metric_info_from
+    from pytest_genai.results.registry import metric_info_from
 
     info = metric_info_from(load_metrics())
     quality = [m for m in info.values() if m.direction in ("higher", "lower") and not m.timing

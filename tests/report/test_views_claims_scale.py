@@ -3,7 +3,7 @@ over all rows, 25,000 benchmarks took minutes; benchmarks/report_scale.py times 
 from __future__ import annotations
 
 from pytest_genai.report import views
-from pytest_genai.report.runs import run_from_json
+from pytest_genai.results.runs import run_from_json
 
 from .runfiles import bench, run_doc
 

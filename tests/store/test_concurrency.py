@@ -84,7 +84,7 @@ def test_two_writers_hammering_one_store_lose_nothing(tmp_path: Path, rounds: in
     assert [p.returncode for p in procs] == [0, 0], outputs
     with open_store(url) as store:
         runs = run_summaries(store)
-        from pytest_genai.store.cli import table_counts
+        from pytest_genai.cli.store import table_counts
 
         rows = table_counts(store)
     assert len(runs) == 2 * rounds + 1  # each writer's runs, and the shared one once

@@ -77,7 +77,7 @@ def _gate_json(*args: str) -> tuple[int, dict[str, Any], str]:
     import contextlib
     import io
 
-    from pytest_genai.report.cli import gate_main
+    from pytest_genai.cli.report import gate_main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

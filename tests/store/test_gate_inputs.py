@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _gate(*args: str) -> tuple[int, str, str]:
-    from pytest_genai.report.cli import gate_main
+    from pytest_genai.cli.report import gate_main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -191,7 +191,7 @@ def _real_runs() -> list[Path]:
 def test_a_stored_baseline_gates_as_its_file_row_by_row(tmp_path: Path, path: Path, factor: float) -> None:
     """Gating against a stored run gives the same verdict, row by row, as gating against its file: rounds,
     intervals, units and labels survive the store."""
-    from pytest_genai.report.cli import gate_main
+    from pytest_genai.cli.report import gate_main
 
     doc = json.loads(path.read_text())
     if not isinstance(doc, dict) or not doc.get("benchmarks"):  # a measurement record, not a run
@@ -240,7 +240,7 @@ H200_QUANT = ROOT / "docs" / "results" / "2026-12-04-cuda-h200" / "run1" / "cuda
 def _slowed(doc: dict[str, Any], factor: float, stall: float | None = None) -> dict[str, Any]:
     """``doc`` with every measured speed (times up, rates down) changed by ``factor``, rounds alike; with ``stall``,
     every benchmark recorded that CPU-stall share."""
-    from pytest_genai.report.registry import default_metric_info
+    from pytest_genai.claims import default_metric_info
 
     info, _ = default_metric_info()
     out = json.loads(json.dumps(doc))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_genai.store.history import lines
+from pytest_genai.cli.history import lines
 from pytest_genai.store.read import Point
 
 

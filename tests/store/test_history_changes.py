@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_genai.store.changes import ChangePointsUnavailable, find_changes
-from pytest_genai.store.history import history_main, line_points
+from pytest_genai.cli.history import history_main, line_points
 from pytest_genai.store.read import Point
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -69,7 +69,7 @@ def test_ctrl_c_in_store_add_says_how_many_were_added(tmp_path: Path, capsys, mo
 
 
 def test_ctrl_c_in_gate_is_one_line_exit_130(tmp_path: Path, capsys, monkeypatch) -> None:
-    import pytest_genai.report.cli as report_cli
+    import pytest_genai.cli.report as report_cli
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

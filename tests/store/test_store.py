@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_genai.report.runs import load_run, run_from_json
+from pytest_genai.results.runs import load_run, run_from_json
 from pytest_genai.store.engine import open_store
 from pytest_genai.store.errors import StoreError
 from pytest_genai.store.read import query_run, run_summaries
@@ -48,7 +48,7 @@ def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
 
 
 def counts(url: str) -> dict[str, int]:
-    from pytest_genai.store.cli import table_counts
+    from pytest_genai.cli.store import table_counts
 
     with open_store(url) as store:
         return table_counts(store)
@@ -189,7 +189,7 @@ def _three_generations(url: str) -> None:
 
 
 def test_queries_latest_and_best(store_url: str) -> None:
-    from pytest_genai.report.registry import default_metric_info
+    from pytest_genai.claims import default_metric_info
 
     _three_generations(store_url)
     info, _ = default_metric_info()
@@ -210,7 +210,7 @@ def test_queries_latest_and_best(store_url: str) -> None:
 def test_best_takes_each_metrics_rounds_and_timing_from_the_run_its_value_came_from(store_url: str) -> None:
     """``best`` picks the older a100 run's 260 tokens/s: its rounds (and, for the median round time, its timing)
     come along, so an interval judged on them describes 260, not the newest run's 250."""
-    from pytest_genai.report.registry import default_metric_info
+    from pytest_genai.claims import default_metric_info
 
     docs = []
     for name, when, tps in (("a100-old.json", "2026-02-01T00:00:00", 260.0), ("a100.json", "2026-03-01T00:00:00", 250.0)):

@@ -1,4 +1,4 @@
-"""What the Level 2 benchmarks record: each run's summary as a :class:`~pytest_genai.record.Result` (pure).
+"""What the Level 2 benchmarks record: each run's summary as a :class:`~pytest_genai.results.measurement.Result` (pure).
 
 One function per benchmark kind turns what a run returned into named metrics, each with its source (``measured``
 for timings and what is derived from them, ``config`` for what was set, ``modeled`` for the pipeline model's
@@ -20,7 +20,7 @@ from pytest_genai.dabench.level2.deploy import BatchSweepResult, PrecisionResult
 from pytest_genai.dabench.level2.partition import bubble_fraction_modeled
 from pytest_genai.dabench.level2.run import (ScalingSummary, partition_ratio_rounds, partition_throughput_ratio_rounds,
                                             pipeline_step_s_modeled)
-from pytest_genai.record import Measurement, Result, rounds_of
+from pytest_genai.results.measurement import Measurement, Result, rounds_of
 
 MEASURED, MODELED, CONFIG = "measured", "modeled", "config"
 

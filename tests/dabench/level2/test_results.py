@@ -14,7 +14,7 @@ from pytest_genai.dabench.level2.results import (batch_sweep_result, parallel_re
                                                  vendor_precision_result, vendor_tp_result)
 from pytest_genai.dabench.level2.run import summarize
 from pytest_genai.dabench.readers.runlog import VendorRunLog
-from pytest_genai.record import Measurement
+from pytest_genai.results.measurement import Measurement
 from pytest_genai.plugin.recorder import result_problems
 
 W = DecoderConfig(layers=4, hidden=64, heads=2, seq_len=16, batch=8, mode="train")

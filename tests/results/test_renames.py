@@ -1,6 +1,6 @@
 """A run written before a metric rename is read under the current names, so gate/compare pair it with new runs."""
-from pytest_genai.report.renames import current_names
-from pytest_genai.report.runs import run_from_json
+from pytest_genai.results.renames import current_names
+from pytest_genai.results.runs import run_from_json
 
 from .runfiles import bench, run_doc
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_genai.report.errors import ReportInputError
+from pytest_genai.results.errors import ReportInputError
 from pytest_genai.report.matching import match_records
-from pytest_genai.report.runs import BENCH_MEDIAN_METRIC, load_run, run_from_json
+from pytest_genai.results.runs import BENCH_MEDIAN_METRIC, load_run, run_from_json
 
 from .runfiles import bench, run_doc, write_run
 
@@ -126,7 +126,7 @@ def test_plain_pytest_benchmark_entries_keep_their_timing() -> None:
 
 
 def test_plain_benchmarks_of_the_same_name_in_two_files_or_classes_are_not_duplicates(tmp_path: Path, capsys) -> None:
-    from pytest_genai.report.cli import gate_main
+    from pytest_genai.cli.report import gate_main
 
     def entry(fullname, median):
         return {"name": "test_sort", "fullname": fullname, "param": None, "extra_info": {}, "stats": {"median": median}}

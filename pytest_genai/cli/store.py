@@ -5,7 +5,7 @@ import argparse
 import sys
 from typing import Any, Sequence
 
-from .location import default_url, normalize_url
+from pytest_genai.store.location import default_url, normalize_url
 
 EXIT_INTERRUPTED = 130
 """Ctrl-C's exit status, as a shell gives it (128 + SIGINT)."""
@@ -33,8 +33,8 @@ def _url(args: argparse.Namespace) -> str:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from .engine import open_store
-    from .write import add_rows, read_rows, run_files
+    from pytest_genai.store.engine import open_store
+    from pytest_genai.store.write import add_rows, read_rows, run_files
 
     # every file read and checked before anything is written: one bad file in a folder adds none of them
     files = [(path, read_rows(path)) for path in run_files(args.runs)]
@@ -60,8 +60,8 @@ def _list(args: argparse.Namespace) -> int:
     from pytest_genai.report.export import csv_text, json_text
     from pytest_genai.tables import make_table
 
-    from .engine import open_store
-    from .read import run_summaries
+    from pytest_genai.store.engine import open_store
+    from pytest_genai.store.read import run_summaries
 
     with open_store(_url(args), create=False) as store:
         runs = run_summaries(store)
@@ -85,7 +85,7 @@ def table_counts(store: Any) -> dict[str, int]:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from .engine import open_store, stored_version
+    from pytest_genai.store.engine import open_store, stored_version
 
     with open_store(_url(args), create=False) as store:
         version = store.read(lambda conn: stored_version(conn, store.md, store.shown))
@@ -96,6 +96,6 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pytest_genai.report.cli import run_command
+    from pytest_genai.cli.report import run_command
 
     return run_command(_parser, lambda args: {"add": _add, "list": _list, "info": _info}[args.action](args), argv)

@@ -3,7 +3,7 @@
 The registry (``pytest_genai.claims.load_metrics()``) maps metric names to definitions
 with ``unit`` and ``direction`` ("higher", "lower" or "none").  Everything in this
 package takes the registry as an explicit argument (a mapping of name → object with
-those attributes, or → dict); :func:`default_metric_info` loads the suite's one.
+those attributes, or → dict); :func:`pytest_genai.claims.default_metric_info` loads the suite's one.
 """
 
 from __future__ import annotations
@@ -109,20 +109,3 @@ def metric_info_from(registry: Mapping[str, Any]) -> dict[str, MetricInfo]:
                                numerator=get("numerator", None) or None,
                                optional=bool(get("optional", False)))
     return out
-
-
-def default_metric_info() -> tuple[dict[str, MetricInfo], str | None]:
-    """The suite's registry as :class:`MetricInfo`, and a warning when it could not be loaded.
-
-    A registry that cannot be loaded leaves only the built-in metrics; every other metric
-    is then shown without a direction and never gated (the warning says so).
-    """
-    try:
-        from pytest_genai.claims import load_metrics
-    except ImportError as exc:
-        return dict(BUILTIN_METRICS), f"metric registry unavailable ({exc}); metric directions unknown, nothing gated"
-    try:
-        registry = load_metrics()
-    except Exception as exc:  # a malformed registry file: report it, do not crash the command
-        return dict(BUILTIN_METRICS), f"metric registry could not be loaded: {exc}"
-    return metric_info_from(registry), None

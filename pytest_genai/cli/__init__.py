@@ -11,15 +11,15 @@ from typing import Callable, Sequence
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "devices": ("pytest_genai.cli:devices_main", "list detected devices with their specs, and why the others are absent"),
     "claims": ("pytest_genai.cli:claims_main", "list the papers' claims (bounds, scope, source)"),
-    "report": ("pytest_genai.report.cli:report_main", "tables and plots from a --benchmark-json file (md or html)"),
-    "compare": ("pytest_genai.report.cli:compare_main", "per-metric ratios between two runs, or N runs side by side"),
-    "gate": ("pytest_genai.report.cli:gate_main", "exit 1 if the current run regressed against the baseline"),
-    "store": ("pytest_genai.store.cli:main", "the results store: `store add RUN.json|.benchmarks...`, `store list`"),
-    "history": ("pytest_genai.store.history:history_main", "a metric across the stored runs: table and trend plot"),
+    "report": ("pytest_genai.cli.report:report_main", "tables and plots from a --benchmark-json file (md or html)"),
+    "compare": ("pytest_genai.cli.report:compare_main", "per-metric ratios between two runs, or N runs side by side"),
+    "gate": ("pytest_genai.cli.report:gate_main", "exit 1 if the current run regressed against the baseline"),
+    "store": ("pytest_genai.cli.store:main", "the results store: `store add RUN.json|.benchmarks...`, `store list`"),
+    "history": ("pytest_genai.cli.history:history_main", "a metric across the stored runs: table and trend plot"),
     "plan": ("pytest_genai.train.cli:main", "memory fit planner: which parallel strategy fits a model on a device"),
     "data": ("pytest_genai.evals.fetch:main", "`data fetch DIR`: download the evaluation data for --genai-data-dir"),
     "cache": ("pytest_genai.evals.cache_cli:main", "`cache info` / `cache clear`: the converted-model cache"),
-    "reference": ("pytest_genai.reference.cli:main", "published vendor numbers: rows, runs, generation claims, verdicts"),
+    "reference": ("pytest_genai.cli.reference:main", "published vendor numbers: rows, runs, generation claims, verdicts"),
 }
 
 

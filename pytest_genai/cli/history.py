@@ -10,7 +10,7 @@ import datetime
 import math
 from typing import Any, Sequence
 
-from .read import Bound, Point, StoreQuery, series
+from pytest_genai.store.read import Bound, Point, StoreQuery, series
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -128,19 +128,19 @@ def _rows(points: Sequence[Point]) -> list[list[Any]]:
 
 
 def history_main(argv: Sequence[str] | None = None) -> int:
-    from pytest_genai.report.cli import run_command
+    from pytest_genai.cli.report import run_command
 
     return run_command(_parser, _history, argv)
 
 
 def _history(args: argparse.Namespace) -> int:
-    from pytest_genai.report.cli import emit, warn
+    from pytest_genai.cli.report import emit, warn
     from pytest_genai.report.export import csv_text, json_text
     from pytest_genai.tables import make_table, md_inline, one_line
 
-    from .engine import open_store
-    from .errors import StoreError
-    from .location import default_url, is_sqlite, normalize_url
+    from pytest_genai.store.engine import open_store
+    from pytest_genai.store.errors import StoreError
+    from pytest_genai.store.location import default_url, is_sqlite, normalize_url
 
     filters = [(k, v) for k, v in (("experiment", args.experiment), ("config", args.config), ("model", args.model),
                                    ("generation", args.device_generation)) if v]
@@ -208,10 +208,10 @@ CHANGE_COLUMNS = ("line", "run", "time", "commit", "before", "after", "step", "p
 
 def _changes(args: argparse.Namespace, points: Sequence[Point]) -> tuple[list[Any], str | None]:
     """The change points of every line, or ([], why) when apache-otava is missing (an error with --changes)."""
-    from pytest_genai.report.errors import ReportInputError
-    from pytest_genai.report.registry import default_metric_info
+    from pytest_genai.results.errors import ReportInputError
+    from pytest_genai.claims import default_metric_info
 
-    from .changes import MAX_PVALUE, ChangePointsUnavailable, find_changes
+    from pytest_genai.store.changes import MAX_PVALUE, ChangePointsUnavailable, find_changes
 
     info, _ = default_metric_info()
     direction = getattr(info.get(args.metric), "direction", None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable, Mapping
 
-from pytest_genai.claims.stats import Interval
+from pytest_genai.stats import Interval
 
 
 def rounds_of(values: Iterable[float]) -> tuple[float, ...] | None:

@@ -21,12 +21,13 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
-from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, ReportInputError
-from .matching import check_unique
-from .output import check_outputs, names_in, write_output
-from .registry import MetricInfo, default_metric_info
-from .runs import Run, load_run
-from .thresholds import ThresholdError, Thresholds, parse_thresholds
+from pytest_genai.results.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, ReportInputError
+from pytest_genai.report.matching import check_unique
+from pytest_genai.report.output import check_outputs, names_in, write_output
+from pytest_genai.results.registry import MetricInfo
+from pytest_genai.claims import default_metric_info
+from pytest_genai.results.runs import Run, load_run
+from pytest_genai.report.thresholds import ThresholdError, Thresholds, parse_thresholds
 
 _SUFFIX_FORMATS = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html"}
 
@@ -88,7 +89,7 @@ def _metric_info() -> dict[str, MetricInfo]:
 def _thresholds(text: str | None, run_noise: str | None = None) -> Thresholds:
     import dataclasses
 
-    from .run_noise import parse_run_noise
+    from pytest_genai.report.run_noise import parse_run_noise
 
     try:
         noise = parse_run_noise(run_noise)
@@ -145,7 +146,7 @@ def _load_runs(args: argparse.Namespace, info: Mapping[str, MetricInfo] | None =
         exclude = file_content_hash(refs[1])
     runs = [_load_ref(ref, role, args.store, info, exclude if i == 0 else None)
             for i, (ref, role) in enumerate(zip(refs, roles))]
-    from .validate import check_consistent
+    from pytest_genai.report.validate import check_consistent
 
     for run in runs:
         check_unique(run)
@@ -233,8 +234,8 @@ def _claims_by_id() -> tuple[dict[str, Any], str | None]:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .plots import PlotsUnavailable, write_plots
-    from .render import report_blocks, to_html, to_markdown
+    from pytest_genai.report.plots import PlotsUnavailable, write_plots
+    from pytest_genai.report.render import report_blocks, to_html, to_markdown
 
     if args.plots is not None and not args.plots.strip():  # Path('') is the temp folder's stand-in: dead links
         raise ReportInputError("--plots '': an empty folder name; give the folder for the PNG plots (--plots plots) or "
@@ -333,7 +334,7 @@ def _header(baseline: Run, current: Run, thresholds: Thresholds) -> str:
 def verdict_counts(comparison: Any) -> dict[str, dict[str, int]]:
     """Gated rows by verdict (regressed / improved / unchanged / inconclusive) and by how they were judged
     (interval / exact / point): ``{"regressed": {"interval": 1, "point": 0, ...}, ...}``."""
-    from .compare import EXACT, INTERVAL, POINT, VERDICTS
+    from pytest_genai.report.compare import EXACT, INTERVAL, POINT, VERDICTS
 
     out = {v: {b: 0 for b in (INTERVAL, EXACT, POINT)} for v in VERDICTS}
     for pc in comparison.pairs:
@@ -346,7 +347,7 @@ def verdict_counts(comparison: Any) -> dict[str, dict[str, int]]:
 def _counts(comparison: Any) -> str:
     """The summary's counts: benchmarks compared vs unmatched, gated values by verdict (and how many of each were
     decided on intervals), not finite, refused and unusable."""
-    from .compare import BASELINE_UNUSABLE, NOT_FINITE, UNITS_DIFFER
+    from pytest_genai.report.compare import BASELINE_UNUSABLE, NOT_FINITE, UNITS_DIFFER
 
     nb, nc = len(comparison.only_baseline), len(comparison.only_current)
     unmatched = f"{nb + nc} unmatched" + (f" ({nb} baseline only, {nc} current only)" if nb + nc else "")
@@ -374,8 +375,8 @@ def _counts(comparison: Any) -> str:
 def _summary_sections(comparison: Any, *, rows: bool, regressions: bool, skip_baseline_only: bool = False) -> list[str]:
     """The summary's tables: regressions (``regressions``), improvements past the threshold and unusable baselines
     (``rows``: not needed when every row is printed anyway), and the benchmarks present on one side only."""
-    from .compare import BASELINE_UNUSABLE, FAILING, INCONCLUSIVE, UNITS_DIFFER
-    from .views import comparison_table, one_sided_table
+    from pytest_genai.report.compare import BASELINE_UNUSABLE, FAILING, INCONCLUSIVE, UNITS_DIFFER
+    from pytest_genai.report.views import comparison_table, one_sided_table
 
     parts: list[str] = []
     if rows and regressions and comparison.metrics_where(FAILING):
@@ -435,14 +436,14 @@ _ALL_HINT = "(--all prints every compared metric)"
 def _summary_row(mc: Any) -> bool:
     """The rows a two-run summary shows: regressed, not finite or refused, inconclusive, or improved past the
     threshold."""
-    from .compare import FAILING, INCONCLUSIVE
+    from pytest_genai.report.compare import FAILING, INCONCLUSIVE
 
     return mc.status in FAILING or mc.status == INCONCLUSIVE or mc.improved_past_limit
 
 
 def _export(args: argparse.Namespace, comparison: Any, thresholds: Thresholds, extra: Mapping[str, Any]) -> None:
     """--format csv|json of a two-run compare or gate: the summary's rows (every row with --all), raw numbers."""
-    from .export import comparison_rows, json_text, rows_csv
+    from pytest_genai.report.export import comparison_rows, json_text, rows_csv
 
     rows = comparison_rows(comparison, None if args.all else _summary_row)
     if args.format == "csv":
@@ -459,8 +460,8 @@ def _export(args: argparse.Namespace, comparison: Any, thresholds: Thresholds, e
 
 def _compare_many(args: argparse.Namespace, runs: Sequence[Run]) -> int:
     """Three or more runs: one side-by-side table, ratios to the first (:mod:`.multi`)."""
-    from .export import csv_text, json_text
-    from .multi import as_json, compare_many, flat_rows, headers, markdown_table
+    from pytest_genai.report.export import csv_text, json_text
+    from pytest_genai.report.multi import as_json, compare_many, flat_rows, headers, markdown_table
 
     mc = compare_many(runs, args.metric)
     if args.format == "csv":
@@ -481,8 +482,8 @@ def _compare_many(args: argparse.Namespace, runs: Sequence[Run]) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .compare import compare_runs
-    from .views import comparison_table
+    from pytest_genai.report.compare import compare_runs
+    from pytest_genai.report.views import comparison_table
 
     thresholds = _thresholds(args.max_regression, args.run_noise)
     info = _metric_info()
@@ -557,9 +558,9 @@ def _generation_claims(skip: bool) -> tuple[list[Any], str | None]:
 
 
 def _gate(args: argparse.Namespace) -> int:
-    from .compare import MISSING_BASELINE, MISSING_CURRENT
-    from .gate import gate_runs
-    from .views import comparison_table, failures_table, generation_table
+    from pytest_genai.report.compare import MISSING_BASELINE, MISSING_CURRENT
+    from pytest_genai.report.gate import gate_runs
+    from pytest_genai.report.views import comparison_table, failures_table, generation_table
 
     thresholds = _thresholds(args.max_regression, args.run_noise)
     info = _metric_info()
@@ -671,9 +672,9 @@ def gate_main(argv: Sequence[str] | None = None) -> int:
     return run_command(_gate_parser, _gate, argv)
 
 
-if __name__ == "__main__":  # pragma: no cover - convenience for `python -m pytest_genai.report.cli gate ...`
+if __name__ == "__main__":  # pragma: no cover - convenience for `python -m pytest_genai.cli.report gate ...`
     commands = {"report": report_main, "compare": compare_main, "gate": gate_main}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
-        print(f"usage: python -m pytest_genai.report.cli {{{','.join(commands)}}} ...", file=sys.stderr)
+        print(f"usage: python -m pytest_genai.cli.report {{{','.join(commands)}}} ...", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
     sys.exit(commands[sys.argv[1]](sys.argv[2:]))

@@ -93,8 +93,8 @@ def _generations(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from pytest_genai.reference.claims import check_run, counterparts
-    from pytest_genai.report.errors import ReportInputError
-    from pytest_genai.report.runs import load_run
+    from pytest_genai.results.errors import ReportInputError
+    from pytest_genai.results.runs import load_run
 
     run = load_run(args.run)
     found = check_run(run, counterparts(_rows(args)))
@@ -117,9 +117,9 @@ def _check(args: argparse.Namespace) -> int:
 def _plot(args: argparse.Namespace) -> int:
     from pytest_genai.reference.claims import counterparts
     from pytest_genai.reference.plot import pairs, plot_pairs
-    from pytest_genai.report.errors import ReportInputError
+    from pytest_genai.results.errors import ReportInputError
     from pytest_genai.report.plots import PlotsUnavailable
-    from pytest_genai.report.runs import load_run
+    from pytest_genai.results.runs import load_run
 
     if any(Path(args.output).resolve() == Path(r).resolve() for r in args.runs):
         raise ReportInputError(f"-o {args.output} is one of the input runs; write the plot to another file")
@@ -179,7 +179,7 @@ def build() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from pytest_genai.reference.optimum_habana import ReferenceFormatError
     from pytest_genai.reference.row import RowFormatError
-    from pytest_genai.report.errors import ReportInputError
+    from pytest_genai.results.errors import ReportInputError
 
     parser = build()
     try:

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from pytest_genai.record import Measurement, Result, rounds_of
+from pytest_genai.results.measurement import Measurement, Result, rounds_of
 
 BENCH = """
 import pytest
-from pytest_genai.record import Measurement, Result
+from pytest_genai.results.measurement import Measurement, Result
 
 def test_scaling(benchmark, genai, genai_device):
     genai.start(config={"world_size": 2}, model="m")
@@ -56,7 +56,7 @@ def test_result_is_frozen():
 
 
 def test_result_problems_names_each_metric_the_recorder_would_not_take_as_built():
-    from pytest_genai.record import Measurement, Result
+    from pytest_genai.results.measurement import Measurement, Result
     from pytest_genai.plugin.recorder import result_problems
 
     ok = Result({"tokens_per_s": Measurement(1.0, "measured")})
