@@ -42,6 +42,17 @@ def format_number(x: object) -> str:
     return f"{x:.4g}"
 
 
+def bound_text(lo: object, hi: object, symbols: bool = False) -> str:
+    """A claim's bounds as every output shows them: ``[lo, hi]``, ``== x``, ``>= lo`` or ``<= hi`` (``≥``/``≤`` in
+    rendered reports with ``symbols``), ``—`` with neither."""
+    ge, le = ("≥", "≤") if symbols else (">=", "<=")
+    if lo is not None and hi is not None:
+        return f"== {format_number(lo)}" if lo == hi else f"[{format_number(lo)}, {format_number(hi)}]"
+    if lo is not None:
+        return f"{ge} {format_number(lo)}"
+    return "—" if hi is None else f"{le} {format_number(hi)}"
+
+
 def shorten(text: str, limit: int = MAX_VALUE_CHARS) -> str:
     """``text`` cut in the middle with an ellipsis when longer than ``limit`` (both ends usually say the most)."""
     if len(text) <= limit:

@@ -206,7 +206,7 @@ def test_the_pytest_face_is_one_package_above_everything_else():
     assert {f"pytest_genai.plugin.{m}" for m in ("options", "session", "recorder", "outputs", "summary",
                                                   "session_report", "baseline", "store_run", "hookspec")} <= set(face)
     loose = sorted(m for m in modules if m.count(".") == 1 and m.rpartition(".")[2] in
-                   ("options", "session", "results", "outputs", "session_report", "report_summary"))
+                   ("options", "session", "outputs", "session_report", "report_summary"))
     assert not loose, f"face modules outside pytest_genai.plugin: {loose}"
     up = [f"{name} imports {target}" for name, (source, is_package) in sorted(modules.items())
           if family(name) in EXPERIMENTS for target in imported_modules(source, name, is_package)

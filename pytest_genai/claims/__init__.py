@@ -5,6 +5,7 @@ from pytest_genai.claims.model import (
     Claim,
     ClaimsError,
     MetricDef,
+    claims_by_id,
     default_metric_info,
     load_claims,
     load_metrics,
@@ -13,6 +14,6 @@ from pytest_genai.claims.model import (
 )
 
 __all__ = [
-    "Claim", "ClaimsError", "FAIL", "INCONCLUSIVE", "Interval", "MetricDef", "NOT_APPLICABLE", "PASS", "Verdict", "bootstrap_ratio_interval", "check_value", "default_metric_info", "median_interval",
+    "Claim", "ClaimsError", "FAIL", "INCONCLUSIVE", "Interval", "MetricDef", "NOT_APPLICABLE", "PASS", "Verdict", "bootstrap_ratio_interval", "check_value", "claims_by_id", "default_metric_info", "median_interval",
     "load_claims", "load_metrics", "not_applicable", "parse_claims", "parse_metrics",
 ]

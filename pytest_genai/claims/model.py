@@ -112,11 +112,9 @@ class Claim:
         return BASIS_WORDS[self.basis]
 
     def bound_text(self) -> str:
-        if self.min is not None and self.max is not None:
-            return f"[{_fmt(self.min)}, {_fmt(self.max)}]" if self.min != self.max else f"== {_fmt(self.min)}"
-        if self.min is not None:
-            return f">= {_fmt(self.min)}"
-        return f"<= {_fmt(self.max)}"
+        from pytest_genai.tables import bound_text
+
+        return bound_text(self.min, self.max)
 
     def applies_to(
         self,
@@ -500,3 +498,12 @@ def default_metric_info() -> tuple[dict[str, Any], str | None]:
     except Exception as exc:  # a malformed registry file: report it, do not crash the command
         return dict(BUILTIN_METRICS), f"metric registry could not be loaded: {exc}"
     return metric_info_from(registry), None
+
+
+def claims_by_id(load: Any = None) -> tuple[dict[str, Claim], str | None]:
+    """Every claim by id (from ``load()``, default the packaged data), and a warning in place of a crash when the
+    claims data cannot be loaded: a report still shows its run."""
+    try:
+        return (dict(load()) if load is not None else {c.id: c for c in load_claims()}), None
+    except Exception as exc:  # malformed or missing claims data
+        return {}, f"claims data could not be loaded ({exc}); paper values not shown"

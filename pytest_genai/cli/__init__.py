@@ -178,7 +178,3 @@ def claims_main(argv: list[str]) -> int:
         print(f"{len(dead)} dead claim(s): no benchmark checks {', '.join(dead)}", file=sys.stderr)
         return 1
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

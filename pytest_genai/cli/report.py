@@ -25,7 +25,7 @@ from pytest_genai.results.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION
 from pytest_genai.report.matching import check_unique
 from pytest_genai.report.output import check_outputs, names_in, write_output
 from pytest_genai.results.registry import MetricInfo
-from pytest_genai.claims import default_metric_info
+from pytest_genai.claims import claims_by_id, default_metric_info
 from pytest_genai.results.runs import Run, load_run
 from pytest_genai.report.thresholds import ThresholdError, Thresholds, parse_thresholds
 
@@ -222,20 +222,9 @@ def _report_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _claims_by_id() -> tuple[dict[str, Any], str | None]:
-    try:
-        from pytest_genai.claims import load_claims
-    except ImportError as exc:
-        return {}, f"claims data unavailable ({exc}); paper values not shown"
-    try:
-        return {c.id: c for c in load_claims()}, None
-    except Exception as exc:  # malformed claims data: say so, still report the run
-        return {}, f"claims data could not be loaded: {exc}"
-
-
 def _report(args: argparse.Namespace) -> int:
     from pytest_genai.report.plots import PlotsUnavailable, write_plots
-    from pytest_genai.report.render import report_blocks, to_html, to_markdown
+    from pytest_genai.report.render import render
 
     if args.plots is not None and not args.plots.strip():  # Path('') is the temp folder's stand-in: dead links
         raise ReportInputError("--plots '': an empty folder name; give the folder for the PNG plots (--plots plots) or "
@@ -244,7 +233,7 @@ def _report(args: argparse.Namespace) -> int:
     run = _load_nonempty(args.run, "report's")
     warn(run.warnings)
     info = _metric_info()
-    claims, warning = _claims_by_id()
+    claims, warning = claims_by_id()
     notes = [warning] if warning else []
     targets: list[tuple[Path | None, str]] = []
     for out in args.output:
@@ -268,8 +257,7 @@ def _report(args: argparse.Namespace) -> int:
         for path, fmt in targets:
             # Markdown links only to plots that outlive this command (--plots DIR).
             shown = images if (fmt == "html" or args.plots is not None) else []
-            blocks = report_blocks(run, info, claims, shown, notes)
-            text = to_html(blocks) if fmt == "html" else to_markdown(blocks, path.parent if path else Path.cwd())
+            text = render(run, info, claims, shown, notes, fmt, path.parent if path else Path.cwd())
             if path is None:
                 sys.stdout.write(text)
             else:

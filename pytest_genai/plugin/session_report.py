@@ -36,23 +36,16 @@ def session_json(config: Any, state: Any) -> dict[str, Any]:
     }
 
 
-def _claims_by_id(state: Any) -> tuple[dict[str, Any], str | None]:
-    try:
-        return dict(state.claims()), None
-    except Exception as exc:  # malformed or missing claims data: say so, still report the run
-        return {}, f"claims data could not be loaded ({exc}); paper values not shown"
-
-
 def render_session_report(doc: dict[str, Any], source: str, path: Path, images: Sequence[Path], state: Any) -> str:
     """The report of ``doc`` for the file ``path`` (format from its suffix; Markdown links relative to it)."""
     from pytest_genai.report.plots import PlotsUnavailable, write_plots
-    from pytest_genai.claims import default_metric_info
-    from pytest_genai.report.render import report_blocks, to_html, to_markdown
+    from pytest_genai.claims import claims_by_id, default_metric_info
+    from pytest_genai.report.render import render
     from pytest_genai.results.runs import run_from_json
 
     run = run_from_json(doc, source)
     info, _ = default_metric_info()
-    claims, warning = _claims_by_id(state)
+    claims, warning = claims_by_id(state.claims)
     notes = [warning] if warning else []
     if not run.records:
         absent = "".join(f"; {kind}: {why}" for kind, why in run.absent.items())
@@ -66,8 +59,7 @@ def render_session_report(doc: dict[str, Any], source: str, path: Path, images: 
                 shown = write_plots(run.records, Path(tmp), info)
             except PlotsUnavailable as exc:
                 notes.append(str(exc))
-        blocks = report_blocks(run, info, claims, shown, notes)
-        return to_html(blocks) if html else to_markdown(blocks, path.parent)
+        return render(run, info, claims, shown, notes, "html" if html else "md", path.parent)
 
 
 def write_session_report(config: Any, state: Any, path: str | Path, images: Sequence[Path] = (),

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from pytest_genai.tables import text_table
+from pytest_genai.tables import bound_text, text_table
 
 
 def _bound(v: dict[str, Any]) -> str:
-    lo, hi = v.get("min"), v.get("max")
-    if lo is not None and hi is not None:
-        return f"[{lo:g}, {hi:g}]"
-    return f">= {lo:g}" if lo is not None else f"<= {hi:g}"
+    return bound_text(v.get("min"), v.get("max"))
 
 
 def _interval(v: dict[str, Any]) -> str:
@@ -65,14 +62,10 @@ def contention_line(records: Iterable[Mapping[str, Any]]) -> str | None:
     return contention_note(shares, len(records))
 
 
-QUALITY_METRICS = ("perplexity", "word_perplexity", "acc_norm", "acc")
-"""A benchmark's main metric, in order of preference: its quality, else its throughput
-(:data:`pytest_genai.results.registry.THROUGHPUT_METRICS`), else the first metric it recorded."""
-
-
 def main_metric(metrics: Mapping[str, Any]) -> str | None:
-    """The one metric that says what a benchmark measured (:data:`QUALITY_METRICS`), None when it recorded none."""
-    from pytest_genai.results.registry import THROUGHPUT_METRICS
+    """The one metric that says what a benchmark measured: its quality, else its throughput, else the first metric
+    it recorded (None when it recorded none)."""
+    from pytest_genai.results.registry import QUALITY_METRICS, THROUGHPUT_METRICS
 
     for name in QUALITY_METRICS + THROUGHPUT_METRICS:
         if name in metrics:

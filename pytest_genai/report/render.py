@@ -184,3 +184,11 @@ def to_html(blocks: Sequence[Block]) -> str:
         f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{html.escape(title)}</title>\n'
         f"<style>{_CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
     )
+
+
+def render(run: Run, info: Mapping[str, MetricInfo], claims: Mapping[str, Any], images: Sequence[Path],
+           notes: Sequence[str], fmt: str, base_dir: Path | None = None) -> str:
+    """The report of ``run`` as ``pytest-genai report`` and ``--genai-report`` write it: ``html`` (one page, its plots
+    embedded) or Markdown linking ``images`` relative to ``base_dir``."""
+    blocks = report_blocks(run, info, claims, images, notes)
+    return to_html(blocks) if fmt == "html" else to_markdown(blocks, base_dir)

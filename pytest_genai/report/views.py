@@ -16,7 +16,7 @@ from .gate import GateResult, GenerationCheck
 from .matching import nearest_difference
 from pytest_genai.results.registry import MetricInfo
 from pytest_genai.results.runs import Record, Run, config_value_label
-from pytest_genai.tables import (MAX_ROW_CHARS, Table, distinct_parts, format_change, format_number, format_value, make_table,
+from pytest_genai.tables import (bound_text, MAX_ROW_CHARS, Table, distinct_parts, format_change, format_number, format_value, make_table,
                      modeled_mark, shorten, shorten_unique)
 
 MAX_LABEL_CHARS = 24
@@ -314,13 +314,7 @@ def _num(x: Any) -> str:
 
 
 def _bound(lo: Any, hi: Any) -> str:
-    if lo is not None and hi is not None:
-        return f"[{_num(lo)}, {_num(hi)}]"
-    if lo is not None:
-        return f"≥ {_num(lo)}"
-    if hi is not None:
-        return f"≤ {_num(hi)}"
-    return "—"
+    return bound_text(lo, hi, symbols=True)
 
 
 def _cell(value: Any) -> str:

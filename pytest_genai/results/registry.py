@@ -20,6 +20,9 @@ THROUGHPUT_METRICS = ("tokens_per_s", "samples_per_s", "images_per_s", "achieved
 """Higher-is-better throughput metrics, in order of preference: drawn on sweep and strategy plots, and the
 basis of a generation claim's two-run ``speedup``."""
 
+QUALITY_METRICS = ("perplexity", "word_perplexity", "acc_norm", "acc", "bits_per_byte", "ppl_ratio")
+"""Quality metrics, in order of preference for a benchmark's main metric: drawn on accuracy-vs-compression plots."""
+
 SPEEDUP_METRIC = "speedup"
 """The registry's two-run metric: throughput of the newer generation / throughput of the older one."""
 
