@@ -38,29 +38,6 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
 
-TASKS = ("wikitext", "hellaswag", "boolq")
-
-#: task -> file inside ``--genai-data-dir``
-DATA_FILES = {
-    "wikitext": "wikitext-2-raw-v1/test.raw",
-    "hellaswag": "hellaswag/validation.jsonl",
-    "boolq": "boolq/validation.jsonl",
-}
-
-#: task -> (hub dataset id, config name, split): the names lm-evaluation-harness uses (WikiText: the raw line split)
-HUB_DATASETS = {
-    "wikitext": ("Salesforce/wikitext", "wikitext-2-raw-v1", "test"),
-    "hellaswag": ("Rowan/hellaswag", None, "validation"),
-    "boolq": ("aps/super_glue", "boolq", "validation"),
-}
-
-#: task -> (dataset, split): the data's name in ``data_identity``, the same whatever its origin
-DATASETS = {
-    "wikitext": ("wikitext-2-raw-v1", "test"),
-    "hellaswag": ("hellaswag", "validation"),
-    "boolq": ("boolq", "validation"),
-}
-
 #: where a task's data came from, in the order they are tried
 ORIGINS = ("data_dir", "hf_cache", "embedded")
 
@@ -428,6 +405,100 @@ def hellaswag_from_hub_row(row: dict[str, Any], idx: int) -> HellaSwagItem:
                          tuple(hellaswag_preprocess(e) for e in row["endings"]), int(row["label"]))
 
 
+# -- the tasks: what differs between them, looked up once by name ----------------------------------------------------
+def _place_pages(corpus: WikiTextCorpus, entry: dict[str, Any], source: str) -> WikiTextCorpus:
+    positions = entry["positions"]
+    if len(corpus.pages) != len(positions):
+        raise DataFormatError(f"{corpus.source}: {len(corpus.pages)} pages but the manifest places {len(positions)}")
+    pages = tuple(dataclasses.replace(page, index=pos) for page, pos in zip(corpus.pages, positions))
+    return WikiTextCorpus(pages, source, population=entry["population"])
+
+
+def _place_items(items: Sequence[Any], entry: dict[str, Any], source: str) -> Cut:
+    return Cut(tuple(items), tuple(item.idx for item in items), entry["population"], source)
+
+
+def _pages_gap(entry: dict[str, Any], budget: Any, name: str) -> str:
+    """WikiText: a token cap within the slice's, its seed, and (``wikitext_page_tokens``) every drawn page held."""
+    cap = entry["selection"]["wikitext_tokens"]
+    if budget.wikitext_tokens is None or budget.wikitext_tokens > cap:
+        tokens = "all" if budget.wikitext_tokens is None else f"{budget.wikitext_tokens:,}"
+        return f"the embedded slice covers WikiText slices of up to {cap:,} tokens (the 'tiny' scale), not {tokens}"
+    if budget.seed != entry["selection"]["seed"]:
+        return f"the embedded slice was cut for seed {entry['selection']['seed']}, not {budget.seed}"
+    if getattr(budget, "wikitext_page_tokens", None) is not None:
+        # every page the budget draws is read (its opening lines): all must be among the pages the slice holds
+        order = list(range(entry["population"]))
+        random.Random(budget.seed).shuffle(order)
+        held = set(entry["positions"])
+        leading = next((k for k, i in enumerate(order) if i not in held), len(order))
+        if budget.wikitext_pages is None or budget.wikitext_pages > leading:
+            pages = "all" if budget.wikitext_pages is None else budget.wikitext_pages
+            return (f"the embedded slice holds the first {leading} pages of the seeded order (the 'tiny' scale "
+                    f"and --genai-limit up to {leading}), not {pages}")
+    return ""
+
+
+def _examples_gap(entry: dict[str, Any], budget: Any, name: str) -> str:
+    """HellaSwag / BoolQ: every example the budget selects from the full split must be in the slice."""
+    chosen = _chosen_positions(entry["population"], budget.examples(name), budget.seed)
+    held = set(entry["positions"])
+    if any(p not in held for p in chosen):
+        return (f"the embedded slice holds {len(held)} of the {entry['population']:,} examples, not the "
+                f"{len(chosen):,} (seed {budget.seed}) this budget selects (the 'tiny' scale and --genai-limit up to "
+                f"{len(held)} fit)")
+    return ""
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalTask:
+    """One task's data: its ``file`` in a data dir (and ``embedded/``), its ``hub`` (id, config, split) as lm-eval names
+    it, its ``dataset`` (name, split) in ``data_identity``, how each origin's records are read, and its notes."""
+
+    name: str
+    file: str
+    hub: tuple[str, str | None, str]
+    dataset: tuple[str, str]
+    read_file: Callable[[Path], Any]
+    from_hub: Callable[[Any, str], Any]  # (hub rows, source) -> records
+    shared_note: str
+    hub_note: str = "read as lm-eval reads it"
+    place: Callable[[Any, dict[str, Any], str], Any] = _place_items  # (records, manifest entry, source)
+    gap: Callable[[dict[str, Any], Any, str], str] = _examples_gap  # (manifest entry, budget, name)
+
+
+#: the tasks by name; the notes say how the offline copies differ from what lm-eval reads
+TASKS: dict[str, EvalTask] = {task.name: task for task in (
+    EvalTask("wikitext", "wikitext-2-raw-v1/test.raw", ("Salesforce/wikitext", "wikitext-2-raw-v1", "test"),
+             ("wikitext-2-raw-v1", "test"), read_wikitext_file,
+             lambda rows, source: wikitext_from_rows((row["text"] for row in rows), source=source),
+             "offline copy: CRLF line endings and no blank lines (not the canonical byte sequence); 62 pages for "
+             "60 articles; perplexities differ slightly from published lm-eval numbers",
+             "the raw test lines, blank ones restored (the hub's empty rows), split at article titles",
+             _place_pages, _pages_gap),
+    EvalTask("hellaswag", "hellaswag/validation.jsonl", ("Rowan/hellaswag", None, "validation"),
+             ("hellaswag", "validation"), read_hellaswag_file,
+             lambda rows, source: [hellaswag_from_hub_row(row, i) for i, row in enumerate(rows)],
+             "offline copy: ctx combined and tag-cleaned upstream (ctx_b not capitalized, llama.cpp cleanup), "
+             "not lm-eval's preprocessing of ctx_a/ctx_b; accuracies differ slightly from lm-eval's hellaswag"),
+    EvalTask("boolq", "boolq/validation.jsonl", ("aps/super_glue", "boolq", "validation"),
+             ("boolq", "validation"), read_boolq_file, lambda rows, source: [_boolq(row, source) for row in rows],
+             "offline copy: SuperGLUE layout with string labels (mapped true -> yes, false -> no); same text as lm-eval"),
+)}
+
+#: task -> its file inside ``--genai-data-dir``, its hub (id, config, split), its (dataset, split) in ``data_identity``
+DATA_FILES = {name: task.file for name, task in TASKS.items()}
+HUB_DATASETS = {name: task.hub for name, task in TASKS.items()}
+DATASETS = {name: task.dataset for name, task in TASKS.items()}
+
+
+def get_task(name: str) -> EvalTask:
+    """The task called ``name``, or a one-line ValueError naming the valid ones."""
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; use one of {', '.join(TASKS)}")
+    return TASKS[name]
+
+
 # -- resolution ------------------------------------------------------------------------------------------------------
 def hub_cached(repo_id: str, config: str | None = None) -> bool:
     """True when the hub dataset (its ``config``, when it names one) has files in the local Hugging Face caches
@@ -452,14 +523,14 @@ def hub_cached(repo_id: str, config: str | None = None) -> bool:
     return any(found)
 
 
-def _load_hub(task: str) -> Any:
-    repo, name, split = HUB_DATASETS[task]
+def _load_hub(task: EvalTask) -> Any:
+    repo, name, split = task.hub
     import datasets
 
     try:
         return datasets.load_dataset(repo, name, split=split)
     except (OSError, ValueError) as exc:  # ConnectionError, FileNotFoundError, DatasetNotFoundError, a missing split
-        raise DataUnavailable(f"{task}: {repo} ({name or 'default'}, {split}) is in the Hugging Face cache but could "
+        raise DataUnavailable(f"{task.name}: {repo} ({name or 'default'}, {split}) is in the Hugging Face cache but could "
                               f"not be read from it: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}; "
                               f"{DATA_FLAG_HINT}") from exc
 
@@ -481,22 +552,21 @@ def resolve_origin(task: str, data_dir: str | os.PathLike[str] | None = None, bu
 
     Raises :class:`DataDirMissing` for a ``data_dir`` that is not a folder and :class:`DataUnavailable`, naming the
     command that fetches the data, when nothing serves the task."""
-    if task not in DATA_FILES:
-        raise ValueError(f"unknown task {task!r}; use one of {', '.join(TASKS)}")
+    spec = get_task(task)
     lacks = ""
     if data_dir:
         root = Path(data_dir)
         if not root.is_dir():
             raise DataDirMissing(f"--genai-data-dir {root}: no such folder; give the folder `{FETCH_COMMAND}` wrote "
                                  "(or a copy laid out like shared/data), or leave it unset to use the embedded slice")
-        path = root / DATA_FILES[task]
+        path = root / spec.file
         if path.is_file():
             return Origin(task, "data_dir", path)
-        lacks = f"the data dir has no {DATA_FILES[task]}, "
-    repo, config, _ = HUB_DATASETS[task]
+        lacks = f"the data dir has no {spec.file}, "
+    repo, config, _ = spec.hub
     if hub_cached(repo, config):
         return Origin(task, "hf_cache")
-    embedded = EMBEDDED_DIR / DATA_FILES[task]
+    embedded = EMBEDDED_DIR / spec.file
     if not allow_embedded:
         why = "the embedded slice is not used here"
     elif not embedded.is_file():
@@ -519,76 +589,26 @@ def embedded_manifest() -> dict[str, Any]:
 
 
 def embedded_gap(task: str, budget: Any) -> str:
-    """Why the embedded slice cannot serve ``budget`` for ``task`` ('' when it can). HellaSwag / BoolQ: every example
-    the budget selects from the full split must be in the slice. WikiText: the budget's token cap must be set and
-    within the one the slice was cut for (the pages themselves are checked when the slice is drawn)."""
-    entry = embedded_manifest()["files"][DATA_FILES[task]]
-    if task == "wikitext":
-        cap = entry["selection"]["wikitext_tokens"]
-        if budget.wikitext_tokens is None or budget.wikitext_tokens > cap:
-            tokens = "all" if budget.wikitext_tokens is None else f"{budget.wikitext_tokens:,}"
-            return (f"the embedded slice covers WikiText slices of up to {cap:,} tokens (the 'tiny' scale), "
-                    f"not {tokens}")
-        if budget.seed != entry["selection"]["seed"]:
-            return f"the embedded slice was cut for seed {entry['selection']['seed']}, not {budget.seed}"
-        if getattr(budget, "wikitext_page_tokens", None) is not None:
-            # every page the budget draws is read (its opening lines): all must be among the pages the slice holds
-            order = list(range(entry["population"]))
-            random.Random(budget.seed).shuffle(order)
-            held = set(entry["positions"])
-            leading = next((k for k, i in enumerate(order) if i not in held), len(order))
-            if budget.wikitext_pages is None or budget.wikitext_pages > leading:
-                pages = "all" if budget.wikitext_pages is None else budget.wikitext_pages
-                return (f"the embedded slice holds the first {leading} pages of the seeded order (the 'tiny' scale "
-                        f"and --genai-limit up to {leading}), not {pages}")
-        return ""
-    limit = budget.examples(task)
-    chosen = _chosen_positions(entry["population"], limit, budget.seed)
-    held = set(entry["positions"])
-    missing = sum(1 for p in chosen if p not in held)
-    if missing:
-        return (f"the embedded slice holds {len(held)} of the {entry['population']:,} examples, not the "
-                f"{len(chosen):,} (seed {budget.seed}) this budget selects (the 'tiny' scale and --genai-limit up to "
-                f"{len(held)} fit)")
-    return ""
+    """Why the embedded slice cannot serve ``budget`` for ``task`` ('' when it can): the task's ``gap``."""
+    spec = get_task(task)
+    return spec.gap(embedded_manifest()["files"][spec.file], budget, spec.name)
 
 
 def load_origin(origin: Origin) -> Any:
     """The records at ``origin``: a :class:`WikiTextCorpus`, a list of items, or (embedded) a :class:`Cut`."""
-    task = origin.task
+    task = get_task(origin.task)
     if origin.kind == "data_dir":
-        return {"wikitext": read_wikitext_file, "hellaswag": read_hellaswag_file, "boolq": read_boolq_file}[task](origin.path)
-    if origin.kind == "embedded":
-        return _load_embedded(task)
-    rows = _load_hub(task)
-    source = f"hub:{HUB_DATASETS[task][0]}"
-    if task == "wikitext":
-        return wikitext_from_rows((row["text"] for row in rows), source=source)
-    if task == "hellaswag":
-        return [hellaswag_from_hub_row(row, i) for i, row in enumerate(rows)]
-    return [_boolq({"idx": row["idx"], "passage": row["passage"], "question": row["question"], "label": row["label"]},
-                   source) for row in rows]
-
-
-def _load_embedded(task: str) -> Any:
-    """The embedded file of ``task``, checked against the manifest's sha256, with each record's place in the split."""
-    rel = DATA_FILES[task]
-    path = EMBEDDED_DIR / rel
-    entry = embedded_manifest()["files"][rel]
+        return task.read_file(origin.path)
+    if origin.kind == "hf_cache":
+        return task.from_hub(_load_hub(task), f"hub:{task.hub[0]}")
+    # the embedded file, checked against the manifest's sha256, each record at its place in the split
+    path = EMBEDDED_DIR / task.file
+    entry = embedded_manifest()["files"][task.file]
     digest = sha256_file(path)
     if digest != entry["sha256"]:
         raise DataFormatError(f"{path}: sha256 {digest} differs from the manifest's {entry['sha256']}; the embedded "
                               "slice was changed: regenerate it with scripts/make_embedded_slice.py")
-    source = f"embedded:{rel}"
-    if task == "wikitext":
-        pages = read_wikitext_file(path).pages
-        positions = entry["positions"]
-        if len(pages) != len(positions):
-            raise DataFormatError(f"{path}: {len(pages)} pages but the manifest places {len(positions)}")
-        pages = tuple(dataclasses.replace(page, index=pos) for page, pos in zip(pages, positions))
-        return WikiTextCorpus(pages, source, population=entry["population"])
-    items = read_hellaswag_file(path) if task == "hellaswag" else read_boolq_file(path)
-    return Cut(tuple(items), tuple(item.idx for item in items), entry["population"], source)
+    return task.place(task.read_file(path), entry, f"embedded:{task.file}")
 
 
 def load_wikitext(data_dir: str | os.PathLike[str] | None = None) -> WikiTextCorpus:
@@ -603,15 +623,10 @@ def load_boolq(data_dir: str | os.PathLike[str] | None = None) -> Sequence[BoolQ
     return load_origin(resolve_origin("boolq", data_dir))
 
 
-LOADERS: dict[str, Callable[..., Any]] = {"wikitext": load_wikitext, "hellaswag": load_hellaswag, "boolq": load_boolq}
-
-
 def load_task(task: str, data_dir: str | os.PathLike[str] | None = None) -> Any:
     """The records of ``task`` ('wikitext', 'hellaswag' or 'boolq'): a :class:`WikiTextCorpus` or a sequence of
     items, from the first origin that has them (:func:`resolve_origin`)."""
-    if task not in LOADERS:
-        raise ValueError(f"unknown task {task!r}; use one of {', '.join(TASKS)}")
-    return LOADERS[task](data_dir)
+    return load_origin(resolve_origin(task, data_dir))
 
 
 def data_source(task: str, data_dir: str | os.PathLike[str] | None, budget: Any = None) -> str:
@@ -622,8 +637,8 @@ def data_source(task: str, data_dir: str | os.PathLike[str] | None, budget: Any 
     if origin.kind == "data_dir":
         return str(origin.path)
     if origin.kind == "embedded":
-        return f"embedded:{DATA_FILES[task]}"
-    return f"hub:{HUB_DATASETS[task][0]}"
+        return f"embedded:{get_task(task).file}"
+    return f"hub:{get_task(task).hub[0]}"
 
 
 def data_identity(task: str, data_dir: str | os.PathLike[str] | None = None, examples: Any = None) -> dict[str, str]:
@@ -632,7 +647,7 @@ def data_identity(task: str, data_dir: str | os.PathLike[str] | None = None, exa
     items) when given, else of all the records the origin holds (:func:`records_sha256`). The same examples give
     the same sha256 whatever their origin (the embedded slice's tiny selection equals the shared copy's)."""
     origin = resolve_origin(task, data_dir)
-    dataset, split = DATASETS[task]
+    dataset, split = get_task(task).dataset
     records = examples if examples is not None else load_origin(origin)
     return {"data_origin": origin.kind, "dataset": dataset, "split": split, "sha256": records_sha256(records)}
 
@@ -667,9 +682,9 @@ def wikitext_raw_file(data_dir: str | os.PathLike[str] | None, workdir: str | os
     the data dir's file, else the hub cache's rows written to ``workdir/wikitext-2-raw-test.raw``, else the
     embedded slice's file (when ``allow_embedded``). Raises like :func:`resolve_origin`."""
     origin = resolve_origin("wikitext", data_dir, allow_embedded=allow_embedded)
-    dataset, split = DATASETS["wikitext"]
+    dataset, split = TASKS["wikitext"].dataset
     if origin.kind == "hf_cache":
-        text = "".join(raw_wikitext_lines(row["text"] for row in _load_hub("wikitext")))
+        text = "".join(raw_wikitext_lines(row["text"] for row in _load_hub(TASKS["wikitext"])))
         path = Path(workdir) / "wikitext-2-raw-test.raw"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -678,29 +693,18 @@ def wikitext_raw_file(data_dir: str | os.PathLike[str] | None, workdir: str | os
     return path, {"data_origin": origin.kind, "dataset": dataset, "split": split, "sha256": sha256_file(path)}
 
 
-#: How the offline copies differ from what lm-eval reads, recorded next to the numbers computed from them.
-SHARED_COPY_NOTES = {
-    "wikitext": "offline copy: CRLF line endings and no blank lines (not the canonical byte sequence); 62 pages for "
-                "60 articles; perplexities differ slightly from published lm-eval numbers",
-    "hellaswag": "offline copy: ctx combined and tag-cleaned upstream (ctx_b not capitalized, llama.cpp cleanup), "
-                 "not lm-eval's preprocessing of ctx_a/ctx_b; accuracies differ slightly from lm-eval's hellaswag",
-    "boolq": "offline copy: SuperGLUE layout with string labels (mapped true -> yes, false -> no); same text as lm-eval",
-}
-
-
 def source_note(task: str, source: str) -> str:
     """What to know about ``task``'s numbers given where the data came from (``data_source``)."""
+    spec = get_task(task)
     if source.startswith("hub:"):
-        if task == "wikitext":
-            return f"{source}: the raw test lines, blank ones restored (the hub's empty rows), split at article titles"
-        return f"{source}: read as lm-eval reads it"
+        return f"{source}: {spec.hub_note}"
     if source.startswith("embedded:"):
         return ("embedded slice (the tiny selection, cut byte for byte from the offline copy; same examples as the "
-                "full copy at this budget); " + SHARED_COPY_NOTES[task])
+                "full copy at this budget); " + spec.shared_note)
     fetched = _fetched_from(Path(source))
     if fetched:
         return f"fetched from hub:{fetched} by `pytest-genai data fetch`: read as lm-eval reads it"
-    return SHARED_COPY_NOTES[task]
+    return spec.shared_note
 
 
 def _fetched_from(path: Path) -> str:

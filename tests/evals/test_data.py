@@ -300,6 +300,16 @@ def test_unknown_task():
         data.load_task("mmlu", None)
 
 
+def test_registry_names_each_task_once_and_unknown_names_are_one_line_errors():
+    assert list(data.TASKS) == ["wikitext", "hellaswag", "boolq"]
+    assert all(data.get_task(name).name == name for name in data.TASKS)
+    for call in (lambda: data.get_task("mmlu"), lambda: data.resolve_origin("mmlu"),
+                 lambda: data.source_note("mmlu", "hub:x"), lambda: data.embedded_gap("mmlu", None)):
+        with pytest.raises(ValueError) as info:
+            call()
+        assert str(info.value) == "unknown task 'mmlu'; use one of wikitext, hellaswag, boolq"
+
+
 # -- selections from a cut of the split --------------------------------------------------------------------------------
 def test_a_cut_selects_what_the_whole_split_selects_or_says_what_it_lacks():
     whole = list(range(100))
