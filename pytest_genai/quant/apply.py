@@ -124,10 +124,9 @@ def quantize_model(model, plan, mode: str = "fake", backend: str = "native", *, 
             from .eligibility import replace_weight_values
 
             for name, module in modules.items():
-                w = module.weight
-                replace_weight_values(w, fake_quantize(w, plan.formats[name], plan.group_size,
-                                                       where=f"module {name!r}",
-                                                       qmax=device_qmax(plan.formats[name], device_generation)))
+                w, spec = module.weight, plan.specs[name]
+                replace_weight_values(w, fake_quantize(w, spec, plan.group_size, where=f"module {name!r}",
+                                                       qmax=device_qmax(spec, device_generation)))
                 done[name] = "native"
     else:
         tied = _tied_groups(model, modules)
@@ -152,13 +151,13 @@ def quantize_model(model, plan, mode: str = "fake", backend: str = "native", *, 
             for name, module in modules.items():
                 if name in done:
                     continue
-                fmt = plan.formats[name]
+                spec = plan.specs[name]
                 where = f"module {name!r}"
-                qmax = device_qmax(fmt, device_generation)
+                qmax = device_qmax(spec, device_generation)
                 if isinstance(module, nn.Embedding):
-                    new = QuantEmbedding.from_embedding(module, fmt, plan.group_size, where=where, qmax=qmax)
+                    new = QuantEmbedding.from_embedding(module, spec, plan.group_size, where=where, qmax=qmax)
                 else:
-                    new = linear_cls.from_linear(module, fmt, plan.group_size, where=where, qmax=qmax)
+                    new = linear_cls.from_linear(module, spec, plan.group_size, where=where, qmax=qmax)
                 set_module(model, name, new)
                 modules[name] = None  # drop the last reference to the fp32 weight
                 done[name] = "native"

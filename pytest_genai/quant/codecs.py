@@ -31,39 +31,27 @@ def _torch():
     return torch
 
 
-def float8_dtype(name: str):
-    torch = _torch()
-    return {"fp8_e4m3": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2}[name]
-
-
-def storage_dtype(name: str):
-    """The torch dtype ``data`` has in format ``name``."""
-    torch = _torch()
-    fmt = get_format(name).name
-    return {
-        "fp32": torch.float32,
-        "fp16": torch.float16,
-        "bf16": torch.bfloat16,
-        "int8": torch.int8,
-        "int4": torch.uint8,
-        "fp8_e4m3": torch.float8_e4m3fn,
-        "fp8_e5m2": torch.float8_e5m2,
-    }[fmt]
+def storage_dtype(fmt: str | FormatSpec):
+    """The torch dtype ``data`` has in format ``fmt``."""
+    return get_format(fmt).storage_dtype()
 
 
 @dataclass
 class QuantizedWeight:
-    """A weight matrix stored in ``fmt``: ``data`` (+ fp32 ``scale``), original ``shape``, ``group_size``."""
+    """A weight matrix stored in format ``spec``: ``data`` (+ fp32 ``scale``), original ``shape``, ``group_size``."""
 
-    fmt: str
+    spec: FormatSpec
     data: Any
     scale: Any | None
     shape: tuple[int, int]
     group_size: int | None
 
+    def __post_init__(self) -> None:
+        self.spec = get_format(self.spec)
+
     @property
-    def spec(self) -> FormatSpec:
-        return get_format(self.fmt)
+    def fmt(self) -> str:
+        return self.spec.name
 
     def nbytes(self) -> int:
         """Bytes held by ``data`` and ``scale``."""
@@ -76,7 +64,7 @@ class QuantizedWeight:
         """The rows ``index`` (a LongTensor) of this weight, still quantized (for embeddings)."""
         data = self.data[index]
         scale = None if self.scale is None else self.scale[index]
-        return QuantizedWeight(self.fmt, data, scale, (int(data.shape[0]), self.shape[1]), self.group_size)
+        return QuantizedWeight(self.spec, data, scale, (int(data.shape[0]), self.shape[1]), self.group_size)
 
 
 def round_scale_up(scale):
@@ -162,7 +150,7 @@ def _int8_library():
                                                                              c_void_p, c_void_p))})
 
 
-def _quantize_int8_native(w, where: str) -> QuantizedWeight | None:
+def _quantize_int8_native(w, spec: FormatSpec, where: str) -> QuantizedWeight | None:
     """Per-channel int8 through the C kernel (one read of ``w`` from memory), or None where it does not apply:
     not contiguous fp32 on the CPU, or no compiled kernel. One thread: on the 2-core build VM, rows split over 2 threads
     were slower (four 5632x2048 matrices: 47 vs 36 ms, median of 15; writing the new codes' pages dominates), so more
@@ -182,16 +170,15 @@ def _quantize_int8_native(w, where: str) -> QuantizedWeight | None:
     bad = lib.genai_quantize_int8_rows(w.data_ptr(), rows, cols, amax.data_ptr(), scale.data_ptr(), out.data_ptr())
     if bad >= 0:
         raise _nonfinite(where)
-    spec = get_format("int8")
     want = _scales_from_amax(amax, spec.qmax)
     differ = (want != scale).nonzero().flatten()
     if differ.numel():
         redo = _quantize_torch(w[differ], spec, None)
         out[differ], scale[differ] = redo.data, redo.scale.reshape(-1)
-    return QuantizedWeight(spec.name, out, scale.unsqueeze(1), (rows, cols), None)
+    return QuantizedWeight(spec, out, scale.unsqueeze(1), (rows, cols), None)
 
 
-def quantize(w, fmt: str, group_size: int | None = None, *, where: str = "weight",
+def quantize(w, fmt: str | FormatSpec, group_size: int | None = None, *, where: str = "weight",
              qmax: float | None = None) -> QuantizedWeight:
     """Quantize the 2-D float tensor ``w`` to ``fmt`` (see module docstring for the layout). Per-channel int8 of
     contiguous fp32 CPU weights runs through a small C kernel (``csrc/int8.c``) where one is compiled: the same
@@ -202,14 +189,14 @@ def quantize(w, fmt: str, group_size: int | None = None, *, where: str = "weight
     spec = get_format(fmt)
     if qmax is not None and qmax != spec.qmax:
         if not spec.scaled or spec.kind != "float" or not 0 < qmax <= spec.qmax:
-            raise ValueError(f"{where}: qmax={qmax!r} for {fmt}: only a scaled float format takes a narrower range "
-                             f"(0 < qmax <= {spec.qmax:g})")
+            raise ValueError(f"{where}: qmax={qmax!r} for {spec.name}: only a scaled float format takes a narrower "
+                             f"range (0 < qmax <= {spec.qmax:g})")
         spec = dataclasses.replace(spec, qmax=float(qmax))
     _check_weight(w, where)
     spec.check_shape(tuple(w.shape), group_size, where=where)
     w = w.detach()
     if spec.name == "int8" and spec.qmax == 127 and spec.effective_group_size(group_size) is None:
-        native = _quantize_int8_native(w, where)
+        native = _quantize_int8_native(w, spec, where)
         if native is not None:
             return native
     return _quantize_torch(w, spec, group_size, where)
@@ -217,27 +204,24 @@ def quantize(w, fmt: str, group_size: int | None = None, *, where: str = "weight
 
 def _quantize_torch(w, spec: FormatSpec, group_size: int | None, where: str = "weight") -> QuantizedWeight:
     torch = _torch()
-    fmt = spec.name
     rows, cols = (int(s) for s in w.shape)
     shape = (rows, cols)
     if not spec.scaled:
         row_amax = _row_amax(w, cols)
         _check_finite(row_amax, where)
         amax = float(row_amax.max())
-        if spec.qmax is not None:  # fp16 range check
-            if amax > spec.qmax:
-                raise ValueError(
-                    f"{where}: max |w| = {amax:g} overflows {fmt} (max {spec.qmax:g}); use bf16 or a scaled format"
-                )
-        data = w.to(storage_dtype(fmt), copy=True).contiguous()
-        return QuantizedWeight(spec.name, data, None, shape, None)
+        if spec.qmax is not None and amax > spec.qmax:  # fp16 range check
+            raise ValueError(f"{where}: max |w| = {amax:g} overflows {spec.name} (max {spec.qmax:g}); use bf16 or "
+                             "a scaled format")
+        data = w.to(spec.storage_dtype(), copy=True).contiguous()
+        return QuantizedWeight(spec, data, None, shape, None)
 
     g = spec.effective_group_size(group_size)
     gg = g or cols
     ngroups = cols // gg
     scale = compute_scales(w, spec, g, where)
     packed = spec.bits == 4
-    out = torch.empty((rows, cols // 2 if packed else cols), dtype=storage_dtype(fmt), device=w.device)
+    out = torch.empty((rows, cols // 2 if packed else cols), dtype=spec.storage_dtype(), device=w.device)
     step = max(1, _CHUNK_ELEMENTS // cols)
     buf = torch.empty(min(rows, step) * cols, dtype=torch.float32, device=w.device)  # reused: stays in cache
     for a, b in _row_chunks(rows, cols):
@@ -252,7 +236,7 @@ def _quantize_torch(w, spec: FormatSpec, group_size: int | None, where: str = "w
             torch.bitwise_or(codes[..., 0], codes[..., 1] << 4, out=out[a:b])
         else:
             out[a:b].copy_(x)  # cast to int8 (exact: integral values) or float8 (round to nearest even)
-    return QuantizedWeight(spec.name, out, scale, shape, g)
+    return QuantizedWeight(spec, out, scale, shape, g)
 
 
 def unpack_int4(packed):
@@ -265,9 +249,7 @@ def unpack_int4(packed):
 
 def codes(qw: QuantizedWeight):
     """The integer or fp8 codes of ``qw`` (int4 unpacked), without scales."""
-    if qw.fmt == "int4":
-        return unpack_int4(qw.data)
-    return qw.data
+    return unpack_int4(qw.data) if qw.spec.bits == 4 else qw.data
 
 
 def codes_as(qw: QuantizedWeight, dtype):
@@ -295,7 +277,8 @@ def dequantize(qw: QuantizedWeight, dtype=None):
     return (values * qw.scale.unsqueeze(-1)).reshape(rows, cols).to(dtype)
 
 
-def fake_quantize(w, fmt: str, group_size: int | None = None, *, where: str = "weight", qmax: float | None = None):
+def fake_quantize(w, fmt: str | FormatSpec, group_size: int | None = None, *, where: str = "weight",
+                  qmax: float | None = None):
     """``dequantize(quantize(w))`` in ``w``'s dtype: the paper's simulated ("fake") quantization."""
     return dequantize(quantize(w, fmt, group_size, where=where, qmax=qmax), w.dtype)
 
@@ -308,12 +291,10 @@ def error_bound(qw: QuantizedWeight, w):
     if qw.scale is None:
         if spec.rel_error == 0.0:
             return torch.zeros_like(w)
-        tiny = {"fp16": 2.0**-25, "bf16": 2.0**-134}[spec.name]
-        return torch.clamp(w.abs() * spec.rel_error, min=tiny)
+        return torch.clamp(w.abs() * spec.rel_error, min=spec.subnormal_error)
     rows, cols = w.shape
     ngroups = qw.scale.shape[1]
     s = qw.scale.unsqueeze(-1).expand(rows, ngroups, cols // ngroups).reshape(rows, cols)
     if spec.kind == "int":
         return s / 2
-    subnormal_abs = {"fp8_e4m3": 2.0**-10, "fp8_e5m2": 2.0**-17}[spec.name]
-    return torch.maximum(w.abs() * spec.rel_error, s * subnormal_abs)
+    return torch.maximum(w.abs() * spec.rel_error, s * spec.subnormal_error)

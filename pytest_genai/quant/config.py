@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .formats import FORMATS, get_format
+from .formats import FORMATS
 from .metrics import SENSITIVITY_DEFINITIONS
 
 GRANULARITIES = ("module", "block")
@@ -83,7 +83,7 @@ class PlanConfig:
         for t in tiers:
             if t not in FORMATS:
                 raise ValueError(f"PlanConfig.tiers: unknown format {t!r}; known formats: {sorted(FORMATS)}")
-        bits = [get_format(t).bits for t in tiers]
+        bits = [FORMATS[t].bits for t in tiers]
         if any(a <= b for a, b in zip(bits, bits[1:])):
             raise ValueError(f"PlanConfig.tiers={tuple(tiers)!r}: bits {bits} must strictly decrease from the "
                              "first (sensitive) tier to the last")

@@ -42,9 +42,11 @@ class FormatSpec:
     bits: int
     kind: str  # "float" or "int"
     scaled: bool
+    dtype: str  # the torch dtype of the stored codes, by its torch attribute name
     qmax: float | None = None
     default_group_size: int | None = None
     rel_error: float | None = None  # relative bound for normal values (float formats)
+    subnormal_error: float | None = None  # bound below the normal range: absolute, or times the scale if scaled
     doc: str = ""
 
     def __post_init__(self) -> None:
@@ -52,6 +54,12 @@ class FormatSpec:
             raise ValueError(f"FormatSpec.kind={self.kind!r}: use 'float' or 'int'")
         if self.bits not in (4, 8, 16, 32):
             raise ValueError(f"FormatSpec.bits={self.bits}: use 4, 8, 16 or 32")
+
+    def storage_dtype(self):
+        """The torch dtype the stored codes have in this format."""
+        import torch
+
+        return getattr(torch, self.dtype)
 
     def effective_group_size(self, group_size: int | None) -> int | None:
         """The group size this format uses when the plan asks for ``group_size``."""
@@ -91,16 +99,19 @@ class FormatSpec:
 FORMATS: dict[str, FormatSpec] = {
     f.name: f
     for f in (
-        FormatSpec("fp32", 32, "float", scaled=False, rel_error=0.0, doc="IEEE single, unchanged"),
-        FormatSpec("fp16", 16, "float", scaled=False, qmax=65504.0, rel_error=2.0**-11, doc="IEEE half"),
-        FormatSpec("bf16", 16, "float", scaled=False, rel_error=2.0**-8, doc="bfloat16"),
-        FormatSpec("int8", 8, "int", scaled=True, qmax=127.0, doc="symmetric int8, per-channel or per-group"),
-        FormatSpec("int4", 4, "int", scaled=True, qmax=7.0, default_group_size=32,
+        FormatSpec("fp32", 32, "float", scaled=False, dtype="float32", rel_error=0.0, doc="IEEE single, unchanged"),
+        FormatSpec("fp16", 16, "float", scaled=False, dtype="float16", qmax=65504.0, rel_error=2.0**-11,
+                   subnormal_error=2.0**-25, doc="IEEE half"),
+        FormatSpec("bf16", 16, "float", scaled=False, dtype="bfloat16", rel_error=2.0**-8, subnormal_error=2.0**-134,
+                   doc="bfloat16"),
+        FormatSpec("int8", 8, "int", scaled=True, dtype="int8", qmax=127.0,
+                   doc="symmetric int8, per-channel or per-group"),
+        FormatSpec("int4", 4, "int", scaled=True, dtype="uint8", qmax=7.0, default_group_size=32,
                    doc="symmetric int4, per-group, packed two per byte"),
-        FormatSpec("fp8_e4m3", 8, "float", scaled=True, qmax=448.0, rel_error=2.0**-4,
-                   doc="float8 e4m3fn with fp32 scales"),
-        FormatSpec("fp8_e5m2", 8, "float", scaled=True, qmax=57344.0, rel_error=2.0**-3,
-                   doc="float8 e5m2 with fp32 scales"),
+        FormatSpec("fp8_e4m3", 8, "float", scaled=True, dtype="float8_e4m3fn", qmax=448.0, rel_error=2.0**-4,
+                   subnormal_error=2.0**-10, doc="float8 e4m3fn with fp32 scales"),
+        FormatSpec("fp8_e5m2", 8, "float", scaled=True, dtype="float8_e5m2", qmax=57344.0, rel_error=2.0**-3,
+                   subnormal_error=2.0**-17, doc="float8 e5m2 with fp32 scales"),
     )
 }
 
@@ -118,16 +129,19 @@ def fp8_e4m3_max(generation: str | None = None) -> float:
     return FP8_E4M3_MAX_BY_GENERATION.get(generation or "", FORMATS["fp8_e4m3"].qmax)
 
 
-def device_qmax(fmt: str, generation: str | None) -> float | None:
+def device_qmax(fmt: str | FormatSpec, generation: str | None) -> float | None:
     """The code range ``fmt`` takes on ``generation`` where it differs from the format's own, else None."""
-    if fmt != "fp8_e4m3":
+    spec = get_format(fmt)
+    if spec.name != "fp8_e4m3":
         return None
     qmax = fp8_e4m3_max(generation)
-    return None if qmax == FORMATS[fmt].qmax else qmax
+    return None if qmax == spec.qmax else qmax
 
 
-def get_format(name: str) -> FormatSpec:
-    """The FormatSpec called ``name``; ValueError listing the known names otherwise."""
+def get_format(name: str | FormatSpec) -> FormatSpec:
+    """The FormatSpec called ``name`` (a FormatSpec passes through); ValueError listing the known names otherwise."""
+    if isinstance(name, FormatSpec):
+        return name
     try:
         return FORMATS[name]
     except (KeyError, TypeError):

@@ -92,7 +92,7 @@ class Fp8Linear(StoredCodes):
                              f"with scale shape {None if qw.scale is None else tuple(qw.scale.shape)}; "
                              "use a plan without group_size for FP8 compute")
         self.out_features, self.in_features = qw.shape
-        self.fmt = "fp8_e4m3"
+        self.spec = qw.spec
         self.group_size = None
         self.weight_shape = tuple(qw.shape)
         self.register_buffer("qweight", qw.data)
@@ -116,7 +116,7 @@ class Fp8Linear(StoredCodes):
         return cls(quantize(linear.weight, "fp8_e4m3", None, where=where), linear.bias)
 
     def quantized_weight(self) -> QuantizedWeight:
-        return QuantizedWeight(self.fmt, self.qweight, self.scale, self.weight_shape, None)
+        return QuantizedWeight(self.spec, self.qweight, self.scale, self.weight_shape, None)
 
     def forward(self, x):
         if self.compute_path != PATH_SCALED_MM:

@@ -22,16 +22,15 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .codecs import QuantizedWeight, codes_as, dequantize, quantize, storage_dtype
-from .formats import get_format
+from .codecs import QuantizedWeight, codes_as, dequantize, quantize
+from .formats import FormatSpec, get_format
 from .sparse import SparseWeight, densify, mask_bytes, sparse_stored_bytes, sparsify
 
 
-def _empty_qweight(fmt: str, shape, group_size, device):
-    spec = get_format(fmt)
+def _empty_qweight(spec: FormatSpec, shape, group_size, device):
     rows, cols = shape
     data_cols = cols // 2 if spec.bits == 4 else cols
-    data = torch.empty((rows, data_cols), dtype=storage_dtype(fmt), device=device)
+    data = torch.empty((rows, data_cols), dtype=spec.storage_dtype(), device=device)
     scale = None
     if spec.scaled:
         g = spec.effective_group_size(group_size) or cols
@@ -44,7 +43,11 @@ class StoredCodes(nn.Module):
     torch treats float8 codes and fp32 scales as floating point and cast them with the model (fp8 codes widened to
     bf16 doubled the bytes, bf16 scales lost precision, fp16 ones underflowed, ``.float()`` undid bf16 storage). The
     buffers move with the module (device, shared memory) as raw bytes; parameters (the bias) follow as usual, and
-    ``activation_dtype`` (what forward will see) follows the cast."""
+    ``activation_dtype`` (what forward will see) follows the cast. ``spec``: the stored format."""
+
+    @property
+    def fmt(self) -> str:
+        return self.spec.name
 
     def _apply(self, fn, recurse=True):
         # the stored tensors move as raw bytes (fn casts no integer tensor); nn.Module's _apply sees them as None
@@ -64,9 +67,11 @@ class StoredCodes(nn.Module):
 class _QuantStore(StoredCodes):
     """Shared buffer handling: ``qweight`` (+ ``scale``) registered as buffers, saved in the state dict."""
 
-    def _init_store(self, fmt: str, shape, group_size, data, scale) -> None:
-        self.fmt = get_format(fmt).name
-        self.group_size = get_format(fmt).effective_group_size(group_size)
+    def _init_store(self, fmt: str | FormatSpec, shape, group_size, data, scale, device) -> None:
+        self.spec = get_format(fmt)
+        if data is None:
+            data, scale = _empty_qweight(self.spec, shape, group_size, device)
+        self.group_size = self.spec.effective_group_size(group_size)
         self.weight_shape = (int(shape[0]), int(shape[1]))
         self.register_buffer("qweight", data)
         if scale is not None:
@@ -75,7 +80,7 @@ class _QuantStore(StoredCodes):
             self.scale = None
 
     def quantized_weight(self) -> QuantizedWeight:
-        return QuantizedWeight(self.fmt, self.qweight, self.scale, self.weight_shape, self.group_size)
+        return QuantizedWeight(self.spec, self.qweight, self.scale, self.weight_shape, self.group_size)
 
     def dequantized_weight(self, dtype=None):
         return dequantize(self.quantized_weight(), dtype)
@@ -84,13 +89,11 @@ class _QuantStore(StoredCodes):
 class QuantLinear(_QuantStore):
     """A linear layer whose weight is stored in ``fmt`` (see module docstring)."""
 
-    def __init__(self, in_features: int, out_features: int, fmt: str, group_size=None, bias: bool = True,
+    def __init__(self, in_features: int, out_features: int, fmt: str | FormatSpec, group_size=None, bias: bool = True,
                  device=None, *, qweight=None, scale=None, bias_tensor=None):
         super().__init__()
         self.in_features, self.out_features = int(in_features), int(out_features)
-        if qweight is None:
-            qweight, scale = _empty_qweight(fmt, (out_features, in_features), group_size, device)
-        self._init_store(fmt, (out_features, in_features), group_size, qweight, scale)
+        self._init_store(fmt, (out_features, in_features), group_size, qweight, scale, device)
         self._init_bias(bias, bias_tensor, device)
         self.activation_dtype = None  # the replaced layer's dtype (from_linear), which compute_path reports for
 
@@ -103,10 +106,10 @@ class QuantLinear(_QuantStore):
             self.register_parameter("bias", None)
 
     @classmethod
-    def from_linear(cls, linear: nn.Linear, fmt: str, group_size=None, *, where: str = "linear",
+    def from_linear(cls, linear: nn.Linear, fmt: str | FormatSpec, group_size=None, *, where: str = "linear",
                     qmax: float | None = None) -> "QuantLinear":
         qw = quantize(linear.weight, fmt, group_size, where=where, qmax=qmax)
-        layer = cls(linear.in_features, linear.out_features, fmt, group_size, bias=linear.bias is not None,
+        layer = cls(linear.in_features, linear.out_features, qw.spec, group_size, bias=linear.bias is not None,
                     qweight=qw.data, scale=qw.scale, bias_tensor=linear.bias)
         layer.activation_dtype = linear.weight.dtype
         return layer
@@ -141,19 +144,18 @@ class SparseQuantLinear(QuantLinear):
     buffers ``qvalues`` (1-D), ``mask`` (packed bits) and ``scale``. Forward rebuilds the dense codes (bit for bit)
     and computes as ``QuantLinear`` does, so the output equals the dense quantized layer's."""
 
-    def __init__(self, in_features: int, out_features: int, fmt: str, group_size=None, bias: bool = True,
+    def __init__(self, in_features: int, out_features: int, fmt: str | FormatSpec, group_size=None, bias: bool = True,
                  device=None, *, nonzeros: int = 0, sparse=None, bias_tensor=None):
         nn.Module.__init__(self)
         self.in_features, self.out_features = int(in_features), int(out_features)
-        spec = get_format(fmt)
+        self.spec = spec = get_format(fmt)
         if sparse is None:
-            values = torch.empty(int(nonzeros), dtype=storage_dtype(fmt), device=device)
-            _, scale = _empty_qweight(fmt, (out_features, in_features), group_size, device)
+            values = torch.empty(int(nonzeros), dtype=spec.storage_dtype(), device=device)
+            _, scale = _empty_qweight(spec, (out_features, in_features), group_size, device)
             mask = torch.empty(mask_bytes((out_features, in_features)), dtype=torch.uint8, device=device)
             mask = mask.view(out_features, -1)
         else:
             values, mask, scale = sparse.values, sparse.mask, sparse.scale
-        self.fmt = spec.name
         self.group_size = spec.effective_group_size(group_size)
         self.weight_shape = (self.out_features, self.in_features)
         self.register_buffer("qvalues", values)
@@ -166,17 +168,18 @@ class SparseQuantLinear(QuantLinear):
         self.activation_dtype = None
 
     @classmethod
-    def from_linear(cls, linear: nn.Linear, fmt: str, group_size=None, *, where: str = "linear",
+    def from_linear(cls, linear: nn.Linear, fmt: str | FormatSpec, group_size=None, *, where: str = "linear",
                     qmax: float | None = None):
-        sparse_stored_bytes(fmt, tuple(linear.weight.shape), 0)  # rejects int4 / fp32 with the fix named
-        sw = sparsify(quantize(linear.weight, fmt, group_size, where=where, qmax=qmax))
-        layer = cls(linear.in_features, linear.out_features, fmt, group_size, bias=linear.bias is not None,
+        spec = get_format(fmt)
+        sparse_stored_bytes(spec, tuple(linear.weight.shape), 0)  # rejects int4 / fp32 with the fix named
+        sw = sparsify(quantize(linear.weight, spec, group_size, where=where, qmax=qmax))
+        layer = cls(linear.in_features, linear.out_features, sw.spec, group_size, bias=linear.bias is not None,
                     sparse=sw, bias_tensor=linear.bias)
         layer.activation_dtype = linear.weight.dtype
         return layer
 
     def sparse_weight(self):
-        return SparseWeight(self.fmt, self.qvalues, self.mask, self.scale, self.weight_shape, self.group_size)
+        return SparseWeight(self.spec, self.qvalues, self.mask, self.scale, self.weight_shape, self.group_size)
 
     def quantized_weight(self) -> QuantizedWeight:
         return densify(self.sparse_weight())
@@ -189,21 +192,19 @@ class SparseQuantLinear(QuantLinear):
 class QuantEmbedding(_QuantStore):
     """An embedding table stored in ``fmt``; a lookup dequantizes only the gathered rows."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, fmt: str, group_size=None, padding_idx=None,
-                 device=None, *, qweight=None, scale=None):
+    def __init__(self, num_embeddings: int, embedding_dim: int, fmt: str | FormatSpec, group_size=None,
+                 padding_idx=None, device=None, *, qweight=None, scale=None):
         super().__init__()
         self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
         self.padding_idx = padding_idx
-        if qweight is None:
-            qweight, scale = _empty_qweight(fmt, (num_embeddings, embedding_dim), group_size, device)
-        self._init_store(fmt, (num_embeddings, embedding_dim), group_size, qweight, scale)
+        self._init_store(fmt, (num_embeddings, embedding_dim), group_size, qweight, scale, device)
         self.activation_dtype = None  # the replaced table's dtype: what the lookup returns (None: fp32)
 
     @classmethod
-    def from_embedding(cls, emb: nn.Embedding, fmt: str, group_size=None, *, where: str = "embedding",
+    def from_embedding(cls, emb: nn.Embedding, fmt: str | FormatSpec, group_size=None, *, where: str = "embedding",
                        qmax: float | None = None):
         qw = quantize(emb.weight, fmt, group_size, where=where, qmax=qmax)
-        layer = cls(emb.num_embeddings, emb.embedding_dim, fmt, group_size, emb.padding_idx,
+        layer = cls(emb.num_embeddings, emb.embedding_dim, qw.spec, group_size, emb.padding_idx,
                     qweight=qw.data, scale=qw.scale)
         layer.activation_dtype = emb.weight.dtype  # a bf16 model's lookups stay bf16 (they were always fp32)
         return layer

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from .config import PlanConfig
-from .formats import get_format
+from .formats import FormatSpec, get_format
 from .metrics import compression_ratio, mean_bits_per_weight
 
 PLAN_SCHEMA = "pytest-genai/quant-plan/1"
@@ -18,7 +18,7 @@ class PrecisionPlan:
 
     ``other_bytes`` / ``other_fp32_bytes``: the model's state outside the plan (kept as stored),
     used to predict the whole-model ratio. ``scores``/``units``/``sensitivity``/``threshold`` record
-    where the plan came from (empty for a hand-written plan).
+    where the plan came from (empty for a hand-written plan). ``specs``: ``formats`` resolved to FormatSpecs.
     """
 
     formats: dict[str, str]
@@ -31,18 +31,19 @@ class PrecisionPlan:
     threshold: float | None = None
     scores: dict[str, float] = field(default_factory=dict)
     units: dict[str, str] = field(default_factory=dict)
+    specs: dict[str, FormatSpec] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.formats:
             raise ValueError("PrecisionPlan.formats is empty: a plan needs at least one module")
-        for name, fmt in self.formats.items():
-            spec = get_format(fmt)
+        object.__setattr__(self, "specs", {name: get_format(fmt) for name, fmt in self.formats.items()})
+        for name, spec in self.specs.items():
             if name not in self.shapes:
                 raise ValueError(f"PrecisionPlan: module {name!r} has a format but no shape; add shapes[{name!r}]")
             spec.check_shape(tuple(self.shapes[name]), self.group_size, where=f"module {name!r}")
 
     def stored_bytes(self, name: str) -> int:
-        return get_format(self.formats[name]).stored_bytes(self.shapes[name], self.group_size)
+        return self.specs[name].stored_bytes(self.shapes[name], self.group_size)
 
     def summary(self) -> dict:
         """Parameters / modules / bytes per format, mean bits per weight, predicted compression ratios."""
@@ -57,7 +58,7 @@ class PrecisionPlan:
         total_params = sum(params.values())
         stored = sum(nbytes.values())
         fp32 = 4 * total_params
-        nominal = sum(get_format(f).bits * p for f, p in params.items()) / total_params
+        nominal = sum(s.bits * math.prod(self.shapes[n]) for n, s in self.specs.items()) / total_params
         return {
             "tiers": list(self.tiers),
             "group_size": self.group_size,
@@ -163,7 +164,7 @@ def uniform_plan(source, fmt: str, group_size: int | None = None, *, include_emb
     ``source``: a SensitivityResult, or a model (then no sensitivity pass is run; eligibility as in
     ``SensitivityConfig``, with the include flags given here).
     """
-    get_format(fmt)
+    fmt = get_format(fmt).name
     if hasattr(source, "module_shapes"):
         shapes, other, other32 = dict(source.module_shapes), source.other_bytes, source.other_fp32_bytes
         sens, tau = source.definition, source.threshold

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .formats import SCALE_BYTES, get_format
+from .formats import SCALE_BYTES, FormatSpec, get_format
 
 SPARSE_LAYOUTS = ("bitmask",)
 
@@ -38,13 +38,13 @@ def mask_bytes(shape: tuple[int, int]) -> int:
     return rows * ((cols + 7) // 8)
 
 
-def sparse_stored_bytes(fmt: str, shape: tuple[int, int], nonzeros: int, group_size: int | None = None, *,
+def sparse_stored_bytes(fmt: str | FormatSpec, shape: tuple[int, int], nonzeros: int, group_size: int | None = None, *,
                         count_mask: bool = True) -> int:
     """Bytes a ``shape`` weight with ``nonzeros`` nonzero codes takes in bitmask storage of ``fmt``:
     values (``bits / 8`` each) + fp32 scales (+ the mask when ``count_mask``)."""
     spec = get_format(fmt)
     if spec.bits not in (8, 16):
-        raise ValueError(f"bitmask sparsity stores whole codes: format {fmt!r} has {spec.bits}-bit codes; use an "
+        raise ValueError(f"bitmask sparsity stores whole codes: format {spec.name!r} has {spec.bits}-bit codes; use an "
                          "8- or 16-bit format (int8, fp8_e4m3, fp8_e5m2, bf16, fp16)")
     rows, cols = int(shape[0]), int(shape[1])
     if not 0 <= nonzeros <= rows * cols:
@@ -87,14 +87,21 @@ def unpack_bitmask(packed, cols: int):
 
 @dataclass
 class SparseWeight:
-    """A quantized weight in bitmask storage: ``values`` (nonzero codes), packed ``mask``, ``scale``."""
+    """A quantized weight in bitmask storage of ``spec``: ``values`` (nonzero codes), packed ``mask``, ``scale``."""
 
-    fmt: str
+    spec: FormatSpec
     values: Any
     mask: Any
     scale: Any | None
     shape: tuple[int, int]
     group_size: int | None
+
+    def __post_init__(self) -> None:
+        self.spec = get_format(self.spec)
+
+    @property
+    def fmt(self) -> str:
+        return self.spec.name
 
     @property
     def nonzeros(self) -> int:
@@ -116,13 +123,12 @@ class SparseWeight:
 
 def sparsify(qw) -> SparseWeight:
     """Bitmask storage of a :class:`~pytest_genai.quant.codecs.QuantizedWeight` (8- or 16-bit codes)."""
-    spec = get_format(qw.fmt)
-    if spec.bits not in (8, 16):
-        sparse_stored_bytes(qw.fmt, qw.shape, 0)  # raises the one-line error naming the fix
+    if qw.spec.bits not in (8, 16):
+        sparse_stored_bytes(qw.spec, qw.shape, 0)  # raises the one-line error naming the fix
     bits = _int_view(qw.data)
     nonzero = bits != 0
     values = bits.reshape(-1)[nonzero.reshape(-1)].view(qw.data.dtype)
-    return SparseWeight(qw.fmt, values, pack_bitmask(nonzero), qw.scale, tuple(qw.shape), qw.group_size)
+    return SparseWeight(qw.spec, values, pack_bitmask(nonzero), qw.scale, tuple(qw.shape), qw.group_size)
 
 
 _DENSIFY_KERNEL = Path(__file__).parent / "csrc" / "bitmask.c"
@@ -180,7 +186,7 @@ def densify(sw: SparseWeight):
     if dense_bits is None:
         dense_bits = _densify_torch(sw, values_bits)
     data = dense_bits.view(sw.values.dtype).reshape(rows, cols)
-    return QuantizedWeight(sw.fmt, data, sw.scale, (rows, cols), sw.group_size)
+    return QuantizedWeight(sw.spec, data, sw.scale, (rows, cols), sw.group_size)
 
 
 def _densify_torch(sw: SparseWeight, values_bits):

@@ -232,16 +232,16 @@ def load_quantized(model_skeleton, path):
     state = load_file(str(path))
     if mode == "real":
         for name, module in modules.items():
-            fmt = plan.formats[name]
+            spec = plan.specs[name]
             if isinstance(module, nn.Embedding):
-                new = QuantEmbedding(module.num_embeddings, module.embedding_dim, fmt, plan.group_size,
+                new = QuantEmbedding(module.num_embeddings, module.embedding_dim, spec, plan.group_size,
                                      module.padding_idx, device=module.weight.device)
             elif sparse == "bitmask":  # the number of nonzero codes is the file's
-                new = SparseQuantLinear(module.in_features, module.out_features, fmt, plan.group_size,
+                new = SparseQuantLinear(module.in_features, module.out_features, spec, plan.group_size,
                                         bias=module.bias is not None, device=module.weight.device,
                                         nonzeros=int(state[f"{name}.qvalues"].shape[0]))
             else:
-                new = QuantLinear(module.in_features, module.out_features, fmt, plan.group_size,
+                new = QuantLinear(module.in_features, module.out_features, spec, plan.group_size,
                                   bias=module.bias is not None, device=module.weight.device)
                 if name in fp8:  # same buffers; the FP8-compute forward
                     new = Fp8Linear(new.quantized_weight(), new.bias)

@@ -31,22 +31,20 @@ from hypothesis import strategies as st
 
 from .config import GRANULARITIES, PlanConfig, SensitivityConfig
 from .eligibility import block_of, collect_eligible, module_weight
-from .formats import FORMATS, get_format
+from .formats import FORMATS, FormatSpec, get_format
 from .metrics import SENSITIVITY_DEFINITIONS
 
 
 # -- formats and group sizes -------------------------------------------------------------------------------------
-def _format_names(names: Iterable[str] | None) -> tuple[str, ...]:
-    names = tuple(FORMATS) if names is None else tuple(names)
-    for name in names:
-        get_format(name)  # ValueError listing the known formats
-    return names
+def _specs(names: Iterable[str] | None) -> tuple[FormatSpec, ...]:
+    """The formats called ``names`` (default: every format); ValueError listing the known ones for an unknown name."""
+    return tuple(FORMATS.values()) if names is None else tuple(get_format(n) for n in names)
 
 
 def formats(names: Iterable[str] | None = None, *, scaled: bool | None = None):
     """A format name from ``names`` (default: every format); ``scaled=True/False`` keeps only formats with/without
     per-row or per-group scales."""
-    chosen = [f for f in _format_names(names) if scaled is None or get_format(f).scaled == scaled]
+    chosen = [s.name for s in _specs(names) if scaled is None or s.scaled == scaled]
     if not chosen:
         raise ValueError(f"formats({names!r}, scaled={scaled}): no format left to draw from")
     return st.sampled_from(chosen)
@@ -57,8 +55,7 @@ def _divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
-def _fits(fmt: str, widths: tuple[int, ...], group_size: int | None) -> bool:
-    spec = get_format(fmt)
+def _fits(spec: FormatSpec, widths: tuple[int, ...], group_size: int | None) -> bool:
     try:
         for w in widths:
             spec.check_shape((1, w), group_size)
@@ -74,9 +71,9 @@ def valid_group_sizes(widths: int | Iterable[int], fmts: Iterable[str] | None = 
     widths = (int(widths),) if isinstance(widths, int) else tuple(int(w) for w in widths)
     if not widths or any(w <= 0 for w in widths):
         raise ValueError(f"group sizes: widths={widths!r} must be positive in_features")
-    fmts = _format_names(fmts)
+    specs = _specs(fmts)
     candidates = [None] + [d for d in _divisors(math.gcd(*widths)) if d >= min_size]
-    return [g for g in candidates if all(_fits(f, widths, g) for f in fmts)]
+    return [g for g in candidates if all(_fits(s, widths, g) for s in specs)]
 
 
 def group_sizes(widths: int | Iterable[int], fmts: Iterable[str] | None = None, *, min_size: int = 1):
@@ -86,7 +83,7 @@ def group_sizes(widths: int | Iterable[int], fmts: Iterable[str] | None = None, 
     examples shrink to."""
     sizes = valid_group_sizes(widths, fmts, min_size=min_size)
     if not sizes:
-        raise ValueError(f"no group size fits widths {widths!r} for formats {tuple(_format_names(fmts))}")
+        raise ValueError(f"no group size fits widths {widths!r} for formats {tuple(s.name for s in _specs(fmts))}")
     if sizes[0] is None and len(sizes) > 1:
         return st.one_of(st.none(), st.sampled_from(sizes[1:]))
     return st.sampled_from(sizes)
@@ -95,9 +92,9 @@ def group_sizes(widths: int | Iterable[int], fmts: Iterable[str] | None = None, 
 def format_groups(widths: int | Iterable[int], fmts: Iterable[str] | None = None, *, min_size: int = 1):
     """``(format, group_size)`` valid for a layer of in_features ``widths``: each format equally likely, then a
     group size as :func:`group_sizes` draws it (formats with no valid group are left out: int4 at an odd width)."""
-    usable = [f for f in _format_names(fmts) if valid_group_sizes(widths, (f,), min_size=min_size)]
+    usable = [s.name for s in _specs(fmts) if valid_group_sizes(widths, (s,), min_size=min_size)]
     if not usable:
-        raise ValueError(f"no format of {tuple(_format_names(fmts))} can store width(s) {widths!r}")
+        raise ValueError(f"no format of {tuple(s.name for s in _specs(fmts))} can store width(s) {widths!r}")
     return st.sampled_from(usable).flatmap(
         lambda f: group_sizes(widths, (f,), min_size=min_size).map(lambda g: (f, g)))
 
@@ -105,13 +102,12 @@ def format_groups(widths: int | Iterable[int], fmts: Iterable[str] | None = None
 # -- plans ---------------------------------------------------------------------------------------------------------
 def valid_tier_mixes(fmts: Iterable[str] | None = None, sizes: Iterable[int] = (2, 3)) -> list[tuple[str, ...]]:
     """Every tier tuple ``PlanConfig`` accepts: 2 or 3 formats, bits strictly decreasing (high precision first)."""
-    names = sorted(_format_names(fmts), key=lambda f: (-get_format(f).bits, f))
+    specs = sorted(_specs(fmts), key=lambda s: (-s.bits, s.name))
     out = []
     for n in sizes:
-        for combo in itertools.combinations(names, n):
-            bits = [get_format(f).bits for f in combo]
-            if all(a > b for a, b in zip(bits, bits[1:])):
-                out.append(combo)
+        for combo in itertools.combinations(specs, n):
+            if all(a.bits > b.bits for a, b in zip(combo, combo[1:])):
+                out.append(tuple(s.name for s in combo))
     return out
 
 
@@ -119,7 +115,7 @@ def tier_mixes(fmts: Iterable[str] | None = None, sizes: Iterable[int] = (2, 3))
     """A tier mix such as ``("bf16", "int8")`` or ``("fp32", "bf16", "int4")``."""
     mixes = valid_tier_mixes(fmts, sizes)
     if not mixes:
-        raise ValueError(f"no 2-3 tier mix with strictly decreasing bits among {tuple(_format_names(fmts))}")
+        raise ValueError(f"no 2-3 tier mix with strictly decreasing bits among {tuple(s.name for s in _specs(fmts))}")
     return st.sampled_from(mixes)
 
 
