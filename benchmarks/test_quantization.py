@@ -191,22 +191,33 @@ RANDOM_ARCH_SHAPES = {"tiny": (1, 256, 64), "small": (4, 32000, 256), "full": (2
 RANDOM_ARCH_BATCH, RANDOM_ARCH_ROUNDS = 8, 5
 
 
-@pytest.mark.parametrize("mode", ("fp32", "fake", "real"))
-def test_random_arch_throughput(benchmark, genai, genai_device, genai_settings, mode):
+def random_arch_setup(device, settings, models: int = 1):
+    """The random-architecture rows' common start: skips a device without torch, then returns
+    ``(scale, arch, models, ids)``: ``models`` seeded TinyLlama-shaped models on the device (one seed, so the same
+    weights) and the seeded batch of token ids at the scale's sequence length."""
     import torch
 
+    from pytest_genai.quant.bench import ArchConfig, build_random_model
+
+    if device.torch_device is None:
+        pytest.skip(f"the A1 forward runs through torch; {device.kind} has no torch device")
+    scale = settings["scale"]
+    layers, vocab, seq = RANDOM_ARCH_SHAPES[scale]
+    arch = ArchConfig(layers=layers, vocab=vocab)
+    built = [build_random_model(arch).to(device.torch_device) for _ in range(models)]
+    ids = torch.randint(0, vocab, (RANDOM_ARCH_BATCH, seq), generator=torch.Generator().manual_seed(0))
+    return scale, arch, built, ids
+
+
+@pytest.mark.parametrize("mode", ("fp32", "fake", "real"))
+def test_random_arch_throughput(benchmark, genai, genai_device, genai_settings, mode):
     from pytest_genai.compose.quantized_eval import QuantCase, quantize
     from pytest_genai.evals import throughput
     from pytest_genai.quant import BackendUnavailable
-    from pytest_genai.quant.bench import ArchConfig, build_random_model
 
     device = genai_device
-    if device.torch_device is None:
-        pytest.skip(f"the A1 forward runs through torch; {device.kind} has no torch device")
-    scale = genai_settings["scale"]
-    layers, vocab, seq = RANDOM_ARCH_SHAPES[scale]
-    arch = ArchConfig(layers=layers, vocab=vocab)
-    model = build_random_model(arch).to(device.torch_device)
+    scale, arch, (model,), ids = random_arch_setup(device, genai_settings)
+    layers, vocab, seq = arch.layers, arch.vocab, ids.shape[1]
     paths = {}
     if mode != "fp32":
         try:
@@ -215,7 +226,6 @@ def test_random_arch_throughput(benchmark, genai, genai_device, genai_settings, 
         except BackendUnavailable as exc:
             pytest.skip(str(exc))
         paths = quantized.compute_paths
-    ids = torch.randint(0, vocab, (RANDOM_ARCH_BATCH, seq), generator=torch.Generator().manual_seed(0))
     genai.start(model="tinyllama-1.1b", config={
         "mode": mode, "weights": "random", "scale": scale, "layers": layers, "vocab": vocab,
         "throughput_batch": f"{RANDOM_ARCH_BATCH}x{seq}"})
@@ -245,23 +255,15 @@ KERNEL_CLAIMS = ("A1.target.int8_kernel_vs_fp32", "A1.target.fp8_kernel_vs_fp32"
 def test_kernel_throughput(benchmark, genai, genai_device, genai_settings, fmt):
     from statistics import median
 
-    import torch
-
     from pytest_genai.evals import throughput
     from pytest_genai.quant import quantize_model, uniform_plan
-    from pytest_genai.quant.bench import ArchConfig, build_random_model
     from pytest_genai.quant.kernels import apply_kernel, probe_caps, select_kernel
     from pytest_genai.runtime.timing import paired_rounds_until
 
     device = genai_device
-    if device.torch_device is None:
-        pytest.skip(f"the A1 forward runs through torch; {device.kind} has no torch device")
-    scale = genai_settings["scale"]
-    layers, vocab, seq = RANDOM_ARCH_SHAPES[scale]
-    arch = ArchConfig(layers=layers, vocab=vocab)
-    fp32 = build_random_model(arch).to(device.torch_device)
-    model = build_random_model(arch).to(device.torch_device)  # same seed: the same weights as fp32's
-    ids = torch.randint(0, vocab, (RANDOM_ARCH_BATCH, seq), generator=torch.Generator().manual_seed(0))
+    # two models of one seed: the quantized one starts from fp32's weights
+    scale, arch, (fp32, model), ids = random_arch_setup(device, genai_settings, models=2)
+    layers, vocab, seq = arch.layers, arch.vocab, ids.shape[1]
     names = list(uniform_plan(model, fmt).formats)
     choice = select_kernel(fmt, probe_caps(device.torch_device))
     kernel_layers = {}  # module name -> the kernel it runs

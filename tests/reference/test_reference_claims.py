@@ -13,57 +13,39 @@ from pytest_genai.claims.check import FAIL, PASS
 from pytest_genai.claims.model import BASES
 from pytest_genai.plugin.recorder import failing
 from pytest_genai.reference.claims import Counterpart, check_run, counterparts
-from pytest_genai.reference.row import Provenance, ReferenceRow
-from pytest_genai.results.runs import run_from_json
-
-CONFIG = {"model": "llama-3.1-8b", "scale": "tiny", "strategy": "ddp", "micro_batch": 2, "seq_len": 128,
-          "precision": "fp32", "world_size": 2, "weights": "random"}
-ROUNDS = [90.0, 91.0, 92.0, 93.0, 94.0]
 
 
-def cpu_test_row(samples_per_s: float) -> ReferenceRow:
-    """A reference row written by this test for the CPU configuration: not a vendor's number."""
-    where = Provenance("cpu-test-row", "written by tests/reference/test_reference_claims.py", "-", "-", 0, "-")
-    return ReferenceRow("cpu-test-row (written by this test, not a vendor's number)", "finetune", "llama-3.1-8b",
-                        "full fine-tune", "cpu", "cpu", 2, {}, {"batch_per_card": 2, "precision": "fp32"}, (),
-                        {"samples_per_s": samples_per_s}, {"samples_per_s": "samples/s"}, where)
+@pytest.fixture
+def counterpart(cpu_test_row):
+    """``counterpart(published)``: the CPU row published at ``published`` samples/s, as a counterpart."""
+    def make(published: float) -> Counterpart:
+        where = {"micro_batch": 2, "precision": "fp32", "world_size": 2, "seq_len": 128}
+        return Counterpart(cpu_test_row(published), "samples_per_s", where, ("llama-3.1-8b",))
+
+    return make
 
 
-def cpu_run(config: dict = CONFIG):
-    genai = {"schema": "pytest-genai/1", "experiment": "finetune",
-             "device": {"kind": "cpu", "generation": "cpu", "name": "test CPU"}, "model": "llama-3.1-8b",
-             "config": config, "metrics": {"samples_per_s": 92.0},
-             "metric_sources": {"samples_per_s": "measured"}, "metric_units": {"samples_per_s": "samples/s"},
-             "metric_rounds": {"samples_per_s": ROUNDS}}
-    doc = {"benchmarks": [{"name": "test_finetune_throughput[cpu]", "extra_info": {"genai": genai}}]}
-    return run_from_json(json.loads(json.dumps(doc)), "cpu-run.json")
-
-
-def counterpart(published: float) -> Counterpart:
-    where = {"micro_batch": 2, "precision": "fp32", "world_size": 2, "seq_len": 128}
-    return Counterpart(cpu_test_row(published), "samples_per_s", where, ("llama-3.1-8b",))
-
-
-def test_a_run_matching_the_written_row_gets_a_reference_pass() -> None:
+def test_a_run_matching_the_written_row_gets_a_reference_pass(cpu_run, counterpart) -> None:
     [(record, verdict)] = check_run(cpu_run(), [counterpart(85.0)])
     assert verdict.basis == "reference" and verdict.verdict == PASS
     assert "1.08x [1.06, 1.11] of the published 85 samples/s on cpu" in verdict.message
 
 
-def test_a_run_whose_interval_straddles_the_published_number_is_inconclusive() -> None:
+def test_a_run_whose_interval_straddles_the_published_number_is_inconclusive(cpu_run, counterpart) -> None:
     [(_, verdict)] = check_run(cpu_run(), [counterpart(92.0)])
     assert verdict.verdict == "inconclusive" and "1.00x" in verdict.message
 
 
-def test_a_run_below_the_published_number_fails_its_reference_claim_without_failing_the_test() -> None:
+def test_a_run_below_the_published_number_fails_its_reference_claim_without_failing_the_test(cpu_run,
+                                                                                             counterpart) -> None:
     [(_, verdict)] = check_run(cpu_run(), [counterpart(200.0)])
     assert verdict.verdict == FAIL and "0.46x" in verdict.message
     assert not failing(verdict.verdict, verdict.basis, "enforce")
     assert not failing(verdict.verdict, verdict.basis, "strict")
 
 
-def test_another_configuration_has_no_counterpart() -> None:
-    assert check_run(cpu_run({**CONFIG, "micro_batch": 4}), [counterpart(92.0)]) == []
+def test_another_configuration_has_no_counterpart(cpu_run, counterpart) -> None:
+    assert check_run(cpu_run(micro_batch=4), [counterpart(92.0)]) == []
 
 
 def test_reference_is_a_claim_basis() -> None:
@@ -82,20 +64,13 @@ def test_published_rows_with_stated_batch_and_precision_become_counterparts() ->
     assert "seq_len" in claim.note  # what the source leaves unstated is said
 
 
-def test_check_writes_the_verdict_into_the_run_and_the_report_shows_it_in_its_own_section(tmp_path, capsys) -> None:
+def test_check_writes_the_verdict_into_the_run_and_the_report_shows_it_in_its_own_section(
+        tmp_path, capsys, cpu_rows_file, cpu_run_doc) -> None:
     from pytest_genai.cli import main
 
-    row = cpu_test_row(85.0).to_json()
-    row["settings"] = {"batch_per_card": 2, "precision": "fp32", "seq_len": 128}
-    rows = tmp_path / "cpu-test-rows (written by this test).json"
-    rows.write_text(json.dumps([row]))
-    genai = {"schema": "pytest-genai/1", "experiment": "finetune",
-             "device": {"kind": "cpu", "generation": "cpu", "name": "test CPU"}, "model": "llama-3.1-8b",
-             "config": CONFIG, "metrics": {"samples_per_s": 92.0}, "metric_sources": {"samples_per_s": "measured"},
-             "metric_units": {"samples_per_s": "samples/s"}, "metric_rounds": {"samples_per_s": ROUNDS}}
+    rows = cpu_rows_file
     run = tmp_path / "run.json"
-    run.write_text(json.dumps({"benchmarks": [{"name": "test_finetune_throughput[cpu]",
-                                               "extra_info": {"genai": genai}}]}))
+    run.write_text(json.dumps(cpu_run_doc(92.0)))
     out = tmp_path / "with-reference.json"
     assert main(["reference", "check", str(run), "--rows", str(rows), "--write", str(out)]) == 0
     assert "reference pass" in capsys.readouterr().out
