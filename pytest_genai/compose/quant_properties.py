@@ -67,8 +67,7 @@ __all__ = ["Quantizer", "NATIVE", "QuantizerProperties", "PropertyModel", "budge
            "LOGITS_RTOL", "PROMPTS", "IN_CI"]
 
 #: fake vs real logits: max |fake - real| <= LOGITS_RTOL * max |fake|. Both compute from the same dequantized
-#: values; per-channel formats scale the matmul's output instead of the weight, so only fp32 rounding differs
-#: (measured <= 2e-6 on SmolLM2-135M blocks).
+#: values; per-channel formats scale the matmul's output instead of the weight, so only fp32 rounding differs.
 LOGITS_RTOL = 1e-5
 #: a fixed prompt batch for the logits property (truncated to the shortest, at most 16 tokens)
 PROMPTS = ("The capital of France is Paris, which lies on the river Seine and",
@@ -410,8 +409,7 @@ class PropertyModel:
 
 
 # -- the reusable test class -------------------------------------------------------------------------------------
-# CI on SmolLM2-135M, one thread, 2 shared cores: an example takes ~10-70 ms (layer), 0.05-0.3 s (blocks), 0.3-1.3 s
-# (logits); the deadlines leave room for a loaded machine, the example counts keep the class near half a minute.
+# deadlines leave room for a loaded machine; example counts keep the class near half a minute on two cores
 _CODEC = budget(max_examples=50, deadline_s=10)
 _MODEL = budget(max_examples=12, deadline_s=60)
 _LOGITS = budget(max_examples=10, deadline_s=60)
@@ -430,8 +428,7 @@ class QuantizerProperties:
     max_blocks: int = 2
     include_embeddings: bool = True
     #: torch intra-op threads while the class runs (restored after; None: leave torch's setting). One thread: these
-    #: are correctness checks on small tensors, and on 2 shared cores under load (load average 10) a sensitivity
-    #: pass took 0.14 s with one thread and 0.6-2.4 s with two.
+    #: are correctness checks on small tensors, which extra threads slow down on a shared machine.
     threads: int | None = 1
 
     def pytest_generate_tests(self, metafunc):

@@ -29,10 +29,8 @@ MEASURED, MODELED, SPEC = "measured", "modeled", "spec"
 CLASSES = ("matmul", "attention", "elementwise")
 #: Shortest per-layer / per-op-class sample: faster work is repeated within a sample (see timing.time_each).
 MIN_SAMPLE_S = 5e-3
-#: Repeats of the per-layer loads (LI), at least this many whatever the step's repeats. The LI claim is judged on a
-#: bootstrap over them: on the idle 2-vCPU machine 7 rounds of 4 identical layers gave intervals whose lower end fell
-#: under 0.9 in 10 of 15 runs (inconclusive); more rounds narrow it (simulated, 5% noise and 15% of samples in
-#: 1.3-1.8x bursts: passed 11% at 7 rounds, 28% at 11); 9 cost 2/7 more time on the per-layer loads.
+#: Repeats of the per-layer loads (LI), at least this many whatever the step's repeats: the LI claim is judged on a
+#: bootstrap over them, and fewer rounds leave its interval too wide to decide on an idle machine.
 LAYER_REPEATS = 9
 #: CPU utilization: windows of back-to-back steps (each at least one step), their median recorded with every window.
 UTILIZATION_WINDOWS, UTILIZATION_WINDOW_S = 5, 0.04
@@ -247,8 +245,8 @@ def measure(
     Per-layer and per-op-class loads are timed interleaved (:func:`~pytest_genai.runtime.timing.time_each`).
     A layer's load for LI is its median time on the load clock: on accelerators the synchronized wall clock; on
     the CPU the process's CPU time (``time.process_time``), which counts the work the cores did for the layer and
-    not the time the OS gave the cores to other processes -- on a 2-core machine shared by several jobs, wall-clock
-    medians of identical layers were seen 20-30% apart. The wall-clock LI is reported beside it on the CPU.
+    not the time the OS gave the cores to other processes, which on a shared machine set identical layers' wall-clock
+    medians far apart. The wall-clock LI is reported beside it on the CPU.
     """
     import torch
 
@@ -293,7 +291,7 @@ def measure(
         # Allocation, as a compiler's unit assignment: the threads given to the run over the cores it may use.
         # How busy they were is utilisation, recorded under its own name (a 1-thread busy loop reads 1/cores).
         cores = available_cores()
-        # five windows of 0.04 s (one of 0.2 s before): rounds the gate can judge an interval on, in the same time
+        # five windows of 0.04 s: rounds the gate can judge an interval on, in the time one 0.2 s window takes
         # for steps under 0.04 s (each window runs at least one step, so a longer step costs up to 5 steps here)
         windows = [cpu_times(step, min_wall_s=UTILIZATION_WINDOW_S) for _ in range(UTILIZATION_WINDOWS)]
         busy = tuple(cpu_allocation_ratio(ct.cpu_s, ct.wall_s, cores) for ct in windows)

@@ -88,8 +88,8 @@ def _nothing() -> None:
 @contextlib.contextmanager
 def ieee_fp32(enabled: bool) -> Iterator[None]:
     """fp32 math that is fp32: cuDNN runs fp32 convolutions on TF32 tensor cores unless told otherwise
-    (``torch.backends.cudnn.allow_tf32`` defaults to True), so the first H200 run's "fp32" diffusion row reached
-    52 TFLOP/s, 78% of the fp32 peak it was divided by. Inside, convolutions and matmuls keep full fp32 (both
+    (``torch.backends.cudnn.allow_tf32`` defaults to True), and an "fp32" row would run on TF32 yet be divided by
+    the fp32 peak. Inside, convolutions and matmuls keep full fp32 (both
     switches off; the previous values come back on exit). A no-op where ``enabled`` is False."""
     if not enabled:
         yield

@@ -2,9 +2,8 @@
 optimum-benchmark records energy too).
 
 - NVIDIA: NVML's total-energy counter (``nvmlDeviceGetTotalEnergyConsumption``, millijoules since the driver
-  loaded, Volta and newer). The counter moves in steps: on the first H200 run a forward of a few milliseconds read
-  either 0 J or one whole step (13-27 J, a step of the board's power times its update period), so a round read alone
-  is noise. :func:`per_call_j` therefore times windows of many calls that start and end on the counter's steps.
+  loaded, Volta and newer). The counter moves in steps (the board's power times its update period), so a short round
+  read alone is noise: :func:`per_call_j` times windows of many calls that start and end on the counter's steps.
 - Intel Gaudi: no cumulative counter; the board power (``hl-smi -Q power.draw``, watts, or pyhlml's
   ``hlmlDeviceGetPowerUsage`` in milliwatts) is sampled in a thread while the round runs and integrated over time
   (trapezoids).

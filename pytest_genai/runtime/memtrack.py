@@ -106,8 +106,7 @@ def make_tracker(budget_bytes: int | None = None) -> Any:
 
         def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> Any:
             """Leaving keeps ``peak_bytes`` and drops the weak references (``current_bytes`` then reads 0): each one
-            keeps its storage's bookkeeping alive after the storage is freed, and while the fine-tuning worker held
-            those of its probe, its timed steps ran ~2% slower (docs/finetune.md)."""
+            keeps its storage's bookkeeping alive after the storage is freed, which slows later timed steps."""
             try:
                 return super().__exit__(exc_type, exc_value, traceback)
             finally:

@@ -78,7 +78,7 @@ def vector_extensions(cpuinfo: str | None = None) -> list[str]:
 #: Added for a kernel loaded with ``openmp=True``. Its ``#pragma omp`` loops then run on the process's OpenMP runtime:
 #: loaded after torch, the library's ``libgomp.so.1`` is torch's own (the loader reuses a loaded soname), so the
 #: loops run on torch's intra-op threads instead of competing with them (they spin for milliseconds after each torch
-#: op: a thread pool of our own ran a 2-thread scan 40% slower right after one).
+#: op, which slows a thread pool of our own).
 OPENMP_FLAGS = ("-fopenmp",)
 
 

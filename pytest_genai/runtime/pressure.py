@@ -2,8 +2,8 @@
 
 ``/proc/pressure/cpu`` counts, in microseconds, the time during which at least one runnable task waited for a CPU
 (the ``some`` line's ``total``). Its growth over a measurement, divided by the measurement's wall time, is the share
-of that time the machine was oversubscribed: 0.00-0.20 for the benchmarks with timing claims on 2 idle vCPUs,
-0.47-0.87 beside two CPU burners (measured 2026-12-01). A timing claim measured on a contended machine says little
+of that time the machine was oversubscribed (near 0 on an idle machine, about half or more beside CPU-heavy jobs).
+A timing claim measured on a contended machine says little
 about the hardware, so :func:`pytest_genai.claims.check.check_value` neither passes nor fails one above
 :data:`pytest_genai.claims.check.CONTENDED_SHARE`: it reads ``inconclusive`` and says the share.
 

@@ -30,7 +30,7 @@ _TOKENS, _WIDTH, _REPEATS = 96, 80, 3
 
 
 def reference_kernel() -> Callable[[], None]:
-    """The reference: a seeded, fixed-shape op mix on the CPU (about 0.4 ms on one 2020s x86 core), in inference mode.
+    """The reference: a seeded, fixed-shape op mix on the CPU (under a millisecond), in inference mode.
 
     Fixed: its inputs, shapes and ops never depend on the benchmark, so it measures the machine, not the workload.
     """
@@ -57,9 +57,8 @@ def step_over_reference(step: Callable[[], Any], reference: Callable[[], Any], s
     """One round: ``steps`` pairs of the reference then the step, each timed on its own, back to back so that both
     see the same spell of the machine. Returns ``(step median s, reference median s, their ratio)``.
 
-    Medians, not means: a pair that lost its core to another task for part of it is an outlier on one side. (A
-    reference block sized to the step's length, so that a lost time slice hits either with equal odds, decided no
-    more cases in the gate's self-check on a 2-vCPU VM: 12 of 15 loaded 30% slowdowns against 14 of 15 unsized.)
+    Medians, not means: a pair that lost its core to another task for part of it is an outlier on one side. (Sizing
+    the reference block to the step's length did not help the gate decide more cases.)
     """
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")

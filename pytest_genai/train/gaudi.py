@@ -27,7 +27,7 @@ from pytest_genai.train.config import ThroughputConfig, WikitextConfig
 
 #: Model types for which ``GaudiTrainer`` adds ``use_flash_attention`` / ``flash_attention_causal_mask`` (from
 #: ``model.generation_config``) to every batch: ``_get_input_update_settings`` in optimum-habana's
-#: ``optimum/habana/transformers/trainer.py`` (read at commit 1d8504c, January 2026).
+#: ``optimum/habana/transformers/trainer.py`` (read at commit 1d8504c).
 TRAINER_FORWARDS_FLASH = ("llama", "qwen2", "starcoder2", "gemma", "baichuan", "chatglm", "deepseek_v2")
 #: Model types the trainer leaves out whose Gaudi ``ForCausalLM.forward`` takes the same keyword arguments
 #: (``GaudiGemma2ForCausalLM.forward(..., use_flash_attention=False, flash_attention_causal_mask=False)`` in

@@ -1,8 +1,8 @@
 """Comparisons across launches: each side of a ratio launched several times, interleaved, judged over launches.
 
 Two configurations measured in separate ``torchrun`` jobs differ by more than their steps show: a launch's median
-step moves with the load, placement and allocator state of that launch (an H200 DDP/FSDP ratio read 1.10
-[1.02, 1.16] in one session and 1.52 [1.21, 1.80] in the next, same code). So each side runs ``per_side`` jobs in a
+step moves with the load, placement and allocator state of that launch (docs/finetune.md). So each side runs
+``per_side`` jobs in a
 counterbalanced interleave (run, baseline, baseline, run, run, baseline, ...: a load that drifts steadily during the
 jobs moves both sides alike), and the ratio's interval is
 :func:`pytest_genai.stats.hierarchical_ratio_interval`, a two-stage bootstrap over the jobs and then their
@@ -56,7 +56,7 @@ def _min_level() -> float:
 #: Per ``--genai-scale``. ``small`` and ``full`` judge the claims: 5 jobs a side. ``tiny`` (CI, 2 CPU cores) runs
 #: 2 a side: the ratio and its interval over both launches are recorded, the verdict reads inconclusive (the
 #: interval's level is 50%), so CI never passes or fails a cross-launch claim on too few launches; 5 a side would
-#: add about 4 minutes to the fine-tune benchmarks on 2 cores.
+#: add minutes to CI.
 LAUNCH_PLANS = {"tiny": LaunchPlan(2), "small": LaunchPlan(MIN_JUDGING), "full": LaunchPlan(MIN_JUDGING)}
 
 

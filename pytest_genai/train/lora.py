@@ -131,8 +131,8 @@ INC_PATCHED_LINEAR_MODULE = "neural_compressor.torch.algorithms.fp8_quant._quant
 @contextlib.contextmanager
 def _inc_probe_only_if_loaded():
     """peft's LoRA dispatch asks, for each target layer, whether it is INC FP8's ``PatchedLinear``, importing INC
-    to ask whenever neural-compressor is installed: 1.3 s per process here (INC's import also runs py-cpuinfo in a
-    subprocess), in every rank of every LoRA job. A layer can only be a ``PatchedLinear`` once the module defining
+    to ask whenever neural-compressor is installed: over a second per process (INC's import also runs py-cpuinfo in
+    a subprocess), in every rank of every LoRA job. A layer can only be a ``PatchedLinear`` once the module defining
     it is imported (INC's FP8 conversion, Gaudi), so while it is not, the answer is "no" without the import; when
     it is, peft asks as usual."""
     try:

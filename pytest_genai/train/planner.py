@@ -65,10 +65,7 @@ PRECISIONS: dict[str, Precision] = {
 
 #: |measured / predicted - 1| the benchmarks accept between a strategy's predicted per-rank peak and the
 #: measured one (the allocator's peak on CUDA/HPU, live tensor bytes on the CPU; neither counts communication
-#: libraries' own buffers). Set from CPU measurements with 2 ranks (docs/finetune.md): DDP, ZeRO-2 and ZeRO-3
-#: came within 1-8% at the tiny and small scales. FSDP2 read up to 27% over the model until the CPU tracker
-#: re-read storages that FSDP2 frees and regrows in place (2026-12-02): since then -4% (tiny, 2 ranks) and +6.5%
-#: (gemma-2-27b@small, one rank), so it gets the other sharded strategies' tolerance.
+#: libraries' own buffers). Set from the CPU measurements with 2 ranks in docs/finetune.md.
 PLANNER_TOLERANCE = {"ddp": 0.10, "zero2": 0.15, "zero3": 0.15, "fsdp": 0.15}
 
 
@@ -229,8 +226,7 @@ def saved_activation_bytes_per_token(arch: ArchSpec, seq_len: int, attention: st
     and the fp32 log-softmax (``V``; Gemma-2's final soft-capping another ``V``).
     Under ``autocast`` (fp32 weights, bf16 compute: the ``amp`` preset) the residual stream stays fp32, so every
     norm keeps its three tensors in fp32, and each of q, k, v, gate and up saves its own bf16 cast of the normed
-    input (``5H`` instead of the shared ``2H``): a small Llama under CPU autocast saved 30,248 B per layer and token,
-    exactly this, where one activation size for everything gave 23,076.
+    input (``5H`` instead of the shared ``2H``).
     Activation checkpointing and fused-attention memory savings beyond SDPA are not modeled.
     """
     if attention not in ATTENTIONS:
@@ -406,14 +402,13 @@ def host_fit_problem(arch: ArchSpec, init: str, ranks_per_node: int, host_availa
 
 
 #: Seconds per billion parameters of the host work a rank does before its first step, on one thread (a rank's share
-#: when 8 ranks build at once; torch's default init is one RNG stream): measured on this 2-vCPU CI VM (AMD EPYC, one
-#: thread, busy neighbours) with a 50M-parameter nn.Linear: default init 0.09-0.13, fp32->bf16 cast 0.33-0.43, a copy
-#: of the fp32 weights (a move to the device, or a shard split off) 0.17-0.20 billion parameters per second.
+#: when 8 ranks build at once; torch's default init is one RNG stream): a 50M-parameter nn.Linear's default init,
+#: fp32->bf16 cast and weight copy (a move to the device, or a shard split off) timed on a loaded 2-vCPU VM.
 HOST_INIT_S_PER_GPARAM = 10.0
 HOST_CAST_S_PER_GPARAM = 3.0
 HOST_COPY_S_PER_GPARAM = 6.0
 #: Gaudi graph compilation before the first step, per decoder layer (lazy mode compiles the step's graph, eager mode
-#: its ops' recipes): assumed, not measured (no Gaudi here): replace with the first Gaudi run's measured warm-up.
+#: its ops' recipes): assumed, not measured; replace with a Gaudi run's measured warm-up.
 HPU_COMPILE_S_PER_LAYER = 10.0
 #: The modeled start-up times this: hosts slower than the CI VM, memory pressure while 8 ranks build.
 STARTUP_SAFETY = 2.0

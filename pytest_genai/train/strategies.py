@@ -9,7 +9,7 @@ averaged over ranks by every strategy, so all of them follow the single-process 
 - FSDP: each decoder layer is its own unit, then the root (embeddings, final norm, LM head); full sharding.
 - DeepSpeed: the given ``torch.optim`` optimizer, fp32 (autocast supplies bf16 compute under ``precision='amp'``).
   On the CPU its shared-memory communication op is disabled before ``initialize``: building it compiles C++
-  for about 50 s on first use, while gloo needs no build.
+  on first use, while gloo needs no build.
 """
 
 from __future__ import annotations

@@ -28,9 +28,7 @@ from pytest_genai.train.job import SCHEMA, synthetic_batch
 
 MEMORY_PROBE_STEPS = 2
 #: Imported once by the warm launcher's agent before it forks this module's ranks (pytest_genai.runtime.warm). Empty:
-#: listing peft and DeepSpeed saved ~2.6 s per main job (their ranks import them each: peft ~1.1 s, DeepSpeed's ZeRO
-#: optimizer check ~1.5 s), but the launcher-vs-bare ratio read 0.938-0.973 with them and 0.954-0.975 without (3
-#: interleaved pairs, 2026-12-01): the harness's throughput matters more than those seconds until that is settled.
+#: preloading peft and DeepSpeed saves seconds per job but lowered the launcher-vs-bare ratio, which matters more.
 WARM_IMPORTS: tuple[str, ...] = ()
 
 
@@ -101,7 +99,7 @@ def attention_setup(kind: str, mode: str, family_has_sdpa: bool, precision: str 
 def kv_heads_expanded() -> Iterator[None]:
     """transformers' SDPA path hands grouped-query attention to torch as ``enable_gqa=True`` (unexpanded key/value
     heads) when there is no mask; the memory-efficient kernel has no such mode, so an fp32 fused run of a GQA model
-    (Llama 3.1) on CUDA stopped with "No available kernel" on the first H200 run. Inside this block transformers
+    (Llama 3.1) on CUDA stops with "No available kernel". Inside this block transformers
     expands the key/value heads first (its own ``repeat_kv``), which every kernel takes. Where a transformers version
     has no ``use_gqa_in_sdpa`` switch, nothing is changed."""
     try:

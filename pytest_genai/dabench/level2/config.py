@@ -223,11 +223,9 @@ def pipeline_workload(kind: str, scale: str = "tiny") -> DecoderConfig:
     """The pipeline runs' block stack: the scaling workload with 8 blocks (the CPU's has 4 for DP and TP).
 
     With 4 blocks and 2 stages the only splits near balance are 4|head and 3|block+head: whenever the measured
-    head weighs under 3 blocks the min-max split *is* the equal-count one, and the comparison has nothing to show.
-    On 2 loaded vCPUs (Intel Xeon) the measured head of a 64-wide-per-hidden vocabulary read 2.4-3.8 blocks from
-    run to run; CI on 14532db failed the partition claim at 0.99 [0.96, 1.01], and runs here reproduced that
-    number with both splits 3|block+head. With 8 blocks the equal-count split (5|3 blocks+head) is never the
-    min-max one for a head over ~2 blocks.
+    head weighs under 3 blocks the min-max split *is* the equal-count one, and the comparison has nothing to show
+    (a loaded CPU's head weighs 2-4 blocks from run to run). With 8 blocks the equal-count split (5|3 blocks+head)
+    is never the min-max one for a head over ~2 blocks.
     """
     workload = parallel_workload(kind, scale)
     return dataclasses.replace(workload, layers=max(workload.layers, 8))
@@ -235,9 +233,8 @@ def pipeline_workload(kind: str, scale: str = "tiny") -> DecoderConfig:
 
 def pipeline_head_vocab(kind: str, scale: str = "tiny") -> int:
     """LM-head width of the pipeline runs: large enough that the head outweighs several blocks (an equal-count
-    split is then unbalanced, which the optimal partition fixes). On the CPU 128 x hidden: ~5-8 blocks of forward
-    and backward, measured (the min-max split is then 7|1+head or 8|head, the bottleneck ~0.8x the equal-count
-    split's)."""
+    split is then unbalanced, which the optimal partition fixes). On the CPU 128 x hidden weighs several blocks of
+    forward and backward, so the min-max split (7|1+head or 8|head) beats the equal-count one."""
     workload = parallel_workload(kind, scale)
     return (128 if kind == "cpu" else 64) * workload.hidden
 

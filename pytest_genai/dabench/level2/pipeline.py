@@ -13,7 +13,7 @@ inside functions; ``send`` / ``recv`` are injected, so the schedule runs on thre
 
 Stage compute measured inside the pipeline also holds what the neighbour does at the same time: on a CPU the
 stages are cores of one chip that share caches and memory bandwidth, so a balanced split (both stages busy at once)
-inflates its own stages' compute more than an unbalanced one (one stage mostly waits), by 10-20% on 2 vCPUs.
+inflates its own stages' compute more than an unbalanced one (one stage mostly waits).
 Separate accelerators share nothing of the kind. :func:`stage_compute_alone` therefore also times each stage's whole
 step work (the forwards and backwards of every micro-batch, input gradients for non-first stages, the optimizer
 step) with the other ranks idle: the load a stage puts on a chip of its own.

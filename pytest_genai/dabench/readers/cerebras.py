@@ -21,10 +21,9 @@ name is ``fc<i>`` or ``attention<i>`` (their filters ``^(fc)\\d+$`` and ``^(atte
 row (a ``--`` cell is dropped, as their ``pd.to_numeric(..., errors='coerce')`` + ``dropna`` does), unweighted (each
 row one subtask). Each subtask's load = its time per sample, 1 / Samples/s (the wafer pipelines its kernels, so the
 slowest bounds the throughput: the notebooks plot these rows' Samples/s against the report's overall Samples/s), and
-LI = mean(load) / max(load). On the authors' decoder-block sweep reports (6, 12, 18 layers) this gives 0.959, 0.961,
-0.957 (docs/dabench.md has the table). The figure over every top-level kernel sorted as a layer kernel (150+ per
-report, mostly few-PE ``add``/``dropout``/``cast``/``pack`` kernels, and ``emb``/``pos_encoding``) read 0.67-0.71
-there: it is kept as ``load_imbalance_all_layer_kernels``, not the paper's statistic.
+LI = mean(load) / max(load) (docs/dabench.md has its values on the authors' decoder-block sweep reports). The
+figure over every top-level kernel sorted as a layer kernel (mostly few-PE ``add``/``dropout``/``cast``/``pack``
+kernels, and ``emb``/``pos_encoding``) is kept as ``load_imbalance_all_layer_kernels``, not the paper's statistic.
 
 For that figure and the PE counts, a nested row is folded into its top-level kernel (no ``.`` in the name): where the
 parent's own cell is ``--`` its figure comes from its nearest listed descendants (Active PEs summed, Samples/s the
