@@ -109,7 +109,7 @@ def fake_config(tmp_path: Path, raw: str, storage: str | None = None) -> SimpleN
 
 
 def test_inline_baseline_takes_a_storage_id(tmp_path: Path, monkeypatch) -> None:
-    from pytest_genai.report import benchmark_storage
+    from pytest_genai.results import storage as benchmark_storage
 
     monkeypatch.setattr(benchmark_storage, "machine_id", lambda: MID)
     folder = saved(tmp_path, "0001_a.json", "0002_b.json")
