@@ -24,6 +24,14 @@ counts only where the normalized row agrees (:mod:`pytest_genai.report.compare`)
 both. A case then reads as the gate reads the benchmark: regressed when any row fails it, else the normalized row's
 verdict.
 
+``--statistic instructions`` counts the step's instructions instead of timing it (valgrind's callgrind,
+:mod:`pytest_genai.runtime.instructions`; the slowdown is a counted busy loop of that share of the step's
+instructions) and gates ``step_instructions``, a statistic registered as one CPU contention does not move: idle, it
+sizes the slowdowns; then a CPU burner per core runs beside the baseline, the same code and each slowdown, counted at
+once, and each is gated against that baseline by the ``pytest-genai gate`` command (its exit status recorded).
+
+    python3 scripts/gate_selfcheck.py --statistic instructions --slowdowns 0,0.3 --rounds 5 --json /tmp/instr.json
+
 ``--rounds-mode auto`` lets the baseline side add rounds until its median's interval is narrower than half the
 threshold, and the current side while its gate row against the baseline reads inconclusive, each within
 ``--time-budget`` seconds (:func:`pytest_genai.runtime.rounds.run_rounds`, the loop behind
@@ -37,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -72,6 +81,29 @@ def _spin_cpu(seconds: float) -> None:
     end = time.thread_time() + seconds
     while time.thread_time() < end:
         pass
+
+
+def level1_step(extra: int = 0) -> Any:
+    """The Level 1 CPU sweep's first point (``L2-h64-a1-s128`` fp32 forward, one thread) as a step for
+    :func:`pytest_genai.runtime.instructions.count_step_instructions`; ``extra``: turns of a counted busy loop after
+    each step (:func:`pytest_genai.runtime.instructions.busy`), the injected slowdown as instructions, not time."""
+    import torch
+
+    from pytest_genai.dabench import model
+    from pytest_genai.dabench.config import DecoderConfig
+    from pytest_genai.runtime.instructions import busy
+
+    torch.set_num_threads(1)
+    cfg = DecoderConfig(layers=2, hidden=64, heads=1, seq_len=128)
+    dev = torch.device("cpu")
+    step = model.build_stack(cfg, dev)
+    forward = model.make_step(cfg, step, model.make_input(cfg, dev))
+
+    def slowed() -> None:
+        forward()
+        busy(extra)
+
+    return slowed if extra else forward
 
 
 def measure_side(step: Any, rounds: int, slowdown: float, loaded: bool, policy: Any = None,
@@ -191,6 +223,120 @@ def table(cases: list[dict]) -> tuple[list[str], list[str]]:
     return lines, missed
 
 
+INSTRUCTION_STEPS = 10
+"""Steps per round of ``--statistic instructions``: a round's count is their sum over valgrind's run of them."""
+
+
+def instructions_doc(per_step: list[float], reading: dict | None, label: str) -> dict[str, Any]:
+    """A run file of one Level 1 CPU benchmark holding ``step_instructions``'s rounds (and the CPU pressure read
+    while they were counted), as ``--benchmark-json`` writes it."""
+    doc = run_doc([1.0], reading, label)
+    genai = doc["benchmarks"][0]["extra_info"]["genai"]
+    name = "step_instructions"
+    genai.update(metrics={name: statistics.median(per_step)}, metric_sources={name: "measured"},
+                 metric_units={name: "instructions"}, metric_rounds={name: list(per_step)})
+    return doc
+
+
+def gate_files(base: dict, cur: dict) -> tuple[int, dict[str, Any]]:
+    """``pytest-genai gate`` of two run files (the command itself, at ``step_instructions=10%``): its exit status
+    and its JSON report."""
+    import tempfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p))
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for name, doc in (("base.json", base), ("cur.json", cur)):
+            paths.append(str(Path(tmp) / name))
+            with open(paths[-1], "w", encoding="utf-8") as fh:
+                json.dump(doc, fh)
+        done = subprocess.run([sys.executable, "-m", "pytest_genai.cli", "gate", *paths, "--max-regression",
+                               f"step_instructions={THRESHOLD * 100:g}%", "--format", "json", "--all"],
+                              env=env, capture_output=True, text=True, timeout=300)
+    return done.returncode, json.loads(done.stdout) if done.stdout.strip() else {"stderr": done.stderr}
+
+
+def run_instructions(args: argparse.Namespace) -> int:
+    """``--statistic instructions``: the step's instructions counted by valgrind (callgrind), gated as
+    ``step_instructions``. Idle first, the busy loop's instructions per turn and the baseline's per step (the
+    slowdowns' sizes: a slowdown of 30% is that many more instructions, a counted loop after each step); then, with a
+    CPU burner per core, the baseline, the same code and each slowdown counted at once, and each gated against that
+    baseline by the ``pytest-genai gate`` command. Targets: same code exits 0 read unchanged, a slowdown at or above
+    the threshold exits 1."""
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path
+
+    from pytest_genai.runtime.instructions import count_step_instructions
+    from pytest_genai.runtime.pressure import Window
+
+    factory = f"{Path(__file__).resolve()}:level1_step"
+
+    def count(extra: int = 0) -> Any:
+        return count_step_instructions(factory, {"extra": extra} if extra else {}, steps=INSTRUCTION_STEPS,
+                                       rounds=args.rounds, warmup=5, timeout_s=args.timeout)
+
+    loop = [count_step_instructions("pytest_genai.runtime.instructions:python_loop", {"n": n}, steps=5, rounds=3,
+                                    warmup=1) for n in (10_000, 20_000)]
+    per_turn = (loop[1].mean - loop[0].mean) / 10_000
+    from concurrent.futures import ThreadPoolExecutor as Pool
+
+    with Pool(max_workers=max(1, args.idle_launches)) as pool:  # at once: two cores, and no burner
+        idle = list(pool.map(lambda _i: count(), range(args.idle_launches)))
+    base_mean = statistics.fmean(c.mean for c in idle)
+    slowdowns = [float(x) for x in args.slowdowns.split(",")]
+    extras = {s: round(s * base_mean / per_turn) for s in slowdowns}
+    print(f"idle: {base_mean:.0f} instructions a step; busy loop {per_turn:.1f} a turn; extra turns {extras}",
+          file=sys.stderr)
+
+    load_before = os.getloadavg()
+    procs = _burners()
+    try:
+        time.sleep(0.3)  # let the burners reach the cores
+        window = Window.open()
+        with ThreadPoolExecutor(max_workers=1 + len(slowdowns)) as pool:
+            base_f = pool.submit(count)
+            cur_f = {s: pool.submit(count, extras[s]) for s in slowdowns}
+            base, cur = base_f.result(), {s: f.result() for s, f in cur_f.items()}
+        reading = window.reading()
+        load_after = os.getloadavg()
+    finally:
+        _stop(procs)
+    stall = (reading or {}).get("stall_share_measured")
+    base_doc = instructions_doc(list(base.per_step), reading, "base")
+    cases, missed = [], []
+    for s in slowdowns:
+        code, report = gate_files(base_doc, instructions_doc(list(cur[s].per_step), reading, "cur"))
+        row = next((r for r in report.get("rows", []) if r.get("metric") == "step_instructions"), {})
+        cases.append({"slowdown": s, "extra_turns": extras[s], "loaded": "both", "exit_code": code,
+                      "gate_verdict": report.get("verdict"), "verdict": row.get("status"), "row": row,
+                      "baseline_per_step": list(base.per_step), "current_per_step": list(cur[s].per_step),
+                      "ratio": cur[s].mean / base.mean, "stall_share": stall,
+                      "seconds_baseline": base.wall_s, "seconds_current": cur[s].wall_s})
+        want = (0, "unchanged") if s == 0 else (1, "regressed") if s >= THRESHOLD else None
+        if want and (code, row.get("status")) != want:
+            missed.append(f"{s:.0%}: exit {code}, {row.get('status')} (wanted exit {want[0]}, {want[1]})")
+        print(f"{s:.0%} slower: {cur[s].mean / base.mean:.4f}x, gate exit {code} ({row.get('status')}); "
+              f"{base.wall_s:.0f} s / {cur[s].wall_s:.0f} s a side, CPU stall {stall}", file=sys.stderr)
+    same = [c.mean for c in idle] + [base.mean] + [cur[s].mean for s in slowdowns if s == 0]
+    spread = statistics.stdev(math.log(x) for x in same) if len(same) > 1 else None
+    doc = {"statistic": "instructions", "step": "L2-h64-a1-s128-b1-fp32-forward, one thread", "tool": base.tool,
+           "threshold": THRESHOLD, "steps_per_round": INSTRUCTION_STEPS, "rounds": args.rounds,
+           "busy_loop_per_turn": per_turn, "idle_launches": [c.to_json() for c in idle],
+           "loaded": {"burners": len(procs), "load_avg_before": load_before, "load_avg_after": load_after,
+                      "cpu_contention": reading, "baseline": base.to_json(),
+                      "current": {f"{s:g}": cur[s].to_json() for s in slowdowns}},
+           "same_code_launch_means": same, "run_noise_log_sd": spread, "cases": cases}
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh, indent=1)
+    print(f"same-code launches: {len(same)}, SD of the log mean {spread}", file=sys.stderr)
+    for line in missed:
+        print(f"target missed: {line}", file=sys.stderr)
+    return 1 if missed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=10, help="pairs per slowdown (half of them loaded)")
@@ -201,12 +347,18 @@ def main(argv: list[str] | None = None) -> int:
                              "inconclusive (as --genai-rounds auto with --genai-baseline)")
     parser.add_argument("--load", default="alternate", choices=("alternate", "both"),
                         help="both: every loaded pair has a CPU burner per core beside both sides")
-    parser.add_argument("--statistic", default="median", choices=("median", "reference", "cputime"),
+    parser.add_argument("--statistic", default="median", choices=("median", "reference", "cputime", "instructions"),
                         help="reference: also time the reference kernel beside each step and gate "
                              "step_time_per_reference with step_time_s (as the Level 1 CPU benchmark records them); "
                              "cputime: gate step_cpu_s, each step's CPU seconds on its thread's clock, beside "
                              "step_time_s, the slowdown added as CPU work (whether a thread's CPU clock is robust "
-                             "to a load beside it)")
+                             "to a load beside it); instructions: gate step_instructions, the step's instructions "
+                             "counted by valgrind, a burner per core beside every side (--slowdowns 0,0.3 "
+                             "recommended; --pairs and --load are not used)")
+    parser.add_argument("--idle-launches", type=int, default=2,
+                        help="instructions: idle launches of the baseline before the loaded ones (their count sizes "
+                             "the slowdowns; with the loaded same-code launches, the spread between launches)")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="instructions: seconds per valgrind launch")
     parser.add_argument("--time-budget", type=float, default=10.0, help="seconds of extra rounds per side (auto)")
     parser.add_argument("--json", default=None, help="also write every case here")
     parser.add_argument("--table", default=None, metavar="JSON",
@@ -219,6 +371,8 @@ def main(argv: list[str] | None = None) -> int:
         for line in missed:
             print(f"target missed: {line}", file=sys.stderr)
         return 1 if missed else 0
+    if args.statistic == "instructions":
+        return run_instructions(args)
 
     import torch
 

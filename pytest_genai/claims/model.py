@@ -8,7 +8,8 @@
   from measured times (a modeled byte count over a measured time): noise moves it, so the gate never compares it as
   an exact, deterministic value; ``numerator = "achieved_tflops"`` for a metric that is that metric over a peak the
   run may have measured itself (MFU on a CPU): between runs the gate counts its regression only where the
-  numerator's row reads regressed too.
+  numerator's row reads regressed too; ``contention_free = true`` for a statistic that CPU contention does not move
+  (an instruction count, :mod:`pytest_genai.runtime.instructions`): the gate's pressure rule does not hold it back.
 * ``paper_*.toml`` — one file per paper: ``paper`` and ``title`` at the top, then ``[[claim]]`` tables. Every claim
   has a ``basis``: ``paper`` (a number or statement of the paper), ``target`` (a goal of this project) or
   ``physics`` (a check any correct measurement must pass) or ``reference`` (a vendor's published measurement of the
@@ -72,6 +73,8 @@ class MetricDef:
     numerator: str | None = None
     # Recorded only where the machine can measure it (energy needs a meter): absent on one side is listed, not failed.
     optional: bool = False
+    # A statistic that CPU contention does not move (an instruction count): the gate's pressure rule does not hold it.
+    contention_free: bool = False
 
     @property
     def higher_is_better(self) -> bool | None:
@@ -212,7 +215,7 @@ def _str_tuple(value: Any, where: str, field: str) -> tuple[str, ...]:
 def parse_metrics(data: Mapping[str, Any], file: str) -> dict[str, MetricDef]:
     metrics: dict[str, MetricDef] = {}
     allowed = {"name", "unit", "direction", "description", "timing", "source", "max_regression", "machine_normalized",
-               "measured_inputs", "numerator", "optional"}
+               "measured_inputs", "numerator", "optional", "contention_free"}
     for i, entry in enumerate(data.get("metric", [])):
         where = f"{file}: metric #{i + 1}"
         if not isinstance(entry, dict):
@@ -256,7 +259,7 @@ def parse_metrics(data: Mapping[str, Any], file: str) -> dict[str, MetricDef]:
             raise ClaimsError(f"{where}: field 'numerator' must name another metric (\"achieved_tflops\"), "
                               f"got {numerator!r}")
         flags = {}
-        for flag in ("optional",):
+        for flag in ("optional", "contention_free"):
             flags[flag] = entry.get(flag, False)
             if not isinstance(flags[flag], bool):
                 raise ClaimsError(f"{where}: field {flag!r} must be true or false, got {flags[flag]!r}")

@@ -10,7 +10,8 @@ Each row says how it was judged (``basis``):
   side of the threshold than its interval decide nothing. CPU pressure (the ``cpu_contention`` attachment past
   :data:`pytest_genai.claims.check.CONTENDED_SHARE`) can make a row inconclusive but never decides it: a contended
   current run cannot be called regressed, a contended baseline cannot clear a current run (unchanged or improved).
-  The same rule holds for a ``point`` row.
+  The same rule holds for a ``point`` row, except for a metric registered ``contention_free`` (an instruction
+  count, :mod:`pytest_genai.runtime.instructions`: a load beside the run does not move it), which it never holds.
 * A ``machine_normalized`` metric (the step's time over a reference kernel timed beside it,
   :mod:`pytest_genai.runtime.reference`) between two runs on the same device with the same reference kernel is
   judged like any interval row, and the benchmark's other speed rows (times, rates, MFU) then count as regressed only
@@ -535,15 +536,17 @@ def compare_records(
             out.append(dataclasses.replace(mc, status=NOT_COMPARABLE, max_regression=None,
                                            note=_join(mc.note, other_ruler)))
             continue
+        # contention_free: a statistic a CPU load does not move (an instruction count) is not held by the pressure rule
+        row_stalls = (None, None) if definition is not None and definition.contention_free else stalls
         runs = base.run_rounds.get(name)
         if runs and len(runs) >= 2:
             out.append(judge_on_runs(mc, [tuple(x * b_factor for x in r) for r in runs], scaled[0], scaled[1],
-                                     *stalls))
+                                     *row_stalls))
         else:
             ends = [None if e is None else (e[0] * f, e[1] * f) for e, f in
                     ((base.intervals.get(name), b_factor), (cur.intervals.get(name), c_factor))]
-            out.append(judge_on_rounds(mc, scaled[0], scaled[1], *stalls, intervals=(ends[0], ends[1]),
-                                       run_noise=thresholds.run_noise.for_experiment(experiment)))
+            out.append(judge_on_rounds(mc, scaled[0], scaled[1], *row_stalls, intervals=(ends[0], ends[1]),
+                                       run_noise=thresholds.run_noise.for_metric(name, experiment)))
     return _over_numerators(_corroborated(out, info), info)
 
 

@@ -17,15 +17,21 @@ class RunNoise:
     per_experiment: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     source: str = "none"
     """``measured`` (the shipped table), ``given`` (the user's spec), or ``none``."""
+    per_metric: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    """A metric's own, where the table measured it (an instruction count moves far less than a time)."""
 
     def for_experiment(self, experiment: str | None) -> float:
         return self.per_experiment.get(experiment or "", self.default)
+
+    def for_metric(self, metric: str, experiment: str | None) -> float:
+        return self.per_metric.get(metric, self.for_experiment(experiment))
 
     @property
     def label(self) -> str:
         if self.source == "none":
             return "run noise 0 (rounds alone)"
         parts = [f"{k} {v:g}" for k, v in sorted(self.per_experiment.items())]
+        parts += [f"{k} {v:g}" for k, v in sorted(self.per_metric.items())]
         return f"run noise ({self.source}): default {self.default:g}" + (f", {', '.join(parts)}" if parts else "")
 
 
@@ -38,7 +44,8 @@ def measured() -> RunNoise:
     path = resources.files("pytest_genai.claims").joinpath("data", "run_noise.toml")
     data = load_toml(path.read_text(encoding="utf-8"), str(path))
     per = {name: float(entry["value"]) for name, entry in data.get("experiment", {}).items()}
-    return RunNoise(float(data["default"]["value"]), MappingProxyType(per), MEASURED)
+    metrics = {name: float(entry["value"]) for name, entry in data.get("metric", {}).items()}
+    return RunNoise(float(data["default"]["value"]), MappingProxyType(per), MEASURED, MappingProxyType(metrics))
 
 
 def parse_run_noise(text: str | None, option: str = "--run-noise") -> RunNoise:

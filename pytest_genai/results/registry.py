@@ -48,6 +48,8 @@ class MetricInfo:
     numerator: str | None = None
     optional: bool = False
     """Recorded only where the machine can measure it (energy): missing on one side is listed, never failed."""
+    contention_free: bool = False
+    """A statistic CPU contention does not move (an instruction count): the pressure rule does not hold it back."""
 
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
@@ -110,5 +112,6 @@ def metric_info_from(registry: Mapping[str, Any]) -> dict[str, MetricInfo]:
                                machine_normalized=bool(get("machine_normalized", False)),
                                measured_inputs=bool(get("measured_inputs", False)),
                                numerator=get("numerator", None) or None,
-                               optional=bool(get("optional", False)))
+                               optional=bool(get("optional", False)),
+                               contention_free=bool(get("contention_free", False)))
     return out

@@ -10,6 +10,7 @@ Modules, one job each (importing any of them imports nothing heavy; torch is imp
 - ``memtrack``  peak live tensor bytes on the CPU, with an optional budget standing in for the device memory
 - ``threads``   the cores this process may use and torch's intra-op thread count
 - ``pressure``  how contended the CPU was during a measurement (Linux PSI), for timing verdicts
+- ``instructions`` instructions a CPU step executes, counted by valgrind: a statistic a CPU load does not move
 
 Experiments import the core (devices, claims, results), this package and themselves, never each other.
 """
