@@ -43,7 +43,7 @@ from pytest_genai.runtime.reference import REFERENCE_LABEL
 from pytest_genai.stack import stack_differences
 
 from .decision import ALPHA, IMPROVED, INCONCLUSIVE, UNCHANGED, decide, ratio_verdict, z_ppf
-from .deltas import is_regression, relative_change, worsening
+from .deltas import is_regression, relative_change
 from .matching import Pair, match_records
 from pytest_genai.results.registry import MetricInfo, unit_factor
 from pytest_genai.results.runs import Record, Run
@@ -149,8 +149,8 @@ class MetricComparison:
             return True
         if self.status != BETTER or self.max_regression is None or self.baseline is None or self.current is None:
             return False
-        assert self.direction in _DIRECTED
-        return -worsening(self.baseline, self.current, self.direction) > self.max_regression * (1 + 1e-9) + 1e-9
+        assert self.direction in _DIRECTED  # better past the limit: a regression the other way
+        return is_regression(self.baseline, self.current, _DIRECTED[self.direction == "higher"], self.max_regression)
 
 
 @dataclass(frozen=True)
@@ -286,7 +286,7 @@ the time): same-code runs on the development VM moved point rows by up to 1.4x (
 report.md), so a change inside it is noise as often as not, and reads undecided."""
 
 
-# --- (1) unit normalisation ------------------------------------------------------------------------------------
+# --- (1) unit normalisation ---------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -336,7 +336,7 @@ def normalise(base: Record, cur: Record, name: str, registered: str, timing_fiel
                  tuple(tuple(scale(r, bf)) for r in base.run_rounds.get(name, ())), _join(*notes))
 
 
-# --- (2) judgement ---------------------------------------------------------------------------------------------
+# --- (2) judgement ------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -348,6 +348,27 @@ class _Setting:
     cur_stall: float | None
     other_ruler: str
     run_noise: float
+
+
+def _first_row(name: str, sides: Sides, definition: MetricInfo | None, limit: float, source: str) -> MetricComparison:
+    """The row on its two values alone (:func:`compare_metric`), labelled exact or point; a refused row's status says
+    whether the refusal fails the gate (a directed metric recorded on both sides)."""
+    optional = bool(definition is not None and definition.optional)
+    direction = definition.direction if definition is not None else None
+    if sides.refused:
+        status = (UNITS_DIFFER if direction in _DIRECTED and sides.baseline is not None and sides.current is not None
+                  else NO_DIRECTION if direction == "none" else UNREGISTERED if direction is None
+                  else MISSING_CURRENT if sides.current is None else MISSING_BASELINE)
+        return MetricComparison(name, sides.unit, direction, sides.baseline, sides.current, None, None, status, source,
+                                note=sides.note, optional=optional)
+    mc = compare_metric(name, sides.baseline, sides.current, definition, limit, unit=sides.unit, source=source)
+    noisy = definition is not None and definition.measured_inputs
+    published = "reference" in source.split("/")  # a vendor's number, from settings the rows may not share
+    deterministic = not published and ((definition is not None and definition.max_regression is not None
+                                        and not definition.timing) or (_deterministic_source(source) and not noisy))
+    modeled = noisy and _deterministic_source(source)
+    return dataclasses.replace(mc, basis=EXACT if deterministic else POINT, optional=optional, note=_join(
+        sides.note, "modeled from measured times, so compared as a measurement" if modeled else ""))
 
 
 def _judge(mc: MetricComparison, sides: Sides, normalized: bool, setting: _Setting) -> MetricComparison:
@@ -374,30 +395,10 @@ def _judge(mc: MetricComparison, sides: Sides, normalized: bool, setting: _Setti
                           run_noise=setting.run_noise)
     except ValueError as exc:  # a threshold no drop can pass (checked with the thresholds), or a non-finite round
         return _point_rule(mc, f"the rounds give no decision ({exc})", sides, setting)
-    return _under_contention(_from_decision(mc, decision), setting)
-
-
-def _from_decision(mc: MetricComparison, decision: Any) -> MetricComparison:
-    """The row as :func:`.decision.decide` reads it; an inconclusive row's note says why."""
-    limit = mc.max_regression
-    assert limit is not None
-    why = ""
-    if decision.verdict == INCONCLUSIVE:
-        ends = (f"[{decision.lo:.4g}x, {decision.hi:.4g}x]" if decision.scale == "log"
-                else f"difference [{decision.lo:.4g}, {decision.hi:.4g}]")
-        if not decision.past_margin:
-            why = (f"the {decision.level:.0%} interval {ends} reaches past the {limit * 100:g}% threshold: noise "
-                   "could put the change on either side")
-        else:
-            advice = (f", and {decision.launch_share:.0%} of its width is the noise between launches of the same "
-                      "code, which more rounds do not shrink: gate against several runs (last:N)"
-                      if decision.launch_share > 0.5 else
-                      ": record more rounds a side, or gate against several runs (last:N)")
-            why = (f"undecided: the estimate {decision.ratio:.4g}x is past the {limit * 100:g}% threshold but not "
-                   f"significant (one-sided p {decision.p_worse:.2g}); the {decision.level:.0%} interval {ends} "
-                   f"reaches back inside it{advice}")
-    return dataclasses.replace(mc, status=decision.verdict, basis=INTERVAL, interval=decision.to_json(),
-                               past_threshold=decision.past_margin, note=_join(mc.note, why))
+    row = dataclasses.replace(mc, status=decision.verdict, basis=INTERVAL, interval=decision.to_json(),
+                              past_threshold=decision.past_margin,
+                              note=_join(mc.note, _decision_note(decision, mc.max_regression)))
+    return _under_contention(row, setting)
 
 
 def _undecided(mc: MetricComparison, why: str) -> MetricComparison:
@@ -440,14 +441,15 @@ def _point_rule(mc: MetricComparison, why: str, sides: Sides, setting: _Setting)
         if b_hi < c_lo or c_hi < b_lo:
             return mc
         return _undecided(mc, f"undecided: past the threshold, but the runs' own intervals of the value overlap "
-                              f"([{b_lo:.4g}, {b_hi:.4g}] and [{c_lo:.4g}, {c_hi:.4g}]): noise could explain the change")
+                              f"([{b_lo:.4g}, {b_hi:.4g}] and [{c_lo:.4g}, {c_hi:.4g}]): noise could explain the "
+                              "change")
     assert mc.baseline is not None and mc.current is not None
     factor = (mc.current / mc.baseline if mc.direction == "lower" else mc.baseline / mc.current) \
         if mc.baseline > 0 and mc.current > 0 else math.inf
     if factor <= POINT_NOISE_FACTOR:
-        return _undecided(mc, f"undecided: past the threshold, but a value without rounds decides a regression only "
-                              f"past {POINT_NOISE_FACTOR:g}x (same-code point rows moved up to 1.4x); record rounds, or "
-                              "gate against several runs (last:N)")
+        return _undecided(mc, f"undecided: past the threshold, but a value without rounds decides a regression "
+                              f"only past {POINT_NOISE_FACTOR:g}x (same-code point rows moved up to 1.4x); record "
+                              "rounds, or gate against several runs (last:N)")
     return mc
 
 
@@ -492,62 +494,6 @@ def _judge_on_runs(mc: MetricComparison, sides: Sides, setting: _Setting) -> Met
     row = dataclasses.replace(mc, status=verdict, basis=INTERVAL, interval=interval.to_json(), past_threshold=past,
                               note=_join(mc.note, how, why))
     return _under_contention(row, setting)
-
-
-def _join(*parts: str) -> str:
-    return "; ".join(p for p in parts if p)
-
-
-# --- (3) the rows of a matched pair ----------------------------------------------------------------------------
-
-
-def _metric_names(base: Record, cur: Record, thresholds: Thresholds) -> dict[str, str]:
-    """The metrics of a matched pair, baseline's first, then those new in ``cur``, then pytest-benchmark statistics
-    other than the median that a threshold names (``mean:5%``), each with its statistic ('' for a recorded metric)."""
-    names = dict.fromkeys([*base.metrics, *cur.metrics], "")
-    names.update({m: f for m, f in thresholds.timing_fields().items()
-                  if m not in names and (f in base.timing or f in cur.timing)})
-    return names
-
-
-def _first_row(name: str, sides: Sides, definition: MetricInfo | None, limit: float, source: str) -> MetricComparison:
-    """The row on its two values alone (:func:`compare_metric`), labelled exact or point; a refused row's status says
-    whether the refusal fails the gate (a directed metric recorded on both sides)."""
-    optional = bool(definition is not None and definition.optional)
-    direction = definition.direction if definition is not None else None
-    if sides.refused:
-        status = (UNITS_DIFFER if direction in _DIRECTED and sides.baseline is not None and sides.current is not None
-                  else NO_DIRECTION if direction == "none" else UNREGISTERED if direction is None
-                  else MISSING_CURRENT if sides.current is None else MISSING_BASELINE)
-        return MetricComparison(name, sides.unit, direction, sides.baseline, sides.current, None, None, status, source,
-                                note=sides.note, optional=optional)
-    mc = compare_metric(name, sides.baseline, sides.current, definition, limit, unit=sides.unit, source=source)
-    noisy = definition is not None and definition.measured_inputs
-    published = "reference" in source.split("/")  # a vendor's number, from settings the rows may not share
-    deterministic = not published and ((definition is not None and definition.max_regression is not None
-                                        and not definition.timing) or (_deterministic_source(source) and not noisy))
-    modeled = noisy and _deterministic_source(source)
-    return dataclasses.replace(mc, basis=EXACT if deterministic else POINT, optional=optional, note=_join(
-        sides.note, "modeled from measured times, so compared as a measurement" if modeled else ""))
-
-
-def compare_records(
-    base: Record, cur: Record, info: Mapping[str, MetricInfo], thresholds: Thresholds
-) -> tuple[MetricComparison, ...]:
-    """Every metric of a matched pair (:func:`_metric_names`): its two sides in one unit (or refused), its row on the
-    two values, judged on its rounds or runs where the runs kept them, then the rules across a pair's rows."""
-    experiment = cur.experiment or base.experiment
-    setting = _Setting(stall_share(base), stall_share(cur), _other_ruler(base, cur),
-                       thresholds.run_noise.for_experiment(experiment))
-    rows = []
-    for name, timing_field in _metric_names(base, cur, thresholds).items():
-        definition = info.get(name)
-        registered = (definition.unit if definition is not None else "") or ("s" if timing_field else "")
-        sides = normalise(base, cur, name, registered, timing_field)
-        limit = thresholds.for_metric(name, experiment, definition.max_regression if definition else None)
-        row = _first_row(name, sides, definition, limit, _source(base, cur, name))
-        rows.append(_judge(row, sides, bool(definition and definition.machine_normalized), setting))
-    return _over_numerators(_corroborated(rows, info), info)
 
 
 def _unconfirmed(rows: Sequence[MetricComparison],
@@ -631,6 +577,87 @@ def _deterministic_source(source: str) -> bool:
     return all(part in ("modeled", "spec", "config") for part in source.split("/"))
 
 
+def _p_worse(mc: MetricComparison) -> float | None:
+    p = (mc.interval or {}).get("p_worse") if mc.basis == INTERVAL else None
+    return float(p) if isinstance(p, (int, float)) and math.isfinite(p) else None
+
+
+def holm(rows: Sequence[Sequence[MetricComparison]]) -> list[tuple[MetricComparison, ...]]:
+    """Holm's step-down over every row the Welch test decided in one gate: a regression stands where its one-sided
+    p-value is under ``ALPHA / (m - k)`` (``m`` rows tested, ``k`` the smaller p-values before it), so the chance that
+    a gate of the same code finds any regression is at most ``ALPHA``, not ``ALPHA`` per row (a gate tests hundreds:
+    at 1% a row, two same-code runs of the main job read a few rows regressed). A row it holds back is undecided."""
+    tested = [(i, j) for i, group in enumerate(rows) for j, mc in enumerate(group) if _p_worse(mc) is not None]
+    m = len(tested)
+    regressed = sorted(((_p_worse(rows[i][j]), i, j) for i, j in tested if rows[i][j].status == REGRESSED),
+                       key=lambda t: t[0])
+    out = [list(group) for group in rows]
+    holding = False
+    for k, (p, i, j) in enumerate(regressed):
+        holding = holding or p > ALPHA / (m - k)
+        if holding:
+            out[i][j] = _undecided(out[i][j], f"undecided: significant alone (one-sided p {p:.2g}) but not across "
+                                   f"the {m} rows this gate tested (Holm, familywise {ALPHA:g}; it needs p under "
+                                   f"{ALPHA / (m - k):.2g}): gate fewer metrics, record more rounds, or gate against "
+                                   "several runs (last:N)")
+    return [tuple(group) for group in out]
+
+
+# --- (3) row text -------------------------------------------------------------------------------------------------
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def _decision_note(decision: Any, limit: float) -> str:
+    """Why :func:`.decision.decide` left a row inconclusive, and what would decide it ('' for a decided row)."""
+    if decision.verdict != INCONCLUSIVE:
+        return ""
+    ends = (f"[{decision.lo:.4g}x, {decision.hi:.4g}x]" if decision.scale == "log"
+            else f"difference [{decision.lo:.4g}, {decision.hi:.4g}]")
+    if not decision.past_margin:
+        return (f"the {decision.level:.0%} interval {ends} reaches past the {limit * 100:g}% threshold: noise could "
+                "put the change on either side")
+    advice = (f", and {decision.launch_share:.0%} of its width is the noise between launches of the same code, which "
+              "more rounds do not shrink: gate against several runs (last:N)" if decision.launch_share > 0.5 else
+              ": record more rounds a side, or gate against several runs (last:N)")
+    return (f"undecided: the estimate {decision.ratio:.4g}x is past the {limit * 100:g}% threshold but not significant "
+            f"(one-sided p {decision.p_worse:.2g}); the {decision.level:.0%} interval {ends} reaches back inside "
+            f"it{advice}")
+
+
+# --- the composition ----------------------------------------------------------------------------------------------
+
+
+def _metric_names(base: Record, cur: Record, thresholds: Thresholds) -> dict[str, str]:
+    """The metrics of a matched pair, baseline's first, then those new in ``cur``, then pytest-benchmark statistics
+    other than the median that a threshold names (``mean:5%``), each with its statistic ('' for a recorded metric)."""
+    names = dict.fromkeys([*base.metrics, *cur.metrics], "")
+    names.update({m: f for m, f in thresholds.timing_fields().items()
+                  if m not in names and (f in base.timing or f in cur.timing)})
+    return names
+
+
+def compare_records(
+    base: Record, cur: Record, info: Mapping[str, MetricInfo], thresholds: Thresholds
+) -> tuple[MetricComparison, ...]:
+    """Every metric of a matched pair (:func:`_metric_names`): its two sides in one unit (or refused), its row on the
+    two values, judged on its rounds or runs where the runs kept them, then the rules across a pair's rows."""
+    experiment = cur.experiment or base.experiment
+    setting = _Setting(stall_share(base), stall_share(cur), _other_ruler(base, cur),
+                       thresholds.run_noise.for_experiment(experiment))
+    rows = []
+    for name, timing_field in _metric_names(base, cur, thresholds).items():
+        definition = info.get(name)
+        registered = (definition.unit if definition is not None else "") or ("s" if timing_field else "")
+        sides = normalise(base, cur, name, registered, timing_field)
+        limit = thresholds.for_metric(name, experiment, definition.max_regression if definition else None)
+        row = _first_row(name, sides, definition, limit, _source(base, cur, name))
+        rows.append(_judge(row, sides, bool(definition and definition.machine_normalized), setting))
+    return _over_numerators(_corroborated(rows, info), info)
+
+
 def compare_runs(baseline: Run, current: Run, info: Mapping[str, MetricInfo], thresholds: Thresholds) -> Comparison:
     """Match the two runs' benchmarks and compare every metric of every pair; a run's regressions on rounds then hold
     across all the rows tested (:func:`holm`)."""
@@ -639,30 +666,3 @@ def compare_runs(baseline: Run, current: Run, info: Mapping[str, MetricInfo], th
     rows = holm(rows)
     pairs = tuple(PairComparison(p, r) for p, r in zip(matching.pairs, rows))
     return Comparison(baseline, current, pairs, matching.only_baseline, matching.only_current)
-
-
-def _p_worse(mc: MetricComparison) -> float | None:
-    p = (mc.interval or {}).get("p_worse") if mc.basis == INTERVAL else None
-    return float(p) if isinstance(p, (int, float)) and math.isfinite(p) else None
-
-
-def holm(rows: Sequence[Sequence[MetricComparison]], alpha: float | None = None) -> list[tuple[MetricComparison, ...]]:
-    """Holm's step-down over every row the Welch test decided in one gate: a regression stands where its one-sided
-    p-value is under ``alpha / (m - k)`` (``m`` rows tested, ``k`` the smaller p-values before it), so the chance that
-    a gate of the same code finds any regression is at most ``alpha``, not ``alpha`` per row (a gate tests hundreds:
-    at 1% a row, two same-code runs of the main job read a few rows regressed). A row it holds back is undecided."""
-    alpha = ALPHA if alpha is None else alpha
-    tested = [(i, j) for i, group in enumerate(rows) for j, mc in enumerate(group) if _p_worse(mc) is not None]
-    m = len(tested)
-    regressed = sorted(((_p_worse(rows[i][j]), i, j) for i, j in tested if rows[i][j].status == REGRESSED),
-                       key=lambda t: t[0])
-    out = [list(group) for group in rows]
-    holding = False
-    for k, (p, i, j) in enumerate(regressed):
-        holding = holding or p > alpha / (m - k)
-        if holding:
-            out[i][j] = _undecided(out[i][j], f"undecided: significant alone (one-sided p {p:.2g}) but not across "
-                                   f"the {m} rows this gate tested (Holm, familywise {alpha:g}; it needs p under "
-                                   f"{alpha / (m - k):.2g}): gate fewer metrics, record more rounds, or gate against "
-                                   "several runs (last:N)")
-    return [tuple(group) for group in out]
