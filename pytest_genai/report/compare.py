@@ -2,16 +2,16 @@
 
 Each row says how it was judged (``basis``):
 
-* ``interval`` — both runs kept the metric's rounds (``metric_rounds``, pytest-benchmark's ``stats.data``): the
-  current/baseline ratio of their medians gets the percentile bootstrap interval the generation claims use
-  (:func:`pytest_genai.stats.bootstrap_ratio_interval`), and the row reads ``regressed``, ``improved``,
-  ``unchanged`` or ``inconclusive`` against its threshold (:func:`.deltas.ratio_verdict`). As for a claim, an
-  interval under :data:`pytest_genai.claims.check.MIN_LEVEL` (fewer than 5 rounds a side) and a value on the other
-  side of the threshold than its interval decide nothing. CPU pressure (the ``cpu_contention`` attachment past
-  :data:`pytest_genai.claims.check.CONTENDED_SHARE`) can make a row inconclusive but never decides it: a contended
-  current run cannot be called regressed, a contended baseline cannot clear a current run (unchanged or improved).
-  The same rule holds for a ``point`` row, except for a metric registered ``contention_free`` (an instruction
-  count, :mod:`pytest_genai.runtime.instructions`: a load beside the run does not move it), which it never holds.
+* ``interval`` — both runs kept the metric's rounds (``metric_rounds``, pytest-benchmark's ``stats.data``): the row is
+  judged by the gate's one rule (:func:`.decision.decide`: Welch's t on the log rounds, the threshold as margin, the
+  run noise added) and reads ``regressed``, ``improved``, ``unchanged`` or ``inconclusive``. Against a baseline of
+  several runs (``last:N``) the runs' prediction interval of the ratio is read against the threshold
+  (:func:`.decision.ratio_verdict`), and a value on the other side of the threshold than its interval decides
+  nothing. CPU pressure (the ``cpu_contention`` attachment past :data:`pytest_genai.claims.check.CONTENDED_SHARE`)
+  can make a row inconclusive but never decides it: a contended current run cannot be called regressed, a contended
+  baseline cannot clear a current run (unchanged or improved). The same rule holds for a ``point`` row, except for a
+  metric registered ``contention_free`` (an instruction count, :mod:`pytest_genai.runtime.instructions`), which it
+  never holds.
 * A ``machine_normalized`` metric (the step's time over a reference kernel timed beside it,
   :mod:`pytest_genai.runtime.reference`) between two runs on the same device with the same reference kernel is
   judged like any interval row, and the benchmark's other speed rows (times, rates, MFU) then count as regressed only
@@ -44,7 +44,8 @@ from pytest_genai.identity import environment_differences
 from pytest_genai.runtime.reference import REFERENCE_LABEL
 from pytest_genai.stack import stack_differences
 
-from .deltas import INCONCLUSIVE, IMPROVED, UNCHANGED, is_regression, ratio_verdict, relative_change, worsening
+from .decision import ALPHA, IMPROVED, INCONCLUSIVE, UNCHANGED, decide, ratio_verdict, z_ppf
+from .deltas import is_regression, relative_change
 from .matching import Pair, match_records
 from pytest_genai.results.registry import MetricInfo, unit_factor
 from pytest_genai.results.runs import Record, Run
@@ -107,22 +108,15 @@ class MetricComparison:
     note: str = ""
     """Why an interval row is inconclusive, which side a point row lacked rounds on, a unit conversion."""
     past_threshold: bool | None = None
-    """The estimate of the change is worse than the threshold (an interval row: the test's estimate; None: judge on
-    the two values)."""
+    """The estimate of the change is worse than the threshold (the test's estimate on an interval row); set on every
+    inconclusive row."""
     optional: bool = False
     """A metric recorded only where the machine can measure it (energy): missing on one side is listed, not failed."""
 
     @property
     def undecided(self) -> bool:
         """An inconclusive row whose change is past its threshold: the gate cannot pass it (exit 3) nor fail it."""
-        if self.status != INCONCLUSIVE:
-            return False
-        if self.past_threshold is not None:
-            return self.past_threshold
-        if self.baseline is None or self.current is None or self.max_regression is None:
-            return False
-        return self.direction in _DIRECTED and is_regression(self.baseline, self.current, self.direction,
-                                                             self.max_regression)
+        return self.status == INCONCLUSIVE and bool(self.past_threshold)
 
     @property
     def verdict(self) -> str | None:
@@ -157,8 +151,8 @@ class MetricComparison:
             return True
         if self.status != BETTER or self.max_regression is None or self.baseline is None or self.current is None:
             return False
-        assert self.direction in _DIRECTED
-        return -worsening(self.baseline, self.current, self.direction) > self.max_regression * (1 + 1e-9) + 1e-9
+        assert self.direction in _DIRECTED  # better past the limit: a regression the other way
+        return is_regression(self.baseline, self.current, _DIRECTED[self.direction == "higher"], self.max_regression)
 
 
 @dataclass(frozen=True)
@@ -205,7 +199,6 @@ class Comparison:
                 keys.setdefault(line.split(" ", 1)[0].rstrip(":"), len(keys))
         return sorted(counts.items(), key=lambda item: keys[item[0].split(" ", 1)[0].rstrip(":")])
 
-
     @property
     def stack_differences(self) -> list[str]:
         """Which software-stack items differ between the two runs (``torch 2.5.1 -> 2.6.0``): environment, shown
@@ -224,8 +217,8 @@ def fails(mc: "MetricComparison", *, strict: bool = False, allow_missing: bool =
     return False
 
 
-def _source(base: Record | None, cur: Record | None, metric: str) -> str:
-    sources = {r.sources.get(metric, "measured") for r in (base, cur) if r is not None and metric in r.metrics}
+def _source(base: Record, cur: Record, metric: str) -> str:
+    sources = {r.sources.get(metric, "measured") for r in (base, cur) if metric in r.metrics}
     return "/".join(sorted(sources)) or "measured"
 
 
@@ -270,10 +263,10 @@ def compare_metric(
     return MetricComparison(metric, unit, direction, baseline, current, change, limit, status, source)
 
 
-def stall_share(rec: Record | None) -> float | None:
+def stall_share(rec: Record) -> float | None:
     """The share of the benchmark's measurement with a task waiting for a CPU (its ``cpu_contention`` attachment,
     :mod:`pytest_genai.runtime.pressure`), or None where the run did not record one."""
-    reading = rec.attachments.get("cpu_contention") if rec is not None else None
+    reading = rec.attachments.get("cpu_contention")
     value = reading.get("stall_share_measured") if isinstance(reading, Mapping) else None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
@@ -295,63 +288,127 @@ the time): same-code runs on the development VM moved point rows by up to 1.4x (
 report.md), so a change inside it is noise as often as not, and reads undecided."""
 
 
-def judge_on_rounds(mc: MetricComparison, base_rounds: Sequence[float] | None, cur_rounds: Sequence[float] | None,
-                    base_stall: float | None = None, cur_stall: float | None = None, *,
-                    intervals: tuple[tuple[float, float] | None, tuple[float, float] | None] = (None, None),
-                    run_noise: float = 0.0) -> MetricComparison:
-    """``mc`` judged by the gate's rule (:func:`.decision.decide`: Welch's t on the log rounds against the threshold)
-    where both runs hold two rounds or more; otherwise ``mc`` itself, labelled a point comparison when it is a
-    measured value (:func:`_point_rule`). ``intervals``: each run's own interval of the value, where it recorded one
-    without rounds (a statistic of medians)."""
-    if mc.status not in (REGRESSED, WORSE, BETTER, SAME) or mc.max_regression is None:
-        return mc  # missing, not finite, undirected, refused: nothing an interval could decide
-    deterministic = mc.basis == EXACT
-    have_b, have_c = bool(base_rounds and len(base_rounds) >= 2), bool(cur_rounds and len(cur_rounds) >= 2)
-    if not (have_b and have_c):
-        if deterministic and not (have_b or have_c):
-            return mc
-        lacking = ("either run" if not (have_b or have_c) else "the current run" if have_b else "the baseline")
-        why = f"point comparison: no rounds recorded in {lacking}, so noise is not judged"
-        return _point_rule(dataclasses.replace(mc, basis=POINT, note=_join(mc.note, why)), base_stall, cur_stall,
-                           intervals, run_noise)
-    from .decision import decide
+# --- (1) unit normalisation ---------------------------------------------------------------------------------------
 
-    assert base_rounds is not None and cur_rounds is not None and mc.direction in _DIRECTED
+
+@dataclass(frozen=True)
+class Sides:
+    """One metric of a matched pair, both sides in one unit (:func:`normalise`)."""
+
+    unit: str
+    baseline: float | None
+    current: float | None
+    rounds: tuple[Sequence[float] | None, Sequence[float] | None] = (None, None)
+    intervals: tuple[tuple[float, float] | None, tuple[float, float] | None] = (None, None)
+    """Each run's own interval of the value, where it recorded one without rounds (a statistic of medians)."""
+    runs: tuple[tuple[float, ...], ...] = ()
+    """The baseline's runs (``last:N``): each run's rounds, or its one value."""
+    note: str = ""
+    """The conversions made; where ``refused``, why none is known."""
+    refused: bool = False
+
+
+def normalise(base: Record, cur: Record, name: str, registered: str, timing_field: str = "") -> Sides:
+    """``name``'s two sides (values, rounds, own intervals, the baseline's runs) in the registry's unit
+    ``registered`` where :data:`.registry.UNIT_SCALES` converts both to it, as recorded where both sides spell an
+    unknown unit alike (``tok/s``), else refused with the values as recorded (pure). ``timing_field``: the
+    pytest-benchmark statistic (``mean``) that ``name`` stands for where a threshold names one."""
+    b_unit, c_unit = base.units.get(name) or registered, cur.units.get(name) or registered
+    target = registered or c_unit or b_unit
+    if b_unit == c_unit and unit_factor(b_unit, target) is None:
+        target = b_unit
+    bf, cf = (unit_factor(u, target) if u and target else 1.0 for u in (b_unit, c_unit))
+    b_val, c_val = (r.metrics.get(name, r.timing.get(timing_field)) for r in (base, cur))
+    if bf is None or cf is None:
+        why = (f"the baseline records it in {b_unit!r}, the current run in {c_unit!r}"
+               + (f" (the registry: {registered!r})" if registered and registered not in (b_unit, c_unit) else "")
+               + ": no known conversion, so the values are not compared — record both in one unit")
+        return Sides(target, b_val, c_val, note=why, refused=True)
+
+    def scale(x: Any, f: float) -> Any:  # a value, or a sequence of them
+        if x is None or f == 1.0:
+            return x
+        return x * f if isinstance(x, (int, float)) else tuple(v * f for v in x)
+
+    notes = [f"the {side}'s {unit} converted to {target}"
+             for side, unit, f in (("baseline", b_unit, bf), ("current run", c_unit, cf)) if f != 1.0]
+    return Sides(target, scale(b_val, bf), scale(c_val, cf),
+                 (scale(base.rounds.get(name), bf), scale(cur.rounds.get(name), cf)),
+                 (scale(base.intervals.get(name), bf), scale(cur.intervals.get(name), cf)),
+                 tuple(tuple(scale(r, bf)) for r in base.run_rounds.get(name, ())), _join(*notes))
+
+
+# --- (2) judgement ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """What every row of one matched pair is judged beside: each run's CPU contention, why the two runs'
+    ``machine_normalized`` rows are not comparable ('' when they are), and the experiment's run noise."""
+
+    base_stall: float | None
+    cur_stall: float | None
+    other_ruler: str
+    run_noise: float
+
+
+def _first_row(name: str, sides: Sides, definition: MetricInfo | None, limit: float, source: str) -> MetricComparison:
+    """The row on its two values alone (:func:`compare_metric`), labelled exact or point; a refused row's status says
+    whether the refusal fails the gate (a directed metric recorded on both sides)."""
+    optional = bool(definition is not None and definition.optional)
+    direction = definition.direction if definition is not None else None
+    if sides.refused:
+        status = (UNITS_DIFFER if direction in _DIRECTED and sides.baseline is not None and sides.current is not None
+                  else NO_DIRECTION if direction == "none" else UNREGISTERED if direction is None
+                  else MISSING_CURRENT if sides.current is None else MISSING_BASELINE)
+        return MetricComparison(name, sides.unit, direction, sides.baseline, sides.current, None, None, status, source,
+                                note=sides.note, optional=optional)
+    mc = compare_metric(name, sides.baseline, sides.current, definition, limit, unit=sides.unit, source=source)
+    noisy = definition is not None and definition.measured_inputs
+    published = "reference" in source.split("/")  # a vendor's number, from settings the rows may not share
+    deterministic = not published and ((definition is not None and definition.max_regression is not None
+                                        and not definition.timing) or (_deterministic_source(source) and not noisy))
+    modeled = noisy and _deterministic_source(source)
+    return dataclasses.replace(mc, basis=EXACT if deterministic else POINT, optional=optional, note=_join(
+        sides.note, "modeled from measured times, so compared as a measurement" if modeled else ""))
+
+
+def _judge(mc: MetricComparison, sides: Sides, normalized: bool, setting: _Setting) -> MetricComparison:
+    """``mc`` judged by the gate's rule: against the baseline's runs (``last:N``) where it has two or more, else on
+    both runs' rounds (:func:`.decision.decide`), else as a point row; a ``machine_normalized`` row between two
+    rulers is not comparable."""
+    if mc.status not in (REGRESSED, WORSE, BETTER, SAME) or mc.max_regression is None:
+        return mc  # missing, not finite, undirected, refused: nothing rounds could decide
+    if normalized and setting.other_ruler:
+        return dataclasses.replace(mc, status=NOT_COMPARABLE, max_regression=None,
+                                   note=_join(mc.note, setting.other_ruler))
+    if len(sides.runs) >= 2:
+        return _judge_on_runs(mc, sides, setting)
+    base_rounds, cur_rounds = sides.rounds
+    have_b, have_c = (bool(r and len(r) >= 2) for r in sides.rounds)
+    if not (have_b and have_c):
+        if mc.basis == EXACT and not (have_b or have_c):
+            return mc
+        lacking = "either run" if not (have_b or have_c) else "the current run" if have_b else "the baseline"
+        return _point_rule(mc, f"no rounds recorded in {lacking}, so noise is not judged", sides, setting)
+    assert base_rounds and cur_rounds and mc.direction in _DIRECTED
     try:
         decision = decide(_thin(base_rounds), _thin(cur_rounds), mc.direction, mc.max_regression,
-                          run_noise=run_noise)
+                          run_noise=setting.run_noise)
     except ValueError as exc:  # a threshold no drop can pass (checked with the thresholds), or a non-finite round
-        why = f"point comparison: the rounds give no decision ({exc})"
-        return _point_rule(dataclasses.replace(mc, basis=POINT, note=_join(mc.note, why)), base_stall, cur_stall,
-                           intervals, run_noise)
-    return _under_contention(_from_decision(mc, decision), base_stall, cur_stall)
+        return _point_rule(mc, f"the rounds give no decision ({exc})", sides, setting)
+    row = dataclasses.replace(mc, status=decision.verdict, basis=INTERVAL, interval=decision.to_json(),
+                              past_threshold=decision.past_margin,
+                              note=_join(mc.note, _decision_note(decision, mc.max_regression)))
+    return _under_contention(row, setting)
 
 
-def _from_decision(mc: MetricComparison, decision: Any) -> MetricComparison:
-    """The row as :func:`.decision.decide` reads it; an inconclusive row's note says why."""
-    limit = mc.max_regression
-    assert limit is not None
-    why = ""
-    if decision.verdict == INCONCLUSIVE:
-        ends = (f"[{decision.lo:.4g}x, {decision.hi:.4g}x]" if decision.scale == "log"
-                else f"difference [{decision.lo:.4g}, {decision.hi:.4g}]")
-        if decision.past_margin and decision.launch_share > 0.5:
-            why = (f"undecided: the estimate {decision.ratio:.4g}x is past the {limit * 100:g}% threshold but not "
-                   f"significant (one-sided p {decision.p_worse:.2g}); the {decision.level:.0%} interval {ends} "
-                   f"reaches back inside it, and {decision.launch_share:.0%} of its width is the noise between "
-                   "launches of the same code, which more rounds do not shrink: gate against several runs (last:N)")
-        elif decision.past_margin:
-            why = (f"undecided: the estimate {decision.ratio:.4g}x is past the {limit * 100:g}% threshold but not "
-                   f"significant (one-sided p {decision.p_worse:.2g}); the {decision.level:.0%} interval {ends} "
-                   f"reaches back inside it: record more rounds a side, or gate against several runs (last:N)")
-        else:
-            why = (f"the {decision.level:.0%} interval {ends} reaches past the {limit * 100:g}% threshold: noise "
-                   "could put the change on either side")
-    return dataclasses.replace(mc, status=decision.verdict, basis=INTERVAL, interval=decision.to_json(),
-                               past_threshold=decision.past_margin, note=_join(mc.note, why))
+def _undecided(mc: MetricComparison, why: str) -> MetricComparison:
+    """``mc`` read inconclusive although past its threshold, ``why`` added to its note."""
+    return dataclasses.replace(mc, status=INCONCLUSIVE, past_threshold=True, note=_join(mc.note, why))
 
 
-def _under_contention(mc: MetricComparison, base_stall: float | None, cur_stall: float | None) -> MetricComparison:
+def _under_contention(mc: MetricComparison, setting: _Setting) -> MetricComparison:
     """The rule's contention step: a task waiting for a CPU past :data:`pytest_genai.claims.check.CONTENDED_SHARE` of
     a run's measurement stretches wall-clock rounds by what it took, so a contended current run is not called
     regressed, nor a current run cleared against a contended baseline: the row is undecided (its cause named). (A
@@ -359,97 +416,73 @@ def _under_contention(mc: MetricComparison, base_stall: float | None, cur_stall:
     docs/report.md.)"""
     from pytest_genai.claims.check import CONTENDED_SHARE
 
-    if mc.status == REGRESSED and cur_stall is not None and cur_stall > CONTENDED_SHARE:
-        why = (f"undecided under contention: slower past the threshold, but a task waited for a CPU "
-               f"{cur_stall:.0%} of the current run's measurement (over {CONTENDED_SHARE:.0%}); rerun on an idle "
-               "machine")
-        return dataclasses.replace(mc, status=INCONCLUSIVE, past_threshold=True, note=_join(mc.note, why))
-    if mc.status in (UNCHANGED, IMPROVED, WORSE, BETTER, SAME) and base_stall is not None \
-            and base_stall > CONTENDED_SHARE:
-        why = (f"undecided under contention: a task waited for a CPU {base_stall:.0%} of the baseline's "
-               f"measurement (over {CONTENDED_SHARE:.0%}), so a contended baseline cannot clear the current run; "
-               "record the baseline on an idle machine")
-        return dataclasses.replace(mc, status=INCONCLUSIVE, past_threshold=True, note=_join(mc.note, why))
+    cur, base = setting.cur_stall, setting.base_stall
+    if mc.status == REGRESSED and cur is not None and cur > CONTENDED_SHARE:
+        return _undecided(mc, f"undecided under contention: slower past the threshold, but a task waited for a CPU "
+                              f"{cur:.0%} of the current run's measurement (over {CONTENDED_SHARE:.0%}); rerun on an "
+                              "idle machine")
+    if mc.status in (UNCHANGED, IMPROVED, WORSE, BETTER, SAME) and base is not None and base > CONTENDED_SHARE:
+        return _undecided(mc, f"undecided under contention: a task waited for a CPU {base:.0%} of the baseline's "
+                              f"measurement (over {CONTENDED_SHARE:.0%}), so a contended baseline cannot clear the "
+                              "current run; record the baseline on an idle machine")
     return mc
 
 
-def _point_rule(mc: MetricComparison, base_stall: float | None, cur_stall: float | None,
-                intervals: tuple[tuple[float, float] | None, tuple[float, float] | None],
-                run_noise: float = 0.0) -> MetricComparison:
-    """A measured value without rounds on a side: two values say nothing about noise, so a change past the threshold
-    is a regression only past :data:`POINT_NOISE_FACTOR` and where the runs' own intervals of the value (if any) do
-    not overlap; inside it the row is undecided. The contention step holds as for rounds."""
-    mc = _under_contention(mc, base_stall, cur_stall)
+def _point_rule(mc: MetricComparison, why: str, sides: Sides, setting: _Setting) -> MetricComparison:
+    """A measured value without rounds on a side (``why``): two values say nothing about noise, so a change past the
+    threshold is a regression only past :data:`POINT_NOISE_FACTOR`, or where the runs' own intervals of the value
+    (each widened by the run noise) are disjoint; otherwise the row is undecided. The contention step holds as for
+    rounds. (Overlapping intervals are a conservative test: disjoint 95% intervals differ at well under 5%.)"""
+    mc = _under_contention(dataclasses.replace(mc, basis=POINT, note=_join(mc.note, f"point comparison: {why}")),
+                           setting)
     if mc.status != REGRESSED:
         return mc
-    if all(i is not None and 0 < i[0] <= i[1] for i in intervals):
-        from .decision import ALPHA, z_ppf
-
-        # each run's own interval says what its noise within the run is; the run noise widens it by what launches add
-        grow = math.exp(z_ppf(1 - ALPHA) * run_noise)
-        wide = [(i[0] / grow, i[1] * grow) for i in intervals if i is not None]
-        return _point_within_intervals(mc, *wide)
-    assert mc.baseline is not None and mc.current is not None and mc.direction in _DIRECTED
+    if all(i is not None and 0 < i[0] <= i[1] for i in sides.intervals):
+        grow = math.exp(z_ppf(1 - ALPHA) * setting.run_noise)
+        (b_lo, b_hi), (c_lo, c_hi) = ((i[0] / grow, i[1] * grow) for i in sides.intervals if i is not None)
+        if b_hi < c_lo or c_hi < b_lo:
+            return mc
+        return _undecided(mc, f"undecided: past the threshold, but the runs' own intervals of the value overlap "
+                              f"([{b_lo:.4g}, {b_hi:.4g}] and [{c_lo:.4g}, {c_hi:.4g}]): noise could explain the "
+                              "change")
+    assert mc.baseline is not None and mc.current is not None
     factor = (mc.current / mc.baseline if mc.direction == "lower" else mc.baseline / mc.current) \
         if mc.baseline > 0 and mc.current > 0 else math.inf
     if factor <= POINT_NOISE_FACTOR:
-        why = (f"undecided: past the threshold, but a value without rounds decides a regression only past "
-               f"{POINT_NOISE_FACTOR:g}x (same-code point rows moved up to 1.4x); record rounds, or gate against "
-               "several runs (last:N)")
-        return dataclasses.replace(mc, status=INCONCLUSIVE, past_threshold=True, note=_join(mc.note, why))
+        return _undecided(mc, f"undecided: past the threshold, but a value without rounds decides a regression "
+                              f"only past {POINT_NOISE_FACTOR:g}x (same-code point rows moved up to 1.4x); record "
+                              "rounds, or gate against several runs (last:N)")
     return mc
 
 
-def _point_within_intervals(mc: MetricComparison, base: tuple[float, float] | None,
-                            cur: tuple[float, float] | None) -> MetricComparison:
-    """A point row past its threshold is no regression while the two runs' own intervals of the value overlap:
-    each run says its value could lie anywhere in its interval, and both could be the same value (a conservative
-    test: disjoint 95% intervals differ at well under 5%)."""
-    if mc.status != REGRESSED or base is None or cur is None or base[1] < cur[0] or cur[1] < base[0]:
-        return mc
-    why = (f"undecided: past the threshold, but the runs' own intervals of the value overlap ([{base[0]:.4g}, "
-           f"{base[1]:.4g}] and [{cur[0]:.4g}, {cur[1]:.4g}]): noise could explain the change")
-    return dataclasses.replace(mc, status=INCONCLUSIVE, past_threshold=True, note=_join(mc.note, why))
-
-
-def judge_on_runs(mc: MetricComparison, runs: Sequence[Sequence[float]], base_rounds: Sequence[float] | None,
-                  cur_rounds: Sequence[float] | None, base_stall: float | None = None,
-                  cur_stall: float | None = None) -> MetricComparison:
-    """``mc`` against a baseline of several runs (``runs``: each run's rounds or value): the run-to-run prediction
-    interval (:func:`pytest_genai.stats.run_spread_interval`), widened to the rounds' bootstrap interval where
-    both sides kept rounds, so the spread between runs widens what one run's rounds say."""
-    if mc.status not in (REGRESSED, WORSE, BETTER, SAME) or mc.max_regression is None or mc.basis == EXACT:
+def _judge_on_runs(mc: MetricComparison, sides: Sides, setting: _Setting) -> MetricComparison:
+    """``mc`` against a baseline of several runs: the run-to-run prediction interval of the ratio
+    (:func:`pytest_genai.stats.run_spread_interval`), widened to the rounds' bootstrap interval where both sides kept
+    rounds, read against the threshold (:func:`.decision.ratio_verdict`); a value on the other side of the threshold
+    than its interval decides nothing. The contention step follows."""
+    if mc.basis == EXACT:
         return mc
     from pytest_genai.stats import Interval, bootstrap_ratio_interval, run_spread_interval
 
-    assert mc.current is not None
+    base_rounds, cur_rounds = sides.rounds
+    assert mc.current is not None and mc.baseline is not None and mc.direction in _DIRECTED
     current = cur_rounds if cur_rounds and len(cur_rounds) >= 2 else (mc.current,)
     try:
-        spread = run_spread_interval(_thin(current), [_thin(r) for r in runs])
+        interval = run_spread_interval(_thin(current), [_thin(r) for r in sides.runs])
     except ValueError as exc:  # a non-positive value: no ratio
         return dataclasses.replace(mc, basis=POINT, note=_join(mc.note, f"point comparison: the runs give no ratio "
                                                                          f"interval ({exc})"))
-    interval, how = spread, f"baseline of {len(runs)} runs: their spread between runs sets the interval"
+    how = f"baseline of {len(sides.runs)} runs: their spread between runs sets the interval"
     if base_rounds and cur_rounds and len(base_rounds) >= 2 and len(cur_rounds) >= 2:
         try:
             within = bootstrap_ratio_interval(_thin(cur_rounds), _thin(base_rounds))
         except ValueError:
             within = None
-        if within is not None:
-            # widening keeps the prediction interval's coverage
-            interval = Interval(min(spread.lo, within.lo), max(spread.hi, within.hi), spread.level,
-                                spread.n, f"{spread.method}, joined with the {within.method} of the newest run's rounds")
-    return _decide(mc, interval, base_stall, cur_stall, how)
-
-
-def _decide(mc: MetricComparison, interval: Any, base_stall: float | None, cur_stall: float | None,
-            how: str = "") -> MetricComparison:
-    """The verdict of a row against a baseline of several runs: the prediction interval of the ratio
-    (:func:`.deltas.ratio_verdict`), its value's side of the threshold deciding whether an inconclusive row is
-    undecided, then the contention step."""
-    assert mc.direction in _DIRECTED and mc.baseline is not None and mc.current is not None
-    assert mc.max_regression is not None
+        if within is not None:  # widening keeps the prediction interval's coverage
+            interval = Interval(min(interval.lo, within.lo), max(interval.hi, within.hi), interval.level, interval.n,
+                                f"{interval.method}, joined with the {within.method} of the newest run's rounds")
     limit = mc.max_regression
+    assert limit is not None
     verdict = ratio_verdict(interval.lo, interval.hi, mc.direction, limit)
     past = is_regression(mc.baseline, mc.current, mc.direction, limit)
     why = ""
@@ -462,103 +495,15 @@ def _decide(mc: MetricComparison, interval: Any, base_stall: float | None, cur_s
                "statistic the rounds are for (their median)")
     row = dataclasses.replace(mc, status=verdict, basis=INTERVAL, interval=interval.to_json(), past_threshold=past,
                               note=_join(mc.note, how, why))
-    return _under_contention(row, base_stall, cur_stall)
-
-
-def _join(*parts: str) -> str:
-    return "; ".join(p for p in parts if p)
-
-
-def _side_unit(rec: Record, name: str, registered: str) -> str:
-    return rec.units.get(name) or registered
-
-
-def _convert(value: float | None, factor: float) -> float | None:
-    return value if value is None or factor == 1.0 else value * factor
-
-
-def compare_records(
-    base: Record, cur: Record, info: Mapping[str, MetricInfo], thresholds: Thresholds
-) -> tuple[MetricComparison, ...]:
-    """Every metric of a matched pair, baseline's metrics first, then metrics new in ``cur``; units converted (or the
-    row refused) before values are compared, and rows judged on their rounds where both runs kept them."""
-    names = list(base.metrics) + [m for m in cur.metrics if m not in base.metrics]
-    # pytest-benchmark statistics other than the median: compared only when a threshold names them (mean:5%)
-    timing = {m: f for m, f in thresholds.timing_fields().items() if m not in names}
-    names += [m for m, f in timing.items() if f in base.timing or f in cur.timing]
-    experiment = cur.experiment or base.experiment
-    stalls = stall_share(base), stall_share(cur)
-    other_ruler = _other_ruler(base, cur)
-    out = []
-    for name in names:
-        definition = info.get(name)
-        normalized = definition is not None and definition.machine_normalized
-        registered = (definition.unit if definition is not None else "") or ("s" if name in timing else "")
-        b_unit, c_unit = _side_unit(base, name, registered), _side_unit(cur, name, registered)
-        target = registered or c_unit or b_unit
-        b_val = base.metrics.get(name, base.timing.get(timing.get(name, "")))
-        c_val = cur.metrics.get(name, cur.timing.get(timing.get(name, "")))
-        b_rounds, c_rounds = base.rounds.get(name), cur.rounds.get(name)
-        if b_unit == c_unit and unit_factor(b_unit, target) is None:
-            target = b_unit  # both sides spell it alike (tok/s): compared as recorded, not refused
-        b_factor = unit_factor(b_unit, target) if b_unit and target else 1.0
-        c_factor = unit_factor(c_unit, target) if c_unit and target else 1.0
-        notes = []
-        for side, unit, factor in (("baseline", b_unit, b_factor), ("current run", c_unit, c_factor)):
-            if factor not in (None, 1.0):
-                notes.append(f"the {side}'s {unit} converted to {target}")
-        source = _source(base, cur, name)
-        limit = thresholds.for_metric(name, experiment, definition.max_regression if definition else None)
-        if b_factor is None or c_factor is None:
-            direction = definition.direction if definition is not None else None
-            why = (f"the baseline records it in {b_unit!r}, the current run in {c_unit!r}"
-                   + (f" (the registry: {registered!r})" if registered and registered not in (b_unit, c_unit) else "")
-                   + ": no known conversion, so the values are not compared — record both in one unit")
-            status = UNITS_DIFFER if direction in _DIRECTED and b_val is not None and c_val is not None else (
-                NO_DIRECTION if direction == "none" else UNREGISTERED if direction is None else
-                MISSING_CURRENT if c_val is None else MISSING_BASELINE)
-            out.append(MetricComparison(name, target, direction, b_val, c_val, None, None, status, source,
-                                        note=why, optional=bool(definition is not None and definition.optional)))
-            continue
-        mc = compare_metric(name, _convert(b_val, b_factor), _convert(c_val, c_factor), definition, limit,
-                            unit=target, source=source)
-        noisy = definition is not None and definition.measured_inputs
-        published = "reference" in source.split("/")  # a vendor's number, from settings the rows may not share
-        deterministic = not published and ((definition is not None and definition.max_regression is not None
-                                            and not definition.timing) or (_deterministic_source(source) and not noisy))
-        if noisy and _deterministic_source(source):
-            notes.append("modeled from measured times, so compared as a measurement")
-        mc = dataclasses.replace(mc, basis=EXACT if deterministic else POINT, note=_join(*notes),
-                                 optional=bool(definition is not None and definition.optional))
-        scaled = [None if r is None else tuple(x * f for x in r) if f != 1.0 else r
-                  for r, f in ((b_rounds, b_factor), (c_rounds, c_factor))]
-        if normalized and other_ruler and mc.status in (REGRESSED, WORSE, BETTER, SAME):
-            out.append(dataclasses.replace(mc, status=NOT_COMPARABLE, max_regression=None,
-                                           note=_join(mc.note, other_ruler)))
-            continue
-        # contention_free: a statistic a CPU load does not move (an instruction count) is not held by the pressure rule
-        row_stalls = (None, None) if definition is not None and definition.contention_free else stalls
-        runs = base.run_rounds.get(name)
-        if runs and len(runs) >= 2:
-            out.append(judge_on_runs(mc, [tuple(x * b_factor for x in r) for r in runs], scaled[0], scaled[1],
-                                     *row_stalls))
-        else:
-            ends = [None if e is None else (e[0] * f, e[1] * f) for e, f in
-                    ((base.intervals.get(name), b_factor), (cur.intervals.get(name), c_factor))]
-            out.append(judge_on_rounds(mc, scaled[0], scaled[1], *row_stalls, intervals=(ends[0], ends[1]),
-                                       run_noise=thresholds.run_noise.for_metric(name, experiment)))
-    return _over_numerators(_corroborated(out, info), info)
+    return _under_contention(row, setting)
 
 
 def _unconfirmed(rows: Sequence[MetricComparison],
                  why_not: Callable[[MetricComparison], str]) -> tuple[MetricComparison, ...]:
     """``rows`` with each decided regression that ``why_not`` gives a reason against read inconclusive, the reason
     added to its note (a reason of '' keeps the regression)."""
-    out = []
-    for r in rows:
-        why = why_not(r) if r.status == REGRESSED else ""
-        out.append(dataclasses.replace(r, status=INCONCLUSIVE, note=_join(r.note, why)) if why else r)
-    return tuple(out)
+    whys = [why_not(r) if r.status == REGRESSED else "" for r in rows]
+    return tuple(_undecided(r, why) if why else r for r, why in zip(rows, whys))
 
 
 def _over_numerators(rows: Sequence[MetricComparison], info: Mapping[str, MetricInfo]) -> tuple[MetricComparison, ...]:
@@ -634,6 +579,90 @@ def _deterministic_source(source: str) -> bool:
     return all(part in ("modeled", "spec", "config") for part in source.split("/"))
 
 
+def _p_worse(mc: MetricComparison) -> float | None:
+    p = (mc.interval or {}).get("p_worse") if mc.basis == INTERVAL else None
+    return float(p) if isinstance(p, (int, float)) and math.isfinite(p) else None
+
+
+def holm(rows: Sequence[Sequence[MetricComparison]]) -> list[tuple[MetricComparison, ...]]:
+    """Holm's step-down over every row the Welch test decided in one gate: a regression stands where its one-sided
+    p-value is under ``ALPHA / (m - k)`` (``m`` rows tested, ``k`` the smaller p-values before it), so the chance that
+    a gate of the same code finds any regression is at most ``ALPHA``, not ``ALPHA`` per row (a gate tests hundreds:
+    at 1% a row, two same-code runs of the main job read a few rows regressed). A row it holds back is undecided."""
+    tested = [(i, j) for i, group in enumerate(rows) for j, mc in enumerate(group) if _p_worse(mc) is not None]
+    m = len(tested)
+    regressed = sorted(((_p_worse(rows[i][j]), i, j) for i, j in tested if rows[i][j].status == REGRESSED),
+                       key=lambda t: t[0])
+    out = [list(group) for group in rows]
+    holding = False
+    for k, (p, i, j) in enumerate(regressed):
+        holding = holding or p > ALPHA / (m - k)
+        if holding:
+            out[i][j] = _undecided(out[i][j], f"undecided: significant alone (one-sided p {p:.2g}) but not across "
+                                   f"the {m} rows this gate tested (Holm, familywise {ALPHA:g}; it needs p under "
+                                   f"{ALPHA / (m - k):.2g}): gate fewer metrics, record more rounds, or gate against "
+                                   "several runs (last:N)")
+    return [tuple(group) for group in out]
+
+
+# --- (3) row text -------------------------------------------------------------------------------------------------
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def _decision_note(decision: Any, limit: float) -> str:
+    """Why :func:`.decision.decide` left a row inconclusive, and what would decide it ('' for a decided row)."""
+    if decision.verdict != INCONCLUSIVE:
+        return ""
+    ends = (f"[{decision.lo:.4g}x, {decision.hi:.4g}x]" if decision.scale == "log"
+            else f"difference [{decision.lo:.4g}, {decision.hi:.4g}]")
+    if not decision.past_margin:
+        return (f"the {decision.level:.0%} interval {ends} reaches past the {limit * 100:g}% threshold: noise could "
+                "put the change on either side")
+    advice = (f", and {decision.launch_share:.0%} of its width is the noise between launches of the same code, which "
+              "more rounds do not shrink: gate against several runs (last:N)" if decision.launch_share > 0.5 else
+              ": record more rounds a side, or gate against several runs (last:N)")
+    return (f"undecided: the estimate {decision.ratio:.4g}x is past the {limit * 100:g}% threshold but not significant "
+            f"(one-sided p {decision.p_worse:.2g}); the {decision.level:.0%} interval {ends} reaches back inside "
+            f"it{advice}")
+
+
+# --- the composition ----------------------------------------------------------------------------------------------
+
+
+def _metric_names(base: Record, cur: Record, thresholds: Thresholds) -> dict[str, str]:
+    """The metrics of a matched pair, baseline's first, then those new in ``cur``, then pytest-benchmark statistics
+    other than the median that a threshold names (``mean:5%``), each with its statistic ('' for a recorded metric)."""
+    names = dict.fromkeys([*base.metrics, *cur.metrics], "")
+    names.update({m: f for m, f in thresholds.timing_fields().items()
+                  if m not in names and (f in base.timing or f in cur.timing)})
+    return names
+
+
+def compare_records(
+    base: Record, cur: Record, info: Mapping[str, MetricInfo], thresholds: Thresholds
+) -> tuple[MetricComparison, ...]:
+    """Every metric of a matched pair (:func:`_metric_names`): its two sides in one unit (or refused), its row on the
+    two values, judged on its rounds or runs where the runs kept them, then the rules across a pair's rows."""
+    experiment = cur.experiment or base.experiment
+    setting = _Setting(stall_share(base), stall_share(cur), _other_ruler(base, cur),
+                       thresholds.run_noise.for_experiment(experiment))
+    rows = []
+    for name, timing_field in _metric_names(base, cur, thresholds).items():
+        definition = info.get(name)
+        registered = (definition.unit if definition is not None else "") or ("s" if timing_field else "")
+        sides = normalise(base, cur, name, registered, timing_field)
+        limit = thresholds.for_metric(name, experiment, definition.max_regression if definition else None)
+        row = _first_row(name, sides, definition, limit, _source(base, cur, name))
+        per_row = dataclasses.replace(setting, run_noise=thresholds.run_noise.for_metric(name, experiment))
+        if definition is not None and definition.contention_free:  # an instruction count: a load does not move it
+            per_row = dataclasses.replace(per_row, base_stall=None, cur_stall=None)
+        rows.append(_judge(row, sides, bool(definition and definition.machine_normalized), per_row))
+    return _over_numerators(_corroborated(rows, info), info)
+
+
 def compare_runs(baseline: Run, current: Run, info: Mapping[str, MetricInfo], thresholds: Thresholds) -> Comparison:
     """Match the two runs' benchmarks and compare every metric of every pair; a run's regressions on rounds then hold
     across all the rows tested (:func:`holm`)."""
@@ -642,33 +671,3 @@ def compare_runs(baseline: Run, current: Run, info: Mapping[str, MetricInfo], th
     rows = holm(rows)
     pairs = tuple(PairComparison(p, r) for p, r in zip(matching.pairs, rows))
     return Comparison(baseline, current, pairs, matching.only_baseline, matching.only_current)
-
-
-def _p_worse(mc: MetricComparison) -> float | None:
-    p = (mc.interval or {}).get("p_worse") if mc.basis == INTERVAL else None
-    return float(p) if isinstance(p, (int, float)) and math.isfinite(p) else None
-
-
-def holm(rows: Sequence[Sequence[MetricComparison]], alpha: float | None = None) -> list[tuple[MetricComparison, ...]]:
-    """Holm's step-down over every row the Welch test decided in one gate: a regression stands where its one-sided
-    p-value is under ``alpha / (m - k)`` (``m`` rows tested, ``k`` the smaller p-values before it), so the chance that
-    a gate of the same code finds any regression is at most ``alpha``, not ``alpha`` per row (a gate tests hundreds:
-    at 1% a row, two same-code runs of the main job read a few rows regressed). A row it holds back is undecided."""
-    from .decision import ALPHA
-
-    alpha = ALPHA if alpha is None else alpha
-    tested = [(i, j) for i, group in enumerate(rows) for j, mc in enumerate(group) if _p_worse(mc) is not None]
-    m = len(tested)
-    regressed = sorted(((_p_worse(rows[i][j]), i, j) for i, j in tested if rows[i][j].status == REGRESSED),
-                       key=lambda t: t[0])
-    out = [list(group) for group in rows]
-    holding = False
-    for k, (p, i, j) in enumerate(regressed):
-        holding = holding or p > alpha / (m - k)
-        if holding:
-            mc = out[i][j]
-            why = (f"undecided: significant alone (one-sided p {p:.2g}) but not across the {m} rows this gate tested "
-                   f"(Holm, familywise {alpha:g}; it needs p under {alpha / (m - k):.2g}): gate fewer metrics, record "
-                   "more rounds, or gate against several runs (last:N)")
-            out[i][j] = dataclasses.replace(mc, status=INCONCLUSIVE, past_threshold=True, note=_join(mc.note, why))
-    return [tuple(group) for group in out]

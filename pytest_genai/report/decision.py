@@ -20,6 +20,9 @@ simulation (``scripts/gate_simulation.py``) measures the false alarms and the po
 
 Rounds that hold zero or a negative value (a share of time that is 0 in most rounds, a count) have no log: they are
 judged with the same test on the raw values, the margin being the threshold times the larger side's mean magnitude.
+
+Against a baseline of several runs (``last:N``) the interval of the ratio is a prediction interval over the runs, and
+:func:`ratio_verdict` reads it against the threshold.
 """
 from __future__ import annotations
 
@@ -240,3 +243,22 @@ def decide(baseline: Sequence[float], current: Sequence[float], direction: str, 
         lo, hi = (math.exp(lo_d), math.exp(hi_d)) if scale == LOG else (lo_d, hi_d)
     return Decision(verdict, ratio, lo, hi, 1 - 2 * alpha, df, p_worse, past, scale, min(len(b), len(c)),
                     launch_share)
+
+
+def ratio_verdict(lo: float, hi: float, direction: str, threshold: float) -> str:
+    """The verdict on the interval ``[lo, hi]`` of ``current / baseline`` for a metric with ``direction``:
+    ``regressed`` where the whole interval is worse than the threshold, ``improved`` where it is wholly better than
+    the threshold the other way, ``unchanged`` where it rules out a worsening past the threshold, ``inconclusive``
+    where it straddles the threshold. A single ratio ``[r, r]`` reads as :func:`.deltas.is_regression` does."""
+    if direction not in ("higher", "lower"):
+        raise ValueError(f"direction {direction!r} has no better side; only 'higher' or 'lower' is gated")
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+        raise ValueError(f"interval [{lo}, {hi}] is not a finite interval")
+    # the worsening (relative change in the bad direction) at each end of the interval
+    w_lo, w_hi = (lo - 1.0, hi - 1.0) if direction == "lower" else (1.0 - hi, 1.0 - lo)
+    limit = threshold * (1 + 1e-9) + 1e-9  # is_regression's tolerance
+    if w_lo > limit:
+        return REGRESSED
+    if w_hi > limit:
+        return INCONCLUSIVE
+    return IMPROVED if w_hi < -limit else UNCHANGED

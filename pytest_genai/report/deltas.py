@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 
+from .decision import ratio_verdict  # noqa: F401  (its home is decision.py; kept importable here)
+
 _EPS = 1e-9
 
 
@@ -74,31 +76,3 @@ def speedup(baseline: float, current: float, direction: str) -> float:
     if not (math.isfinite(num) and math.isfinite(den)) or den == 0:
         return math.nan
     return num / den
-
-
-REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = "regressed", "improved", "unchanged", "inconclusive"
-
-
-def ratio_verdict(lo: float, hi: float, direction: str, max_regression: float) -> str:
-    """The gate's verdict on the interval ``[lo, hi]`` of ``current / baseline`` for a metric with ``direction``:
-
-    * ``regressed`` — the whole interval is worse than the threshold (a drop of more than ``max_regression`` for a
-      higher-is-better metric, a rise of more than it for a lower-is-better one);
-    * ``improved`` — the whole interval is better than the threshold the other way;
-    * ``unchanged`` — the interval rules out a worsening past the threshold and is not wholly improved;
-    * ``inconclusive`` — the interval straddles the threshold: noise could put the change on either side.
-
-    A single ratio is the interval ``[r, r]`` (the point comparison's verdict, with :func:`is_regression`'s limit).
-    """
-    if direction not in ("higher", "lower"):
-        raise ValueError(f"direction {direction!r} has no better side; only 'higher' or 'lower' is gated")
-    if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
-        raise ValueError(f"interval [{lo}, {hi}] is not a finite interval")
-    # the worsening (relative change in the bad direction) at each end of the interval
-    w_lo, w_hi = (lo - 1.0, hi - 1.0) if direction == "lower" else (1.0 - hi, 1.0 - lo)
-    limit = max_regression * (1 + _EPS) + _EPS
-    if w_lo > limit:
-        return REGRESSED
-    if w_hi > limit:
-        return INCONCLUSIVE
-    return IMPROVED if w_hi < -limit else UNCHANGED

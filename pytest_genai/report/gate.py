@@ -22,12 +22,12 @@ threshold too. The pair's other metrics are gated as usual.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .compare import (
-    INCONCLUSIVE, MISSING_CURRENT, UNITS_DIFFER, Comparison, MetricComparison, PairComparison, compare_runs, fails,
+    INCONCLUSIVE, MISSING_CURRENT, NOT_FINITE, UNITS_DIFFER, Comparison, MetricComparison, PairComparison,
+    compare_runs, fails,
 )
 from .deltas import speedup
 from .matching import nearest_difference
@@ -149,7 +149,7 @@ def _reason(mc: MetricComparison) -> str:
             return ("metric missing from the current run (not recorded, or not a number); --allow-missing "
                     "accepts that")
         return "metric missing from the current run (--strict)"
-    if mc.status == "not finite":
+    if mc.status == NOT_FINITE:
         return f"current value is {format_number(mc.current)} (baseline {format_number(mc.baseline)})"
     assert mc.change is not None and mc.max_regression is not None
     worse = -mc.change if mc.direction == "higher" else mc.change
@@ -250,10 +250,8 @@ def speedup_interval(base_rounds: Any, cur_rounds: Any, direction: str) -> Any:
     both runs recorded two or more rounds of the metric, else None (the speedup is then judged on its value)."""
     if not base_rounds or not cur_rounds or len(base_rounds) < 2 or len(cur_rounds) < 2:
         return None
-    try:
-        from pytest_genai.stats import bootstrap_ratio_interval
-    except ImportError:  # pragma: no cover - the claims package ships with this one
-        return None
+    from pytest_genai.stats import bootstrap_ratio_interval
+
     num, den = (cur_rounds, base_rounds) if direction == "higher" else (base_rounds, cur_rounds)
     try:
         return bootstrap_ratio_interval(num, den)
@@ -262,16 +260,10 @@ def speedup_interval(base_rounds: Any, cur_rounds: Any, direction: str) -> Any:
 
 
 def _check(claim: Any, value: float, interval: Any = None) -> tuple[str, str]:
-    try:
-        from pytest_genai.claims import check_value
-    except ImportError:  # pragma: no cover - the claims package ships with this one
-        check_value = None
-    if check_value is not None:
-        verdict = check_value(claim, value, interval)
-        return verdict.verdict, verdict.message
-    lo, hi = claim.min, claim.max
-    ok = math.isfinite(value) and (lo is None or value >= lo) and (hi is None or value <= hi)
-    return ("pass" if ok else "fail"), f"claim {claim.id}: measured {value:.4g} (bounds {lo}, {hi})"
+    from pytest_genai.claims import check_value
+
+    verdict = check_value(claim, value, interval)
+    return verdict.verdict, verdict.message
 
 
 def _paper_text(claim: Any) -> str:

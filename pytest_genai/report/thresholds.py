@@ -63,15 +63,12 @@ class Thresholds:
     per_metric: Mapping[str, float] = field(default_factory=dict)
     per_experiment: Mapping[tuple[str, str], float] = field(default_factory=dict)
     default: float | None = None
-    builtin: Mapping[str, float] = field(default_factory=lambda: BUILTIN_DEFAULTS)
-    builtin_default: float = DEFAULT_MAX_REGRESSION
     run_noise: RunNoise = field(default_factory=RunNoise)
     """How much a run's log mean moves between launches of the same code, per experiment (:mod:`.run_noise`)."""
 
     def __post_init__(self) -> None:
         items = list(self.per_metric.items()) + [(f"{e}:{m}", v) for (e, m), v in self.per_experiment.items()]
         items += [("*", self.default)] if self.default is not None else []
-        items += [("built-in default", self.builtin_default)]
         for key, value in items:
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ThresholdError(f"threshold for {key!r} is {value!r}; use a finite, non-negative fraction")
@@ -89,7 +86,7 @@ class Thresholds:
             return self.default
         if registry is not None:
             return registry
-        return self.builtin.get(metric, self.builtin_default)
+        return BUILTIN_DEFAULTS.get(metric, DEFAULT_MAX_REGRESSION)
 
     def unknown_names(self, metrics: Collection[str], experiments: Collection[str]) -> list[tuple[str, str, str]]:
         """``(key, kind, name)`` for each user-given key naming a metric or experiment not in the given sets."""
