@@ -57,9 +57,9 @@ def test_the_recorded_burner_pair_reads_as_recorded_through_the_gate() -> None:
     from pytest_genai.claims import load_metrics
     from pytest_genai.claims.check import CONTENDED_SHARE
     from pytest_genai.report.gate import gate_runs
-    from pytest_genai.report.registry import metric_info_from
+    from pytest_genai.results.registry import metric_info_from
     from pytest_genai.report.run_noise import measured
-    from pytest_genai.report.runs import run_from_json
+    from pytest_genai.results.runs import run_from_json
     from pytest_genai.report.thresholds import parse_thresholds
 
     spec = importlib.util.spec_from_file_location("gate_selfcheck", ROOT / "scripts" / "gate_selfcheck.py")
