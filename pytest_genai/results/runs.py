@@ -291,11 +291,8 @@ def run_from_json(obj: Any, source: str) -> Run:
 
 def records_from_benchmarks(benchmarks: Iterable[Any], source: str, warnings: list[str] | None = None) -> list[Record]:
     """Turn pytest-benchmark "benchmarks" entries into :class:`Record`; ``warnings`` collects non-fatal problems."""
-    out: list[Record] = []
     sink = warnings if warnings is not None else []
-    for index, bench in enumerate(benchmarks):
-        out.append(_record(bench, source, index, sink))
-    return out
+    return [_record(bench, source, index, sink) for index, bench in enumerate(benchmarks)]
 
 
 def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
@@ -357,21 +354,9 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
     attachments = genai.get("attachments") or {}
     if not isinstance(attachments, dict):
         raise ReportInputError(f"{where}: extra_info.genai.attachments must be an object")
-    return Record(
-        name=name,
-        fullname=str(fullname),
-        experiment=experiment,
-        device=device,
-        model=model,
-        config=split.identity,
-        claims=tuple(claims),
-        labels=labels,
-        attachments=attachments,
-        param=param if isinstance(param, str) else None,
-        environment=environment,
-        timing=timing,
-        **measured,
-    )
+    return Record(name=name, fullname=str(fullname), experiment=experiment, device=device, model=model,
+                  config=split.identity, claims=tuple(claims), labels=labels, attachments=attachments,
+                  param=param if isinstance(param, str) else None, environment=environment, timing=timing, **measured)
 
 
 def metrics_json(measurements: Mapping[str, Measurement]) -> dict[str, dict[str, Any]]:
