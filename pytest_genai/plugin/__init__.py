@@ -619,6 +619,23 @@ def _output_failed(reporter: Any, output: str, exc: BaseException, expected: tup
         reporter.write_line(f"genai: {output}: {why}", red=True)
 
 
+def _plotted(benchmarks: list[dict[str, Any]]) -> list[Any]:
+    """The session's benchmarks as :class:`~pytest_genai.results.runs.Record`; one that cannot be read is skipped
+    with a warning, the others are still plotted."""
+    import warnings
+
+    from pytest_genai.results.errors import ReportInputError
+    from pytest_genai.results.runs import records_from_benchmarks
+
+    out = []
+    for bench in benchmarks:
+        try:
+            out += records_from_benchmarks([bench], "plots")
+        except ReportInputError as exc:
+            warnings.warn(f"pytest-genai plots: skipped a benchmark: {exc}", stacklevel=2)
+    return out
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     if STATE not in config.stash:
@@ -631,7 +648,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         try:
             from pytest_genai.report.plots import write_plots
 
-            written = write_plots(state.records, plots)
+            written = write_plots(_plotted(state.records), plots)
         except Exception as exc:  # no matplotlib, an unwritable folder, a plot that fails: the results stand
             _output_failed(reporter, f"--genai-plots {plots}: no plots written", exc, (ImportError, OSError))
         if reporter is not None:

@@ -14,6 +14,7 @@ from pytest_genai.devices.device import Device
 from pytest_genai.claims.model import REPORT_ONLY_BASES, SOURCES
 from pytest_genai.progress import logger
 from pytest_genai.results.measurement import Measurement, Result  # noqa: F401  (Result: re-exported for benchmarks)
+from pytest_genai.results.runs import metrics_json
 
 _LOG = logger(__name__)
 
@@ -115,6 +116,7 @@ class GenaiRecorder:
         self._state = state
         self._device: Device | None = None
         self._data: dict[str, Any] | None = None
+        self._measurements: dict[str, Measurement] = {}  # as recorded; the JSON's metric objects derive from them
         from pytest_genai.runtime.pressure import Window
 
         # CPU contention over the test, from its setup (benchmarks may measure before genai.start) to genai.record
@@ -160,10 +162,8 @@ class GenaiRecorder:
             config=full if split is None else split.identity,
             environment=merge_environment(split.environment if split else {}, model_env),
         )
-        for key in ("metrics", "metric_sources", "metric_units", "metric_rounds", "metric_intervals", "labels",
-                    "attachments"):
-            data.setdefault(key, {})
-        data.setdefault("claims", [])
+        for key, empty in {**metrics_json(self._measurements), "labels": {}, "attachments": {}, "claims": []}.items():
+            data.setdefault(key, empty)
         self._data = data
         if not measured_here:
             self._window, self._stall_share = None, None
@@ -253,16 +253,12 @@ class GenaiRecorder:
                              "under a metric registered in that unit")
         value = float(value) if isinstance(value, float) or not isinstance(value, int) else int(value)
         data = self.data
-        data["metrics"][name] = value
-        data["metric_sources"][name] = source
-        data["metric_units"][name] = unit or (known.unit if known else "")
-        if rounds is not None:
-            rounds = [float(r) for r in rounds]
-            data["metric_rounds"][name] = rounds
-            if interval is None and len(rounds) >= 2:
-                interval = median_interval(rounds)
-        if interval is not None:
-            data["metric_intervals"][name] = interval.to_json()
+        rounds = None if rounds is None else tuple(float(r) for r in rounds)
+        if interval is None and rounds is not None and len(rounds) >= 2:
+            interval = median_interval(rounds)
+        unit = unit or (known.unit if known else "")
+        self._measurements[name] = Measurement(value, source, unit, rounds, interval)
+        data.update(metrics_json(self._measurements))
         return value
 
     def label(self, name: str, text: str) -> None:
@@ -359,20 +355,17 @@ class GenaiRecorder:
             if not ok:
                 verdicts.append(not_applicable(claim, why))
                 continue
-            measured = value
-            interval = None
+            recorded = self._measurements.get(claim.metric)
+            measured, interval = value, None
             if measured is None:
-                if claim.metric not in data["metrics"]:
+                if recorded is None:
                     raise ValueError(
                         f"claim {cid} checks metric {claim.metric!r}, which this test has not recorded "
-                        f"(recorded: {', '.join(sorted(data['metrics'])) or 'none'}); call genai.metric({claim.metric!r}, ...) first"
+                        f"(recorded: {', '.join(sorted(self._measurements)) or 'none'}); call genai.metric({claim.metric!r}, ...) first"
                     )
-                measured = data["metrics"][claim.metric]
-                recorded = data.get("metric_intervals", {}).get(claim.metric)
-                interval = Interval(**recorded) if recorded else None
-            elif claim.metric not in data["metrics"]:
-                self.metric(claim.metric, measured)
-                measured = data["metrics"][claim.metric]  # as recorded: a numpy / torch scalar made a float
+                measured, interval = recorded.value, recorded.interval
+            elif recorded is None:
+                measured = self.metric(claim.metric, measured)  # as recorded: a numpy / torch scalar made a float
             else:
                 measured = _as_number(measured)
             verdicts.append(check_value(claim, measured, interval, stall_share=stall_share))

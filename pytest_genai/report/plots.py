@@ -13,19 +13,17 @@ import functools
 import io
 import json
 import math
-import warnings
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from pytest_genai.atomic import write_bytes_atomic
 from pytest_genai.devices.specs import ridge_point
-from pytest_genai.results.errors import ReportInputError
 from .output import NameAllocator, file_stem
 from .pareto import pareto_front
 from pytest_genai.results.registry import THROUGHPUT_METRICS, MetricInfo
 from pytest_genai.claims import default_metric_info
 from .roofline import ceiling_polyline
-from pytest_genai.results.runs import Record, config_value_label, records_from_benchmarks
+from pytest_genai.results.runs import Record, config_value_label
 from pytest_genai.tables import format_number, format_value, shorten_unique
 from .views import distinguishing_keys, value_key
 
@@ -108,32 +106,18 @@ def _slug(*parts: str) -> str:
     return file_stem(*parts)
 
 
-def _parse(records: Iterable[Any]) -> list[Record]:
-    out: list[Record] = []
-    for rec in records:
-        if isinstance(rec, Record):
-            out.append(rec)
-            continue
-        try:
-            out.extend(records_from_benchmarks([rec], "plots"))
-        except ReportInputError as exc:
-            warnings.warn(f"pytest-genai plots: skipped a benchmark: {exc}", stacklevel=3)
-    return [r for r in out if r.experiment is not None]
-
-
 @_literal_text
-def write_plots(records: Iterable[Any], outdir: str | Path, info: Mapping[str, MetricInfo] | None = None,
+def write_plots(records: Iterable[Record], outdir: str | Path, info: Mapping[str, MetricInfo] | None = None,
                 reserved: Iterable[str] = ()) -> list[Path]:
     """Write every plot the records support into ``outdir``; returns the PNG paths written, each a different file
     directly in ``outdir`` (:func:`.output.file_stem` names, :class:`.output.NameAllocator`), none named as one of
     ``reserved`` (the file names of the command's other outputs there).
 
-    ``records`` are pytest-benchmark "benchmarks" entries (dicts with ``name``, ``fullname`` and
-    ``extra_info["genai"]``) or :class:`~.runs.Record` objects.  Raises :class:`PlotsUnavailable`
-    when matplotlib is missing.
+    ``records``: :class:`~pytest_genai.results.runs.Record` objects (those without the genai object are left
+    out).  Raises :class:`PlotsUnavailable` when matplotlib is missing.
     """
     _matplotlib()
-    recs = _parse(records)
+    recs = [r for r in records if r.experiment is not None]
     if info is None:
         info = default_metric_info()[0]
     out = Path(outdir)

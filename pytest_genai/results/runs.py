@@ -27,6 +27,7 @@ from pytest_genai import SCHEMA  # the version of the JSON contract this package
 from pytest_genai.identity import merge_environment, split_config, split_model
 
 from .errors import ReportInputError
+from .measurement import Measurement
 from .renames import current_names
 
 BENCH_MEDIAN_METRIC = "benchmark_median_s"
@@ -290,11 +291,8 @@ def run_from_json(obj: Any, source: str) -> Run:
 
 def records_from_benchmarks(benchmarks: Iterable[Any], source: str, warnings: list[str] | None = None) -> list[Record]:
     """Turn pytest-benchmark "benchmarks" entries into :class:`Record`; ``warnings`` collects non-fatal problems."""
-    out: list[Record] = []
     sink = warnings if warnings is not None else []
-    for index, bench in enumerate(benchmarks):
-        out.append(_record(bench, source, index, sink))
-    return out
+    return [_record(bench, source, index, sink) for index, bench in enumerate(benchmarks)]
 
 
 def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
@@ -314,22 +312,10 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
     stats = bench.get("stats")
     bench_rounds = _round_list(stats.get("data")) if isinstance(stats, dict) and median is not None else None
     genai = extra.get("genai")
-    if genai is None:
-        metrics = {BENCH_MEDIAN_METRIC: median} if median is not None else {}
-        return Record(
-            name=name,
-            fullname=str(fullname),
-            experiment=None,
-            device=None,
-            model=None,
-            config={},
-            metrics=metrics,
-            sources={k: "measured" for k in metrics},
-            units={k: "s" for k in metrics},
-            param=param if isinstance(param, str) else None,
-            timing=timing,
-            rounds={BENCH_MEDIAN_METRIC: bench_rounds} if bench_rounds else {},
-        )
+    if genai is None:  # a plain pytest-benchmark test: its median round time is its one metric
+        return Record(name=name, fullname=str(fullname), experiment=None, device=None, model=None, config={},
+                      param=param if isinstance(param, str) else None, timing=timing,
+                      **metrics_from_json({"metrics": {}}, where, warnings, median, bench_rounds))
     if not isinstance(genai, dict):
         raise ReportInputError(f"{where}: extra_info.genai is a {type(genai).__name__}, expected an object")
     schema = genai.get("schema")
@@ -360,6 +346,35 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
     split = split_config(config)
     model, model_env = split_model(model)
     environment = merge_environment(split.environment, model_env, recorded_env)
+    measured = metrics_from_json(genai, where, warnings, median, bench_rounds)
+    claims = genai.get("claims") or []
+    if not isinstance(claims, list) or not all(isinstance(c, dict) for c in claims):
+        raise ReportInputError(f"{where}: extra_info.genai.claims must be a list of objects")
+    labels = _strings(genai.get("labels") or {}, f"{where}: extra_info.genai.labels")
+    attachments = genai.get("attachments") or {}
+    if not isinstance(attachments, dict):
+        raise ReportInputError(f"{where}: extra_info.genai.attachments must be an object")
+    return Record(name=name, fullname=str(fullname), experiment=experiment, device=device, model=model,
+                  config=split.identity, claims=tuple(claims), labels=labels, attachments=attachments,
+                  param=param if isinstance(param, str) else None, environment=environment, timing=timing, **measured)
+
+
+def metrics_json(measurements: Mapping[str, Measurement]) -> dict[str, dict[str, Any]]:
+    """The JSON contract's per-metric objects (``metrics``, ``metric_sources``, ``metric_units``, ``metric_rounds``,
+    ``metric_intervals``) of a benchmark's measurements, each with its source and unit resolved: the one writer of
+    what :func:`metrics_from_json` reads."""
+    return {"metrics": {n: m.value for n, m in measurements.items()},
+            "metric_sources": {n: m.source for n, m in measurements.items()},
+            "metric_units": {n: m.unit or "" for n, m in measurements.items()},
+            "metric_rounds": {n: list(m.rounds) for n, m in measurements.items() if m.rounds is not None},
+            "metric_intervals": {n: m.interval.to_json() for n, m in measurements.items() if m.interval is not None}}
+
+
+def metrics_from_json(genai: Mapping[str, Any], where: str, warnings: list[str], median: float | None,
+                      bench_rounds: tuple[float, ...] | None) -> dict[str, Any]:
+    """The :class:`Record` fields (``metrics``, ``sources``, ``units``, ``rounds``, ``intervals``) read from what
+    :func:`metrics_json` wrote, with pytest-benchmark's median round time (and its rounds) as
+    :data:`BENCH_MEDIAN_METRIC` and retired names read as today's."""
     if "metrics" not in genai:
         warnings.append(f"{where}: extra_info.genai has no 'metrics'; only its timing is compared")
     metrics = _numbers(genai.get("metrics") or {}, f"{where}: extra_info.genai.metrics", warnings)
@@ -371,32 +386,9 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
     if median is not None:
         sources.setdefault(BENCH_MEDIAN_METRIC, "measured")
         units.setdefault(BENCH_MEDIAN_METRIC, "s")
-    claims = genai.get("claims") or []
-    if not isinstance(claims, list) or not all(isinstance(c, dict) for c in claims):
-        raise ReportInputError(f"{where}: extra_info.genai.claims must be a list of objects")
-    labels = _strings(genai.get("labels") or {}, f"{where}: extra_info.genai.labels")
-    attachments = genai.get("attachments") or {}
-    if not isinstance(attachments, dict):
-        raise ReportInputError(f"{where}: extra_info.genai.attachments must be an object")
-    return Record(
-        name=name,
-        fullname=str(fullname),
-        experiment=experiment,
-        device=device,
-        model=model,
-        config=split.identity,
-        metrics=metrics,
-        sources=sources,
-        units=units,
-        claims=tuple(claims),
-        labels=labels,
-        attachments=attachments,
-        param=param if isinstance(param, str) else None,
-        environment=environment,
-        timing=timing,
-        rounds=_metric_rounds(genai.get("metric_rounds"), metrics, bench_rounds),
-        intervals=_metric_intervals(genai.get("metric_intervals"), metrics),
-    )
+    return {"metrics": metrics, "sources": sources, "units": units,
+            "rounds": _metric_rounds(genai.get("metric_rounds"), metrics, bench_rounds),
+            "intervals": _metric_intervals(genai.get("metric_intervals"), metrics)}
 
 
 def _round_list(value: Any) -> tuple[float, ...] | None:

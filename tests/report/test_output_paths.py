@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_genai.report import plots
+from pytest_genai.results.runs import records_from_benchmarks
 
 from .runfiles import bench, run_doc
 
@@ -66,7 +67,7 @@ def test_generations_whose_names_slug_alike_get_a_plot_each(tmp_path: Path) -> N
     from .test_plots import dab
 
     recs = [dab(2, 256, 40.0, 90.0, gen=g) for g in ("h100/sxm", "h100 sxm", "h100-sxm")]
-    paths = plots.roofline_plots(plots._parse(recs), tmp_path)
+    paths = plots.roofline_plots(records_from_benchmarks(recs, "x"), tmp_path)
     assert len(paths) == 3 and len(set(paths)) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)
 

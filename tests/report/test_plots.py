@@ -9,7 +9,7 @@ from pytest_genai.devices.specs import get_spec
 from pytest_genai.report import plots
 from pytest_genai.report.plots import quality_series, roofline_figure, write_plots
 from pytest_genai.results.registry import metric_info_from
-from pytest_genai.results.runs import run_from_json
+from pytest_genai.results.runs import records_from_benchmarks, run_from_json
 from pytest_genai.claims import load_metrics
 
 from .runfiles import bench, run_doc
@@ -41,7 +41,7 @@ def records():
 
 def test_each_plot_kind_is_a_nonempty_png(tmp_path: Path) -> None:
     info = metric_info_from(load_metrics())
-    paths = write_plots(records(), tmp_path / "plots", info)
+    paths = write_plots(records_from_benchmarks(records(), "x"), tmp_path / "plots", info)
     names = sorted(p.name for p in paths)
     assert names == sorted([
         "roofline_h100-sxm.png",
@@ -82,7 +82,7 @@ def test_recorded_ceilings_are_drawn_both_measured_and_spec() -> None:
 
 
 def test_runs_without_plottable_metrics_write_nothing(tmp_path: Path) -> None:
-    assert write_plots([bench("t", metrics={"acc": 0.5})], tmp_path, {}) == []
+    assert write_plots(records_from_benchmarks([bench("t", metrics={"acc": 0.5})], "x"), tmp_path, {}) == []
 
 
 # --- labels say what varies; nothing runs off the figure ---------------------------------------------------------
@@ -129,7 +129,7 @@ def _captured_figures(monkeypatch, records, tmp_path):
         return save(fig, path)
 
     monkeypatch.setattr(plots, "_save", keep)
-    write_plots(records, tmp_path, metric_info_from(load_metrics()))
+    write_plots(records_from_benchmarks(records, "x"), tmp_path, metric_info_from(load_metrics()))
     return figures
 
 

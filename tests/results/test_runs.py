@@ -176,3 +176,22 @@ def test_rounds_are_read_where_two_or_more_finite_numbers_were_recorded() -> Non
     plain = {"name": "t", "fullname": "t.py::t", "extra_info": {}, "stats": {"median": 0.5, "data": [0.5, math.nan]}}
     (rec,) = run_from_json({"benchmarks": [plain]}, "x").records
     assert rec.rounds == {}
+
+
+def test_metrics_json_is_what_metrics_from_json_reads_back() -> None:
+    """The recorder's writer and the reader are one pair: each measurement comes back whole."""
+    from pytest_genai.results.measurement import Measurement
+    from pytest_genai.results.runs import metrics_from_json, metrics_json
+    from pytest_genai.stats import median_interval
+
+    iv = median_interval([1.0, 2.0, 3.0])
+    written = metrics_json({"tokens_per_s": Measurement(2.0, "measured", "tokens/s", (1.0, 2.0, 3.0), iv),
+                            "world_size": Measurement(2, "config", "ranks"), "x_modeled": Measurement(1.5, "modeled")})
+    assert written["metric_units"]["x_modeled"] == "" and written["metric_rounds"] == {"tokens_per_s": [1.0, 2.0, 3.0]}
+    warnings: list[str] = []
+    assert metrics_from_json(json.loads(json.dumps(written)), "x", warnings, None, None) == {
+        "metrics": {"tokens_per_s": 2.0, "world_size": 2, "x_modeled": 1.5},
+        "sources": {"tokens_per_s": "measured", "world_size": "config", "x_modeled": "modeled"},
+        "units": {"tokens_per_s": "tokens/s", "world_size": "ranks", "x_modeled": ""},
+        "rounds": {"tokens_per_s": (1.0, 2.0, 3.0)}, "intervals": {"tokens_per_s": (iv.lo, iv.hi)}}
+    assert warnings == []
