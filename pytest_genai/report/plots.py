@@ -20,7 +20,7 @@ from pytest_genai.atomic import write_bytes_atomic
 from pytest_genai.devices.specs import ridge_point
 from .output import NameAllocator, file_stem
 from .pareto import pareto_front
-from pytest_genai.results.registry import THROUGHPUT_METRICS, MetricInfo
+from pytest_genai.results.registry import QUALITY_METRICS, THROUGHPUT_METRICS, MetricInfo
 from pytest_genai.claims import default_metric_info
 from .roofline import ceiling_polyline
 from pytest_genai.results.runs import Record, config_value_label
@@ -29,8 +29,6 @@ from .views import distinguishing_keys, value_key
 
 CATEGORY_PARAMS = ("strategy", "parallelism", "dtype", "precision", "mode", "attention", "flash_attention")
 """Categorical config parameters that get a grouped bar chart of throughput (DDP vs FSDP, fp32 vs bf16...)."""
-QUALITY_METRICS = ("perplexity", "word_perplexity", "bits_per_byte", "ppl_ratio", "acc", "acc_norm")
-"""Quality metrics plotted against ``compression_ratio``."""
 _QUALITY_DIRECTIONS = {"perplexity": "lower", "word_perplexity": "lower", "bits_per_byte": "lower",
                        "ppl_ratio": "lower", "acc": "higher", "acc_norm": "higher"}
 _DTYPE_ALIASES = {"float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16",
