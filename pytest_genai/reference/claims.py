@@ -1,10 +1,7 @@
 """``reference`` claims: a user's run against the vendor's published number for the same configuration.
 
-A :class:`Counterpart` pairs a published row with the suite configuration that is the same workload (its ``where``
-config values, models and device generation). Its claim is a ``reference`` claim: the run's metric must reach the
-published number times the publisher's own acceptance floor (optimum-habana's CI accepts >= 0.95x of its baseline's
-samples/s; a source that states no tolerance gets 1.0, the number itself). It is judged by
-:func:`pytest_genai.claims.check.check_value`, as every claim is, and never fails a test.
+A :class:`Counterpart` pairs a published row with the suite configuration that is the same workload; its claim asks
+the run's metric to reach the published number times the publisher's own acceptance floor, and never fails a test.
 """
 from __future__ import annotations
 
@@ -73,9 +70,7 @@ class Counterpart:
 
 
 def counterparts(rows: Iterable[ReferenceRow]) -> list[Counterpart]:
-    """The rows whose batch per card and precision are stated, as counterparts of the suite's ``finetune`` config
-    (``micro_batch``, ``precision`` as :data:`SUITE_PRECISION` names it, ``world_size``, and ``seq_len`` where
-    stated; a LoRA task's rank where stated); rows with either unstated have no configuration to compare with."""
+    """The ``finetune`` rows whose batch per card and precision are stated, as counterparts of the suite's config."""
     out = []
     for row in rows:
         s = row.settings
@@ -93,9 +88,8 @@ def counterparts(rows: Iterable[ReferenceRow]) -> list[Counterpart]:
 
 
 def check_record(record: Any, counterpart: Counterpart, stall_share: float | None = None) -> Verdict | None:
-    """The reference verdict of one run record (:class:`pytest_genai.results.runs.Record`), or None where the
-    counterpart does not apply to it (another device, model or configuration). ``stall_share``: the CPU contention
-    measured over the test (a session's own run), which makes a timing verdict inconclusive as for every claim."""
+    """The reference verdict of one run record, or None where the counterpart does not apply to it.
+    ``stall_share``: the test's CPU contention, as :func:`~pytest_genai.claims.check.check_value` takes it."""
     claim = counterpart.claim()
     device = record.device
     ok, _why = claim.applies_to(device_kind=device.kind if device else None,
