@@ -154,16 +154,6 @@ def parse_bool(text: str) -> bool:
     raise ValueError(f"{text!r} is not a yes/no value; use yes or no")
 
 
-def parse_positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise ValueError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise ValueError(f"{text!r} must be positive")
-    return value
-
-
 SCALES = ("tiny", "small", "full")
 
 
