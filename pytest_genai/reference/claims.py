@@ -20,8 +20,7 @@ FLOORS = {
                              "TIME_PERF_FACTOR = 1.05 (tests/test_examples.py)"),
 }
 NO_FLOOR = (1.0, "the source states no tolerance: the published number itself")
-#: A published precision -> the suite config's ``precision`` that computes the same way: ``--bf16`` trains under bf16
-#: autocast (the suite's ``amp``); any other name is matched as written.
+#: A published precision -> the suite's ``precision`` that computes the same way (``--bf16`` is bf16 autocast).
 SUITE_PRECISION = {"bf16": "amp"}
 #: Published tasks that train LoRA adapters: their counterpart must be a LoRA run of the stated rank.
 LORA_TASKS = ("run_lora_clm",)

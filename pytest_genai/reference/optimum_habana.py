@@ -90,10 +90,8 @@ def read_settings(config: Mapping[str, Any], generation_key: str, distribution: 
 
 def read_baselines(text: str, provenance: Provenance,
                    configs: Mapping[str, tuple[Mapping[str, Any], Provenance]] | None = None) -> list[ReferenceRow]:
-    """Every (test, generation) of a baselines file as a :class:`ReferenceRow`.
-
-    ``configs``: model file stem (``llama_7b``) -> (its parsed config, where it was published), for the settings.
-    """
+    """Every (test, generation) of a baselines file as a :class:`ReferenceRow`; ``configs``: model file stem
+    (``llama_7b``) -> (its parsed config, where it was published), for the settings."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
