@@ -1,20 +1,10 @@
 """Confidence intervals for timing verdicts: pure functions, no numpy or scipy needed.
 
-A timing claim is judged on an interval, not on one number: ``pass`` or ``fail`` only when the whole interval
-clears the bound (see :func:`pytest_genai.claims.check.check_value`), ``inconclusive`` otherwise. Two designs:
-
-* :func:`median_interval` — paired, interleaved rounds: each round measures both sides of a ratio back to back,
-  so the per-round ratio cancels slow drifts of machine load. The interval is the distribution-free order-statistic
-  interval for the median (binomial, exact): ``[x(k), x(n+1-k)]`` of the sorted values, with the largest ``k``
-  whose coverage is at least ``level``. Too few rounds for ``level`` give ``[min, max]`` and say their real
-  coverage (5 rounds: 0.9375).
-* :func:`bootstrap_ratio_interval` — two unpaired samples (e.g. the step times of two separate runs): percentile
-  bootstrap of the ratio of their medians, seeded so a run's verdict is reproducible from its JSON.
-* :func:`hierarchical_ratio_interval` — each side measured in several separate jobs (e.g. interleaved launches of
-  two programs): a two-stage bootstrap (jobs, then the values within each job) of the ratio of the sides' mean
-  job medians, so the spread between jobs of one side widens the interval as the spread within a job does.
-* :func:`bootstrap_medians_interval` — a statistic over several subtasks' medians (a load imbalance over per-layer
-  medians): each subtask's rounds are redrawn independently.
+* :func:`median_interval` — paired, interleaved rounds (the per-round ratio cancels slow drifts of machine load);
+* :func:`bootstrap_ratio_interval` — two unpaired samples, seeded so a verdict is reproducible from its JSON;
+* :func:`hierarchical_ratio_interval` — each side measured in several separate jobs;
+* :func:`bootstrap_medians_interval` — a statistic over several subtasks' medians;
+* :func:`paired_drop_interval` — a paired accuracy drop; :func:`run_spread_interval` — a baseline of several runs.
 """
 from __future__ import annotations
 
@@ -68,7 +58,8 @@ def median_coverage(n: int, k: int) -> float:
 
 
 def median_interval(values: Sequence[float], level: float = LEVEL) -> Interval:
-    """The order-statistic confidence interval of the median of ``values`` (one value per round)."""
+    """The order-statistic interval ``[x(k), x(n+1-k)]`` of the median of ``values`` (one per round), with the largest
+    ``k`` whose coverage reaches ``level``; too few rounds give ``[min, max]`` at their real coverage."""
     xs = sorted(_finite(values, "median_interval"))
     n = len(xs)
     if n < 2:
@@ -91,10 +82,8 @@ def bootstrap_ratio_interval(num: Sequence[float], den: Sequence[float], level: 
                              resamples: int = 2000, seed: int = 0) -> Interval:
     """Percentile bootstrap interval of ``median(num) / median(den)`` for two unpaired samples.
 
-    Its level is the one asked for, capped at the coverage of the smaller side's ``[min, max]`` for its median
-    (``1 - 2^(1-n)``: 50% at 2 values, 88% at 4), which bounds what a bootstrap of so few values can cover (it never
-    leaves that range): with fewer than 5 values a side the level falls under ``MIN_LEVEL`` and the verdict reads
-    inconclusive, as a median of 2-4 rounds does (simulated: two values a side covered 66% while claiming 95%)."""
+    Its level is capped at the coverage of the smaller side's ``[min, max]`` for its median (``1 - 2^(1-n)``), which
+    bounds what a bootstrap of so few values can cover."""
     a, b = _finite(num, "bootstrap numerator"), _finite(den, "bootstrap denominator")
     if len(a) < 2 or len(b) < 2:
         raise ValueError(f"bootstrap_ratio_interval needs at least 2 values per side, got {len(a)} and {len(b)}")
@@ -114,11 +103,8 @@ def hierarchical_ratio_interval(num_groups: Sequence[Sequence[float]], den_group
                                 level: float = LEVEL, resamples: int = 2000, seed: int = 0) -> Interval:
     """Percentile interval of ``mean(job medians of num) / mean(job medians of den)``, each side a list of jobs.
 
-    Two-stage bootstrap, seeded: each resample draws each side's jobs with replacement, then each drawn job's
-    values with replacement, and takes the medians of those. A load change between jobs (which a bootstrap over
-    one job's values cannot see) shows as a spread of job medians and widens the interval. Its level is capped as
-    :func:`bootstrap_ratio_interval`'s, by the side with fewer *jobs*: resampling 2 jobs stays between their two
-    medians, which miss the jobs' own middle half the time (simulated: 75% coverage while it claimed 95%)."""
+    Two-stage bootstrap, seeded: jobs with replacement, then each drawn job's values, so a load change between jobs
+    widens the interval. Its level is capped as :func:`bootstrap_ratio_interval`'s, by the side with fewer jobs."""
     sides = []
     for what, groups in (("numerator", num_groups), ("denominator", den_groups)):
         jobs = [_finite(g, f"hierarchical bootstrap {what}") for g in groups]
@@ -147,12 +133,8 @@ def bootstrap_medians_interval(groups: Sequence[Sequence[float]], statistic: Cal
     """Percentile bootstrap interval of ``statistic([median(g) for g in groups])``, each group its own sample,
     redrawn with replacement in every resample; it always includes the statistic's own value.
 
-    For statistics over several timed subtasks (a load imbalance over per-layer medians): the value recorded is the
-    statistic of the medians, and this is its interval. For mean/max it is conservative: the max of redrawn medians
-    only grows, so the interval reaches further below the value than above it, and reads inconclusive rather than
-    pass. That is kept on purpose: Efron's bias correction (tried) collapsed a layer slow in 3 of its 7 rounds to
-    [0.995, 1], hiding the spell instead of widening for it. The level is capped as
-    :func:`bootstrap_ratio_interval`'s, by the smallest group (``1 - 2^(1-n)``)."""
+    Conservative for a max on purpose: a bias correction would hide a slow spell instead of widening for it. The
+    level is capped as :func:`bootstrap_ratio_interval`'s, by the smallest group."""
     samples = [_finite(g, f"bootstrap group #{i}") for i, g in enumerate(groups)]
     if not samples or min(len(g) for g in samples) < 2:
         raise ValueError(f"bootstrap_medians_interval needs at least one group of at least 2 values per group, "
@@ -237,9 +219,8 @@ def paired_drop_interval(to_wrong: int, to_right: int, n: int, level: float = LE
     The drop is ``pi * (2 theta - 1)`` with ``pi`` the share of discordant examples and ``theta`` the share of them
     that turned wrong. ``theta`` gets the exact binomial (McNemar) interval on the discordant pairs, ``pi`` the exact
     interval over all ``n``, each at ``1 - (1 - level) / 2`` so both hold together with at least ``level`` (Bonferroni);
-    the drop's interval is the range of ``pi * (2 theta - 1)`` over that box. Conservative and exact: with few
-    examples it is wide (40 examples, 3 flips to wrong: [-0.12, 0.23]), so a 2-point bound is inconclusive there;
-    with no discordant pair it is ``[-pi_hi, pi_hi]``. The method text names McNemar's exact p-value.
+    the drop's interval is the range of ``pi * (2 theta - 1)`` over that box: conservative and exact, and
+    ``[-pi_hi, pi_hi]`` with no discordant pair. The method text names McNemar's exact p-value.
     """
     if n < 1 or to_wrong < 0 or to_right < 0 or to_wrong + to_right > n:
         raise ValueError(f"paired_drop_interval: need 0 <= to_wrong + to_right <= n and n >= 1, got "
@@ -296,8 +277,7 @@ def _t_pdf(x: float, df: int) -> float:
 
 @functools.lru_cache(maxsize=64)  # one per (level, run count): the gate asks the same for every metric
 def t_quantile(p: float, df: int) -> float:
-    """The ``p`` quantile (0.5 < p < 1) of Student's t with ``df`` degrees of freedom: bisection on its CDF, the
-    density integrated by Simpson's rule (t(0.975, 4) = 2.776, t(0.975, 1) = 12.71, as the tables give)."""
+    """The ``p`` quantile (0.5 < p < 1) of Student's t with ``df`` degrees of freedom (bisection on a Simpson CDF)."""
     if not 0.5 < p < 1 or df < 1:
         raise ValueError(f"t_quantile needs 0.5 < p < 1 and df >= 1, got p={p}, df={df}")
 
@@ -316,14 +296,11 @@ def t_quantile(p: float, df: int) -> float:
 
 def run_spread_interval(current: Sequence[float], baseline_runs: Sequence[Sequence[float]],
                         level: float = LEVEL) -> Interval:
-    """Prediction interval of ``median(current) / baseline`` when the baseline is ``N`` separate runs (each a list of
-    its rounds, or its one value) and the current side one more run: rounds inside one run understate the variance
-    between runs (another node, boot, thermal state), so the ratio is judged against the spread of the runs' medians.
+    """Prediction interval of ``median(current) / baseline`` when the baseline is ``N >= 2`` separate runs (each a list
+    of its rounds, or its one value): rounds inside one run understate the variance between runs.
 
-    On the log scale, with ``m_j`` the baseline runs' medians and ``s`` their sample standard deviation:
-    ``log median(current) - mean(log m_j) +- t(1 - (1 - level)/2, N - 1) * s * sqrt(1 + 1/N)``, the Student-t
-    prediction interval for one more run (the new run's own run-to-run noise is that of the baseline's runs, the
-    baseline mean's is ``s / sqrt(N)``). It needs two runs or more; two give ``t = 12.7``: wide, as it should be."""
+    On the log scale, with ``m_j`` the runs' medians and ``s`` their standard deviation:
+    ``log median(current) - mean(log m_j) +- t(1 - (1 - level)/2, N - 1) * s * sqrt(1 + 1/N)``."""
     runs = [_finite(r, "run_spread_interval baseline run") for r in baseline_runs]
     cur = _finite(current, "run_spread_interval current")
     if len(runs) < 2 or any(not r for r in runs) or not cur:

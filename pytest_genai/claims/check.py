@@ -1,12 +1,7 @@
 """Checking a measured value against a claim: a pure function returning a :class:`Verdict`.
 
-A deterministic number (perplexity, a compression ratio) is judged on its value. A number derived from measured
-times (``Claim.timing``) is judged on a confidence interval over rounds (:mod:`pytest_genai.stats`): ``pass``
-when the whole interval lies within the bounds, ``fail`` when it lies wholly outside, ``inconclusive`` when noise
-could put it on either side — or when only one value was measured, which says nothing about noise, or too few rounds
-for the interval to cover the value with at least :data:`MIN_LEVEL` confidence, or when the value itself lies on the
-other side of a bound than its interval (the two then come from different statistics, and either verdict would
-contradict one of them).
+A deterministic number is judged on its value; a timing number (``Claim.timing``) on a confidence interval over
+rounds: ``pass`` inside the bounds, ``fail`` wholly outside, ``inconclusive`` when noise could put it on either side.
 """
 from __future__ import annotations
 
@@ -19,14 +14,9 @@ from pytest_genai.stats import Interval
 
 PASS, FAIL, INCONCLUSIVE, NOT_APPLICABLE = "pass", "fail", "inconclusive", "not_applicable"
 VERDICTS = (PASS, FAIL, INCONCLUSIVE, NOT_APPLICABLE)
-#: Above this share of the test with a task waiting for a CPU (:mod:`pytest_genai.runtime.pressure`), a timing
-#: claim whose interval would decide it (pass or fail) reads ``inconclusive``: the interval covers noise between
-#: rounds, not a load that shifts every round alike (and can as well favour one side of a ratio as the other). Measured on 2 vCPUs (2026-12-01), the benchmarks with
-#: timing claims read 0.00-0.20 idle (the most: ZeRO-3's extra threads) and 0.47-0.87 beside two CPU burners.
+#: Past this CPU-stall share a timing verdict reads inconclusive: the interval covers noise between rounds, not a load.
 CONTENDED_SHARE = 0.3
-#: An interval that covers the true value less often than this decides nothing: the order-statistic interval of the
-#: median spans every round up to 4 rounds, at 50% (2 rounds), 75% (3) or 88% (4) coverage, so two rounds that both
-#: land on one side of a bound (even odds) would otherwise pass or fail it. 5 rounds give 94%.
+#: An interval with lower coverage decides nothing (the median's interval reaches 94% only from 5 rounds).
 MIN_LEVEL = 0.9
 
 
@@ -70,8 +60,7 @@ def check_value(claim: Claim, measured: float, interval: Interval | None = None,
                 stall_share: float | None = None) -> Verdict:
     """Compare ``measured`` (and, for timing claims, its ``interval``) with the claim's inclusive bounds.
 
-    ``stall_share``: how much of the measurement a task waited for a CPU (None: unknown). A timing claim that would
-    pass or fail on a machine contended past :data:`CONTENDED_SHARE` reads ``inconclusive`` and says why.
+    ``stall_share``: the share of the measurement a task waited for a CPU (None: unknown).
     """
     def verdict(kind: str, message: str) -> Verdict:
         value = float(measured) if isinstance(measured, (int, float)) and not isinstance(measured, bool) else None
@@ -94,8 +83,7 @@ def check_value(claim: Claim, measured: float, interval: Interval | None = None,
                                          f"wide a net to judge {claim.bound_text()}; record 5 rounds or more")
         point_out = _outside(claim, measured)
         if decides and (point_out and point_out[0]) != (lo_out and lo_out[0]):
-            # the recorded value and its interval come from different statistics (e.g. a mean ratio and a median
-            # ratio's interval) and disagree about the bound: a verdict either way would contradict one of them
+            # value and interval come from different statistics: either verdict would contradict one of them
             where = f"{shown} {point_out}" if point_out else f"{shown} within {claim.bound_text()}"
             return verdict(INCONCLUSIVE, f"{span}: the value ({where}) and its interval disagree about "
                                          f"{claim.bound_text()}; record the value of the statistic the interval is "

@@ -1,13 +1,8 @@
-"""Which benchmark checks which claim, on which device kinds: read from the benchmarks' ``claims`` markers.
-
-Every benchmark that checks claims declares them, with the device kinds it can check them on::
+"""Which benchmark checks which claim, on which device kinds, read from the ``claims`` markers::
 
     @pytest.mark.claims("B2.cpu_dp_weak_scaling", kinds=("cpu",))
 
-``genai.check`` refuses an id its test did not declare, so the markers are the truth about coverage. A claim is
-*dead* when no benchmark declares it on a kind its devices belong to (and it is no generation claim, which
-``pytest-genai gate`` checks): :func:`dead_claims`. :func:`collect` reads the markers by collecting a benchmarks
-folder in a child pytest (``python -m pytest_genai.claims.coverage DIR`` prints them as JSON).
+``genai.check`` refuses an undeclared id, so the markers are the truth about coverage.
 """
 from __future__ import annotations
 
@@ -26,8 +21,6 @@ GATE = "pytest-genai gate"
 
 @dataclasses.dataclass(frozen=True)
 class Checker:
-    """One benchmark function that declares a claim, and the device kinds it checks it on."""
-
     test: str  # "benchmarks/test_x.py::test_name" (parametrization stripped)
     kinds: tuple[str, ...]
 

@@ -1,23 +1,11 @@
 """Claims and metric definitions as data: loading and validating the TOML files in ``claims/data``.
 
 * ``metrics_*.toml`` — ``[[metric]]`` tables: ``name``, ``unit``, ``direction`` (higher | lower | none),
-  ``description``, and ``timing = true`` for a number derived from measured times (its claims are judged on an
-  interval over rounds, never on one value), and ``machine_normalized = true`` for a timing ratio over a reference
-  kernel timed beside the step (:mod:`pytest_genai.runtime.reference`): between runs on one device, the gate counts
-  the benchmark's raw speed regressions only where it agrees; ``measured_inputs = true`` for a modeled number computed
-  from measured times (a modeled byte count over a measured time): noise moves it, so the gate never compares it as
-  an exact, deterministic value; ``numerator = "achieved_tflops"`` for a metric that is that metric over a peak the
-  run may have measured itself (MFU on a CPU): between runs the gate counts its regression only where the
-  numerator's row reads regressed too; ``contention_free = true`` for a statistic that CPU contention does not move
-  (an instruction count, :mod:`pytest_genai.runtime.instructions`): the gate's pressure rule does not hold it back.
-* ``paper_*.toml`` — one file per paper: ``paper`` and ``title`` at the top, then ``[[claim]]`` tables. Every claim
-  has a ``basis``: ``paper`` (a number or statement of the paper), ``target`` (a goal of this project) or
-  ``physics`` (a check any correct measurement must pass) or ``reference`` (a vendor's published measurement of the
-  same configuration: :mod:`pytest_genai.reference`). Only ``paper`` claims are attributed to the paper; ``target``
-  and ``reference`` claims are reported with their verdicts and never fail a test.
-  ``timing = true`` on a claim marks its measurement as timed where the metric is shared with untimed sources (a
-  load imbalance timed per layer here, read from a compiler's report there): judged as a timing claim, on an
-  interval, with the contended-machine rule.
+  ``description`` and the flags of :class:`MetricDef`.
+* ``paper_*.toml`` — one file per paper: ``paper`` and ``title``, then ``[[claim]]`` tables, each with a ``basis``:
+  ``paper``, ``target`` (our goal), ``physics`` (any correct measurement passes) or ``reference`` (a vendor's
+  published number). Only ``paper`` claims are attributed to the paper; ``target`` and ``reference`` never fail a
+  test. ``timing = true`` on a claim marks a shared metric as timed here.
 
 Every loading error names the file, the claim (or metric) and the field.
 """
@@ -37,13 +25,9 @@ CLAIM_KINDS = ("value", "generation")
 BASES = ("paper", "target", "physics", "reference")
 #: Bases whose missed claims are reported, never a failed test: our own goals and vendors' published numbers.
 REPORT_ONLY_BASES = ("target", "reference")
+#: Where a number comes from; ``reference`` only in runs ``pytest-genai reference runs`` writes.
 SOURCES = ("measured", "modeled", "spec", "config", "reference")
-#: The experiments benchmarks record (``genai.start(experiment=...)``); a claim's ``experiment`` must be one of them.
-EXPERIMENTS = NAMES  # pytest_genai/experiments.py, the one table of experiments
-"""measured: from this run; modeled: computed from a model (the name says so); spec: a published datasheet number
-(the name ends in ``_spec``); config: a value the run was configured with (a budget, a world size); reference: a
-vendor's published measurement, in the runs ``pytest-genai reference runs`` writes (a session's benchmark measures,
-so its recorder refuses this source)."""
+EXPERIMENTS = NAMES  # a claim's ``experiment`` must be one of them
 BASIS_WORDS = {"target": "project target, not a paper claim", "physics": "physics check, not a paper claim",
                "reference": "a vendor's published measurement, not a paper claim"}
 
@@ -60,21 +44,14 @@ class MetricDef:
     description: str = ""
     timing: bool = False
     source: str | None = None  # fixed source kind (spec, modeled, config, measured); None: decided per recording
-    max_regression: float | None = None  # the gate's default threshold (fraction): a quality metric's own
-    # The step's time over a reference kernel's, timed in the same rounds: a slow spell of the machine slows both, so
-    # between runs on one device the gate counts a raw speed regression only where this agrees.
+    max_regression: float | None = None  # the gate's default threshold (fraction)
+    # a timing ratio over a reference kernel: the gate counts a raw speed regression only where this agrees
     machine_normalized: bool = False
-    # A modeled number computed from measured times or ceilings (modeled bytes over a measured time): run-to-run noise
-    # moves it, so the gate compares it as a measurement, never as an exact deterministic value.
-    measured_inputs: bool = False
-    # The metric is this other metric over a peak (MFU: achieved TFLOP/s over the device's peak). Where the peak is
-    # measured by each session (the CPU's), it moves between runs of the same code, so the gate counts a regression
-    # of this metric only where the numerator's row reads regressed too.
+    measured_inputs: bool = False  # modeled from measured times: noisy, never compared as exact
+    # this metric over a peak (MFU): a regression counts only where the numerator's row regressed too
     numerator: str | None = None
-    # Recorded only where the machine can measure it (energy needs a meter): absent on one side is listed, not failed.
-    optional: bool = False
-    # A statistic that CPU contention does not move (an instruction count): the gate's pressure rule does not hold it.
-    contention_free: bool = False
+    optional: bool = False  # recorded only where the machine can measure it: absent is listed, not failed
+    contention_free: bool = False  # an instruction count: the gate's pressure rule does not hold it back
 
     @property
     def higher_is_better(self) -> bool | None:
@@ -144,11 +121,7 @@ class Claim:
         return True, ""
 
     def matches_generations(self, baseline: str, current: str) -> bool:
-        """For generation claims: does the pair (baseline → current) match?
-
-        A claim's generation matches itself and its variants: ``a100`` matches ``a100-sxm4-80gb``; ``gaudi`` does
-        not match ``gaudi2``.
-        """
+        """For generation claims: does baseline → current match (``a100`` matches ``a100-sxm4-80gb``, not ``a1000``)?"""
         def same(generation: str, wanted: str | None) -> bool:
             return bool(wanted) and (generation == wanted or generation.startswith(f"{wanted}-"))
 
@@ -160,8 +133,7 @@ def _fmt(x: float) -> str:
 
 
 def where_matches(required: Any, have: Any) -> bool:
-    """A ``where`` value is a required value, or a range table ``{ min = 2 }`` / ``{ max = 8 }`` (inclusive) that a
-    recorded number must lie in (a world size of at least 2 ranks)."""
+    """A ``where`` value is a required value, or an inclusive range table ``{ min = 2 }`` / ``{ max = 8 }``."""
     if not isinstance(required, dict):
         return have == required
     if isinstance(have, bool) or not isinstance(have, (int, float)):
@@ -179,7 +151,6 @@ def where_text(key: str, required: Any) -> str:
 
 
 def _check_where_ranges(where_cfg: Mapping[str, Any], where: str) -> None:
-    """A range table in ``where`` holds only ``min`` and/or ``max``, finite numbers."""
     for key, required in where_cfg.items():
         if not isinstance(required, dict):
             continue
@@ -374,37 +345,19 @@ def parse_claims(data: Mapping[str, Any], file: str, metrics: Mapping[str, Metri
             raise ClaimsError(f"{where}: field 'paper_value' ({paper_value:g}) is outside the claim's own bounds "
                               f"[{'' if lo is None else f'{lo:g}'}, {'' if hi is None else f'{hi:g}'}]: the paper's "
                               "number would fail its own claim; check the bounds or the value")
-        claims.append(
-            Claim(
-                id=cid,
-                paper=paper,
-                section=section,
-                metric=metric_name,
-                unit=unit,
-                direction=metric.direction,
-                min=lo,
-                max=hi,
-                paper_value=paper_value,
-                paper_text=str(entry.get("paper_text", "")),
-                devices=_str_tuple(entry.get("devices"), where, "devices"),
-                models=_str_tuple(entry.get("models"), where, "models"),
-                experiment=entry.get("experiment"),
-                where=dict(where_cfg),
-                kind=kind,
-                from_generation=entry.get("from_generation"),
-                to_generation=entry.get("to_generation"),
-                note=str(entry.get("note", "")),
-                file=file,
-                basis=basis,
-                timing=timing,
-            )
-        )
+        claims.append(Claim(
+            id=cid, paper=paper, section=section, metric=metric_name, unit=unit, direction=metric.direction,
+            min=lo, max=hi, paper_value=paper_value, paper_text=str(entry.get("paper_text", "")),
+            devices=_str_tuple(entry.get("devices"), where, "devices"),
+            models=_str_tuple(entry.get("models"), where, "models"), experiment=entry.get("experiment"),
+            where=dict(where_cfg), kind=kind, from_generation=entry.get("from_generation"),
+            to_generation=entry.get("to_generation"), note=str(entry.get("note", "")), file=file, basis=basis,
+            timing=timing))
     return claims
 
 
 def _check_where_keys(where_cfg: Mapping[str, Any], experiment: str | None, where: str) -> None:
-    """A ``where`` key must be a config key the experiment's benchmarks record (``config_keys`` in
-    pytest_genai/experiments.py), so a misspelled key fails loading instead of never applying."""
+    # a misspelled key fails loading instead of never applying
     from pytest_genai import experiments
 
     rows = [experiments.get(experiment)] if experiment else list(experiments.EXPERIMENTS)
@@ -416,8 +369,6 @@ def _check_where_keys(where_cfg: Mapping[str, Any], experiment: str | None, wher
 
 
 def _check_generation(value: Any, where: str, field: str) -> None:
-    """A generation claim's ``from_generation`` / ``to_generation`` names a generation of the spec table or a family
-    of them (``a100`` for ``a100-sxm4-80gb``, as :meth:`Claim.matches_generations` matches): ``h10O`` never applied."""
     if value is None:
         return
     from pytest_genai.devices.specs import load_specs
@@ -429,7 +380,6 @@ def _check_generation(value: Any, where: str, field: str) -> None:
 
 
 def _check_devices(devices: tuple[str, ...], where: str) -> None:
-    """Every name in a claim's ``devices`` is a device kind or a generation of the spec table."""
     if not devices:
         return
     from pytest_genai.devices.device import KINDS
@@ -443,8 +393,7 @@ def _check_devices(devices: tuple[str, ...], where: str) -> None:
 
 
 def _toml_text(entry: Any) -> str:
-    """A claims file's text: UTF-8, a BOM dropped (it was refused); UTF-16 or other bytes a :class:`ClaimsError`
-    naming the file (a UnicodeDecodeError named none)."""
+    """A claims file's text as UTF-8 (BOM dropped); anything else a :class:`ClaimsError` naming the file."""
     data = entry.read_bytes()
     try:
         if data.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -492,8 +441,7 @@ def load_claims(directory: str | Path | None = None) -> list[Claim]:
 
 def default_metric_info() -> tuple[dict[str, Any], str | None]:
     """The suite's registry as :class:`~pytest_genai.results.registry.MetricInfo`, and a warning when it could not
-    be loaded: then only the built-in metrics are known, every other one is shown without a direction and never
-    gated."""
+    be loaded (then only the built-in metrics are known)."""
     from pytest_genai.results.registry import BUILTIN_METRICS, metric_info_from
 
     try:
@@ -504,8 +452,8 @@ def default_metric_info() -> tuple[dict[str, Any], str | None]:
 
 
 def claims_by_id(load: Any = None) -> tuple[dict[str, Claim], str | None]:
-    """Every claim by id (from ``load()``, default the packaged data), and a warning in place of a crash when the
-    claims data cannot be loaded: a report still shows its run."""
+    """Every claim by id (from ``load()``, default the packaged data), and a warning instead of a crash when the
+    claims data cannot be loaded."""
     try:
         return (dict(load()) if load is not None else {c.id: c for c in load_claims()}), None
     except Exception as exc:  # malformed or missing claims data

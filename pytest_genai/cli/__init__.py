@@ -52,8 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def quiet_stdout() -> None:
-    """Point stdout at /dev/null after its reader went away, so the flush at exit raises no second BrokenPipeError
-    ("Exception ignored ... Broken pipe" on stderr)."""
+    """Point stdout at /dev/null after its reader went away, so the flush at exit raises no second BrokenPipeError."""
     import os
 
     try:

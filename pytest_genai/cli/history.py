@@ -1,8 +1,5 @@
-"""``pytest-genai history METRIC``: one metric's values across the stored runs, as a table (md, csv or json) and a
-trend plot (one line per device generation, the bounds of the claims judged on the metric shaded), with the change
-points of each line (:mod:`.changes`: the run where it shifted, the step and its p-value) listed and marked on the
-plot. ``--changes`` prints only the change points and exits 1 when one of them is a step in the metric's bad
-direction (any step, for a metric without a direction), so CI can fail on it."""
+"""``pytest-genai history METRIC``: one metric's values across the stored runs as a table and a trend plot, with each
+line's change points. ``--changes`` prints only those and exits 1 on a step in the metric's bad direction."""
 from __future__ import annotations
 
 import argparse
@@ -48,8 +45,7 @@ def _pvalue(text: str) -> float:
 
 
 def default_plot(metric: str) -> str:
-    """Where ``history METRIC`` writes its plot without ``--plot``: ``history-<metric>.png`` in the working folder,
-    the name slugged and capped (:func:`pytest_genai.report.output.file_stem`)."""
+    """``history-<metric>.png`` in the working folder, the name slugged and capped: the plot without ``--plot``."""
     from pytest_genai.report.output import file_stem
 
     return f"history-{file_stem(metric)}.png"
@@ -97,9 +93,8 @@ def line_points(points: Sequence[Point]) -> dict[str, list[Point]]:
 
 
 def lines(points: Sequence[Point]) -> dict[str, list[tuple[Any, float]]]:
-    """Points per line: one line per (generation, benchmark, model, config), labelled by the generation alone when
-    one benchmark matches, by generation and config when several do, and by the benchmark (and model) where two
-    lines would otherwise share a label (benchmarks of one parameter id, ``cpu``, are not one series)."""
+    """``(time, value)`` per line, one line per (generation, benchmark, model, config), labelled as briefly as keeps
+    the labels distinct."""
     several = len({(p.benchmark, p.model) for p in points}) > 1
     labels = _labels(points, several)
     out: dict[str, list[tuple[Any, float]]] = {}
@@ -147,10 +142,8 @@ def _history(args: argparse.Namespace) -> int:
     url = normalize_url(args.store) if args.store else default_url()
     from pytest_genai.report.output import check_distinct, check_outputs, file_stem
 
-    # the default plot's name from the metric's, slugged and capped: never a path ('tokens_per_s../../x' wrote above
-    # the working folder), never a name too long for the file system
     plot = None if args.no_plot or (args.changes and not args.plot) else (args.plot or default_plot(args.metric))
-    # neither the table nor the plot may replace the store, nor one of them the other (-o X --plot X kept one)
+    # neither the table nor the plot may replace the store, nor one of them the other
     store_file = [url[len("sqlite:///"):]] if is_sqlite(url) and url.startswith("sqlite:///") else []
     check_outputs(args.output, store_file, example=f"history-{file_stem(args.metric)}.{args.format}")
     if plot is not None:
@@ -177,7 +170,7 @@ def _history(args: argparse.Namespace) -> int:
     else:
         table = make_table(COLUMNS, [[c if c is not None else "—" for c in r] for r in _rows(points)],
                            [False] * 6 + [True, False, False, True])
-        # the metric's name and the store's come from the user and the runs: text in the heading, never Markdown
+        # user-given names: text in the heading, never Markdown
         text = (f"## pytest-genai history: {md_inline(one_line(args.metric))}\n\nstore: {md_inline(one_line(shown))} · "
                 f"{len(points)} value(s) in "
                 f"{len({p.run_id for p in points})} run(s)\n\n" + table.to_markdown() + "\n\n"

@@ -1,10 +1,6 @@
 """``pytest-genai reference``: published reference measurements as rows, runs, generation claims and verdicts.
 
-``list``: the published rows (identity, settings, unstated settings, provenance). ``runs DIR``: one run file per
-device generation, for ``compare``, ``gate``, ``report`` and ``store add``. ``generations``: the papers' generation
-claims judged on those runs. ``check RUN.json``: the reference verdicts of a user's run (never a failure: exit 0).
-``plot RUN.json... -o PNG``: those runs' values beside the published numbers on one plot.
-``fetch SOURCE FILE``: the newest online copy of a source, read with ``--file``. Exit 2 on bad input.
+Each subcommand's help says what it does; ``check`` never fails a run (exit 0), bad input exits 2.
 """
 from __future__ import annotations
 

@@ -1,16 +1,7 @@
 """``pytest-genai report | compare | gate``: argparse front-ends returning exit codes.
 
-Exit codes (:mod:`.errors`): 0 fine / no regression, 1 regression, failed generation claim or
-baseline benchmark missing from the current run (gate), 3 (gate) a change past its threshold left undecided, 2 bad input — an unreadable or
-invalid file, a run with two benchmarks that cannot be told apart, a malformed or unknown
-threshold, an output path that is an input, or nothing to compare.  Every expected failure
-is one readable message on stderr, never a traceback.
-
-``compare`` and ``gate`` print a short summary (regressions, improvements past their
-threshold, inconclusive rows, unmatched benchmarks, counts); ``--all`` adds the row of every metric.
-A metric whose rounds both runs kept is judged by the gate's rule (:mod:`.decision`, :mod:`.compare`); a row it
-cannot decide is ``inconclusive``: within the threshold the gate lists it and exits 0, past it the row is undecided and
-the gate exits 3 (``--allow-undecided``: 0); ``--strict-inconclusive`` makes every such row a failure (exit 1).
+Exit codes (:mod:`pytest_genai.results.errors`): 0 no regression, 1 regression (gate), 3 a change past its threshold
+left undecided (gate), 2 bad input; every expected failure is one message on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -34,9 +25,7 @@ _SUFFIX_FORMATS = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "htm
 
 def run_command(build: Callable[[], argparse.ArgumentParser], body: Callable[[argparse.Namespace], int],
                 argv: Sequence[str] | None) -> int:
-    """Parse ``argv`` with ``build()``'s parser and run ``body``: every expected failure (bad input, an unwritable
-    output, a store that cannot be used) is one line on stderr and exit code 2. Shared by the report, compare, gate,
-    store and history commands."""
+    """Parse ``argv`` with ``build()``'s parser and run ``body``; every expected failure is one line on stderr, exit 2."""
     parser = build()
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)
@@ -99,9 +88,7 @@ def _thresholds(text: str | None, run_noise: str | None = None) -> Thresholds:
 
 
 def emit(text: str, outputs: Sequence[str]) -> None:
-    """``text`` on stdout, then into every ``-o`` file. A reader that has gone (``| head``) loses the rest of stdout
-    only: the files are written and the command's exit code stands (it was 2, "cannot write Broken pipe", and the
-    files after it were not written)."""
+    """``text`` on stdout, then into every ``-o`` file; a closed stdout (``| head``) still lets the files be written."""
     try:  # stdout first: an -o file that cannot be written must not lose the verdict
         print(text, end="" if text.endswith("\n") else "\n")
         sys.stdout.flush()
@@ -131,13 +118,11 @@ def _refs(args: argparse.Namespace) -> list[str]:
 
 
 def _load_runs(args: argparse.Namespace, info: Mapping[str, MetricInfo] | None = None) -> list[Run]:
-    """The runs of compare/gate (files, storage ids, store queries), refused when -o names one of them or a run has
-    indistinguishable benchmarks."""
+    """The runs of compare/gate, refused when -o names one of them or a run has indistinguishable benchmarks."""
     from pytest_genai.store.read import looks_like_query
     from pytest_genai.store.refs import file_content_hash, input_files
 
     refs = _refs(args)
-    # every file a reference reads: a run file, the file a storage id resolves to, a SQLite store
     check_outputs(args.output, [f for r in refs for f in input_files(r, args.store)])
     roles = ["baseline"] + ["current" if len(refs) == 2 else f"#{i + 2}" for i in range(len(refs) - 1)]
     # a baseline store query never picks the current run file's own stored copy (--genai-store stored it last)
@@ -156,7 +141,6 @@ def _load_runs(args: argparse.Namespace, info: Mapping[str, MetricInfo] | None =
 
 
 def _load_pair(args: argparse.Namespace, info: Mapping[str, MetricInfo] | None = None) -> tuple[Run, Run]:
-    """The two runs of gate (and of a two-run compare)."""
     if len(_refs(args)) != 2:
         raise ReportInputError(f"give two runs (baseline and current), got {len(_refs(args))}: "
                                + " ".join(_refs(args)) + (" — --baseline is the first" if getattr(args, "baseline", None) else ""))
@@ -269,7 +253,6 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def report_main(argv: Sequence[str] | None = None) -> int:
-    """``pytest-genai report RUN.json [--format md|html] [-o FILE]... [--plots DIR]``."""
     return run_command(_report_parser, _report, argv)
 
 
@@ -320,8 +303,7 @@ def _header(baseline: Run, current: Run, thresholds: Thresholds) -> str:
 
 
 def verdict_counts(comparison: Any) -> dict[str, dict[str, int]]:
-    """Gated rows by verdict (regressed / improved / unchanged / inconclusive) and by how they were judged
-    (interval / exact / point): ``{"regressed": {"interval": 1, "point": 0, ...}, ...}``."""
+    """Gated rows by verdict and by basis: ``{"regressed": {"interval": 1, "point": 0, ...}, ...}``."""
     from pytest_genai.report.compare import EXACT, INTERVAL, POINT, VERDICTS
 
     out = {v: {b: 0 for b in (INTERVAL, EXACT, POINT)} for v in VERDICTS}
@@ -333,8 +315,6 @@ def verdict_counts(comparison: Any) -> dict[str, dict[str, int]]:
 
 
 def _counts(comparison: Any) -> str:
-    """The summary's counts: benchmarks compared vs unmatched, gated values by verdict (and how many of each were
-    decided on intervals), not finite, refused and unusable."""
     from pytest_genai.report.compare import BASELINE_UNUSABLE, NOT_FINITE, UNITS_DIFFER
 
     nb, nc = len(comparison.only_baseline), len(comparison.only_current)
@@ -361,8 +341,7 @@ def _counts(comparison: Any) -> str:
 
 
 def _summary_sections(comparison: Any, *, rows: bool, regressions: bool, skip_baseline_only: bool = False) -> list[str]:
-    """The summary's tables: regressions (``regressions``), improvements past the threshold and unusable baselines
-    (``rows``: not needed when every row is printed anyway), and the benchmarks present on one side only."""
+    """The summary's tables; ``rows``: improvements and unusable baselines (not needed when every row is printed)."""
     from pytest_genai.report.compare import BASELINE_UNUSABLE, FAILING, INCONCLUSIVE, UNITS_DIFFER
     from pytest_genai.report.views import comparison_table, one_sided_table
 
@@ -400,13 +379,10 @@ def _stack_section(comparison: Any) -> list[str]:
     return ["Software stack differences (baseline -> current):", "\n".join(f"- {line}" for line in lines)]
 
 
-MAX_ENVIRONMENT_LINES = 12
-"""Distinct environment differences listed in the summary; the rest are counted."""
+MAX_ENVIRONMENT_LINES = 12  # the rest are counted
 
 
 def _environment_section(comparison: Any) -> list[str]:
-    """How the paired benchmarks' environments differ (threads, data folder, rank placement, ...): they are still
-    paired — a benchmark's identity holds none of these — but the numbers may differ because of them."""
     found = comparison.environment_differences
     if not found:
         return []
@@ -422,8 +398,6 @@ _ALL_HINT = "(--all prints every compared metric)"
 
 
 def _summary_row(mc: Any) -> bool:
-    """The rows a two-run summary shows: regressed, not finite or refused, inconclusive, or improved past the
-    threshold."""
     from pytest_genai.report.compare import FAILING, INCONCLUSIVE
 
     return mc.status in FAILING or mc.status == INCONCLUSIVE or mc.improved_past_limit
@@ -500,8 +474,6 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def compare_main(argv: Sequence[str] | None = None) -> int:
-    """``pytest-genai compare RUN RUN [RUN...] [--store URL] [--format md|csv|json] [--metric NAME] [--max-regression
-    SPEC] [--all] [-o FILE]``."""
     return run_command(_compare_parser, _compare, argv)
 
 
@@ -655,14 +627,4 @@ def _gate_headline(result: Any, code: int) -> str:
 
 
 def gate_main(argv: Sequence[str] | None = None) -> int:
-    """``pytest-genai gate BASELINE CURRENT | --baseline QUERY CURRENT [--store URL] [--format md|csv|json]
-    [--max-regression SPEC] [--allow-missing] [--strict] [--all] [-o FILE]``."""
     return run_command(_gate_parser, _gate, argv)
-
-
-if __name__ == "__main__":  # pragma: no cover - convenience for `python -m pytest_genai.cli.report gate ...`
-    commands = {"report": report_main, "compare": compare_main, "gate": gate_main}
-    if len(sys.argv) < 2 or sys.argv[1] not in commands:
-        print(f"usage: python -m pytest_genai.cli.report {{{','.join(commands)}}} ...", file=sys.stderr)
-        sys.exit(EXIT_BAD_INPUT)
-    sys.exit(commands[sys.argv[1]](sys.argv[2:]))

@@ -7,8 +7,7 @@ from typing import Any, Sequence
 
 from pytest_genai.store.location import default_url, normalize_url
 
-EXIT_INTERRUPTED = 130
-"""Ctrl-C's exit status, as a shell gives it (128 + SIGINT)."""
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell gives it
 _STORE_HELP = ("the store: a SQLAlchemy URL (sqlite:///PATH, postgresql+psycopg://USER@HOST/DB) or a file path "
                "(default: $GENAI_STORE, else the SQLite file in the user data folder)")
 

@@ -1,15 +1,8 @@
 """``--genai-baseline prev.json``: compare each benchmark's metrics with a previous run while pytest runs.
 
-The lead's plugin registers :class:`BaselinePlugin` when the option is given.  After a
-benchmark's call phase passes, its ``benchmark.extra_info["genai"]`` is matched to the
-baseline run's benchmark with the same (experiment, config, model) — not by node id, so
-a CUDA run and an HPU run of one config pair up — and every metric is compared with its
-threshold (:mod:`.thresholds`), on its rounds' interval where both runs kept them (pytest-benchmark's
-rounds for the median round time, ``metric_rounds`` for the genai metrics: :mod:`.compare`); a row the
-interval cannot decide is listed as inconclusive, never a failure.  A regressed benchmark becomes an ordinary test failure
-with a short message (no traceback); the session ends with the usual ``N passed, N
-failed`` line and a summary table.  Unlike ``--benchmark-compare-fail`` nothing raises
-out of the session.
+After a benchmark's call phase passes, its metrics are compared with the baseline run's benchmark of the same
+(experiment, config, model), as ``pytest-genai gate`` compares them; a regression becomes an ordinary test failure
+with a short message, an undecided row is listed as inconclusive, never a failure.
 """
 
 from __future__ import annotations
@@ -97,8 +90,7 @@ def _claims_experiments() -> set[str]:
 
 
 def _baseline_file(config: Any, path: str) -> str:
-    """``path``, or the pytest-benchmark storage run that the option's text names (``0003``, ``latest``) when no
-    file of that name exists (:mod:`.benchmark_storage`)."""
+    """``path``, or the pytest-benchmark storage run the option names (``0003``, ``latest``) when no such file exists."""
     from pytest_genai.results.storage import is_storage_id, machine_id, resolve_storage_id
 
     raw = config.getoption("genai_baseline", None) if config is not None else None
@@ -178,10 +170,8 @@ class BaselinePlugin:
         return result
 
     def gate_undecided(self, name: str, genai: Mapping[str, Any], metric: str, rounds: list[float]) -> bool | None:
-        """Would this benchmark's gate row for ``metric`` read inconclusive on ``rounds`` (its other data as
-        recorded so far)? None where the baseline has no counterpart or no rounds for it (no gate row for more
-        rounds to decide). Contention is left out, as more rounds cannot undo it; so is a row whose width is mostly
-        the noise between launches (more rounds do not shrink it)."""
+        """Would the gate row for ``metric`` read inconclusive on ``rounds`` in a way more rounds could change? None
+        where the baseline has no counterpart or no rounds for it."""
         import statistics
 
         data = dict(genai)

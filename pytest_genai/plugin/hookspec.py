@@ -4,7 +4,6 @@
 def pytest_genai_probes(config, probes):
     """Add, replace or remove device probes before detection.
 
-    ``probes`` maps a device kind to a callable returning a
-    :class:`pytest_genai.devices.ProbeResult`; change it in place. Meant for site plugins (a cluster's own
-    detection) and for tests that make a device present without a global flag.
+    ``probes`` maps a device kind to a callable returning a :class:`pytest_genai.devices.ProbeResult`; change it in
+    place.
     """

@@ -11,16 +11,14 @@ from pytest_genai.runtime.rounds import DEFAULT_BUDGET_S, parse_duration, parse_
 
 CLAIMS_MODES = ("enforce", "strict", "report")
 
-MAX_BYTES = 2**60
-"""A size above this (1 EiB) is a typo, not a device."""
-MAX_TIME_BUDGET_S = 86_400.0
-"""A time budget over a day per benchmark is a typo (400 digits read as inf and failed every auto-rounds benchmark)."""
+MAX_BYTES = 2**60  # 1 EiB: a larger size is a typo, not a device
+MAX_TIME_BUDGET_S = 86_400.0  # over a day per benchmark is a typo
 _BYTE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
                "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 
 
 def _shown(text: Any) -> str:
-    """A value as an error quotes it: cut at 40 characters (a 400-digit number made a 400-character line)."""
+    """A value as an error quotes it, cut at 40 characters."""
     text = str(text)
     return repr(text) if len(text) <= 40 else repr(text[:40]) + "..."
 
@@ -38,8 +36,7 @@ def parse_devices(text: str) -> tuple[str, ...]:
 
 
 def parse_require(text: str) -> tuple[str, ...]:
-    """``--genai-require``: ``"hpu"`` or ``"cuda,hpu"`` → the kinds that must be present (no ``all``: no node has
-    every kind). Unknown names are an error naming them."""
+    """``--genai-require``: ``"hpu"`` or ``"cuda,hpu"`` → the kinds that must be present (no ``all``)."""
     kinds = tuple(dict.fromkeys(t.strip().lower() for t in str(text).split(",") if t.strip()))
     bad = [k for k in kinds if k not in KINDS]
     if not kinds or bad:
@@ -71,16 +68,14 @@ def parse_bytes(text: str) -> int:
 
 
 def parse_path(text: str) -> str:
-    """A folder or file path, made absolute against the directory pytest was started in (so distributed workers,
-    which run elsewhere, see the same file)."""
+    """A path made absolute against the directory pytest started in (distributed workers run elsewhere)."""
     if not str(text).strip():
         raise ValueError("an empty path; give a folder or file")
     return os.path.abspath(os.path.expanduser(str(text)))
 
 
 def parse_plots_dir(text: str) -> str:
-    """``--genai-plots``: a folder, or one that can be made; an existing file, a path under one, or a folder that
-    cannot be written was found only after every benchmark ran ("no plots written")."""
+    """``--genai-plots``: a folder, or one that can be made, checked before any benchmark runs."""
     path = parse_path(text)
     if os.path.exists(path) and not os.path.isdir(path):
         raise ValueError(f"{path}: is a file, not a folder; give a folder for the PNG plots")
@@ -123,8 +118,7 @@ def parse_max_regression(text: str) -> str:
 
 
 def parse_profiles_dir(text: str) -> str:
-    """``--genai-dabench-profiles``: a folder that exists; a misspelled one would leave every vendor test skipped
-    with a hint to give the option that was given."""
+    """``--genai-dabench-profiles``: a folder that exists (a misspelled one would skip every vendor test)."""
     path = parse_path(text)
     if not os.path.isdir(path):
         raise ValueError(f"{path}: no such folder; give the folder holding the vendor runs' <kind>/ folders "
@@ -133,8 +127,7 @@ def parse_profiles_dir(text: str) -> str:
 
 
 def parse_data_dir(text: str) -> str:
-    """``--genai-data-dir``: a folder that exists (absolute, like :func:`parse_path`). A folder that is given but
-    missing is an error at configure time, never a silent fallback to other data."""
+    """``--genai-data-dir``: a folder that exists, made absolute; never a silent fallback to other data."""
     path = parse_path(text)
     if not os.path.isdir(path):
         raise ValueError(f"{path}: no such folder; give the folder `pytest-genai data fetch DIR` wrote (or a copy "
@@ -161,22 +154,11 @@ def parse_bool(text: str) -> bool:
     raise ValueError(f"{text!r} is not a yes/no value; use yes or no")
 
 
-def parse_positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise ValueError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise ValueError(f"{text!r} must be positive")
-    return value
-
-
 SCALES = ("tiny", "small", "full")
 
 
 def parse_scale(text: str) -> str:
-    """``--genai-scale``: one of :data:`SCALES` (any case). Every experiment reads this parsed value; a typo is a
-    usage error here, never a collection error in one experiment and silently ignored in another."""
+    """``--genai-scale``: one of :data:`SCALES` (any case); a typo is a usage error here, not in one experiment."""
     scale = str(text).strip().lower()
     if scale not in SCALES:
         raise ValueError(f"{text!r} is not a scale; use one of {', '.join(SCALES)}")
@@ -184,8 +166,7 @@ def parse_scale(text: str) -> str:
 
 
 def parse_model(text: str) -> str:
-    """``--genai-model``: a comma list of local model folders (checked now: config.json and safetensors weights
-    readable) or Hugging Face ids (well formed; whether cached is decided at collection). Returns the stripped list."""
+    """``--genai-model``: a comma list of local model folders (checked now) or well-formed Hugging Face ids."""
     from pytest_genai.model_folder import option_problem
 
     parts = [part.strip() for part in str(text).split(",") if part.strip()]
@@ -198,7 +179,7 @@ def parse_model(text: str) -> str:
     return ",".join(parts)
 
 
-#: A2 fine-tuning methods (``pytest_genai.train.config.METHODS``; tests/train/test_config.py keeps them equal).
+#: A2 fine-tuning methods (tests/train/test_config.py keeps them equal to ``train.config.METHODS``).
 FINETUNE_METHODS = ("full", "lora")
 
 
@@ -259,8 +240,7 @@ def parse_run_noise(text: str) -> Any:
 
 
 def parse_reference_rows(text: str) -> str:
-    """``--genai-reference-rows``: rows files (``pytest-genai reference list --json``'s shape), joined by the OS path
-    separator, read and checked now rather than at every benchmark's teardown."""
+    """``--genai-reference-rows``: ``os.pathsep``-joined rows files, read and checked now."""
     from pytest_genai.plugin.reference_verdicts import ReferenceRowsError, _counterparts
 
     paths = os.pathsep.join(parse_path(p) for p in text.split(os.pathsep) if p)
@@ -312,8 +292,7 @@ def given(config: Any, name: str) -> bool:
 
 
 def _ini(config: Any, ini: str) -> Any:
-    """``config.getini(ini)``; a native-TOML value that is not a string (``genai_limit = 200`` under ``[pytest]``
-    of pytest.toml or ``[tool.pytest]``) is a setting error naming it, not pytest's internal error."""
+    """``config.getini(ini)``; a native-TOML value that is not a string is a setting error naming it."""
     try:
         return config.getini(ini)
     except TypeError as exc:
@@ -321,8 +300,8 @@ def _ini(config: Any, ini: str) -> Any:
 
 
 def resolve_all(config: Any, env: Any = None) -> dict[str, Any]:
-    """Every setting (see :func:`resolve`). Inside a multi-node Slurm job step, ``nnodes`` and ``rdzv_endpoint``
-    that the user did not set come from Slurm (``pytest_genai.runtime.slurm``); given values always win."""
+    """Every setting (see :func:`resolve`); in a multi-node Slurm step, unset ``nnodes`` and ``rdzv_endpoint`` come
+    from Slurm."""
     values = {name: resolve(config, name) for name in SETTINGS}
     if not given(config, "nnodes") and not given(config, "rdzv_endpoint"):
         from pytest_genai.runtime import slurm
@@ -337,8 +316,7 @@ def resolve_all(config: Any, env: Any = None) -> dict[str, Any]:
 
 
 def _given_value(config: Any, name: str) -> tuple[Any, str | None]:
-    """Setting ``name``'s raw value and where it came from (command line, then environment, then ini file), or
-    ``(None, None)`` when it is not set."""
+    """Setting ``name``'s raw value and where it came from, or ``(None, None)`` when it is not set."""
     option, env, ini, _parser, _default = SETTINGS[name]
     raw = config.getoption(option.lstrip("-").replace("-", "_"))
     if raw is not None:
@@ -350,8 +328,7 @@ def _given_value(config: Any, name: str) -> tuple[Any, str | None]:
 
 
 def source_of(config: Any, name: str) -> str:
-    """Where setting ``name``'s value comes from, as errors name it (``command-line option --genai-report``,
-    ``environment variable GENAI_REPORT``, ``ini setting genai_x``); the option when it is not set at all."""
+    """Where setting ``name``'s value comes from, as errors name it (``environment variable GENAI_REPORT``)."""
     return _given_value(config, name)[1] or SETTINGS[name][0]
 
 

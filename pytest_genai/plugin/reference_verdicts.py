@@ -1,10 +1,6 @@
-"""``reference`` verdicts in a session: a benchmark whose identity (experiment, device generation, model and config)
-matches a published row gets that row's verdict in its ``claims``, judged as ``pytest-genai reference check`` judges
-a run file (:mod:`pytest_genai.reference.claims`). Never a failed test: the basis is report-only.
-
-The rows are the shipped published ones, plus those of the files that ``GENAI_REFERENCE_ROWS`` names (paths joined
-by the OS path separator, each in the shape ``pytest-genai reference list --json`` writes): a site's own reference
-numbers, or a test's row for a CPU configuration.
+"""``reference`` verdicts in a session: a benchmark that matches a published row gets that row's verdict in its
+``claims``, judged as ``pytest-genai reference check`` judges a run file; never a failed test. The rows are the
+shipped ones plus those of the files ``GENAI_REFERENCE_ROWS`` names (``os.pathsep``-joined).
 """
 from __future__ import annotations
 
@@ -14,7 +10,6 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-#: Environment variable naming extra rows files (``pytest-genai reference list --json``'s shape).
 ROWS_ENV = "GENAI_REFERENCE_ROWS"
 
 
@@ -39,16 +34,14 @@ def _counterparts(extra: str) -> tuple[Any, ...]:
 
 
 def session_counterparts(extra: str | None = None) -> tuple[Any, ...]:
-    """The counterparts this session judges against (shipped rows and ``extra``'s files, default
-    ``GENAI_REFERENCE_ROWS``'s), read once."""
+    """The counterparts this session judges against (``extra``: rows files, default ``GENAI_REFERENCE_ROWS``'s)."""
     return _counterparts(os.environ.get(ROWS_ENV, "") if extra is None else extra)
 
 
 def reference_verdicts(genai: Mapping[str, Any], name: str, stall_share: float | None = None,
                        extra: str | None = None) -> list[Any]:
-    """The ``reference`` verdicts of one benchmark's ``extra_info["genai"]`` (empty where no published row is the
-    same configuration); ``stall_share``: the test's measured CPU contention; ``extra``: the session's
-    ``--genai-reference-rows``."""
+    """The ``reference`` verdicts of one benchmark's ``extra_info["genai"]``; ``stall_share``: the test's CPU
+    contention; ``extra``: the session's ``--genai-reference-rows``."""
     found = [c for c in session_counterparts(extra) if c.row.experiment == genai.get("experiment")]
     if not found or not genai.get("metrics"):
         return []

@@ -20,8 +20,7 @@ class SessionState:
     verdicts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     not_applicable: int = 0  # out-of-scope claim checks (recorded in each benchmark's JSON, not in the table)
     records: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    #: nodeid -> wall seconds of its setup + call + teardown (fixtures such as model loads included)
-    test_wall_s: dict[str, float] = dataclasses.field(default_factory=dict)
+    test_wall_s: dict[str, float] = dataclasses.field(default_factory=dict)  # nodeid -> setup + call + teardown
     _stack: dict[str, Any] | None = None
 
     # -- devices ---------------------------------------------------------------------------------------------
@@ -34,16 +33,14 @@ class SessionState:
         return self._probe_results
 
     def skip_reason(self, kind: str) -> str | None:
-        """Why tests needing ``kind`` skip at collection, or None: found kinds run, and broken kinds are not skipped
-        either (their tests error in the device fixture, naming the probe's exception)."""
+        """Why tests needing ``kind`` skip at collection, or None (a broken kind errors in its fixture instead)."""
         result = self.probe_results().get(kind)
         if result is None:
             return f"{kind}: no probe registered"
         return None if result.available or result.broken else skip_reason(result)
 
     def required_problems(self, kinds: tuple[str, ...]) -> list[str]:
-        """One line per required kind that is absent or broken (probing them now), naming why; empty when all are
-        present."""
+        """One line per required kind that is absent or broken, naming why."""
         results = self.probe_results()
         problems = []
         for kind in kinds:
@@ -63,8 +60,7 @@ class SessionState:
         return {kind: r.error for kind, r in results.items() if r.error is not None}
 
     def device(self, kind: str) -> Device:
-        """The first device of ``kind``; the CPU gets its spec measured here, once per session. Raises
-        :class:`DeviceBroken` for a kind whose probe failed and LookupError for an absent one."""
+        """The first device of ``kind`` (the CPU's spec measured once); raises :class:`DeviceBroken` or LookupError."""
         if kind not in self._devices:
             result = self.probe_results().get(kind)
             if result is None:  # a pytest_genai_probes hook removed it
@@ -95,7 +91,7 @@ class SessionState:
         return {"devices": found, "absent": absent, "broken": self.broken(), "stack": self.stack()}
 
     def stack(self) -> dict[str, Any]:
-        """The software stack (:mod:`pytest_genai.stack`), collected once, when the machine info is first asked for."""
+        """The software stack (:mod:`pytest_genai.stack`), collected once."""
         if self._stack is None:
             from pytest_genai.stack import collect_stack
 

@@ -1,10 +1,7 @@
 """``--genai-report PATH``: this session's report, written at its end (failed tests included).
 
-The report is what ``pytest-genai report RUN.json`` renders (:mod:`pytest_genai.report.render`), from the JSON
-document pytest-benchmark would write for ``--benchmark-json``, built through its own hooks (without the per-round
-timings, which the report does not use), so both show the same run the same way. Without an active
-pytest-benchmark (``--benchmark-disable``, ``-p no:benchmark``) the plugin's own records are rendered, without
-timings. Markdown, or one self-contained HTML page for a ``.html`` / ``.htm`` path.
+Rendered as ``pytest-genai report RUN.json`` renders the document ``--benchmark-json`` would receive, so both show the
+same run the same way; without an active pytest-benchmark, from the plugin's own records.
 """
 from __future__ import annotations
 
@@ -64,8 +61,8 @@ def render_session_report(doc: dict[str, Any], source: str, path: Path, images: 
 
 def write_session_report(config: Any, state: Any, path: str | Path, images: Sequence[Path] = (),
                          benchmark_json: str | None = None) -> Path:
-    """Render this session's report and write it atomically to ``path``; ``images`` are the --genai-plots PNGs
-    to link, ``benchmark_json`` the --benchmark-json path, which names the run in the heading."""
+    """Render this session's report and write it atomically to ``path``; ``images``: the --genai-plots PNGs;
+    ``benchmark_json`` names the run in the heading."""
     from pytest_genai.atomic import write_text_atomic
     from pytest_genai.plugin.outputs import STDOUT
 

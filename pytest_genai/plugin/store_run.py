@@ -1,8 +1,6 @@
-"""``--genai-store URL``: this pytest session's run written into the results store at the session's end, after
-pytest-benchmark wrote its JSON (so a store that cannot be reached never costs the JSON).
-
-With a ``--benchmark-json`` file the store gets that file's document, so ``pytest-genai store add`` of the same file
-later is a no-op; without one it gets the document the file would have held (:mod:`pytest_genai.plugin.session_report`).
+"""``--genai-store URL``: this session's run written into the results store after pytest-benchmark wrote its JSON
+(so a store that cannot be reached never costs the JSON); the stored document is the ``--benchmark-json`` file's
+where there is one, so a later ``store add`` of it is a no-op.
 """
 from __future__ import annotations
 

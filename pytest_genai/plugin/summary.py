@@ -16,7 +16,7 @@ def _interval(v: dict[str, Any]) -> str:
     if not iv:
         return "-"
     level = iv.get("level")
-    shown = f"{level:.0%} " if isinstance(level, (int, float)) else ""  # 93.75% at 5 rounds, 50% at 2 launches
+    shown = f"{level:.0%} " if isinstance(level, (int, float)) else ""
     return f"{shown}[{iv['lo']:.4g}, {iv['hi']:.4g}] n={iv['n']}"
 
 
@@ -24,14 +24,12 @@ BASIS_ORDER = {"paper": 0, "physics": 1, "target": 2, "reference": 3}
 
 
 def _verdict(v: dict[str, Any]) -> str:
-    """The verdict, with the CPU-stall share that made a timing verdict inconclusive (``cpu_stall``)."""
     stall = v.get("cpu_stall")
     return v["verdict"].upper() + (f" (CPU stall {stall:.0%})" if stall is not None else "")
 
 
 def claims_table(verdicts: list[dict[str, Any]], not_applicable: int = 0) -> list[str]:
-    """The closing table: paper claims first, then physics checks, then project targets; timing claims show the
-    confidence interval their verdict was judged on, and the CPU-stall share where the machine was contended."""
+    """The closing table of claim verdicts, paper claims first."""
     rows = []
     for v in sorted(verdicts, key=lambda v: BASIS_ORDER.get(v.get("basis", "paper"), 3)):
         measured = v.get("measured")
@@ -63,8 +61,7 @@ def contention_line(records: Iterable[Mapping[str, Any]]) -> str | None:
 
 
 def main_metric(metrics: Mapping[str, Any]) -> str | None:
-    """The one metric that says what a benchmark measured: its quality, else its throughput, else the first metric
-    it recorded (None when it recorded none)."""
+    """A benchmark's main metric: its quality, else its throughput, else its first one (None without any)."""
     from pytest_genai.results.registry import QUALITY_METRICS, THROUGHPUT_METRICS
 
     for name in QUALITY_METRICS + THROUGHPUT_METRICS:
@@ -75,8 +72,7 @@ def main_metric(metrics: Mapping[str, Any]) -> str | None:
 
 def metrics_table(records: Iterable[Mapping[str, Any]], registry: Mapping[str, Any] | None = None,
                   walls: Mapping[str, float] | None = None) -> list[str]:
-    """One row per benchmark: its main metric with value, unit and source, and the test's measured wall seconds
-    (setup + call + teardown, from ``walls`` by node id; the closing table beside the claims)."""
+    """One row per benchmark: its main metric, and the test's wall seconds from ``walls`` by node id."""
     rows = []
     walls = walls or {}
     for record in records:

@@ -6,9 +6,8 @@ from typing import Any, Iterable, Mapping
 
 
 def with_verdicts(doc: Mapping[str, Any], run: Any, found: Iterable[tuple[Any, Any]]) -> dict[str, Any]:
-    """A copy of the pytest-benchmark document ``doc`` (read as ``run``) whose benchmarks carry the verdicts of
-    ``found`` ((record, verdict) pairs of :func:`pytest_genai.reference.claims.check_run`) in
-    ``extra_info.genai.claims``; verdicts of the same claim written before are replaced, never repeated."""
+    """A copy of ``doc`` (read as ``run``) whose benchmarks carry the ``found`` (record, verdict) pairs in
+    ``extra_info.genai.claims``, replacing earlier verdicts of the same claim."""
     out = copy.deepcopy(dict(doc))
     index = {id(record): i for i, record in enumerate(run.records)}
     for record, verdict in found:

@@ -1,10 +1,7 @@
 """``reference`` claims: a user's run against the vendor's published number for the same configuration.
 
-A :class:`Counterpart` pairs a published row with the suite configuration that is the same workload (its ``where``
-config values, models and device generation). Its claim is a ``reference`` claim: the run's metric must reach the
-published number times the publisher's own acceptance floor (optimum-habana's CI accepts >= 0.95x of its baseline's
-samples/s; a source that states no tolerance gets 1.0, the number itself). It is judged by
-:func:`pytest_genai.claims.check.check_value`, as every claim is, and never fails a test.
+A :class:`Counterpart` pairs a published row with the suite configuration that is the same workload; its claim asks
+the run's metric to reach the published number times the publisher's own acceptance floor, and never fails a test.
 """
 from __future__ import annotations
 
@@ -23,8 +20,7 @@ FLOORS = {
                              "TIME_PERF_FACTOR = 1.05 (tests/test_examples.py)"),
 }
 NO_FLOOR = (1.0, "the source states no tolerance: the published number itself")
-#: A published precision -> the suite config's ``precision`` that computes the same way: ``--bf16`` trains under bf16
-#: autocast (the suite's ``amp``); any other name is matched as written.
+#: A published precision -> the suite's ``precision`` that computes the same way (``--bf16`` is bf16 autocast).
 SUITE_PRECISION = {"bf16": "amp"}
 #: Published tasks that train LoRA adapters: their counterpart must be a LoRA run of the stated rank.
 LORA_TASKS = ("run_lora_clm",)
@@ -73,9 +69,7 @@ class Counterpart:
 
 
 def counterparts(rows: Iterable[ReferenceRow]) -> list[Counterpart]:
-    """The rows whose batch per card and precision are stated, as counterparts of the suite's ``finetune`` config
-    (``micro_batch``, ``precision`` as :data:`SUITE_PRECISION` names it, ``world_size``, and ``seq_len`` where
-    stated; a LoRA task's rank where stated); rows with either unstated have no configuration to compare with."""
+    """The ``finetune`` rows whose batch per card and precision are stated, as counterparts of the suite's config."""
     out = []
     for row in rows:
         s = row.settings
@@ -93,9 +87,8 @@ def counterparts(rows: Iterable[ReferenceRow]) -> list[Counterpart]:
 
 
 def check_record(record: Any, counterpart: Counterpart, stall_share: float | None = None) -> Verdict | None:
-    """The reference verdict of one run record (:class:`pytest_genai.results.runs.Record`), or None where the
-    counterpart does not apply to it (another device, model or configuration). ``stall_share``: the CPU contention
-    measured over the test (a session's own run), which makes a timing verdict inconclusive as for every claim."""
+    """The reference verdict of one run record, or None where the counterpart does not apply to it.
+    ``stall_share``: the test's CPU contention, as :func:`~pytest_genai.claims.check.check_value` takes it."""
     claim = counterpart.claim()
     device = record.device
     ok, _why = claim.applies_to(device_kind=device.kind if device else None,

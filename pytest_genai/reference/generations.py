@@ -1,8 +1,7 @@
 """The papers' generation claims judged on reference runs, by the gate's own code (:func:`report.gate.gate_runs`).
 
-For each pair of generations a claim names, the older generation's reference run is the baseline and the newer one's
-the current run; every published row both generations have is one pair, and its speedup is checked against the
-claim's bounds exactly as for two user runs. The paper's bounds are used as they are.
+The older generation's reference run is the baseline, the newer one's the current run; every published row both have
+is one pair, checked against the claim's bounds exactly as for two user runs.
 """
 from __future__ import annotations
 
@@ -76,8 +75,7 @@ def reading(check: object) -> str:
 
 
 def table(summaries: Sequence[ClaimSummary], rows: Iterable[ReferenceRow] = ()) -> tuple[list[str], list[list[str]]]:
-    """Headers and one row per published pair: the claim, the row, both published numbers, the speedup, where it
-    lies against the paper's bounds, the gate's verdict and (given ``rows``) the two numbers' lines in the source."""
+    """Headers and one row per published pair (given ``rows``, with the two numbers' lines in the source)."""
     from pytest_genai.reference.runs import benchmark_name
 
     lines = {(benchmark_name(r), r.generation): r.provenance.line for r in rows}

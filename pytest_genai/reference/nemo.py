@@ -1,9 +1,7 @@
 """NVIDIA NeMo's performance summary (``docs/source/performance/performance_summary.md``) as reference rows.
 
-Each ``###`` section (Pretraining, Finetuning) states its precision, container and system in bullets above one
-Markdown table; each table row gives the model, GPUs, batch sizes, sequence length, parallelism and the measured
-tokens/s and model TFLOP/s per GPU. A column the table lacks (context parallelism in the fine-tuning table) is an
-unstated setting of that row.
+Each ``###`` section states precision, container and system above one Markdown table of rows; a column a table lacks
+is an unstated setting of its rows.
 """
 from __future__ import annotations
 

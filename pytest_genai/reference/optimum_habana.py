@@ -1,11 +1,7 @@
 """optimum-habana's CI baselines as reference rows.
 
-The baselines file (``tests/baselines/fixture/tests/test_examples.json``) maps each example test to the numbers its CI
-run reached per Gaudi generation (``train_samples_per_second``, ``train_runtime`` and a quality metric); a new run
-passes that CI when it keeps >= 0.95x the baseline's samples/s (``TIME_PERF_FACTOR = 1.05`` in
-``tests/test_examples.py``). The settings behind a number live in a per-model file of ``tests/configs/examples``,
-keyed by generation, dataset and distribution; they are taken only where one dataset has the row's distribution
-(otherwise the test class picks the dataset and the row says its settings are unstated).
+The baselines file maps each example test to the numbers its CI reached per Gaudi generation; the settings behind a
+number come from a per-model file of ``tests/configs/examples``, only where one dataset has the row's distribution.
 """
 from __future__ import annotations
 
@@ -17,8 +13,7 @@ from pytest_genai.reference.row import Provenance, ReferenceRow
 
 #: optimum-habana's generation keys -> the suite's device generations (devices/data/specs.toml).
 GENERATIONS = {"gaudi1": "gaudi", "gaudi2": "gaudi2", "gaudi3": "gaudi3"}
-#: Cards per distribution, as tests/test_examples.py launches them: gaudi_spawn.py --world_size 8 for multi_card,
-#: deepspeed --num_gpus 8 for deepspeed.
+#: Cards per distribution, as optimum-habana's tests/test_examples.py launches them.
 CARDS = {"single_card": 1, "multi_card": 8, "deepspeed": 8}
 #: Causal language-model training scripts: the rows Paper A's fine-tuning claims (A2) read as LLM fine-tuning.
 FINETUNE_EXAMPLES = ("run_clm", "run_lora_clm", "sft", "dpo", "ppo", "reward_modeling", "run_prompt_tuning_clm")
@@ -71,8 +66,7 @@ def _lines(text: str) -> dict[tuple[str, str], int]:
 
 
 def read_settings(config: Mapping[str, Any], generation_key: str, distribution: str) -> tuple[dict[str, Any], str]:
-    """The stated settings of ``distribution`` on ``generation_key`` in a per-model config, and which dataset they are
-    for; empty where no dataset, or more than one, has that distribution (the test class then picks one)."""
+    """The stated settings of ``distribution`` on ``generation_key`` and their dataset; empty unless one dataset has it."""
     found = [(name, entry["distribution"][distribution]) for name, entry in (config.get(generation_key) or {}).items()
              if isinstance(entry, dict) and distribution in (entry.get("distribution") or {})]
     if len(found) != 1:
@@ -96,10 +90,8 @@ def read_settings(config: Mapping[str, Any], generation_key: str, distribution: 
 
 def read_baselines(text: str, provenance: Provenance,
                    configs: Mapping[str, tuple[Mapping[str, Any], Provenance]] | None = None) -> list[ReferenceRow]:
-    """Every (test, generation) of a baselines file as a :class:`ReferenceRow`.
-
-    ``configs``: model file stem (``llama_7b``) -> (its parsed config, where it was published), for the settings.
-    """
+    """Every (test, generation) of a baselines file as a :class:`ReferenceRow`; ``configs``: model file stem
+    (``llama_7b``) -> (its parsed config, where it was published), for the settings."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

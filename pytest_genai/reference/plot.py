@@ -1,8 +1,7 @@
 """A user's runs beside the vendors' published numbers on one plot (``pytest-genai reference plot``).
 
-One column per benchmark that has a published counterpart: the run's value with its interval over rounds (one point
-per run file, so several nodes or several dates stand side by side), the published number (a hollow diamond) and the
-publisher's acceptance floor (a dash). :func:`pairs` is pure; :func:`plot_pairs` draws them with matplotlib.
+One column per benchmark with a published counterpart: each run's value with its interval, the published number and
+the publisher's acceptance floor. :func:`pairs` is pure; :func:`plot_pairs` draws them.
 """
 from __future__ import annotations
 
@@ -52,8 +51,7 @@ def pairs(runs: Iterable[Any], found: Sequence[Counterpart]) -> list[Pair]:
 
 
 def plot_pairs(found: Sequence[Pair], path: str | Path) -> Path:
-    """Draw ``found`` into the PNG ``path`` (:class:`pytest_genai.report.plots.PlotsUnavailable` without
-    matplotlib)."""
+    """Draw ``found`` into the PNG ``path`` (``PlotsUnavailable`` without matplotlib)."""
     from pytest_genai.report.plots import _literal_text
 
     return _literal_text(_draw)(list(found), Path(path))

@@ -1,9 +1,7 @@
 """Reference rows as runs in the suite's own JSON (pytest-benchmark's, with ``extra_info.genai``).
 
-One run per device generation, one benchmark per published row. Every metric's source is ``reference``. A row's
-identity (the publisher's test or table row) is its config, so one published row pairs across generations whatever
-batch each generation used; the settings a generation ran with are its environment (shown where two runs differ,
-never matched on), the unstated ones are listed in its labels and its provenance is an attachment.
+One run per device generation, one benchmark per published row. A row's identity is its config, so it pairs across
+generations whatever batch each used; the settings are its environment, never matched on.
 """
 from __future__ import annotations
 

@@ -13,17 +13,13 @@ from pytest_genai.tables import visible
 
 from .compare import Comparison, MetricComparison
 
-FORMATS = ("md", "csv", "json")
-
-
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?%?|[+-]?inf|nan")
 
 
 def csv_cell(value: Any) -> Any:
-    """One CSV cell: None empty, a float in its shortest exact form, text with control and bidirectional characters
-    :func:`~pytest_genai.tables.visible` and, when a spreadsheet would run it as a formula (``=HYPERLINK(...)``,
-    ``+``, ``-``, ``@``), a leading ``'`` (OWASP's advice); a number written as text is left as it is."""
+    """One CSV cell: None empty, a float exact, text :func:`~pytest_genai.tables.visible` and, where a spreadsheet
+    would run it as a formula, prefixed with ``'`` (OWASP's advice)."""
     if value is None:
         return ""
     if isinstance(value, float):

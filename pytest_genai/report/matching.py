@@ -1,19 +1,8 @@
 """Pairing the benchmarks of two runs: by (experiment, config, model), not by node id.
 
-The config is the benchmark's *identity* only (:mod:`pytest_genai.identity`): local paths,
-thread counts, rank placement and other facts of the machine it ran on are its environment,
-so two machines' runs of one workload pair up and their environment differences are shown.
-
-The device is deliberately not part of the key, so a CUDA run and an HPU run of the
-same config pair up (that is what a hardware comparison needs).  When one run holds
-the same key several times (the same config parametrized over several devices), those
-entries are paired by device — exact device, then generation, then kind — and a single
-entry left on each side is paired too.  Whatever is left is reported as present on one
-side only.
-
-Two benchmarks of one run with the same key *and* the same device cannot be told apart,
-so no pairing of them means anything: :func:`duplicate_groups` finds them, and the
-commands refuse such a run (:func:`check_unique`).
+The config is the benchmark's identity only (:mod:`pytest_genai.identity`), and the device is not part of the key, so
+a CUDA run and an HPU run of one workload pair up. A key held several times on one side is paired by device (exact,
+then generation, then kind); a run with the same key on the same device twice is refused (:func:`check_unique`).
 """
 
 from __future__ import annotations
@@ -84,9 +73,8 @@ def match_records(baseline: Sequence[Record], current: Sequence[Record]) -> Matc
 
 
 def nearest_difference(rec: Record, others: Sequence[Record], *, rec_is_current: bool = False) -> str:
-    """Why ``rec`` found no counterpart: how its identity differs from the closest of ``others`` (same experiment
-    and test function, fewest differing keys), baseline -> current, e.g. ``n_examples 40 -> 80``; "" when no such
-    benchmark exists. Identities hold no local paths, so nothing machine-local is shown."""
+    """Why ``rec`` found no counterpart: how its identity differs from the closest of ``others`` of the same test,
+    baseline -> current (``n_examples 40 -> 80``); "" when there is none."""
     test = rec.name.split("[", 1)[0]
     best: list[str] | None = None
     for other in others:

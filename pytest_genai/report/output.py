@@ -20,17 +20,12 @@ def _same_file(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve()
 
 
-MAX_STEM_CHARS = 96
-"""Longest file name (without its suffix) derived from names; a longer one is cut and ends with a hash of the whole
-(a 240-character generation name made the plot's name longer than a file system allows, 255 bytes)."""
+MAX_STEM_CHARS = 96  # well under the file systems' 255 bytes
 
 
 def file_stem(*parts: str, limit: int = MAX_STEM_CHARS) -> str:
-    """A file name (without suffix) made from names (a metric, an experiment, a device generation): every run of
-    characters other than ``A-Z a-z 0-9 _ . -`` becomes ``-``, no leading dot (never hidden, never ``..``), at most
-    ``limit`` characters (a cut name ends with 8 hex digits of the full text's SHA-256, so two long names that differ
-    stay different). Names that slug alike (``h100/sxm``, ``h100 sxm``) get one stem: :class:`NameAllocator` tells
-    them apart. Never a path: no separator survives."""
+    """A file name (without suffix) made from names: never a path nor hidden, at most ``limit`` characters (a cut
+    name ends with a hash of the whole, so two long names stay different)."""
     text = "_".join(p for p in parts if p)
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "plot"
     if len(stem) > limit:
@@ -40,9 +35,8 @@ def file_stem(*parts: str, limit: int = MAX_STEM_CHARS) -> str:
 
 
 class NameAllocator:
-    """File names of one command's outputs in one folder, each handed out once: a name already taken (or reserved
-    for another output, such as ``-o`` inside the plots folder) gets ``-2``, ``-3``... Compared case-folded, as a
-    case-insensitive file system (macOS, Windows) would."""
+    """File names of one command's outputs in one folder, each handed out once (``-2``, ``-3``...), compared
+    case-folded as a case-insensitive file system would."""
 
     def __init__(self, reserved: Iterable[str] = ()) -> None:
         self._taken = {r.casefold() for r in reserved}
@@ -60,15 +54,13 @@ class NameAllocator:
 
 
 def names_in(folder: str | os.PathLike[str], paths: Iterable[str | os.PathLike[str]]) -> list[str]:
-    """The file names of those ``paths`` that lie directly in ``folder`` (the names another output there must not
-    take)."""
+    """The file names of those ``paths`` that lie directly in ``folder``."""
     where = Path(folder).resolve()
     return [Path(p).name for p in paths if Path(p).resolve().parent == where]
 
 
 def check_distinct(outputs: Sequence[tuple[str, str | os.PathLike[str]]]) -> None:
-    """Raise :class:`ReportInputError` when two outputs of one command (``(option, path)``, e.g. ``-o`` and
-    ``--plot``) are one file: one would replace the other."""
+    """Raise :class:`ReportInputError` when two ``(option, path)`` outputs of one command are one file."""
     for i, (opt_a, a) in enumerate(outputs):
         for opt_b, b in outputs[i + 1:]:
             if _same_file(Path(a), Path(b)):
@@ -95,8 +87,7 @@ def check_outputs(outputs: Iterable[str | os.PathLike[str]], inputs: Iterable[st
 
 
 def write_output(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically (:mod:`pytest_genai.atomic`: an existing file keeps its mode,
-    a new one gets ``0666 & ~umask``), through a symlink: the file it points to is replaced and the link kept."""
+    """Write ``text`` (UTF-8) to ``path`` atomically; through a symlink, the file it points to is replaced."""
     try:
         write_text_atomic(Path(path).resolve(), text)
     except OSError as exc:  # name the path the user gave, never the writer's temp file beside it

@@ -7,13 +7,8 @@ from typing import Sequence
 
 
 def pareto_front(points: Sequence[tuple[float, float]], maximize_x: bool = True, maximize_y: bool = True) -> list[int]:
-    """Indices of the non-dominated points, sorted by x from worst to best.
-
-    A point is dominated when another point is at least as good on both axes and strictly
-    better on one (the usual definition; e.g. for quantization: higher compression ratio and
-    lower perplexity are better).  Points with a non-finite coordinate are never on the front;
-    exact duplicates are all kept.
-    """
+    """Indices of the non-dominated points, sorted by x from worst to best; a non-finite point is never on the
+    front, exact duplicates are all kept."""
     sx = 1.0 if maximize_x else -1.0
     sy = 1.0 if maximize_y else -1.0
     finite = [(i, sx * x, sy * y) for i, (x, y) in enumerate(points) if math.isfinite(x) and math.isfinite(y)]

@@ -42,8 +42,7 @@ class Image:
 
 Block = Union[Heading, Paragraph, Table, Image]
 
-MARKDOWN_LINE_CHARS = 120
-"""Paragraphs are wrapped at this width in Markdown (a soft break renders as a space)."""
+MARKDOWN_LINE_CHARS = 120  # paragraph wrap width (a soft break renders as a space)
 
 
 def report_blocks(
@@ -125,8 +124,7 @@ def to_markdown(blocks: Sequence[Block], base_dir: Path | None = None) -> str:
     """GitHub Markdown; image links are relative to ``base_dir`` (where the Markdown file will live)."""
     parts = []
     for b in blocks:
-        # names from the run (experiments, tests, files) are text, never Markdown: escaped, and a line break in one
-        # cannot end a heading or start a block
+        # names from the run are text, never Markdown: escaped, and kept on one line
         if isinstance(b, Heading):
             parts.append("#" * b.level + " " + md_inline(one_line(b.text)))
         elif isinstance(b, Paragraph):  # soft line breaks: the same paragraph, readable as plain text too
@@ -188,7 +186,6 @@ def to_html(blocks: Sequence[Block]) -> str:
 
 def render(run: Run, info: Mapping[str, MetricInfo], claims: Mapping[str, Any], images: Sequence[Path],
            notes: Sequence[str], fmt: str, base_dir: Path | None = None) -> str:
-    """The report of ``run`` as ``pytest-genai report`` and ``--genai-report`` write it: ``html`` (one page, its plots
-    embedded) or Markdown linking ``images`` relative to ``base_dir``."""
+    """The report of ``run``: ``html`` (one page, plots embedded) or Markdown linking ``images`` from ``base_dir``."""
     blocks = report_blocks(run, info, claims, images, notes)
     return to_html(blocks) if fmt == "html" else to_markdown(blocks, base_dir)

@@ -1,10 +1,6 @@
 """Roofline geometry for plots: attainable performance and the ridge point.
 
-Williams, Waterman & Patterson, "Roofline: an insightful visual performance model" (2009):
-attainable FLOP/s at arithmetic intensity I (FLOP/byte) is ``min(peak, bandwidth * I)``; the
-ridge point ``peak / bandwidth`` is the intensity above which a kernel is compute-bound
-(:func:`pytest_genai.devices.specs.ridge_point`, in base units).
-Units here: TFLOP/s, GB/s (1e9 bytes/s), FLOP/byte.
+Williams, Waterman & Patterson (2009). Units here: TFLOP/s, GB/s (1e9 bytes/s), FLOP/byte.
 """
 
 from __future__ import annotations

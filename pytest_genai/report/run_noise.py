@@ -1,6 +1,5 @@
-"""How much a run moves between launches of the same code (the ``run_noise`` of :func:`.decision.decide`), per
-experiment: the measured table shipped in ``claims/data/run_noise.toml``, a number given for every experiment, or 0
-(rounds alone: right only on a node whose launches repeat within their rounds' noise)."""
+"""How much a run moves between launches of the same code, per experiment (the ``run_noise`` of
+:func:`.decision.decide`): the shipped table, a given number, or 0 (rounds alone)."""
 from __future__ import annotations
 
 import math
@@ -15,10 +14,8 @@ MEASURED = "measured"
 class RunNoise:
     default: float = 0.0
     per_experiment: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
-    source: str = "none"
-    """``measured`` (the shipped table), ``given`` (the user's spec), or ``none``."""
-    per_metric: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
-    """A metric's own, where the table measured it (an instruction count moves far less than a time)."""
+    source: str = "none"  # measured (the shipped table), given, or none
+    per_metric: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))  # a metric's own
 
     def for_experiment(self, experiment: str | None) -> float:
         return self.per_experiment.get(experiment or "", self.default)
@@ -36,7 +33,7 @@ class RunNoise:
 
 
 def measured() -> RunNoise:
-    """The table measured on the development VM (its header says how)."""
+    """The shipped table, ``claims/data/run_noise.toml`` (its header says how it was measured)."""
     from importlib import resources
 
     from pytest_genai._toml import load_toml

@@ -23,9 +23,8 @@ def _inside(value: float, lo: float, hi: float) -> bool:
 
 
 def check_consistent(run: Run, info: Mapping[str, Any]) -> None:
-    """Raise :class:`ReportInputError` at the first metric of ``run`` that cannot be a measurement: a time that is
-    zero, negative or not finite (in its value or a round); a value outside the range of its own rounds (every
-    statistic of the rounds lies inside it); a value outside its own recorded interval."""
+    """Raise :class:`ReportInputError` at the first metric of ``run`` that cannot be a measurement: a non-positive
+    or non-finite time, or a value outside its own rounds or its own interval."""
     for rec in run.records:
         for name, value in rec.metrics.items():
             where = f"{run.source}: benchmark {rec.label}, metric {name}"

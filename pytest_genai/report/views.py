@@ -19,10 +19,8 @@ from pytest_genai.results.runs import Record, Run, config_value_label
 from pytest_genai.tables import (bound_text, MAX_ROW_CHARS, Table, distinct_parts, format_change, format_number, format_value, make_table,
                      modeled_mark, shorten, shorten_unique)
 
-MAX_LABEL_CHARS = 24
-"""Labels with longer values than this are descriptions, not table cells."""
-MAX_VALUE_COLUMNS = 8
-"""Metric and label columns per table; wider results are split over several tables."""
+MAX_LABEL_CHARS = 24  # a longer label is a description, not a table cell
+MAX_VALUE_COLUMNS = 8  # metric and label columns per table
 
 _ARROWS = {"higher": "↑ higher", "lower": "↓ lower", "none": "—", None: "? (unregistered)"}
 
@@ -42,10 +40,7 @@ def _status(mc: MetricComparison, strict: bool = False, allow_missing: bool = Fa
 
 def comparison_table(comparison: Comparison, *, strict: bool = False, allow_missing: bool = False,
                      where: Callable[[MetricComparison], bool] | None = None) -> Table:
-    """One row per (matched benchmark, metric): values, ratio, change, direction, limit and status.
-
-    ``where`` keeps only the rows it is true for (the short summary's regressions, improvements, ...).
-    """
+    """One row per (matched benchmark, metric) that ``where`` keeps."""
     headers = ["benchmark", "device", "metric", "baseline", "current", "ratio", "ratio interval", "change", "better",
                "limit", "judged on", "status"]
     numeric = [False, False, False, True, True, True, False, True, False, True, False, False]
@@ -96,8 +91,8 @@ def generation_table(checks: Sequence[GenerationCheck]) -> Table:
 
 def one_sided_table(only_baseline: Sequence[Record], only_current: Sequence[Record], *,
                     list_baseline: bool = True) -> Table:
-    """Benchmarks without a counterpart, with how their identity differs from the nearest one of the other run.
-    ``list_baseline=False``: rows for the current-only ones (the gate lists baseline-only ones as failures)."""
+    """Benchmarks without a counterpart, with how their identity differs from the nearest one of the other run;
+    ``list_baseline=False`` lists the current-only ones alone."""
     rows = [[r.label, device_text(r), "baseline only", nearest_difference(r, only_current) or "—"]
             for r in (only_baseline if list_baseline else ())]
     rows += [[r.label, device_text(r), "current only", nearest_difference(r, only_baseline, rec_is_current=True) or "—"]
@@ -107,12 +102,11 @@ def one_sided_table(only_baseline: Sequence[Record], only_current: Sequence[Reco
 
 
 def _shown_note(mc: MetricComparison) -> bool:
-    """A row's note, except the one every two-value row has (its "judged on" cell already says ``point``)."""
+    # every two-value row has this note; its "judged on" cell already says so
     return bool(mc.note) and not mc.note.startswith("point comparison: no rounds recorded in either run")
 
 
 def _interval_cell(mc: MetricComparison) -> str:
-    """The ratio's interval of a row judged on rounds: ``[0.97x, 1.02x] 95%``."""
     iv = mc.interval
     return "—" if not iv else f"[{iv['lo']:.4g}x, {iv['hi']:.4g}x] {iv['level']:.0%}"
 
@@ -132,14 +126,13 @@ REFERENCE_NOTE = ("Reference: the run against a vendor's published measurement o
 
 
 def without_reference(records: Sequence[Record]) -> list[Record]:
-    """``records`` with their ``reference`` verdicts left out (the report shows those in their own section)."""
+    """``records`` without their ``reference`` verdicts (the report shows those in their own section)."""
     return [dataclasses.replace(r, claims=tuple(v for v in r.claims if v.get("basis") != "reference"))
             if any(v.get("basis") == "reference" for v in r.claims) else r for r in records]
 
 
 def reference_table(records: Sequence[Record]) -> Table | None:
-    """One row per ``reference`` verdict: the benchmark, its device, its value, the published floor, the verdict and
-    the message (how far from the published number); None when the run has none."""
+    """One row per ``reference`` verdict; None when the run has none."""
     rows = [[str(v.get("id", "?")), rec.label, device_text(rec), _claim_value(rec, v), _bound(v.get("min"), v.get("max")),
              str(v.get("verdict", "?")), str(v.get("message", ""))]
             for rec in records for v in rec.claims if v.get("basis") == "reference"]
@@ -150,7 +143,6 @@ def reference_table(records: Sequence[Record]) -> Table | None:
 
 
 def _claim_source(claim: Any) -> str:
-    """``Paper A, A1`` for a paper claim; ``target`` / ``physics`` for the others (:data:`BASIS_NOTE` explains)."""
     if claim is None:
         return "—"
     basis = getattr(claim, "basis", "paper")
@@ -158,8 +150,7 @@ def _claim_source(claim: Any) -> str:
 
 
 def machine_table(run: Run) -> Table:
-    """Where the run ran, for the report's first screen: its devices, torch, the accelerator driver, the commit, when,
-    and how contended the CPU was (the benchmarks' ``cpu_contention`` attachments)."""
+    """Where the run ran, for the report's first screen: devices, software, commit, time and CPU contention."""
     from pytest_genai.claims.check import CONTENDED_SHARE
 
     rows = []
@@ -193,9 +184,7 @@ def machine_table(run: Run) -> Table:
 
 def paper_claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | None = None
                         ) -> tuple[list[tuple[str, Table]], int]:
-    """Per paper, one row per claim checked (the paper's claims first, then physics, then targets): its basis, its
-    verdicts counted and the paper's own words; not_applicable checks (scoped to another device, model or config) are folded into the count
-    returned beside the tables."""
+    """Per paper, one row per claim checked (paper claims first), and the count of not_applicable checks left out."""
     claims_by_id = claims_by_id or {}
     by_claim: dict[str, list[str]] = {}
     folded = 0
@@ -221,8 +210,7 @@ def paper_claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, An
 
 
 def undecided_reasons(records: Sequence[Record]) -> list[str]:
-    """One line per inconclusive claim and reason, for the first screen: what could not be decided and why
-    (``A1.boolq_acc_drop (2 benchmarks): measured 0, 95% interval [-0.1038, 0.1038] (n=40) straddles ≤ 0.02``)."""
+    """One line per inconclusive claim and reason, for the first screen."""
     reasons: dict[tuple[str, str], int] = {}
     for rec in records:
         for v in rec.claims:
@@ -245,9 +233,7 @@ def undecided_reasons(records: Sequence[Record]) -> list[str]:
 
 def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | None = None
                   ) -> list[tuple[str, Table]]:
-    """The claims checked in a run, one table per test function (the caption): claim, benchmark, device, measured,
-    bound, paper value, source, verdict. A table wider than :data:`MAX_ROW_CHARS` names its benchmarks by their
-    parameter id alone, then without the parts all of them share, then cut to fit."""
+    """The claims checked in a run, one ``(test function, table)`` each; a too-wide table shortens benchmark names."""
     claims_by_id = claims_by_id or {}
     by_test: dict[str, list[tuple[Record, Mapping[str, Any]]]] = {}
     for rec in records:
@@ -289,8 +275,7 @@ def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | N
 
 
 def _verdict_text(rec: Record, verdict: Mapping[str, Any], claim: Any) -> str:
-    """The verdict, with the benchmark's CPU-stall share where it was contended and the claim is a timing one (or
-    unknown: the claims data may be missing)."""
+    """The verdict, with the CPU-stall share where a timing (or unknown) claim's benchmark was contended."""
     from pytest_genai.claims.check import contended_share
 
     text = str(verdict.get("verdict", "?"))
@@ -299,8 +284,7 @@ def _verdict_text(rec: Record, verdict: Mapping[str, Any], claim: Any) -> str:
 
 
 def _claim_value(rec: Record, verdict: Mapping[str, Any]) -> str:
-    """The value a claim was judged on: marked ``(modeled)`` when its metric is, and with the interval a timing or
-    accuracy claim was judged on (why a value inside its bound can read inconclusive)."""
+    """The value a claim was judged on, with its interval (why a value inside its bound can read inconclusive)."""
     metric = str(verdict.get("metric") or "")
     text = _num(verdict.get("measured")) + modeled_mark(metric, rec.sources.get(metric))
     interval = verdict.get("interval")
@@ -318,7 +302,6 @@ def _bound(lo: Any, hi: Any) -> str:
 
 
 def _cell(value: Any) -> str:
-    """A config value as a table shows it (:func:`.tables.format_value`: as configured, short, never a path)."""
     return format_value(value)
 
 
@@ -331,8 +314,7 @@ _DATA_KEYS = ("data_source",) + DATA_IDENTITY_KEYS
 
 
 def display_config(rec: Record) -> dict[str, Any]:
-    """A record's identity as tables show it: the data's keys (dataset, split, sha256, data_source) folded into one
-    ``data`` entry — ``dataset/split @sha256[:12]``, or the last part of a local data file — never a local path."""
+    """A record's identity as tables show it: the data's keys folded into one ``data`` entry, never a local path."""
     label = data_label(rec.config, rec.environment)
     keys = list(rec.config)
     at = next((i for i, k in enumerate(keys) if k in _DATA_KEYS), None)
@@ -352,15 +334,13 @@ def display_config(rec: Record) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ExperimentTables:
-    """The results of one test function of one experiment: rows = configs, metrics split over several tables
-    (each repeating the row's identity) so that a CI comment stays readable."""
+    """The results of one test function of one experiment, split over tables a CI comment can show."""
 
     experiment: str
     test: str
     shared: str
     tables: tuple[Table, ...]
-    constant: str = ""
-    """Metrics with the same value in every row (``name value unit``), shown once instead of as columns."""
+    constant: str = ""  # metrics with one value in every row, shown once
 
 
 def _ordered(keys: Iterable[Iterable[str]]) -> list[str]:
@@ -382,10 +362,8 @@ def _metric_header(m: str, recs: Sequence[Record], info: Mapping[str, MetricInfo
     return head
 
 
-FLAG_METRIC_SUFFIXES = ("compute_bound", "compute_bound_modeled", "compute_bound_measured")
-"""Metrics recorded as 1.0 / 0.0 for yes / no (``compute_bound_modeled``: compute- rather than memory-bound)."""
-MAX_ID_CHARS = 32
-"""A config id longer than this (after the parts every row shares are dropped) gives way to the keys that vary."""
+FLAG_METRIC_SUFFIXES = ("compute_bound", "compute_bound_modeled", "compute_bound_measured")  # 1.0 / 0.0: yes / no
+MAX_ID_CHARS = 32  # a longer config id gives way to the keys that vary
 
 
 def _metric_cell(m: str, recs: Sequence[Record]) -> Callable[[Record], str]:
@@ -397,12 +375,8 @@ def _metric_cell(m: str, recs: Sequence[Record]) -> Callable[[Record], str]:
 
 def distinguishing_keys(recs: Sequence[Record], facts: Callable[[Record], Mapping[str, Any]],
                        fixed: Sequence[str] = (), prefer: Sequence[str] = ()) -> list[str]:
-    """The fewest keys of ``facts(record)`` that, with ``fixed``, tell ``recs`` apart as well as all keys do.
-
-    Greedy: add the key that separates the most records (``prefer`` first, then the order of the keys breaks ties).
-    A key that follows from the others (``head_vocab`` set per strategy, a derived size) never separates anything
-    more, so it is never chosen: a legend or a column header names what varies, not the whole config.
-    """
+    """The fewest keys of ``facts(record)`` that, with ``fixed``, tell ``recs`` apart as well as all keys do
+    (greedy; ``prefer`` first, then key order breaks ties)."""
     table = [{k: value_key(v) for k, v in facts(r).items()} for r in recs]
 
     def groups(keys: Sequence[str]) -> int:
@@ -421,10 +395,8 @@ def distinguishing_keys(recs: Sequence[Record], facts: Callable[[Record], Mappin
 
 def _identity(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], varying: Sequence[str],
               fixed: Sequence[str]) -> tuple[list[tuple[str, Callable[[Record], str]]], list[str]]:
-    """The columns that name each row, and the other varying config keys (shown once, in the first table).
-
-    The config ``id`` without the parts every row shares when that is short; else the fewest varying keys that tell
-    the rows apart beside the ``fixed`` columns (device, model), in config order."""
+    """The columns that name each row (a short config ``id``, else the fewest varying keys), and the other varying
+    config keys."""
     def cell(p: str) -> Callable[[Record], str]:
         return lambda r: _cell(shown[id(r)].get(p, "—"))
 
@@ -448,8 +420,7 @@ def _identity(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], va
 
 
 Column = tuple[str, bool, Callable[[Record], str]]
-MAX_TRANSPOSED_RECORDS = 6
-"""Up to this many rows, results too wide for one table are shown turned: a column per config, a row per metric."""
+MAX_TRANSPOSED_RECORDS = 6  # up to this many rows, too-wide results are turned: a column per config
 
 
 def _width(head: str, get: Callable[[Record], str], recs: Sequence[Record]) -> int:
@@ -457,9 +428,8 @@ def _width(head: str, get: Callable[[Record], str], recs: Sequence[Record]) -> i
 
 
 def _pack(identity_width: int, values: Sequence[Column], recs: Sequence[Record]) -> list[list[Column]]:
-    """Value columns in groups that fit beside the identity columns within :data:`MAX_ROW_CHARS`, at most
-    :data:`MAX_VALUE_COLUMNS` each (every group gets at least one). Metrics of one family (``matmul_*``) start a
-    new table when they would fit in one but not in what is left of the current one."""
+    """Value columns in groups that fit beside the identity columns; a metric family (``matmul_*``) that fits one
+    table is not split over two."""
     chunks: list[list[Column]] = []
     width = identity_width
     widths = [_width(h, get, recs) for h, _, get in values]
@@ -480,8 +450,7 @@ def _pack(identity_width: int, values: Sequence[Column], recs: Sequence[Record])
 
 def _transposed(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], varying: Sequence[str],
                 values: Sequence[Column]) -> Table:
-    """One column per record, headed by the fewest config values that tell them apart; then a row per other
-    varying config key, and a row per metric / label."""
+    """One column per record, headed by the fewest config values that tell them apart; a row per key or metric."""
     def facts(r: Record) -> dict[str, Any]:
         return {"device": device_text(r), "model": r.model_label,
                 **{k: v for k, v in shown[id(r)].items() if k != "id"}}
@@ -501,15 +470,8 @@ def _transposed(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], 
 
 
 def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo]) -> list[ExperimentTables]:
-    """Group records by (experiment, test function) and lay each group out as tables.
-
-    Identity columns: device and model when they vary, then the config ``id`` when every row has one
-    (it names the config; parts every row shares are dropped), else the config parameters that vary.  Values shared
-    by every row go in :attr:`ExperimentTables.shared`, metrics with one value in all of three or more rows in
-    :attr:`ExperimentTables.constant`.  Metrics (with units; "(modeled)" when modeled; flags as yes/no) and short
-    labels follow, split over tables so that no row is wider than :data:`MAX_ROW_CHARS`; a few rows whose
-    results would need several tables are turned instead (a column per config, a row per metric).
-    """
+    """Group records by (experiment, test function) and lay each group out as tables no wider than
+    :data:`MAX_ROW_CHARS`; values every row shares are stated once."""
     groups: dict[tuple[str, str], list[Record]] = {}
     for rec in records:
         groups.setdefault((rec.experiment or "pytest-benchmark", rec.name.split("[", 1)[0]), []).append(rec)
@@ -565,8 +527,7 @@ def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo])
 
 
 def _constant_text(header: str, value: str) -> str:
-    """``ceiling_gbs_measured [GB/s]`` and ``22.71`` read ``ceiling_gbs_measured=22.71 GB/s`` (no-break spaces: a
-    wrapped paragraph never separates a value from its unit)."""
+    """``name [unit]`` and ``value`` as ``name=value unit``, no-break spaces keeping a value with its unit."""
     name, unit, rest = header, "", ""
     if " [" in header:
         name, _, tail = header.partition(" [")

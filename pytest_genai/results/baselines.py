@@ -1,10 +1,8 @@
 """A baseline formed from several runs (``--baseline "generation=h100 last:5"``): one run whose benchmarks carry every
 run's values, so the gate can judge each metric against the spread between runs, not only the rounds inside one.
 
-Benchmarks are matched across the runs as two runs are (:func:`.matching.match_records`, against the newest run); a
-benchmark the newest run lacks is taken from the newest run that has it. Each metric's value is the median of the runs'
-values, its rounds are the newest run's, and :attr:`.runs.Record.run_rounds` holds every run's rounds (its one value
-where a run kept none), newest first.
+Each metric's value is the median of the runs' values, its rounds the newest run's, and
+:attr:`.runs.Record.run_rounds` every run's rounds, newest first.
 """
 from __future__ import annotations
 
@@ -20,7 +18,6 @@ def _key(rec: Record) -> tuple[Any, ...]:
 
 
 def _factor(unit: str, target: str, name: str, rec: Record, label: str) -> float:
-    """The factor from ``unit`` to ``target``; runs in units with no known conversion are refused."""
     from .errors import ReportInputError
     from .registry import unit_factor
 
@@ -59,7 +56,7 @@ def combine_runs(runs: Sequence[Run], label: str) -> Run:
             if not finite:
                 metrics[name] = next(r.metrics[name] for r in recs if name in r.metrics)
                 continue
-            # every run's value in the newest run's unit (it is the unit the baseline row is labelled with)
+            # the newest run's unit labels the baseline row
             unit = (newest.units.get(name) if name in newest.metrics else None) or finite[0].units.get(name, "")
             factors = [_factor(r.units.get(name, "") or unit, unit, name, r, label) for r in finite]
             metrics[name] = statistics.median(r.metrics[name] * f for r, f in zip(finite, factors))

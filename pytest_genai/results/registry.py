@@ -1,9 +1,7 @@
 """Metric directions and units for comparison, read from the suite's metric registry.
 
-The registry (``pytest_genai.claims.load_metrics()``) maps metric names to definitions
-with ``unit`` and ``direction`` ("higher", "lower" or "none").  Everything in this
-package takes the registry as an explicit argument (a mapping of name → object with
-those attributes, or → dict); :func:`pytest_genai.claims.default_metric_info` loads the suite's one.
+Everything in this package takes the registry as an argument; :func:`pytest_genai.claims.default_metric_info` loads
+the suite's one.
 """
 
 from __future__ import annotations
@@ -16,27 +14,17 @@ from .runs import BENCH_STATS_FIELDS, bench_stat_metric
 
 DIRECTIONS = ("higher", "lower", "none")
 
+#: Throughput metrics, in order of preference (plots, and a generation claim's ``speedup``).
 THROUGHPUT_METRICS = ("tokens_per_s", "samples_per_s", "images_per_s", "achieved_tflops")
-"""Higher-is-better throughput metrics, in order of preference: drawn on sweep and strategy plots, and the
-basis of a generation claim's two-run ``speedup``."""
-
+#: Quality metrics, in order of preference for a benchmark's main metric.
 QUALITY_METRICS = ("perplexity", "word_perplexity", "acc_norm", "acc", "bits_per_byte", "ppl_ratio")
-"""Quality metrics, in order of preference for a benchmark's main metric: drawn on accuracy-vs-compression plots."""
-
-SPEEDUP_METRIC = "speedup"
-"""The registry's two-run metric: throughput of the newer generation / throughput of the older one."""
+SPEEDUP_METRIC = "speedup"  # two-run: newer generation's throughput over the older one's
 
 
 @dataclass(frozen=True)
 class MetricInfo:
-    """What the report needs to know about a metric: its unit, which way is better, whether it is derived from
-    measured times (``timing``) and the gate's threshold the registry gives it (``max_regression``, a fraction: the
-    quality threshold of a deterministic quality metric such as a perplexity or an accuracy), and whether it is a
-    step's time over a reference kernel timed beside it (``machine_normalized``:
-    :mod:`pytest_genai.runtime.reference`): between runs on one device, a raw speed regression counts only where it
-    agrees. ``measured_inputs``: a modeled number computed from measured times, which the gate never compares as
-    exact. ``numerator``: the metric this one is over a peak (MFU over ``achieved_tflops``); its regression counts
-    only where the numerator's agrees, because a peak each session measures moves it on its own."""
+    """What the report needs to know about a metric; the fields mean what
+    :class:`pytest_genai.claims.model.MetricDef`'s do."""
 
     name: str
     unit: str
@@ -47,9 +35,7 @@ class MetricInfo:
     measured_inputs: bool = False
     numerator: str | None = None
     optional: bool = False
-    """Recorded only where the machine can measure it (energy): missing on one side is listed, never failed."""
     contention_free: bool = False
-    """A statistic CPU contention does not move (an instruction count): the pressure rule does not hold it back."""
 
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
@@ -61,14 +47,14 @@ class MetricInfo:
 
 BUILTIN_METRICS: Mapping[str, MetricInfo] = MappingProxyType(
     {
-        # pytest-benchmark's round times: the median is exposed by runs.py for every benchmark, the other
-        # statistics when a threshold names them (``mean:5%``, pytest-benchmark's --benchmark-compare-fail form).
+        # pytest-benchmark's round-time statistics, for thresholds such as ``mean:5%``
         bench_stat_metric(f): MetricInfo(bench_stat_metric(f), "s", "lower", timing=True) for f in BENCH_STATS_FIELDS
     }
 )
 
 # --- units -----------------------------------------------------------------------------------------------------------
 
+#: Units the gate converts between; any other unit is compared only with itself.
 UNIT_SCALES: Mapping[str, tuple[str, float]] = MappingProxyType({
     # unit -> (dimension, size in that dimension's base unit); definitions (SI prefixes, IEC binary prefixes), exact
     "s": ("time", 1.0), "ms": ("time", 1e-3), "us": ("time", 1e-6), "µs": ("time", 1e-6), "ns": ("time", 1e-9),
@@ -82,13 +68,10 @@ UNIT_SCALES: Mapping[str, tuple[str, float]] = MappingProxyType({
     "FLOP": ("flop", 1.0), "GFLOP": ("flop", 1e9), "TFLOP": ("flop", 1e12), "PFLOP": ("flop", 1e15),
     "1": ("ratio", 1.0), "%": ("ratio", 1e-2), "x": ("factor", 1.0),
 })
-"""Units the gate can convert between: a value recorded in ``ms`` is compared with one in ``s`` after scaling, a unit
-outside this table (or of another dimension) is never compared with a different one."""
 
 
 def unit_factor(from_unit: str, to_unit: str) -> float | None:
-    """The factor that turns a value in ``from_unit`` into ``to_unit`` (1.0 for the same text), or None when the two
-    are not both in :data:`UNIT_SCALES` with one dimension (no conversion is known: the values cannot be compared)."""
+    """The factor that turns a value in ``from_unit`` into ``to_unit``, or None when no conversion is known."""
     if from_unit == to_unit:
         return 1.0
     a, b = UNIT_SCALES.get(from_unit.strip()), UNIT_SCALES.get(to_unit.strip())

@@ -1,27 +1,23 @@
 """Metric names a rename retired, read under their current names so old run files still pair with new ones.
 
-Runs written before the rename (e.g. the committed CPU reference run in ``docs/results/``) labelled the
-minimal-traffic byte model and what rests on it as measured under plain names (``bytes_moved``, ...). Reading maps
-each old name to its current one and its registry source, so gate, compare, tables and plots see one name.
+Reading maps each old name to its current one and its registry source, so gate, compare, tables and plots see one name.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 _MODELED = ("bytes_moved", "arithmetic_intensity", "achieved_gbs", "efficiency", "compute_bound")
-RENAMED: dict[str, tuple[str, str]] = {
+RENAMED: dict[str, tuple[str, str]] = {  # old name -> (current name, its source)
     **{f"{prefix}{name}": (f"{prefix}{name}_modeled", "modeled")
        for prefix in ("", "matmul_", "attention_", "elementwise_") for name in _MODELED},
     "compute_efficiency": ("compute_efficiency_spec", "spec"),
-    "flop_counter_ratio": ("flop_counter_ratio_modeled", "modeled"),  # two counts of the model's work (2026-12-02)
+    "flop_counter_ratio": ("flop_counter_ratio_modeled", "modeled"),
 }
-"""old name -> (current name, its source)."""
 
 
 def current_names(metrics: Mapping[str, float], sources: Mapping[str, str], units: Mapping[str, str],
                   ) -> tuple[dict[str, float], dict[str, str], dict[str, str]]:
-    """``metrics``/``sources``/``units`` with retired names replaced by current ones (a current name already
-    present wins over the retired one)."""
+    """``metrics``/``sources``/``units`` with retired names replaced (a current name already present wins)."""
     m, s, u = dict(metrics), dict(sources), dict(units)
     for old, (new, source) in RENAMED.items():
         if old not in m:

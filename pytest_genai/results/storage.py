@@ -1,11 +1,7 @@
 """pytest-benchmark storage ids as baselines: ``--genai-baseline 0003`` or ``--genai-baseline latest``.
 
-pytest-benchmark saves runs (``--benchmark-autosave`` / ``--benchmark-save NAME``) as
-``<storage>/<machine_id>/NNNN_<name>.json`` in ``--benchmark-storage`` (default ``file://./.benchmarks``,
-relative to the folder pytest starts in); ``--benchmark-compare 0003`` names a run by a prefix of its file name and
-``--benchmark-compare`` alone takes the newest (the last by file name, ``FileStorage.load()[-1]``). The same
-words resolve here to one file, in this machine's folder (``pytest_benchmark.utils.get_machine_id()``).
-Only ``file://`` storage is read.
+The words ``--benchmark-compare`` takes resolve to one file of ``<storage>/<machine_id>/NNNN_<name>.json``, as
+pytest-benchmark resolves them; only ``file://`` storage is read.
 """
 from __future__ import annotations
 
@@ -27,7 +23,6 @@ def is_storage_id(text: str | None) -> bool:
 
 
 def storage_folder(storage: str | None, machine_id: str, cwd: str | os.PathLike[str]) -> Path:
-    """The folder holding this machine's saved runs: ``<storage>/<machine_id>``."""
     url = str(storage or DEFAULT_STORAGE)
     if "://" not in url:
         url = "file://" + url

@@ -1,14 +1,8 @@
 """Change points in a metric's stored history (``pytest-genai history METRIC``, ``--changes``): where a series shifted,
 by how much, and how significant the shift is.
 
-The detection is Apache Otava's (``otava.analysis.compute_change_points``: e-divisive means over sliding windows,
-then the merge step of Fleming et al., "Hunter", ICPE 2023; a permutation-free t-test gives each point's p-value), with
-Otava's own defaults: windows of 50, ``max_pvalue`` 0.001, no minimum magnitude. Nothing here re-implements it.
-
-apache-otava 0.8 pins ``numpy==2.2.0.*`` and ``scipy<1.17`` and pulls cloud clients it needs for its own command, none
-of which the detection uses: ``pip install 'pytest-genai[changepoints]'``, or in an environment whose numpy and scipy
-must stay, ``pip install --no-deps apache-otava``. Without it, history prints its series and says how to get the change
-points; ``--changes`` is then an error (exit 2), never a silent "no change".
+The detection is Apache Otava's (``otava.analysis.compute_change_points``, e-divisive means) with its own defaults.
+Without apache-otava, ``--changes`` is an error, never a silent "no change".
 """
 from __future__ import annotations
 
@@ -18,17 +12,15 @@ from typing import Any, Mapping, Sequence
 
 from .read import Point
 
-MAX_PVALUE = 0.001
-"""Otava's default significance threshold (its ``--pvalue``)."""
-WINDOW = 50
-"""Otava's default window length (its ``--window``)."""
+MAX_PVALUE = 0.001  # Otava's default --pvalue
+WINDOW = 50  # Otava's default --window
 
 INSTALL_HINT = ("change points need apache-otava: pip install 'pytest-genai[changepoints]' (or, keeping this "
                 "environment's numpy and scipy, pip install --no-deps apache-otava)")
 
 
 class ChangePointsUnavailable(RuntimeError):
-    """apache-otava is not installed."""
+    pass
 
 
 @dataclass(frozen=True)
@@ -39,16 +31,13 @@ class ChangePoint:
     run_id: int
     run_time: str | None
     commit: str | None
-    before: float
-    """The mean of the line's values from the previous change point (or its start) up to this run."""
-    after: float
-    """The mean from this run up to the next change point (or the newest run)."""
+    before: float  # mean since the previous change point
+    after: float  # mean up to the next change point
     pvalue: float
     direction: str | None
 
     @property
     def step(self) -> float:
-        """``after / before - 1`` (nan when ``before`` is 0)."""
         return self.after / self.before - 1.0 if self.before else math.nan
 
     @property

@@ -1,15 +1,8 @@
 """Opening a store: the engine, SQLite's WAL journal and lock waits, retries, and the schema-version check.
 
-SQLite: the journal is WAL (readers never block the writer, nor the writer them); a unit of work that writes starts
-``BEGIN IMMEDIATE`` (it takes the write lock up front, so two writers queue instead of failing on a lock upgrade), one
-that only reads a plain ``BEGIN`` (no lock to wait for: a reader behind a writer waited for it, seconds); a busy
-writer is waited for (``busy_timeout``) and a unit of work that still meets a locked database is retried from its
-start (:meth:`Store.transaction`). A store file that cannot be written (a read-only file, folder or mount) is opened
-read-only for reading. Any other SQLAlchemy URL (PostgreSQL for a team) is used as given.
-
-A database that holds tables but no pytest-genai store (another application's) is never modified: the check and the
-creation of the tables are one transaction, and the WAL journal (a setting SQLite keeps in the file) is switched on
-only in a pytest-genai store.
+SQLite: WAL journal; writers start ``BEGIN IMMEDIATE`` so two writers queue instead of failing on a lock upgrade,
+readers a plain ``BEGIN``; a unit of work that meets a locked database is retried from its start. Another
+application's database is never modified.
 """
 from __future__ import annotations
 
@@ -30,10 +23,8 @@ from .schema import MIGRATIONS, SCHEMA_VERSION, tables
 
 T = TypeVar("T")
 
-BUSY_TIMEOUT_MS = 30_000
-"""How long a SQLite writer waits for another one before its unit of work is retried."""
-RETRIES = 8
-"""Attempts of one unit of work on a locked SQLite database (with growing, jittered pauses)."""
+BUSY_TIMEOUT_MS = 30_000  # a SQLite writer's wait for another before its unit of work is retried
+RETRIES = 8  # attempts of one unit of work on a locked database
 
 
 def _sqlalchemy() -> Any:
@@ -45,8 +36,7 @@ def _sqlalchemy() -> Any:
     return sqlalchemy
 
 
-READ_ONLY = "genai_read_only"
-"""Execution option of a connection whose transaction only reads (:meth:`Store.read`): a plain, deferred BEGIN."""
+READ_ONLY = "genai_read_only"  # execution option: a plain, deferred BEGIN
 
 
 def _sqlite_setup(engine: Any) -> None:
@@ -67,8 +57,7 @@ def _sqlite_setup(engine: Any) -> None:
 
 
 def _use_wal(engine: Any) -> None:
-    """Switch a pytest-genai store to the WAL journal (kept in the file: once per store; a no-op after). Outside any
-    transaction, as SQLite requires; a store that stays in its rollback journal still works (writers wait longer)."""
+    """Switch a pytest-genai store to the WAL journal, outside any transaction as SQLite requires (best effort)."""
     from sqlalchemy.exc import DBAPIError
 
     try:
@@ -84,9 +73,7 @@ def _use_wal(engine: Any) -> None:
 
 
 def _read_only_engine(sa: Any, path: str) -> Any:
-    """An engine reading the SQLite file ``path`` without writing anything beside it: ``mode=ro``, and where the folder
-    cannot be written (a read-only mount) and no ``-wal`` file is there ``immutable=1``, since SQLite can then create
-    no ``-shm`` file and would refuse to open a WAL store at all."""
+    """An engine reading ``path`` without writing beside it; ``immutable=1`` where no ``-shm`` file can be created."""
     import sqlite3
     from urllib.parse import quote
 
@@ -113,7 +100,6 @@ class Store:
     engine: Any
     md: Any
     read_only: bool = False
-    """A store file this process cannot write (read-only file, folder or mount): opened for reading only."""
 
     @property
     def shown(self) -> str:
@@ -123,9 +109,8 @@ class Store:
         return self.md.tables[name]
 
     def transaction(self, work: Callable[[Any], T], retries: int = RETRIES, *, write: bool = True) -> T:
-        """``work(connection)`` in one transaction: all of it is committed, or (an error, a killed process) none.
-        Retried from the start while the database is locked by another writer. ``write=False`` (:meth:`read`): a
-        transaction that takes no write lock."""
+        """``work(connection)`` in one transaction, retried from the start while another writer locks the database;
+        ``write=False`` takes no write lock."""
         from sqlalchemy.exc import OperationalError
 
         if write and self.read_only:
@@ -163,10 +148,8 @@ def utc_now() -> str:
 
 
 def open_store(url: str, *, create: bool = True) -> Store:
-    """Open (and, with ``create``, create or upgrade) the store at ``url``; :class:`StoreError` naming it when it
-    cannot be reached, names no file (``sqlite://``, ``:memory:``), is another application's database, or has a
-    layout this version does not know. Without ``create`` (reading) a store file that cannot be written is opened
-    read-only."""
+    """Open (and, with ``create``, create or upgrade) the store at ``url``; without ``create`` an unwritable file is
+    opened read-only. Raises :class:`StoreError` naming the store when it cannot be used."""
     sa = _sqlalchemy()
     check_holds_a_file(url)
     shown = store_label(url)
@@ -208,9 +191,8 @@ def open_store(url: str, *, create: bool = True) -> Store:
 
 
 def stored_version(conn: Any, md: Any, shown: str = "the store") -> int | None:
-    """The database's ``schema_version`` (None: no ``store_meta`` table). A ``store_meta`` without the row, or with a
-    value that is not a whole number (``2.0``, ``abc``, ``''``), is a :class:`StoreError` naming it: which layout
-    the database has is then unknown, and nothing may be written into it."""
+    """The database's ``schema_version`` (None: no ``store_meta`` table); a missing or malformed row is a
+    :class:`StoreError`, since the layout is then unknown."""
     from sqlalchemy import inspect, select
 
     if not inspect(conn).has_table("store_meta"):
@@ -230,8 +212,7 @@ def stored_version(conn: Any, md: Any, shown: str = "the store") -> int | None:
 
 
 def _check_schema(store: Store, conn: Any, create: bool, write: bool) -> bool:
-    """Check (``write``: and create or upgrade) the store's layout; False when it needs creating or upgrading and
-    ``write`` is not set (then the caller checks again in a writing transaction)."""
+    """Check (``write``: and create or upgrade) the store's layout; False when that needs a writing transaction."""
     from sqlalchemy import inspect
 
     version = stored_version(conn, store.md, store.shown)

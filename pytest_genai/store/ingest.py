@@ -1,9 +1,7 @@
 """A pytest-benchmark JSON document as the store's rows (pure: no database).
 
-The document is read by the same reader as ``pytest-genai report`` (:func:`pytest_genai.results.runs.run_from_json`:
-validation, the identity/environment split, retired metric names), so a stored benchmark pairs exactly as the file
-does; what that reader does not keep (every round's value, intervals, the run's commit and settings) is taken from
-the document beside it. Its identity in the store is :func:`content_hash`: adding the same document twice is a no-op.
+Read by the same reader as ``pytest-genai report`` so a stored benchmark pairs exactly as the file does; rounds,
+intervals, commit and settings are taken from the document beside it.
 """
 from __future__ import annotations
 
@@ -39,10 +37,8 @@ class MetricRow:
 @dataclass(frozen=True)
 class ClaimRow:
     claim: Mapping[str, Any]
-    fullname: str | None
-    """The benchmark (node id) that checked it, when known."""
-    position: int | None = None
-    """That benchmark's index in the run: one node id may name several benchmarks (one test run on two devices)."""
+    fullname: str | None  # the node id that checked it, when known
+    position: int | None = None  # that benchmark's index: one node id may name several benchmarks
 
 
 @dataclass(frozen=True)
@@ -54,8 +50,7 @@ class BenchmarkRow:
 @dataclass(frozen=True)
 class RunRows:
     content_hash: str
-    run: Mapping[str, Any]
-    """The ``runs`` row's columns (without id and added_time)."""
+    run: Mapping[str, Any]  # the ``runs`` row without id and added_time
     devices: tuple[Mapping[str, Any], ...]
     benchmarks: tuple[BenchmarkRow, ...]
     claims: tuple[ClaimRow, ...]
@@ -63,7 +58,6 @@ class RunRows:
 
     @property
     def row_count(self) -> int:
-        """Rows this run adds (runs + run_devices + benchmarks + metrics + claims; devices are shared)."""
         return 1 + len(self.devices) + len(self.benchmarks) + sum(len(b.metrics) for b in self.benchmarks) \
             + len(self.claims)
 
@@ -79,8 +73,7 @@ def _float(value: Any) -> float | None:
 
 
 def _float_list(value: Any) -> tuple[float, ...] | None:
-    """Every value of a non-empty list as a float, else None (odd rounds are not stored; the file reader ignores
-    them too: :func:`pytest_genai.results.runs._round_list`)."""
+    """Every value of a non-empty list as a float, else None (as the file reader ignores odd rounds)."""
     if not isinstance(value, list) or not value:
         return None
     out = [_float(v) for v in value]
@@ -144,8 +137,7 @@ def run_rows(doc: Any, source: str, command: str | None = None) -> RunRows:
                         "name": str(d.get("name") or ""), "spec_source": _text(spec.get("source")) if spec else None,
                         "spec_json": canonical(spec) if spec else None})
     benches = tuple(BenchmarkRow(rec, _metric_rows(rec, raw)) for rec, raw in zip(run.records, doc["benchmarks"]))
-    # each benchmark's own verdicts (not_applicable ones included), then the session's verdicts of tests that are
-    # not benchmarks of this document (its list repeats the benchmarks' applicable ones)
+    # each benchmark's own verdicts, then the session's verdicts of tests that are no benchmark here
     claims = [ClaimRow(c, b.record.fullname, i) for i, b in enumerate(benches) for c in b.record.claims]
     names = {b.record.fullname for b in benches}
     run_claims = genai.get("claims") if isinstance(genai.get("claims"), list) else []

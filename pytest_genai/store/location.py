@@ -1,6 +1,5 @@
 """Which database a store is: ``--store URL`` / ``--genai-store URL`` / ``GENAI_STORE``, else a SQLite file in the
-user's data folder (``platformdirs.user_data_dir("pytest-genai")`` when platformdirs is installed, else
-``$XDG_DATA_HOME/pytest-genai`` or ``~/.local/share/pytest-genai``)."""
+user's data folder."""
 from __future__ import annotations
 
 import os
@@ -32,9 +31,7 @@ def default_url(env: Mapping[str, str] | None = None) -> str:
 
 
 def file_url(path: str) -> str:
-    """The SQLite URL of the file ``path``, exactly that file: ``%``, ``?`` and ``#`` in it are quoted, so SQLAlchemy
-    reads no URI parameters out of a file's name (``p%20q.sqlite`` was written as ``p q.sqlite``, and
-    ``m1.sqlite?mode=memory`` as ``m1.sqlite``)."""
+    """The SQLite URL of exactly the file ``path`` (``%``, ``?`` and ``#`` quoted so no URI parameters are read)."""
     from urllib.parse import quote
 
     return "sqlite:///" + quote(os.path.abspath(os.path.expanduser(path)), safe="/")
@@ -56,9 +53,8 @@ def normalize_url(text: str) -> str:
 
 
 def check_holds_a_file(url: str) -> None:
-    """Refuse a SQLite URL that names no file (``sqlite://``, ``sqlite:///``, ``sqlite:///:memory:``, a
-    ``mode=memory`` URI): SQLite opens an in-memory database for it, so a run "added" there was kept nowhere (an
-    unset variable in ``GENAI_STORE="sqlite:///$DIR/r.sqlite"`` gave such a URL, exit 0 and nothing stored)."""
+    """Refuse a SQLite URL that names no file (SQLite would keep its runs in memory) or that has query arguments
+    SQLite ignores outside a ``file:`` URI."""
     if not is_sqlite(url):
         return
     rest = url.split("://", 1)[1]
@@ -80,8 +76,8 @@ def check_holds_a_file(url: str) -> None:
                          "sqlite:///file:PATH?mode=ro&uri=true, or the file's path alone")
 
 
+# the query arguments SQLAlchemy's pysqlite driver takes without ``uri=true``
 _DRIVER_ARGS = {"timeout", "isolation_level", "detect_types", "check_same_thread", "cached_statements", "uri"}
-"""The query arguments SQLAlchemy's pysqlite driver takes without ``uri=true``."""
 
 
 def shown_url(url: str) -> str:
@@ -90,8 +86,7 @@ def shown_url(url: str) -> str:
 
 
 def store_label(url: str) -> str:
-    """How messages name a store: a plain SQLite file as its path (``/tmp/p q.sqlite``, not the quoted URL
-    ``sqlite:////tmp/p%20q.sqlite``), any other URL without its password."""
+    """How messages name a store: a plain SQLite file as its path, any other URL without its password."""
     path = sqlite_file(url) if "?" not in url else None
     return path if path is not None and not path.startswith("file:") else shown_url(url)
 
@@ -101,8 +96,7 @@ def is_sqlite(url: str) -> bool:
 
 
 def sqlite_file(url: str | None) -> str | None:
-    """The database file of a ``sqlite:///PATH`` URL (without its ``?query``), else None (a server, ``:memory:``):
-    the path an output must never be written to."""
+    """The database file of a ``sqlite:///PATH`` URL (without its ``?query``), else None."""
     if not url or not url.startswith("sqlite:///"):
         return None
     from urllib.parse import unquote

@@ -1,12 +1,9 @@
 """Queries: which stored runs a query names, a stored run back as a :class:`~pytest_genai.results.runs.Run` (so
 ``compare`` and ``gate`` treat it as they treat a file), and one metric's series for ``history``.
 
-A query is words: filters ``key=value`` (:data:`RUN_FILTERS` on the run, :data:`BENCHMARK_FILTERS` on its
-benchmarks: only the matching benchmarks are kept) and at most one selector, ``latest`` (the newest matching run, by
-the run's time; the default) or ``best`` (every metric at the best value any matching run recorded, by the metric's
-direction), or ``last:N`` (the N newest matching runs as one baseline whose spread between runs widens the gate's
-intervals). ``generation=a100 latest``, ``experiment=quant model=smollm2-135m best``, ``run=12``,
-``generation=h100 last:5``.
+A query is words: filters ``key=value`` (:data:`RUN_FILTERS`, :data:`BENCHMARK_FILTERS`) and at most one selector:
+``latest`` (the default), ``best`` (every metric at its best value) or ``last:N`` (the N newest runs as one baseline),
+e.g. ``generation=a100 latest``, ``experiment=quant model=smollm2-135m best``, ``generation=h100 last:5``.
 """
 from __future__ import annotations
 
@@ -26,7 +23,6 @@ BENCHMARK_FILTERS = ("generation", "kind", "device", "experiment", "model", "con
 RUN_FILTERS = ("run", "commit", "branch", "scale", "node")
 SELECTORS = ("latest", "best")
 LAST = "last:"
-"""``last:N``: the N newest matching runs, one baseline whose spread between runs widens the gate's intervals."""
 PREFIX = "store:"
 MIXED = "mixed"
 
@@ -35,8 +31,7 @@ MIXED = "mixed"
 class StoreQuery:
     filters: tuple[tuple[str, str], ...]
     selector: str = "latest"
-    mixed: bool = False
-    """``last:N mixed``: the runs may come from different device models (otherwise refused)."""
+    mixed: bool = False  # ``last:N mixed``: the runs may come from different device models
 
     @property
     def text(self) -> str:
@@ -110,7 +105,7 @@ def _run_where(store: Store, query: StoreQuery) -> list[Any]:
                                  "`pytest-genai store list` shows them)")
             out.append(r.c.id == int(value))
         elif key == "commit":
-            # a prefix of the commit id, taken literally: `commit=%` or `commit=_` matched every run as LIKE wildcards
+            # a literal prefix: never LIKE wildcards
             out.append(r.c.commit_id.startswith(value, autoescape=True))
         elif key in ("branch", "scale", "node"):
             out.append(getattr(r.c, key) == value)
@@ -118,9 +113,7 @@ def _run_where(store: Store, query: StoreQuery) -> list[Any]:
 
 
 def time_key(text: str | None) -> float:
-    """A run time (ISO 8601, as pytest-benchmark writes ``datetime``) as seconds since the epoch, for ordering runs:
-    as text, ``2026-03-01T23:00:00-05:00`` sorted before ``2026-03-02T01:00:00Z`` though it is three hours later.
-    A time without an offset is UTC (pytest-benchmark writes UTC); a missing or unreadable one sorts oldest."""
+    """An ISO 8601 run time as epoch seconds, for ordering runs across offsets (no offset: UTC; unreadable: oldest)."""
     import datetime as dt
 
     if not text:
@@ -147,8 +140,7 @@ def matching_runs(store: Store, query: StoreQuery) -> list[int]:
 
 
 def _loads(text: str | None, where: str = "", kind: type | None = None) -> Any:
-    """A stored JSON field (``{}`` where empty); a field that is not valid JSON, or not of ``kind``, is a one-line
-    :class:`StoreError` naming ``where`` (store, run, benchmark, field)."""
+    """A stored JSON field (``{}`` where empty); invalid JSON or not a ``kind`` is a :class:`StoreError` naming ``where``."""
     if not text:
         return {}
     try:
@@ -208,9 +200,7 @@ def stored_run(store: Store, run_id: int, query: StoreQuery | None = None) -> Ru
 
 
 def last_runs(store: Store, ids: Sequence[int], count: int, query: StoreQuery) -> Run:
-    """The ``count`` newest of the matching runs ``ids`` (newest first) as one baseline
-    (:func:`pytest_genai.results.baselines.combine_runs`); its label names the runs. A store holding fewer is a labelled
-    fallback: the baseline is the runs there are, and a warning says so."""
+    """The ``count`` newest of the matching runs ``ids`` (newest first) as one baseline; fewer give a warning."""
     from pytest_genai.results.baselines import combine_runs
 
     chosen = list(ids[:count])
@@ -229,8 +219,7 @@ def last_runs(store: Store, ids: Sequence[int], count: int, query: StoreQuery) -
 
 
 def _one_device_model(runs: Sequence[Run], query: StoreQuery) -> None:
-    """Refuse a baseline of several runs whose benchmarks ran on different device models (an AMD and an Intel CPU
-    under ``generation=cpu``): their spread is the hardware's, and it would widen every interval."""
+    # a spread between device models is the hardware's, and it would widen every interval
     seen: dict[tuple[Any, ...], dict[str, str]] = {}
     for run in runs:
         for rec in run.records:
@@ -253,8 +242,7 @@ def _claim(row: Any) -> dict[str, Any]:
 
 
 def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Mapping[str, Any]], at: str = "store") -> Record:
-    """One stored benchmark as a :class:`Record`, as its file would load: values, units, rounds and intervals.
-    A corrupt row (invalid JSON, a field of the wrong type, a NULL value) is a one-line :class:`StoreError`."""
+    """One stored benchmark as a :class:`Record`, as its file would load; a corrupt row is a :class:`StoreError`."""
     device = None if row.kind is None else DeviceRef(row.kind, row.generation, row.device_name or "")
     where = f"{at}, benchmark {row.name}"
     values, rounds, intervals = {}, {}, {}
@@ -287,12 +275,8 @@ def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Mapping[str, Any]
 
 
 def best_run(runs: Sequence[Run], info: Mapping[str, Any], label: str) -> Run:
-    """One run holding every benchmark of ``runs`` with each metric at its best value among them (``higher`` or
-    ``lower`` by the metric's direction in ``info``; a metric without one keeps the newest value). A metric's rounds
-    (and the pytest-benchmark timing of the median round time) come from the run its value came from, so an interval
-    judged on them describes that value. ``runs`` newest first."""
-    import dataclasses
-
+    """One run holding every benchmark of ``runs`` (newest first) with each metric at its best value by its
+    direction in ``info`` (none: the newest); its rounds come from the run its value came from."""
     chosen: dict[tuple[Any, ...], Record] = {}
     order: list[tuple[Any, ...]] = []
     for run in runs:
@@ -325,9 +309,7 @@ def best_run(runs: Sequence[Run], info: Mapping[str, Any], label: str) -> Run:
 
 
 def query_run(store: Store, text: str, info: Mapping[str, Any] | None = None, exclude_hash: str | None = None) -> Run:
-    """The run a query names (``latest``: the newest matching one; ``best``: :func:`best_run` over every match).
-    ``exclude_hash``: leave out the stored run with this content hash (the run a gate compares with the query's:
-    a session stored with ``--genai-store`` is the newest run there, and a run compared with itself passes)."""
+    """The run a query names. ``exclude_hash``: leave out the stored copy of the run it is compared with."""
     query = parse_query(text)
     ids = matching_runs(store, query)
     if ids and exclude_hash:
@@ -353,8 +335,6 @@ def query_run(store: Store, text: str, info: Mapping[str, Any] | None = None, ex
 
 @dataclass(frozen=True)
 class Point:
-    """One value of a metric's series."""
-
     run_id: int
     run_time: str | None
     commit: str | None
@@ -389,7 +369,6 @@ def series(store: Store, metric: str, query: StoreQuery) -> tuple[list[Point], l
             .select_from(m.join(b, b.c.id == m.c.benchmark_id).join(r, r.c.id == b.c.run_id)
                          .outerjoin(d, d.c.id == b.c.device_id))
             .where(m.c.name == metric, *_run_where(store, query), *_benchmark_where(store, query)))
-    # the claims judged on this metric of these benchmarks (not those that did not apply to them)
     bounds = (select(c.c.claim_id, c.c.basis, c.c.bound_min, c.c.bound_max, d.c.generation).distinct()
               .select_from(c.join(b, b.c.id == c.c.benchmark_id).join(r, r.c.id == b.c.run_id)
                            .outerjoin(d, d.c.id == b.c.device_id))

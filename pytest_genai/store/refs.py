@@ -1,12 +1,5 @@
-"""What a run argument of ``compare`` / ``gate`` names: a run file, a run in pytest-benchmark's storage, or a store
-query, in that order:
-
-- an existing file: a ``--benchmark-json`` run;
-- ``NNNN`` / ``NNNN_name`` / ``storage:latest``: a run saved by ``--benchmark-save`` / ``--benchmark-autosave`` in
-  ``./.benchmarks`` (this machine's folder; ``storage:latest`` = the newest there);
-- ``latest``, ``best``, ``key=value ...`` or ``store:...``: a store query (:mod:`.read`; ``latest`` = the newest
-  matching run in the store).
-"""
+"""What a run argument of ``compare`` / ``gate`` names, in this order: an existing run file; ``NNNN`` / ``NNNN_name`` /
+``storage:latest`` in pytest-benchmark's ``./.benchmarks``; else a store query (:mod:`.read`)."""
 from __future__ import annotations
 
 import os
@@ -23,7 +16,6 @@ STORAGE_PREFIX = "storage:"
 
 
 def _storage_form(text: str) -> str | None:
-    """The storage id ``text`` names (``0003``, ``storage:latest``), else None."""
     word = text.strip()
     if word.startswith(STORAGE_PREFIX):
         return word[len(STORAGE_PREFIX):]
@@ -37,8 +29,7 @@ def _store_url(store_url: str | None) -> str:
 
 
 def input_files(text: str, store_url: str | None) -> list[str]:
-    """The files reading ``text`` reads (a run file, the storage file an id resolves to, a SQLite store's file), for
-    refusing an output path that names one; [] for what cannot be resolved (loading it reports that)."""
+    """The files reading ``text`` reads, for refusing an output path that names one; [] where unresolved."""
     if Path(text).exists():
         return [text]
     ident = _storage_form(text)
@@ -69,8 +60,7 @@ def file_content_hash(path: str) -> str | None:
 
 def load_ref(text: str, store_url: str | None, info: Mapping[str, Any] | None = None,
              exclude_hash: str | None = None) -> Run:
-    """The run ``text`` names (see the module); one line naming it and the three forms when it names none.
-    ``exclude_hash``: a store query leaves out the stored copy of the run it is compared with (:func:`query_run`)."""
+    """The run ``text`` names; ``exclude_hash`` as :func:`query_run` takes it."""
     if Path(text).exists():
         return load_run(text)
     word = text.strip()

@@ -1,26 +1,18 @@
 """The store's tables (SQLAlchemy Core, the same on SQLite and PostgreSQL) and their versioned migrations.
 
-``store_meta.schema_version`` says which layout a database has. Opening a store upgrades an older one through
-:data:`MIGRATIONS` (one function per step, in one transaction) and refuses a newer one: a pytest-genai that does
-not know a layout must not write into it.
-
-Rows per run: one ``runs`` row, one ``run_devices`` row per detected device, one ``benchmarks`` row per benchmark,
-one ``metrics`` row per recorded metric value (its rounds, where recorded, in the row as a JSON list) and one
-``claims`` row per claim verdict. ``devices`` holds each (kind, generation, name) once.
+Opening a store upgrades an older ``store_meta.schema_version`` through :data:`MIGRATIONS` and refuses a newer one:
+a pytest-genai that does not know a layout must not write into it.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
 SCHEMA_VERSION = 1
-"""The layout this pytest-genai reads and writes."""
-
-MIGRATIONS: dict[int, Callable[[Any], None]] = {}
-"""``n -> step``: upgrades a version-``n`` database to ``n + 1`` (given a connection inside the transaction)."""
+MIGRATIONS: dict[int, Callable[[Any], None]] = {}  # n -> step upgrading version n to n + 1 in the transaction
 
 
 def tables() -> Any:
-    """The ``MetaData`` holding every table (built on first use, so importing this module needs no SQLAlchemy)."""
+    """The ``MetaData`` holding every table (built on call: importing this module needs no SQLAlchemy)."""
     from sqlalchemy import (Boolean, Column, Float, ForeignKey, Index, Integer, MetaData, String, Table, Text,
                             UniqueConstraint)
 

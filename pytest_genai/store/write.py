@@ -19,10 +19,8 @@ from .ingest import RunRows, canonical, claim_numbers, claim_text, number_column
 class Added:
     source: str
     run_id: int
-    new: bool
-    """False: the store already held this run (same content hash); nothing was written."""
+    new: bool  # False: the store already held this run
     rows: int
-    """Rows the run holds in the store (whether added now or before)."""
 
 
 class RowRejected(StoreError):
@@ -30,8 +28,7 @@ class RowRejected(StoreError):
 
 
 def check_columns(table: Any, rows: Iterable[Mapping[str, Any]]) -> None:
-    """Refuse a text value longer than its column or holding a NUL character, the same on every back end
-    (PostgreSQL raised a DataError traceback for both, where SQLite took them)."""
+    """Refuse a text value longer than its column or holding a NUL, the same on every back end."""
     for row in rows:
         for key, value in row.items():
             if not isinstance(value, str):
@@ -49,8 +46,7 @@ def check_columns(table: Any, rows: Iterable[Mapping[str, Any]]) -> None:
 
 def _device_id(conn: Any, store: Store, kind: str, generation: str, name: str,
                known: dict[tuple[str, str, str], int] | None = None) -> int:
-    """The ``devices`` row of (kind, generation, name), added when new; ``known``: the ids this transaction already
-    looked up (one query per device, not one per benchmark)."""
+    """The ``devices`` row id of (kind, generation, name), added when new; ``known`` caches ids per transaction."""
     from sqlalchemy import select
 
     key = (kind, generation, name)
@@ -98,8 +94,7 @@ def _insert(conn: Any, store: Store, rows: RunRows) -> tuple[int, bool]:
             labels_json=canonical(rec.labels) if rec.labels else None,
             attachments_json=canonical(rec.attachments) if rec.attachments else None,
             timing_json=canonical(rec.timing) if rec.timing else None, device_id=device))
-    # one executemany, then the ids by position (an INSERT per benchmark: 3,600 took 9.3 s; an ordered RETURNING
-    # falls back to a statement per row on SQLite)
+    # one executemany, then the ids by position: an INSERT per benchmark is slow
     t = store.table("benchmarks")
     ids: list[int] = []
     check_columns(t, bench_rows)
@@ -127,8 +122,7 @@ def _insert(conn: Any, store: Store, rows: RunRows) -> tuple[int, bool]:
         for c in rows.claims:
             measured, lo, hi, paper = claim_numbers(c.claim, ("measured", "min", "max", "paper"))
             interval = c.claim.get("interval")
-            # by the benchmark's position: one node id may name two benchmarks (one test on two devices), and the
-            # first of them took the second's claims
+            # by position: one node id may name two benchmarks (one test on two devices)
             bid = int(ids[c.position]) if c.position is not None else bench_ids.get(c.fullname or "")
             claim_rows.append({"run_id": run_id, "benchmark_id": bid,
                                "claim_id": str(c.claim.get("id", "")), "metric": claim_text(c.claim, "metric"),
@@ -160,14 +154,12 @@ def add_rows(store: Store, rows: RunRows, source: str) -> Added:
 
 
 def read_rows(path: str | os.PathLike[str], command: str | None = None) -> RunRows:
-    """The run file ``path`` as the rows the store takes, validated as ``pytest-genai report`` reads it too (an
-    error naming the file on any problem); built once, so adding them does not build them again."""
+    """The run file ``path`` as the rows the store takes, validated as ``pytest-genai report`` reads it."""
     return run_rows(read_document(path), os.path.basename(path), command)
 
 
 def read_document(path: str | os.PathLike[str]) -> Any:
-    """The run file ``path`` as a document, validated as ``pytest-genai report`` reads it; read once (``store add
-    <(cat run.json)``, a pipe, read empty the second time)."""
+    """The run file ``path`` as a document, validated as ``pytest-genai report`` reads it; read once (it may be a pipe)."""
     from pytest_genai.results.errors import ReportInputError
     from pytest_genai.results.runs import load_run, run_from_bytes
 
@@ -192,8 +184,7 @@ def add_file(store: Store, path: str | os.PathLike[str], command: str | None = N
 
 
 def run_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
-    """Each path, a folder expanded to the JSON runs under it (pytest-benchmark storage: ``.benchmarks/<machine>/
-    NNNN_name.json``), in name order; a missing path is an error naming it."""
+    """Each path, a folder expanded to the JSON runs under it in name order; a missing path is an error naming it."""
     for given in paths:
         p = Path(given)
         if p.is_dir():
