@@ -71,7 +71,7 @@ def cut_wikitext(src: Path, seeded_pages: int, budget) -> tuple[bytes, dict]:
     chosen = sorted({0, *order[:seeded_pages]})
     body = b"".join(pages[i][2] for i in chosen)
     entry = {
-        "task": "wikitext", "dataset": data.DATASETS["wikitext"][0], "split": data.DATASETS["wikitext"][1],
+        "task": "wikitext", "dataset": data.TASKS["wikitext"].dataset[0], "split": data.TASKS["wikitext"].dataset[1],
         "records": f"{len(chosen)} whole pages",
         "population": len(pages), "positions": chosen,
         "titles": [corpus.pages[i].title for i in chosen],
@@ -86,14 +86,14 @@ def cut_wikitext(src: Path, seeded_pages: int, budget) -> tuple[bytes, dict]:
 def cut_jsonl(task: str, src: Path, budget) -> tuple[bytes, dict]:
     raw = src.read_bytes()
     lines = _lines(raw)
-    items = data.read_hellaswag_file(src) if task == "hellaswag" else data.read_boolq_file(src)
+    items = data.TASKS[task].read_file(src)
     assert [item.idx for item in items] == list(range(len(items))), "idx must be the position in the split"
     assert len(lines) == len(items), "one record a line, no blank lines"
     limit = budget.examples(task)
     chosen = [item.idx for item in data.select_subset(items, limit, budget.seed)]
     body = b"".join(lines[i] for i in chosen)
     entry = {
-        "task": task, "dataset": data.DATASETS[task][0], "split": data.DATASETS[task][1],
+        "task": task, "dataset": data.TASKS[task].dataset[0], "split": data.TASKS[task].dataset[1],
         "records": f"{len(chosen)} examples",
         "population": len(items), "positions": chosen,
         "cut_from": {"file": data.DATA_FILES[task], "sha256": _sha(raw), "bytes": len(raw),

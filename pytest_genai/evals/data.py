@@ -450,10 +450,20 @@ def _examples_gap(entry: dict[str, Any], budget: Any, name: str) -> str:
     return ""
 
 
+def _select_pages(corpus: WikiTextCorpus, budget: Any, name: str, count_tokens: Callable[[str], int]) -> WikiTextSlice:
+    return slice_wikitext(corpus, pages=budget.wikitext_pages, max_tokens=budget.wikitext_tokens, seed=budget.seed,
+                          count_tokens=count_tokens, page_tokens=budget.wikitext_page_tokens)
+
+
+def _select_items(items: Sequence[T], budget: Any, name: str, count_tokens: Any) -> list[T]:
+    return select_subset(items, budget.examples(name), budget.seed)
+
+
 @dataclasses.dataclass(frozen=True)
 class EvalTask:
     """One task's data: its ``file`` in a data dir (and ``embedded/``), its ``hub`` (id, config, split) as lm-eval names
-    it, its ``dataset`` (name, split) in ``data_identity``, how each origin's records are read, and its notes."""
+    it, its ``dataset`` (name, split) in ``data_identity``, how each origin's records are read, and its notes; how a
+    budget selects from them, what a selection counts, and how the runner scores it."""
 
     name: str
     file: str
@@ -465,6 +475,10 @@ class EvalTask:
     hub_note: str = "read as lm-eval reads it"
     place: Callable[[Any, dict[str, Any], str], Any] = _place_items  # (records, manifest entry, source)
     gap: Callable[[dict[str, Any], Any, str], str] = _examples_gap  # (manifest entry, budget, name)
+    select: Callable[[Any, Any, str, Any], Any] = _select_items  # (records, budget, name, count_tokens)
+    unit: str = "examples"  # what ``count`` counts
+    count: Callable[[Any], int] = len  # records or a selection -> how many units
+    choices: str = ""  # its multiple-choice scorer in :mod:`~pytest_genai.evals.tasks`; '': sliding/rolling perplexity
 
 
 #: the tasks by name; the notes say how the offline copies differ from what lm-eval reads
@@ -475,21 +489,21 @@ TASKS: dict[str, EvalTask] = {task.name: task for task in (
              "offline copy: CRLF line endings and no blank lines (not the canonical byte sequence); 62 pages for "
              "60 articles; perplexities differ slightly from published lm-eval numbers",
              "the raw test lines, blank ones restored (the hub's empty rows), split at article titles",
-             _place_pages, _pages_gap),
+             _place_pages, _pages_gap, _select_pages, "pages", lambda records: len(records.pages)),
     EvalTask("hellaswag", "hellaswag/validation.jsonl", ("Rowan/hellaswag", None, "validation"),
              ("hellaswag", "validation"), read_hellaswag_file,
              lambda rows, source: [hellaswag_from_hub_row(row, i) for i, row in enumerate(rows)],
              "offline copy: ctx combined and tag-cleaned upstream (ctx_b not capitalized, llama.cpp cleanup), "
-             "not lm-eval's preprocessing of ctx_a/ctx_b; accuracies differ slightly from lm-eval's hellaswag"),
+             "not lm-eval's preprocessing of ctx_a/ctx_b; accuracies differ slightly from lm-eval's hellaswag",
+             choices="hellaswag"),
     EvalTask("boolq", "boolq/validation.jsonl", ("aps/super_glue", "boolq", "validation"),
              ("boolq", "validation"), read_boolq_file, lambda rows, source: [_boolq(row, source) for row in rows],
-             "offline copy: SuperGLUE layout with string labels (mapped true -> yes, false -> no); same text as lm-eval"),
+             "offline copy: SuperGLUE layout with string labels (mapped true -> yes, false -> no); same text as "
+             "lm-eval", choices="boolq"),
 )}
 
-#: task -> its file inside ``--genai-data-dir``, its hub (id, config, split), its (dataset, split) in ``data_identity``
+#: task -> its file inside ``--genai-data-dir``
 DATA_FILES = {name: task.file for name, task in TASKS.items()}
-HUB_DATASETS = {name: task.hub for name, task in TASKS.items()}
-DATASETS = {name: task.dataset for name, task in TASKS.items()}
 
 
 def get_task(name: str) -> EvalTask:

@@ -1,10 +1,10 @@
 """``pytest-genai data fetch DIR``: download the full evaluation splits and write them in the ``--genai-data-dir``
 layout, for machines with network access (the benchmarks themselves never download).
 
-Each task is loaded with ``datasets.load_dataset`` under the hub names lm-evaluation-harness uses
-(``data.HUB_DATASETS``), converted to the data dir's file (``data.DATA_FILES``, the names of ``shared/data``) and
-read back with the suite's own readers. HellaSwag is written with lm-eval's preprocessing (the query
-``activity_label: ctx_a + " " + ctx_b.capitalize()`` cleaned, split at its first ``": "``), so a fetched folder
+Each task is loaded with ``datasets.load_dataset`` under the hub names lm-evaluation-harness uses (its
+``data.TASKS`` entry's ``hub``), converted to the data dir's file (its ``file``, the names of ``shared/data``) and
+read back with the suite's own reader (its ``read_file``). HellaSwag is written with lm-eval's preprocessing (the
+query ``activity_label: ctx_a + " " + ctx_b.capitalize()`` cleaned, split at its first ``": "``), so a fetched folder
 gives the same examples as the Hugging Face cache. Nothing is written until every split has downloaded; then each
 file is written atomically, with ``SHA256SUMS`` (``sha256sum -c`` format) and ``manifest.json`` (hub id, config,
 split, records, sha256 per file).
@@ -70,10 +70,10 @@ def boolq_bytes(rows: Iterable[dict[str, Any]]) -> bytes:
     return _jsonl(lines)
 
 
+#: task -> its hub rows as the data dir's file (here, not on data.EvalTask: they raise this module's FetchError)
 CONVERTERS: dict[str, Callable[[Iterable[dict[str, Any]]], bytes]] = {
     "wikitext": wikitext_bytes, "hellaswag": hellaswag_bytes, "boolq": boolq_bytes,
 }
-READERS = {"wikitext": data.read_wikitext_file, "hellaswag": data.read_hellaswag_file, "boolq": data.read_boolq_file}
 
 
 def _field(row: Any, field: str, i: int) -> Any:
@@ -90,7 +90,7 @@ def _jsonl(objects: list[dict[str, Any]]) -> bytes:
 # -- the command ---------------------------------------------------------------------------------------------------
 def download(task: str, load_dataset: Callable[..., Any]) -> list[dict[str, Any]]:
     """All rows of ``task``'s split, or :class:`FetchError` with a one-line reason."""
-    repo, name, split = data.HUB_DATASETS[task]
+    repo, name, split = data.TASKS[task].hub
     what = f"{repo}" + (f" ({name})" if name else "") + f", split {split}"
     try:
         return list(load_dataset(repo, name, split=split))
@@ -146,19 +146,19 @@ def fetch(folder: Path, tasks: Iterable[str] = data.TASKS, *, force: bool = Fals
             raise FetchError("the `datasets` package is not installed: pip install 'datasets>=3.0'", 2) from None
     contents = {}
     for task in tasks:  # everything in memory first: a failed download writes nothing
-        log(f"downloading {task} ({data.HUB_DATASETS[task][0]}) ...")
+        log(f"downloading {task} ({data.TASKS[task].hub[0]}) ...")
         contents[task] = CONVERTERS[task](download(task, load_dataset))
     folder.mkdir(parents=True, exist_ok=True)
     files = {}
     for task in tasks:
-        rel = data.DATA_FILES[task]
+        spec = data.TASKS[task]
+        rel = spec.file
         path = write_bytes_atomic(folder / rel, contents[task])
-        records = READERS[task](path)  # read back with the suite's reader: the layout is right
-        count = len(records.pages) if task == "wikitext" else len(records)
-        repo, name, split = data.HUB_DATASETS[task]
+        count = spec.count(spec.read_file(path))  # read back with the suite's reader: the layout is right
+        repo, name, split = spec.hub
         files[rel] = {"task": task, "hub": repo, "config": name, "split": split, "bytes": len(contents[task]),
                       "records": count, "sha256": hashlib.sha256(contents[task]).hexdigest()}
-        log(f"wrote {rel}: {count:,} {'pages' if task == 'wikitext' else 'examples'}, sha256 {files[rel]['sha256']}")
+        log(f"wrote {rel}: {count:,} {spec.unit}, sha256 {files[rel]['sha256']}")
     manifest = {"written_by": "pytest-genai data fetch", "files": files}
     write_json_atomic(folder / data.MANIFEST, manifest)
     sums = "".join(f"{entry['sha256']}  {rel}\n" for rel, entry in files.items())

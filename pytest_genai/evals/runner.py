@@ -42,50 +42,35 @@ class TaskResult:
 
 def select(task: str, budget: EvalBudget, data_dir: Any, count_tokens: Callable[[str], int]) -> TaskData:
     """Load ``task``'s data (``--genai-data-dir`` or the local hub cache) and take the budget's seeded subset."""
+    spec = data.get_task(task)
     loaded = data.load_task(task, data_dir)
     source = data.data_source(task, data_dir)
-    if task == "wikitext":
-        sliced = data.slice_wikitext(loaded, pages=budget.wikitext_pages, max_tokens=budget.wikitext_tokens,
-                                     seed=budget.seed, count_tokens=count_tokens,
-                                     page_tokens=budget.wikitext_page_tokens)
-        return TaskData(task, sliced, len(sliced.pages), source, budget)
-    items = data.select_subset(loaded, budget.examples(task), budget.seed)
-    return TaskData(task, items, len(items), source, budget)
+    examples = spec.select(loaded, budget, task, count_tokens)
+    return TaskData(task, examples, spec.count(examples), source, budget)
 
 
 def run_task(lm: EvalLM, task_data: TaskData, settings: EvalSettings, sync: Callable[[], None] = lambda: None) -> TaskResult:
     """Evaluate. WikiText gives the sliding-window ``perplexity`` plus lm-eval's ``word_perplexity``,
     ``byte_perplexity`` and ``bits_per_byte``; HellaSwag ``acc`` and ``acc_norm``; BoolQ ``acc``; each accuracy with
     lm-eval's ``*_stderr`` (standard error of the mean over examples)."""
-    _LOG.info("%s: evaluating %d %s (%s) ...", task_data.task, task_data.n_examples,
-              "pages" if task_data.task == "wikitext" else "examples", task_data.source)
+    spec = data.get_task(task_data.task)
+    _LOG.info("%s: evaluating %d %s (%s) ...", spec.name, task_data.n_examples, spec.unit, task_data.source)
     start = time.perf_counter()
-    if task_data.task == "wikitext":
-        sliced = task_data.examples
-        ppl = tasks.sliding_perplexity(lm, sliced.text, context=settings.context, stride=settings.stride)
-        rolling = tasks.wikitext_rolling(lm, sliced.pages)
-        sync()
-        seconds = time.perf_counter() - start
-        _LOG.info("wikitext: done in %.1f s", seconds)
-        values = {
-            "perplexity": ppl.perplexity,
-            "word_perplexity": rolling.word_perplexity,
-            "byte_perplexity": rolling.byte_perplexity,
-            "bits_per_byte": rolling.bits_per_byte,
-            "rolling_token_perplexity": rolling.token_perplexity,
-            "eval_tokens": ppl.scored_tokens,
-        }
-        return TaskResult("wikitext", values, rolling.loglikelihoods, task_data.n_examples,
-                          ppl.input_tokens + rolling.input_tokens, seconds)
-    if task_data.task == "hellaswag":
-        result = tasks.hellaswag(lm, task_data.examples)
-        values = {**metrics.with_stderr("acc", result.correct), **metrics.with_stderr("acc_norm", result.correct_norm)}
-    elif task_data.task == "boolq":
-        result = tasks.boolq(lm, task_data.examples)
+    if spec.choices:
+        result = getattr(tasks, spec.choices)(lm, task_data.examples)
         values = metrics.with_stderr("acc", result.correct)
+        if result.correct_norm is not None:
+            values.update(metrics.with_stderr("acc_norm", result.correct_norm))
+        per_example, n, input_tokens = result.correct, result.n, result.input_tokens
     else:
-        raise ValueError(f"unknown task {task_data.task!r}; use one of {', '.join(data.TASKS)}")
+        ppl = tasks.sliding_perplexity(lm, task_data.examples.text, context=settings.context, stride=settings.stride)
+        rolling = tasks.wikitext_rolling(lm, task_data.examples.pages)
+        values = {"perplexity": ppl.perplexity, "word_perplexity": rolling.word_perplexity,
+                  "byte_perplexity": rolling.byte_perplexity, "bits_per_byte": rolling.bits_per_byte,
+                  "rolling_token_perplexity": rolling.token_perplexity, "eval_tokens": ppl.scored_tokens}
+        per_example, n = rolling.loglikelihoods, task_data.n_examples
+        input_tokens = ppl.input_tokens + rolling.input_tokens
     sync()
     seconds = time.perf_counter() - start
-    _LOG.info("%s: done in %.1f s", task_data.task, seconds)
-    return TaskResult(task_data.task, values, result.correct, result.n, result.input_tokens, seconds)
+    _LOG.info("%s: done in %.1f s", spec.name, seconds)
+    return TaskResult(spec.name, values, per_example, n, input_tokens, seconds)

@@ -176,7 +176,7 @@ def fake_hub(monkeypatch):
 
     def load_dataset(repo, name=None, split=None):
         calls.append((repo, name, split))
-        task = next(t for t, (r, _, _) in data.HUB_DATASETS.items() if r == repo)
+        task = next(t for t, spec in data.TASKS.items() if spec.hub[0] == repo)
         return list(HUB_ROWS[task])
 
     monkeypatch.setattr(datasets, "load_dataset", load_dataset)
@@ -191,7 +191,7 @@ def no_hub(monkeypatch):
 
 def test_the_data_dir_comes_first(tmp_path, fake_hub):
     cached, calls = fake_hub
-    cached.update(r for r, _, _ in data.HUB_DATASETS.values())
+    cached.update(spec.hub[0] for spec in data.TASKS.values())
     root = _data_dir(tmp_path)
     for task in data.TASKS:
         origin = data.resolve_origin(task, root)
@@ -201,14 +201,14 @@ def test_the_data_dir_comes_first(tmp_path, fake_hub):
 
 def test_without_a_data_dir_the_hf_cache_comes_before_the_embedded_slice(fake_hub):
     cached, calls = fake_hub
-    cached.update(r for r, _, _ in data.HUB_DATASETS.values())
+    cached.update(spec.hub[0] for spec in data.TASKS.values())
     assert {data.resolve_origin(t, None).kind for t in data.TASKS} == {"hf_cache"}
     corpus = data.load_task("wikitext", None)
     assert [p.text for p in corpus.pages] == [" = Hub Page = \n \n hub text . \n"] and corpus.source == "hub:Salesforce/wikitext"
     item = data.load_task("hellaswag", None)[0]
     assert item.query == "Baking: A man. mixes flour. Then he" and item.label == 1  # lm-eval's preprocessing
     assert data.load_task("boolq", None)[0].label == 1
-    assert calls == [data.HUB_DATASETS[t] for t in data.TASKS]
+    assert calls == [spec.hub for spec in data.TASKS.values()]
     assert data.data_source("boolq", None) == "hub:aps/super_glue"
 
 
@@ -225,7 +225,7 @@ def test_a_data_dir_lacking_a_task_falls_back_per_task(tmp_path, fake_hub):
     root = _data_dir(tmp_path, tasks=("wikitext",))
     assert data.resolve_origin("wikitext", root).kind == "data_dir"
     assert data.resolve_origin("boolq", root).kind == "embedded"
-    cached.add(data.HUB_DATASETS["boolq"][0])
+    cached.add(data.TASKS["boolq"].hub[0])
     assert data.resolve_origin("boolq", root).kind == "hf_cache"
 
 
@@ -351,7 +351,7 @@ def test_identity_names_origin_dataset_split_and_sha256_without_a_path(tmp_path,
     embedded = data.data_identity("wikitext", None)
     _assert_no_path(embedded, data.EMBEDDED_DIR)
     assert (embedded["data_origin"], embedded["dataset"], embedded["split"]) == ("embedded", "wikitext-2-raw-v1", "test")
-    cached.add(data.HUB_DATASETS["hellaswag"][0])
+    cached.add(data.TASKS["hellaswag"].hub[0])
     hub = data.data_identity("hellaswag", None)
     _assert_no_path(hub)
     assert hub["data_origin"] == "hf_cache"
@@ -495,7 +495,7 @@ FETCH_ROWS = {
 
 
 def _fake_load(repo, name=None, split=None):
-    assert (repo, name, split) in data.HUB_DATASETS.values()
+    assert (repo, name, split) in [spec.hub for spec in data.TASKS.values()]
     return [dict(r) for r in FETCH_ROWS[repo]]
 
 
@@ -515,7 +515,7 @@ def test_fetch_writes_the_data_dir_layout_with_checksums(tmp_path, fake_hub, mon
     raw = (target / data.DATA_FILES["wikitext"]).read_text()
     assert raw.startswith(" \n = Alpha = \n \n first line")  # wiki.test.raw's layout: blank lines are " \n"
     # the folder serves as --genai-data-dir and reads as the Hugging Face cache does
-    cached.update(r for r, _, _ in data.HUB_DATASETS.values())
+    cached.update(spec.hub[0] for spec in data.TASKS.values())
     monkeypatch.setattr(pytest.importorskip("datasets"), "load_dataset", _fake_load)
     for task in data.TASKS:
         assert data.resolve_origin(task, target).kind == "data_dir"
