@@ -129,10 +129,6 @@ class PairComparison:
     pair: Pair
     metrics: tuple[MetricComparison, ...]
 
-    @property
-    def experiment(self) -> str | None:
-        return self.pair.current.experiment
-
 
 @dataclass(frozen=True)
 class Comparison:
