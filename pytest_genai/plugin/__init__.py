@@ -1,13 +1,6 @@
 """The pytest plugin: options, markers, device fixtures, collection-time skips, report header/summary and the
-pytest-benchmark JSON hooks. Hooks only; the work lives in the modules they call. Imports nothing heavy.
-
-The package is the suite's pytest face, one module a job: :mod:`.options` (settings: CLI, environment, ini),
-:mod:`.session` (the run's state in ``config.stash``), :mod:`.recorder` (the ``genai`` fixture's recorder, which
-fills each benchmark's JSON and checks claims), :mod:`.outputs` (the run's output files), :mod:`.summary` (the
-terminal's metrics and claims tables), :mod:`.session_report` (``--genai-report``), :mod:`.baseline`
-(``--genai-baseline``), :mod:`.store_run` (``--genai-store``) and :mod:`.hookspec`. What experiments hand the
-recorder (:mod:`pytest_genai.results.measurement`) and the ground floor they share stay below it, and nothing below imports it
-(``pytest_genai.compose``, the tests' fixtures joining experiments, reads settings through :mod:`.options`)."""
+pytest-benchmark JSON hooks. Hooks only; the work lives in the package's other modules, one a job. Imports nothing
+heavy."""
 from __future__ import annotations
 
 import sys
@@ -32,8 +25,7 @@ SELFCHECK_MARKER = "selfcheck"
 SELFCHECK_TEXT = ("checks the suite itself against other tools and bare code paths (lm-eval, torchao, INC, a bare "
                   "torchrun script, a bare timing loop, the memory bandwidth); not a paper experiment: "
                   "-m 'cpu and not selfcheck and not extension' runs the papers' experiments alone")
-#: Rows beyond the papers' plans: the weight-only FP8, FP8-compute and prune-then-quantize A1 rows. They run in
-#: the test command and with ``-m cpu``; the README's main job leaves them out with the self-checks.
+#: Rows beyond the papers' plans; the README's main job leaves them out with the self-checks.
 EXTENSION_MARKER = "extension"
 EXTENSION_TEXT = ("a row beyond the papers' plans (Paper A's weight-only FP8, FP8-compute and prune-then-quantize rows): "
                   "-m 'cpu and not selfcheck and not extension' runs the papers' experiments alone")
@@ -73,7 +65,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def _asked_on_command_line(config: pytest.Config) -> bool:
     """A ``--genai-*`` option, ``-p pytest_genai.plugin`` or a path to this suite's benchmarks on the command line
-    (known before pytest parses it, when pytest-benchmark's ``--benchmark-json`` type is chosen)."""
+    (read before pytest parses it)."""
     args = [str(arg) for arg in config.invocation_params.args]
     return any(arg.startswith("--genai-") or arg.replace("=", "") == "-ppytest_genai.plugin"
                or (arg == "pytest_genai.plugin" and prev == "-p") for prev, arg in zip([""] + args, args)) \
@@ -81,9 +73,8 @@ def _asked_on_command_line(config: pytest.Config) -> bool:
 
 
 def _opted_in(config: pytest.Config) -> bool:
-    """Did this session ask for pytest-genai before any test was collected: on the command line
-    (:func:`_asked_on_command_line`) or with a ``genai_*`` ini key? Environment variables alone do not count: an
-    exported ``GENAI_SCALE`` must not act in another project's session."""
+    """Did this session ask for pytest-genai on the command line or in its ini? An exported ``GENAI_*`` variable alone
+    must not act in another project's session."""
     if OPTED_IN not in config.stash:
         config.stash[OPTED_IN] = _asked_on_command_line(config) or any(
             _ini_set(config, ini) for _o, _e, ini, _p, _d in SETTINGS.values() if ini)
@@ -149,8 +140,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _activate(config: pytest.Config) -> SessionState:
-    """Validate every setting and set the session up: at configure time when the session opted in, else when the
-    first genai test is collected. Until then the plugin does nothing (no handler, no environment validation)."""
+    """Validate every setting and set the session up, at configure time when it opted in, else at its first genai
+    test; until then the plugin does nothing."""
     if STATE in config.stash:
         return config.stash[STATE]
     if ACTIVATION_ERROR in config.stash:
@@ -167,7 +158,7 @@ def _activate(config: pytest.Config) -> SessionState:
         benchmark_json = _checked_benchmark_json(config)
         config.stash[BENCHMARK_JSON] = benchmark_json
         _check_report_path(config)
-        if given(config, "time_budget") and resolve(config, "rounds") != "auto":  # it was silently ignored
+        if given(config, "time_budget") and resolve(config, "rounds") != "auto":  # else silently ignored
             raise pytest.UsageError(f"{source_of(config, 'time_budget')}: the time budget applies to --genai-rounds "
                                     "auto, which is not given (each benchmark runs its own rounds); add --genai-rounds "
                                     "auto")
@@ -222,9 +213,7 @@ def _check_required_present(config: pytest.Config) -> None:
 
 
 def _check_one_timing_process(config: pytest.Config) -> None:
-    """Refuse, at start, outputs that would be written empty or partial: under pytest-xdist (``-n``) each worker keeps
-    its own results and pytest-benchmark times nothing; under ``--benchmark-disable`` the benchmarks run once,
-    untimed, and pytest-benchmark saves none of them (the report and plots still show the recorded metrics)."""
+    """Refuse, at start, outputs that pytest-xdist or ``--benchmark-disable`` would leave empty."""
     if hasattr(config, "workerinput"):  # a worker: its controller checked
         return
     saved = ["--benchmark-json"] if config.getoption("benchmark_json", None) is not None else []
@@ -535,22 +524,16 @@ def pytest_benchmark_update_json(config: pytest.Config, benchmarks: Any, output_
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True, specname="pytest_sessionfinish")
 def pytest_sessionfinish_empty_benchmark_json(session: pytest.Session) -> Any:
-    """A sessionfinish wrapper (pytest's hook names start with ``pytest_``, ``specname`` names the hook) that runs
-    before pytest-benchmark's: that one saves the JSON, or warns that it has nothing to save, before any plain
-    sessionfinish hook runs."""
+    """Runs before pytest-benchmark's sessionfinish, which saves the JSON (or warns) before any plain hook runs."""
     if STATE in session.config.stash:
         _write_empty_benchmark_json(session.config)
     yield
 
 
 def _write_empty_benchmark_json(config: pytest.Config) -> None:
-    """pytest-benchmark writes no --benchmark-json when every benchmark was skipped or deselected (e.g.
-    ``-m hpu`` on a node without Gaudi). Write a valid, empty one through its own hooks, so a pipeline
-    that reads the file sees "nothing ran here" and the reasons, not a missing or empty file.
-
-    The JSON is then saved, so pytest-benchmark is told there is no JSON left to write (its ``json`` handle is
-    closed and cleared): its "Not saving anything, no benchmarks have been run!" warning would be wrong here. It
-    still warns when --benchmark-save / --benchmark-autosave asked for a stored run, which is indeed not saved."""
+    """Write a valid, empty --benchmark-json through pytest-benchmark's hooks where every benchmark was skipped
+    (``-m hpu`` on a node without Gaudi), which it would not write; its handle is then cleared so it does not warn
+    that nothing was saved."""
     bs = getattr(config, "_benchmarksession", None)
     handle = getattr(bs, "json", None)
     if bs is None or handle is None or bs.benchmarks:
@@ -582,10 +565,8 @@ PREVIOUS_SIGTERM = pytest.StashKey[Any]()
 
 
 def _sigterm_as_interrupt(config: pytest.Config) -> None:
-    """SIGTERM (a CI timeout, a Slurm preemption, ``kill``) stops the session as Ctrl-C does, so the benchmarks that
-    ran are still written (``--benchmark-json``, ``--genai-report``, the store) and jobs are cleaned up; by default it
-    ended the process with nothing written. Only in the main thread of the main process, and only where nothing
-    else (another plugin, the caller) handles SIGTERM already."""
+    """SIGTERM (a CI timeout, a Slurm preemption) stops the session as Ctrl-C does, so the results so far are still
+    written; only in the main thread, and only where nothing else handles SIGTERM already."""
     import signal
     import threading
 
@@ -612,16 +593,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def _output_failed(reporter: Any, output: str, exc: BaseException, expected: tuple[type, ...]) -> None:
-    """One red line naming the session-end output that was not written; the others are still written and the
-    session's exit status stands (an unexpected error gets its type named, never a traceback)."""
+    """One red line naming a session-end output that was not written (an unexpected error with its type)."""
     why = str(exc) if isinstance(exc, expected) else f"{type(exc).__name__}: {exc}"
     if reporter is not None:
         reporter.write_line(f"genai: {output}: {why}", red=True)
 
 
 def _plotted(benchmarks: list[dict[str, Any]]) -> list[Any]:
-    """The session's benchmarks as :class:`~pytest_genai.results.runs.Record`; one that cannot be read is skipped
-    with a warning, the others are still plotted."""
+    """The session's benchmarks as records; one that cannot be read is skipped with a warning."""
     import warnings
 
     from pytest_genai.results.errors import ReportInputError

@@ -9,10 +9,8 @@ STDOUT = "-"
 
 
 def benchmark_json_path(value: Any, base: str | os.PathLike) -> str | None:
-    """The absolute path that ``--benchmark-json`` names, whatever pytest-benchmark stored for it: in 5.x
-    ``argparse.FileType('wb')`` gives a binary file handle, opened at parse time, whose ``name`` is the path as the
-    user typed it (relative to ``base``, the folder pytest was started in); a ``str`` or ``Path`` is taken whole
-    (never ``Path.name``, which is only the last component). :data:`STDOUT` for ``-``; None when not given."""
+    """The absolute path that ``--benchmark-json`` names, whether pytest-benchmark stored a path or a file handle
+    (whose ``name`` is the path as typed, relative to ``base``); :data:`STDOUT` for ``-``; None when not given."""
     if value is None:
         return None
     if isinstance(value, (str, bytes, os.PathLike)):
@@ -69,10 +67,8 @@ def node_path(raw: str, env: Any = None) -> str:
 
 
 class AtomicJsonOutput:
-    """What ``--benchmark-json PATH`` gives pytest-benchmark instead of ``argparse.FileType('wb')``: nothing is opened
-    at start-up (FileType truncated the previous run's file the moment pytest parsed its options), and what
-    pytest-benchmark writes at the end (``with handle as fh: fh.write(...)``) replaces the file atomically, so a
-    run killed at any point leaves the previous file whole or the new one complete, never a 0-byte file."""
+    """What ``--benchmark-json PATH`` gives pytest-benchmark instead of ``argparse.FileType('wb')``, which truncates
+    the file at start-up: the file is replaced atomically at the end, so a killed run never leaves a 0-byte file."""
 
     def __init__(self, raw: str) -> None:
         self.name = raw  # as typed, like a file object's name
@@ -108,7 +104,6 @@ class AtomicJsonOutput:
         pass
 
     def close(self) -> None:
-        """Write what was written so far (if anything) to the file, atomically."""
         if self._buffer is not None and self._buffer.tell():
             from pytest_genai.atomic import write_bytes_atomic
 

@@ -1,36 +1,11 @@
 """Metric-by-metric comparison of two runs (``pytest-genai compare``), the basis of the gate.
 
-Each row says how it was judged (``basis``):
-
-* ``interval`` — both runs kept the metric's rounds (``metric_rounds``, pytest-benchmark's ``stats.data``): the row is
-  judged by the gate's one rule (:func:`.decision.decide`: Welch's t on the log rounds, the threshold as margin, the
-  run noise added) and reads ``regressed``, ``improved``, ``unchanged`` or ``inconclusive``. Against a baseline of
-  several runs (``last:N``) the runs' prediction interval of the ratio is read against the threshold
-  (:func:`.decision.ratio_verdict`), and a value on the other side of the threshold than its interval decides
-  nothing. CPU pressure (the ``cpu_contention`` attachment past :data:`pytest_genai.claims.check.CONTENDED_SHARE`)
-  can make a row inconclusive but never decides it: a contended current run cannot be called regressed, a contended
-  baseline cannot clear a current run (unchanged or improved). The same rule holds for a ``point`` row, except for a
-  metric registered ``contention_free`` (an instruction count, :mod:`pytest_genai.runtime.instructions`), which it
-  never holds.
-* A ``machine_normalized`` metric (the step's time over a reference kernel timed beside it,
-  :mod:`pytest_genai.runtime.reference`) between two runs on the same device with the same reference kernel is
-  judged like any interval row, and the benchmark's other speed rows (times, rates, MFU) then count as regressed only
-  where it agrees: a raw slowdown that the normalized row does not show is the machine's drift between runs (or a
-  change in the reference's own ops) and reads inconclusive. The pressure rule holds for it too: beside a CPU load
-  the step slowed more than the reference (a same-code pair read 1.19x in the gate's self-check), so a contended run
-  decides nothing on it either. Between different devices or reference kernels the normalized row is
-  ``not comparable`` (a ruler per machine) and the raw rows decide.
-* ``exact`` — a deterministic metric (a quality metric with its registry threshold, or a modeled, spec or config
-  number): its two values, exactly as before. A modeled number the registry marks ``measured_inputs`` (modeled bytes
-  over a measured time, an efficiency on a measured roofline) is not deterministic: it is compared as a measurement.
-* ``point`` — a measured metric without rounds on both sides: the old comparison of two values, labelled so (noise
-  can decide it either way); the row's note says which side lacked rounds. Where both runs recorded the value's own
-  interval (``metric_intervals``: a load imbalance over per-layer medians has one, not rounds), a regression past
-  the threshold reads inconclusive while the two intervals overlap.
-
-Units are compared before values: a side recorded in another unit than the registry's (``ms`` for ``step_time_s``)
-is converted where :data:`.registry.UNIT_SCALES` knows both, and the row is refused (``units differ``, a failure)
-where it does not: never gated as-is.
+Each row says how it was judged (``basis``): ``interval`` (both runs kept rounds: :func:`.decision.decide`, or
+:func:`.decision.ratio_verdict` against a ``last:N`` baseline), ``exact`` (a deterministic metric: its two values) or
+``point`` (a measured value without rounds on a side). Units are converted first, or the row is refused (``units
+differ``). The later steps can only turn a decision into undecided: CPU contention, a disagreeing
+``machine_normalized`` row, a disagreeing numerator, and Holm's correction across the gate. The full rules are in
+docs/report.md.
 """
 
 from __future__ import annotations
@@ -68,23 +43,20 @@ UNITS_DIFFER = "units differ"
 """The two runs recorded a directed metric in units with no known conversion: refused, never gated as-is."""
 
 FAILING = (REGRESSED, NOT_FINITE, UNITS_DIFFER)
-"""Statuses the gate always fails on; ``MISSING_CURRENT`` fails it only with ``--strict``; ``INCONCLUSIVE`` only with
-``--strict-inconclusive``."""
+"""Statuses the gate always fails on (missing and inconclusive rows: see :func:`fails` and the gate's options)."""
 
 GATED = (REGRESSED, NOT_FINITE, WORSE, BETTER, SAME, IMPROVED, UNCHANGED, INCONCLUSIVE)
 """Statuses of a value that was actually judged against its threshold."""
 
 INTERVAL, EXACT, POINT = "interval", "exact", "point"
-"""How a row was judged (``MetricComparison.basis``): on its rounds' interval, on two deterministic values, or on two
-measured values without rounds (the old point comparison)."""
+"""How a row was judged (``MetricComparison.basis``)."""
 
 VERDICTS = ("regressed", "improved", "unchanged", "inconclusive")
 """The four words every gated row reads as (:attr:`MetricComparison.verdict`)."""
 
 MAX_ROUNDS = 100
-"""Rounds a side that the bootstrap resamples: a longer series (pytest-benchmark keeps every round of a fast function)
-is represented by this many evenly spaced order statistics, whose interval is that of 100 rounds: wider than the full
-series' would be, never narrower, and 2000 resamples of it take ~0.1 s."""
+"""Rounds a side that a comparison uses: a longer series is thinned to evenly spaced order statistics, whose interval
+is never narrower than the full series'."""
 
 _DIRECTED = ("higher", "lower")
 
@@ -108,8 +80,7 @@ class MetricComparison:
     note: str = ""
     """Why an interval row is inconclusive, which side a point row lacked rounds on, a unit conversion."""
     past_threshold: bool | None = None
-    """The estimate of the change is worse than the threshold (the test's estimate on an interval row); set on every
-    inconclusive row."""
+    """The estimate of the change is worse than the threshold; set on every inconclusive row."""
     optional: bool = False
     """A metric recorded only where the machine can measure it (energy): missing on one side is listed, not failed."""
 
@@ -132,7 +103,6 @@ class MetricComparison:
 
     @property
     def ratio(self) -> float | None:
-        """``current / baseline`` (None when either is missing, zero or not finite)."""
         if self.baseline is None or self.current is None:
             return None
         if self.baseline == 0 or not (math.isfinite(self.baseline) and math.isfinite(self.current)):
@@ -141,7 +111,6 @@ class MetricComparison:
 
     @property
     def gated(self) -> bool:
-        """True when the value was judged against its threshold (counted as a gated value)."""
         return self.status in GATED
 
     @property
@@ -159,10 +128,6 @@ class MetricComparison:
 class PairComparison:
     pair: Pair
     metrics: tuple[MetricComparison, ...]
-
-    @property
-    def experiment(self) -> str | None:
-        return self.pair.current.experiment
 
 
 @dataclass(frozen=True)
@@ -189,8 +154,7 @@ class Comparison:
 
     @property
     def environment_differences(self) -> list[tuple[str, int]]:
-        """How the paired benchmarks' environments differ (``threads 2 -> 16``, ``data_source: folder differs
-        (test.raw)``), each with the number of pairs it holds for, in first-seen order. Never part of the key."""
+        """How the paired benchmarks' environments differ (``threads 2 -> 16``), each with how many pairs show it."""
         counts: dict[str, int] = {}
         keys: dict[str, int] = {}  # lines of one key together, keys in first-seen order
         for pc in self.pairs:
@@ -201,15 +165,13 @@ class Comparison:
 
     @property
     def stack_differences(self) -> list[str]:
-        """Which software-stack items differ between the two runs (``torch 2.5.1 -> 2.6.0``): environment, shown
-        next to the regressions because a changed library is the first suspect; never part of the key."""
+        """Software-stack items that differ (``torch 2.5.1 -> 2.6.0``): a changed library is the first suspect."""
         return stack_differences(self.baseline.stack, self.current.stack)
 
 
 def fails(mc: "MetricComparison", *, strict: bool = False, allow_missing: bool = False) -> bool:
-    """Whether ``mc`` fails the gate: a regression or a nan/inf current value; a metric with a direction that is
-    missing from the current run (absent, or recorded as null or not a number) unless ``allow_missing`` -- a
-    throughput that stopped being recorded must not pass as "nothing regressed"; with ``strict`` any missing metric."""
+    """Whether ``mc`` fails the gate; a directed metric missing from the current run fails unless ``allow_missing``
+    (a throughput that stopped being recorded must not pass as "nothing regressed")."""
     if mc.status in FAILING:
         return True
     if mc.status == MISSING_CURRENT:
@@ -274,7 +236,6 @@ def stall_share(rec: Record) -> float | None:
 
 
 def _thin(rounds: Sequence[float]) -> list[float]:
-    """At most :data:`MAX_ROUNDS` evenly spaced order statistics of ``rounds`` (all of them when fewer)."""
     xs = sorted(rounds)
     n = len(xs)
     if n <= MAX_ROUNDS:
@@ -283,9 +244,7 @@ def _thin(rounds: Sequence[float]) -> list[float]:
 
 
 POINT_NOISE_FACTOR = 2.0
-"""A measured value without rounds on a side decides a regression only past this factor (half the throughput, twice
-the time): same-code runs on the development VM moved point rows by up to 1.4x (one-pass evaluation seconds; docs/
-report.md), so a change inside it is noise as often as not, and reads undecided."""
+"""A value without rounds decides a regression only past this factor: inside it, noise is as likely as a change."""
 
 
 # --- (1) unit normalisation ---------------------------------------------------------------------------------------
@@ -309,10 +268,8 @@ class Sides:
 
 
 def normalise(base: Record, cur: Record, name: str, registered: str, timing_field: str = "") -> Sides:
-    """``name``'s two sides (values, rounds, own intervals, the baseline's runs) in the registry's unit
-    ``registered`` where :data:`.registry.UNIT_SCALES` converts both to it, as recorded where both sides spell an
-    unknown unit alike (``tok/s``), else refused with the values as recorded (pure). ``timing_field``: the
-    pytest-benchmark statistic (``mean``) that ``name`` stands for where a threshold names one."""
+    """``name``'s two sides in the registry's unit ``registered`` where both convert to it, as recorded where both
+    spell an unknown unit alike, else refused. ``timing_field``: the pytest-benchmark statistic ``name`` stands for."""
     b_unit, c_unit = base.units.get(name) or registered, cur.units.get(name) or registered
     target = registered or c_unit or b_unit
     if b_unit == c_unit and unit_factor(b_unit, target) is None:
@@ -343,8 +300,7 @@ def normalise(base: Record, cur: Record, name: str, registered: str, timing_fiel
 
 @dataclass(frozen=True)
 class _Setting:
-    """What every row of one matched pair is judged beside: each run's CPU contention, why the two runs'
-    ``machine_normalized`` rows are not comparable ('' when they are), and the experiment's run noise."""
+    """What every row of one matched pair is judged beside (``other_ruler``: '' when the rulers compare)."""
 
     base_stall: float | None
     cur_stall: float | None
@@ -353,8 +309,7 @@ class _Setting:
 
 
 def _first_row(name: str, sides: Sides, definition: MetricInfo | None, limit: float, source: str) -> MetricComparison:
-    """The row on its two values alone (:func:`compare_metric`), labelled exact or point; a refused row's status says
-    whether the refusal fails the gate (a directed metric recorded on both sides)."""
+    """The row on its two values alone, labelled exact or point; a refused directed metric fails the gate."""
     optional = bool(definition is not None and definition.optional)
     direction = definition.direction if definition is not None else None
     if sides.refused:
@@ -374,9 +329,7 @@ def _first_row(name: str, sides: Sides, definition: MetricInfo | None, limit: fl
 
 
 def _judge(mc: MetricComparison, sides: Sides, normalized: bool, setting: _Setting) -> MetricComparison:
-    """``mc`` judged by the gate's rule: against the baseline's runs (``last:N``) where it has two or more, else on
-    both runs' rounds (:func:`.decision.decide`), else as a point row; a ``machine_normalized`` row between two
-    rulers is not comparable."""
+    """``mc`` judged against the baseline's runs (``last:N``), else on both runs' rounds, else as a point row."""
     if mc.status not in (REGRESSED, WORSE, BETTER, SAME) or mc.max_regression is None:
         return mc  # missing, not finite, undirected, refused: nothing rounds could decide
     if normalized and setting.other_ruler:
@@ -404,16 +357,12 @@ def _judge(mc: MetricComparison, sides: Sides, normalized: bool, setting: _Setti
 
 
 def _undecided(mc: MetricComparison, why: str) -> MetricComparison:
-    """``mc`` read inconclusive although past its threshold, ``why`` added to its note."""
     return dataclasses.replace(mc, status=INCONCLUSIVE, past_threshold=True, note=_join(mc.note, why))
 
 
 def _under_contention(mc: MetricComparison, setting: _Setting) -> MetricComparison:
-    """The rule's contention step: a task waiting for a CPU past :data:`pytest_genai.claims.check.CONTENDED_SHARE` of
-    a run's measurement stretches wall-clock rounds by what it took, so a contended current run is not called
-    regressed, nor a current run cleared against a contended baseline: the row is undecided (its cause named). (A
-    thread's CPU seconds are no way out on a VM: under a burner on both cores they moved 0.65x-2.4x for the same work,
-    docs/report.md.)"""
+    """A contended run stretches wall-clock rounds: a contended current run is not called regressed, nor a current
+    run cleared against a contended baseline; the row reads undecided instead."""
     from pytest_genai.claims.check import CONTENDED_SHARE
 
     cur, base = setting.cur_stall, setting.base_stall
@@ -429,10 +378,8 @@ def _under_contention(mc: MetricComparison, setting: _Setting) -> MetricComparis
 
 
 def _point_rule(mc: MetricComparison, why: str, sides: Sides, setting: _Setting) -> MetricComparison:
-    """A measured value without rounds on a side (``why``): two values say nothing about noise, so a change past the
-    threshold is a regression only past :data:`POINT_NOISE_FACTOR`, or where the runs' own intervals of the value
-    (each widened by the run noise) are disjoint; otherwise the row is undecided. The contention step holds as for
-    rounds. (Overlapping intervals are a conservative test: disjoint 95% intervals differ at well under 5%.)"""
+    """Two values say nothing about noise: a regression stands only past :data:`POINT_NOISE_FACTOR`, or where the
+    runs' own intervals (widened by the run noise) are disjoint; otherwise it reads undecided."""
     mc = _under_contention(dataclasses.replace(mc, basis=POINT, note=_join(mc.note, f"point comparison: {why}")),
                            setting)
     if mc.status != REGRESSED:
@@ -456,10 +403,8 @@ def _point_rule(mc: MetricComparison, why: str, sides: Sides, setting: _Setting)
 
 
 def _judge_on_runs(mc: MetricComparison, sides: Sides, setting: _Setting) -> MetricComparison:
-    """``mc`` against a baseline of several runs: the run-to-run prediction interval of the ratio
-    (:func:`pytest_genai.stats.run_spread_interval`), widened to the rounds' bootstrap interval where both sides kept
-    rounds, read against the threshold (:func:`.decision.ratio_verdict`); a value on the other side of the threshold
-    than its interval decides nothing. The contention step follows."""
+    """``mc`` on the runs' prediction interval of the ratio (widened to the rounds' bootstrap interval where both
+    sides kept rounds); a value on the other side of the threshold than its interval decides nothing."""
     if mc.basis == EXACT:
         return mc
     from pytest_genai.stats import Interval, bootstrap_ratio_interval, run_spread_interval
@@ -500,17 +445,14 @@ def _judge_on_runs(mc: MetricComparison, sides: Sides, setting: _Setting) -> Met
 
 def _unconfirmed(rows: Sequence[MetricComparison],
                  why_not: Callable[[MetricComparison], str]) -> tuple[MetricComparison, ...]:
-    """``rows`` with each decided regression that ``why_not`` gives a reason against read inconclusive, the reason
-    added to its note (a reason of '' keeps the regression)."""
+    """``rows`` with each regression that ``why_not`` gives a reason against ('' keeps it) read undecided."""
     whys = [why_not(r) if r.status == REGRESSED else "" for r in rows]
     return tuple(_undecided(r, why) if why else r for r, why in zip(rows, whys))
 
 
 def _over_numerators(rows: Sequence[MetricComparison], info: Mapping[str, MetricInfo]) -> tuple[MetricComparison, ...]:
-    """``rows`` with a decided regression of a metric registered as its ``numerator`` over a peak (MFU over achieved
-    TFLOP/s) kept only where the numerator's row reads regressed too. Where the peak is fixed (a datasheet's) the two
-    move together; where each session measures its own (the CPU's), the peak moves the ratio on its own, and only
-    the numerator is the run's speed."""
+    """A regression of a ratio over a peak (MFU) stands only where its ``numerator`` regressed too: a peak each
+    session measures moves the ratio on its own."""
     by_metric = {r.metric: r for r in rows}
 
     def why_not(r: MetricComparison) -> str:
@@ -526,8 +468,8 @@ def _over_numerators(rows: Sequence[MetricComparison], info: Mapping[str, Metric
 
 
 def _other_ruler(base: Record, cur: Record) -> str:
-    """Why the two records' ``machine_normalized`` metrics are not comparable ('' when they are): a step over the
-    reference is a property of the code on one kind of device, measured with one reference kernel."""
+    """Why the records' ``machine_normalized`` metrics are not comparable ('' when they are): one ruler per device
+    and reference kernel."""
     b_ref, c_ref = base.labels.get(REFERENCE_LABEL), cur.labels.get(REFERENCE_LABEL)
     if not b_ref or not c_ref:
         side = "either run" if not (b_ref or c_ref) else "the baseline" if not b_ref else "the current run"
@@ -546,9 +488,8 @@ _SPEED_DIMENSIONS = ("time", "bandwidth", "flop rate")
 
 
 def _speed_row(mc: MetricComparison, info: Mapping[str, MetricInfo]) -> bool:
-    """A measured row that a slower machine moves as it moves the step: a time, a rate, a timing ratio, a rate over a
-    peak (a registered ``numerator``: MFU), or a modeled number from measured times (``measured_inputs``: modeled
-    bytes over a measured time)."""
+    """A measured row that a slower machine moves as it moves the step: a time, a rate, MFU, or a modeled number from
+    measured times."""
     from pytest_genai.results.registry import UNIT_SCALES
 
     if mc.basis == EXACT:
@@ -561,8 +502,7 @@ def _speed_row(mc: MetricComparison, info: Mapping[str, MetricInfo]) -> bool:
 
 
 def _corroborated(rows: list[MetricComparison], info: Mapping[str, MetricInfo]) -> tuple[MetricComparison, ...]:
-    """``rows`` with every measured speed row's decided regression kept only where the benchmark's comparable
-    ``machine_normalized`` row reads regressed too; elsewhere it reads inconclusive, with both rows' words."""
+    """A speed row's regression stands only where the comparable ``machine_normalized`` row regressed too."""
     normalized = [r for r in rows if (d := info.get(r.metric)) is not None and d.machine_normalized and r.gated]
     if not normalized or any(r.status == REGRESSED for r in normalized):
         return tuple(rows)
@@ -574,8 +514,7 @@ def _corroborated(rows: list[MetricComparison], info: Mapping[str, MetricInfo]) 
 
 
 def _deterministic_source(source: str) -> bool:
-    """Modeled, spec and config numbers (any mix of them) are computed, not measured: the same inputs, the same
-    number."""
+    """Modeled, spec and config numbers are computed, not measured: the same inputs give the same number."""
     return all(part in ("modeled", "spec", "config") for part in source.split("/"))
 
 
@@ -585,10 +524,8 @@ def _p_worse(mc: MetricComparison) -> float | None:
 
 
 def holm(rows: Sequence[Sequence[MetricComparison]]) -> list[tuple[MetricComparison, ...]]:
-    """Holm's step-down over every row the Welch test decided in one gate: a regression stands where its one-sided
-    p-value is under ``ALPHA / (m - k)`` (``m`` rows tested, ``k`` the smaller p-values before it), so the chance that
-    a gate of the same code finds any regression is at most ``ALPHA``, not ``ALPHA`` per row (a gate tests hundreds:
-    at 1% a row, two same-code runs of the main job read a few rows regressed). A row it holds back is undecided."""
+    """Holm's step-down over every row the Welch test decided: a regression stands where its one-sided p-value is
+    under ``ALPHA / (m - k)``, so a same-code gate fails at most ``ALPHA`` of the time, not ``ALPHA`` per row."""
     tested = [(i, j) for i, group in enumerate(rows) for j, mc in enumerate(group) if _p_worse(mc) is not None]
     m = len(tested)
     regressed = sorted(((_p_worse(rows[i][j]), i, j) for i, j in tested if rows[i][j].status == REGRESSED),
@@ -644,8 +581,7 @@ def _metric_names(base: Record, cur: Record, thresholds: Thresholds) -> dict[str
 def compare_records(
     base: Record, cur: Record, info: Mapping[str, MetricInfo], thresholds: Thresholds
 ) -> tuple[MetricComparison, ...]:
-    """Every metric of a matched pair (:func:`_metric_names`): its two sides in one unit (or refused), its row on the
-    two values, judged on its rounds or runs where the runs kept them, then the rules across a pair's rows."""
+    """Every metric of a matched pair: normalised, judged, then the rules across the pair's rows."""
     experiment = cur.experiment or base.experiment
     setting = _Setting(stall_share(base), stall_share(cur), _other_ruler(base, cur),
                        thresholds.run_noise.for_experiment(experiment))
@@ -664,8 +600,7 @@ def compare_records(
 
 
 def compare_runs(baseline: Run, current: Run, info: Mapping[str, MetricInfo], thresholds: Thresholds) -> Comparison:
-    """Match the two runs' benchmarks and compare every metric of every pair; a run's regressions on rounds then hold
-    across all the rows tested (:func:`holm`)."""
+    """Match the two runs' benchmarks and compare every metric of every pair, Holm-corrected across the gate."""
     matching = match_records(baseline.records, current.records)
     rows = [compare_records(p.baseline, p.current, info, thresholds) for p in matching.pairs]
     rows = holm(rows)

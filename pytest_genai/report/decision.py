@@ -1,28 +1,10 @@
 """The gate's one decision rule for a metric with rounds on both sides: Welch's t on the log rounds.
 
-Pure functions, no numpy or scipy (the plugin and the CLI import without them; tests cross-check against scipy).
-
-For a metric whose rounds both runs kept (``n >= 2`` a side, every round positive), let ``w`` be the worsening on
-the log scale: ``mean(log current) - mean(log baseline)`` for a lower-is-better metric, its negative for a
-higher-is-better one, so ``w > 0`` is worse. Its standard error and degrees of freedom are Welch's
-(Welch-Satterthwaite), and ``q`` is Student's t quantile at ``1 - ALPHA``. The threshold ``t`` becomes the margin
-``M`` on the same scale (``log(1 + t)`` for a rise, ``-log(1 - t)`` for a drop), and the row reads
-
-* ``regressed``: worse with one-sided significance ``ALPHA`` (``w - q SE > 0``) *and* the estimate past the margin
-  (``w > M``);
-* ``improved``: the same the other way;
-* ``unchanged``: the one-sided upper bound is within the margin (``w + q SE <= M``): a worsening past the threshold
-  is ruled out;
-* ``inconclusive`` otherwise; it is ``undecided`` (:attr:`Decision.undecided`) where the estimate is past the margin.
-
-At no true change a row is called regressed at most ``ALPHA`` of the time, whatever the rounds' spread; the
-simulation (``scripts/gate_simulation.py``) measures the false alarms and the power over rounds and spreads.
-
-Rounds that hold zero or a negative value (a share of time that is 0 in most rounds, a count) have no log: they are
-judged with the same test on the raw values, the margin being the threshold times the larger side's mean magnitude.
-
-Against a baseline of several runs (``last:N``) the interval of the ratio is a prediction interval over the runs, and
-:func:`ratio_verdict` reads it against the threshold.
+Pure functions without numpy or scipy, so the plugin and the CLI import without them. With ``w`` the worsening of
+the mean log round (``w > 0`` worse) and the threshold as the margin ``M``, a row reads ``regressed`` when worse at
+one-sided ``ALPHA`` and ``w > M``, ``improved`` the same the other way, ``unchanged`` when ``w + q SE <= M``, else
+``inconclusive``. Rounds holding zero or a negative value take the same test on raw values. docs/report.md has the
+rule in full.
 """
 from __future__ import annotations
 
@@ -190,11 +172,9 @@ def _welch(xs_c: Sequence[float], xs_b: Sequence[float]) -> tuple[float, float, 
 
 def decide(baseline: Sequence[float], current: Sequence[float], direction: str, threshold: float,
            alpha: float = ALPHA, interval: bool = True, run_noise: float = 0.0) -> Decision:
-    """The verdict on ``current``'s rounds against ``baseline``'s for a metric with ``direction`` (``higher`` or
-    ``lower`` is better) and an allowed worsening ``threshold`` (a fraction). Needs two finite rounds a side.
-    ``interval=False`` leaves the ratio's interval out (nan ends): the verdict does not need it, a simulation is
-    faster without it. ``run_noise``: the standard deviation of a run's log mean between launches of the same code,
-    which rounds inside one run cannot show; each side's run adds its square to the log scale's variance."""
+    """The verdict on ``current``'s rounds against ``baseline``'s (two finite rounds a side) at an allowed worsening
+    ``threshold``. ``interval=False`` leaves the interval's ends nan, for speed. ``run_noise``: the SD of a run's log
+    mean between launches, which rounds inside one run cannot show; each side adds its square to the variance."""
     b, c = [float(x) for x in baseline], [float(x) for x in current]
     if len(b) < 2 or len(c) < 2:
         raise ValueError(f"decide needs two rounds a side, got {len(b)} and {len(c)}")
@@ -246,10 +226,9 @@ def decide(baseline: Sequence[float], current: Sequence[float], direction: str, 
 
 
 def ratio_verdict(lo: float, hi: float, direction: str, threshold: float) -> str:
-    """The verdict on the interval ``[lo, hi]`` of ``current / baseline`` for a metric with ``direction``:
-    ``regressed`` where the whole interval is worse than the threshold, ``improved`` where it is wholly better than
-    the threshold the other way, ``unchanged`` where it rules out a worsening past the threshold, ``inconclusive``
-    where it straddles the threshold. A single ratio ``[r, r]`` reads as :func:`.deltas.is_regression` does."""
+    """The verdict on the interval ``[lo, hi]`` of ``current / baseline``: ``regressed`` or ``improved`` wholly past
+    the threshold either way, ``inconclusive`` straddling the worse one, else ``unchanged``; ``[r, r]`` reads as
+    :func:`.deltas.is_regression` does."""
     if direction not in ("higher", "lower"):
         raise ValueError(f"direction {direction!r} has no better side; only 'higher' or 'lower' is gated")
     if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:

@@ -1,22 +1,8 @@
-"""The regression gate (``pytest-genai gate``) and its hardware-upgrade mode.
+"""The regression gate (``pytest-genai gate``): pass/fail/undecided over a :mod:`.compare` comparison.
 
-Software-change mode: every metric with a direction is compared with its threshold
-(:mod:`.thresholds`); a worsening beyond it, or a current value that is nan/inf, fails
-the gate. A metric whose rounds both runs kept is judged on the interval of its ratio
-(:mod:`.compare`): a decided regression fails the gate, an ``inconclusive`` row is listed and
-fails it only with ``strict_inconclusive`` (``--strict-inconclusive``, for strict CI). A metric
-recorded in units with no known conversion fails it too (``units differ``).  A benchmark of the baseline with no counterpart in the current run fails it
-too, and so does a metric with a direction that disappeared from a matched benchmark (or is recorded as null),
-unless ``allow_missing``; with ``strict``, any metric that disappeared fails it as well.  A baseline value that is nan/inf cannot be compared with
-("baseline unusable") and is not counted as gated.
-
-Hardware-upgrade mode: for a matched pair whose two devices are of different
-generations, the claims data may hold a *generation claim* for that pair (kind
-"generation", ``from_generation`` → ``to_generation``, e.g. Gaudi1 → Gaudi2 2.5–3x).
-The measured speedup of the claim's metric (:func:`.deltas.speedup`) is checked against
-the claim's bounds, instead of the ordinary threshold where the claim's lower bound is at
-least 1x (it rules out a slowdown itself); a claim with only an upper bound keeps the
-threshold too. The pair's other metrics are gated as usual.
+A pair across device generations is checked against the claims' generation claim for it (Gaudi → Gaudi2 2.5–3x) on
+the measured speedup, which replaces the metric's threshold where the claim's lower bound rules out a slowdown
+itself. docs/report.md describes the exit codes and options.
 """
 
 from __future__ import annotations
@@ -65,8 +51,7 @@ class Failure:
     metric: str
     reason: str
     device: str = ""
-    """The device the failing row ran on (``cpu``; ``a100 → h100`` for a pair across generations): one benchmark name
-    may run on several devices in one run, and the row must say which one failed."""
+    """The failing row's device (``a100 → h100`` across generations): one benchmark may run on several devices."""
 
 
 @dataclass(frozen=True)
@@ -174,10 +159,7 @@ def _generations_match(claim: Any, baseline_gen: str, current_gen: str) -> bool:
 
 
 def generation_claims_for(claims: Sequence[Any], from_gen: str, to_gen: str, record: Record) -> list[Any]:
-    """Generation claims (kind 'generation') in scope for ``record`` moving ``from_gen`` → ``to_gen``.
-
-    Scope: the claim's generations, its experiment, its models and its ``where`` config values.
-    """
+    """Generation claims in scope for ``record`` moving ``from_gen`` → ``to_gen`` (experiment, models, ``where``)."""
     out = []
     for claim in claims:
         if getattr(claim, "kind", "value") != "generation" or not _generations_match(claim, from_gen, to_gen):
@@ -196,13 +178,8 @@ def generation_claims_for(claims: Sequence[Any], from_gen: str, to_gen: str, rec
 
 
 def speedup_basis(claim_metric: str, base: Record, cur: Record, info: Mapping[str, MetricInfo]) -> tuple[str, str] | None:
-    """The recorded metric (and its direction) whose two-run ratio is the claim's speedup.
-
-    A claim on a recorded metric with a direction uses that metric.  A claim on the two-run
-    metric ``speedup`` ("throughput of the newer generation / of the older one") uses the first
-    throughput metric both runs recorded (:data:`.registry.THROUGHPUT_METRICS`), else
-    pytest-benchmark's median round time (same config, so the same work per round).
-    """
+    """The recorded metric (and its direction) whose two-run ratio is the claim's speedup: the claim's own metric, or
+    for ``speedup`` the first throughput both runs recorded, else the median round time (same work per round)."""
     def both(metric: str) -> bool:
         return metric in base.metrics and metric in cur.metrics
 
@@ -308,11 +285,8 @@ def gate_runs(
             checks.append(check)
             low = getattr(claim, "min", None)
             if low is not None and low >= 1.0 and check.verdict in ("pass", "fail"):
-                # a decided claim that itself rules out a slowdown replaces the threshold; an inconclusive one
-                # (one ratio, too few rounds, a straddling interval) decides nothing, so the threshold stays
+                # only a decided claim that rules out a slowdown itself may stand in for the threshold
                 replaced.add(check.metric)
-            # a claim without such a floor (A3.gen.gaudi2_gaudi3: "at most 3.4x") would pass a newer generation 10x
-            # slower: the metric keeps its regression threshold as well
         if not applicable:
             unclaimed.add(gens)
         metrics = tuple(

@@ -1,8 +1,6 @@
-"""N runs side by side (``pytest-genai compare A B C ...``): one row per (benchmark, metric), a value column per run
-and the ratio of each later run to the first (V100, A100, H100 as columns: the upgrade each step buys).
-
-Benchmarks pair with the first run's exactly as two runs pair (:func:`.matching.match_records`: experiment, config
-identity, model; never the device); a benchmark that the first run lacks is counted, not shown.
+"""N runs side by side (``pytest-genai compare A B C ...``): a row per (benchmark, metric), a value column per run and
+each later run's ratio to the first. Benchmarks pair with the first run's as two runs pair (never on the device); one
+that the first run lacks is counted, not shown.
 """
 from __future__ import annotations
 

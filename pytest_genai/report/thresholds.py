@@ -1,25 +1,9 @@
 """Per-metric (and per-experiment) regression thresholds: ``tokens_per_s=5%,perplexity=0.5%``.
 
-Grammar of the option text, comma-separated ``KEY=N%`` tokens:
-
-* ``metric=N%`` — that metric in every experiment;
-* ``experiment:metric=N%`` — that metric in one experiment (the per-test threshold);
-* ``experiment:*=N%`` — every metric of one experiment;
-* ``*=N%`` — every other metric;
-* ``field:N%`` — pytest-benchmark's ``--benchmark-compare-fail`` spelling: ``median:10%``,
-  ``mean:5%`` (a round-time statistic: min, max, mean, median, stddev, iqr; compared as
-  ``benchmark_<field>_s``), or ``metric:N%`` for a genai metric (the same as ``metric=N%``).
-  pytest-benchmark's absolute form (``median:0.001``) is not accepted: thresholds are relative.
-
-Names must be known: :meth:`Thresholds.check_known` rejects a metric or experiment that
-is neither in the metric registry nor in the runs being compared (a misspelling would
-otherwise leave the default threshold in force without a word).
-
-Resolution for a metric, most specific first: ``experiment:metric``, ``metric``,
-``experiment:*``, ``*`` (all given by the user), then the metric registry's ``max_regression``
-(the quality threshold of a deterministic quality metric: perplexities 0.5 %, accuracies 1 %,
-compression 0.1 %), then the built-in per-metric default, then the built-in global default
-(:data:`DEFAULT_MAX_REGRESSION`).
+Comma-separated ``metric=N%``, ``experiment:metric=N%``, ``experiment:*=N%``, ``*=N%``, or pytest-benchmark's
+``field:N%`` (``median:10%``; relative only). The most specific user key wins, then the metric registry's
+``max_regression``, then the built-in defaults. Unknown names are refused (:meth:`Thresholds.check_known`): a
+misspelling would otherwise leave the default in force without a word.
 """
 
 from __future__ import annotations
@@ -37,15 +21,8 @@ from pytest_genai.results.runs import BENCH_STATS_FIELDS, bench_stat_metric
 DEFAULT_MAX_REGRESSION = 0.05
 """Allowed worsening for a metric nobody gave a threshold for: 5 %."""
 
-BUILTIN_DEFAULTS: Mapping[str, float] = MappingProxyType(
-    {
-        # Quality metrics take their thresholds from the metric registry (max_regression in metrics_*.toml), so a
-        # new one cannot fall to the 5 % default; only pytest-benchmark's own statistic, which is in no registry
-        # file, has one here. Its median round time: 10 % is the slowdown worth a gate on a shared CPU; whether a
-        # change passed it is decided on the rounds' interval where both runs kept them.
-        "benchmark_median_s": 0.10,
-    }
-)
+BUILTIN_DEFAULTS: Mapping[str, float] = MappingProxyType({"benchmark_median_s": 0.10})
+"""Thresholds of metrics in no registry file: the median round time's is the slowdown worth a gate on a shared CPU."""
 
 _NAME = r"[A-Za-z0-9_.\-]+"
 _KEY = re.compile(rf"^(?:(?P<exp>{_NAME}):)?(?P<metric>{_NAME}|\*)$")
@@ -188,9 +165,8 @@ def parse_thresholds(text: str | None, *, option: str = "--max-regression") -> T
 
 
 def precise_for_gate(rounds: Sequence[float], limit: float) -> bool:
-    """Are ``rounds`` precise enough for a later gate at threshold ``limit`` (a fraction) to decide? Their
-    median's interval no wider than half the threshold: each side of a comparison within about +-1/4 of it, so
-    their ratio's interval (about +-0.35 of it) lies past the threshold for a change of 1.4x it or more."""
+    """Are ``rounds`` precise enough for a later gate at threshold ``limit`` to decide? Their median's interval no
+    wider than half the threshold puts a change of 1.4x the threshold wholly past it."""
     import statistics
 
     from pytest_genai.stats import median_interval

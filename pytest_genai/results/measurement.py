@@ -13,8 +13,7 @@ from pytest_genai.stats import Interval
 
 
 def rounds_of(values: Iterable[float]) -> tuple[float, ...] | None:
-    """Every round's value, or None for fewer than two: one value has no spread, so there is no interval to judge it
-    on and the gate compares it as a point (labelled so) rather than as a sample of one."""
+    """Every round's value, or None for fewer than two: one value has no spread, so the gate compares it as a point."""
     out = tuple(float(v) for v in values)
     return out if len(out) >= 2 else None
 

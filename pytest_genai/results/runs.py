@@ -1,17 +1,9 @@
 """Reading pytest-benchmark JSON runs into validated, immutable records.
 
-A run file is ordinary pytest-benchmark JSON (``--benchmark-json``).  Each benchmark
-written by pytest-genai carries ``extra_info["genai"]`` (JSON contract
-``pytest-genai/1``): experiment, device, model, config (the benchmark's identity) and
-environment (where and how it ran), metrics and their sources and units, claim verdicts,
-labels and attachments.  Files written before ``environment`` existed are split on reading
-(:func:`pytest_genai.identity.split_config`), so they pair with new ones.  Benchmarks without that object
-(plain pytest-benchmark tests) are kept with only their timing statistics.
-
-Problems that make a whole file unusable raise :class:`ReportInputError` with a
-message naming the file (and the benchmark and field); problems confined to one value
-(a metric that is not a number) are collected in :attr:`Run.warnings` and the value is
-dropped, so that one bad entry does not hide the rest of a run.
+A run file is pytest-benchmark JSON whose benchmarks carry ``extra_info["genai"]`` (contract ``pytest-genai/1``);
+plain pytest-benchmark benchmarks keep only their timing. A problem that makes the file unusable raises
+:class:`ReportInputError` naming the file; a bad single value becomes a :attr:`Run.warnings` entry, so one bad
+entry does not hide the rest of a run.
 """
 
 from __future__ import annotations
@@ -79,14 +71,11 @@ class Record:
     """pytest-benchmark's round-time statistics (``min``, ``mean``, ...; seconds); only the median is a metric of
     every comparison, the others are compared when a threshold names them (``mean:5%``)."""
     rounds: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
-    """Every round's value of a metric, where the run recorded two or more (``metric_rounds``; pytest-benchmark's
-    ``stats.data`` for :data:`BENCH_MEDIAN_METRIC`): a generation claim's speedup is then judged on an interval."""
+    """Every round's value of a metric, where the run recorded two or more (``metric_rounds``, ``stats.data``)."""
     intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
-    """A metric's own confidence interval where the run recorded one without rounds (``metric_intervals``; e.g. a
-    load imbalance over per-layer medians): a point comparison calls no regression while the two runs' overlap."""
+    """A metric's own interval where the run recorded one without rounds (``metric_intervals``)."""
     run_rounds: Mapping[str, tuple[tuple[float, ...], ...]] = field(default_factory=dict)
-    """A baseline formed from several runs (``last:5``): each run's rounds of a metric (its one value where it kept
-    none), newest run first; the gate then judges the metric against the spread between those runs."""
+    """A baseline of several runs (``last:5``): each run's rounds of a metric (else its one value), newest first."""
 
     @property
     def config_key(self) -> str:
@@ -96,13 +85,8 @@ class Record:
 
     @property
     def key(self) -> tuple[str, str, str]:
-        """Matching key across runs: (experiment, config identity, model) — deliberately not the node id, the device
-        or the environment (paths, threads: :mod:`pytest_genai.identity`).
-
-        Benchmarks without the genai object have no experiment or config; they fall back to their node id without
-        its parameter id (``tests/test_a.py::TestA::test_sort``: two files or classes may each have a
-        ``test_sort``, and pytest-benchmark pairs by node id too), plus the parameter id.
-        """
+        """Matching key across runs: (experiment, config identity, model), never the device or the environment; a
+        plain pytest-benchmark test's is its node id, as pytest-benchmark pairs them."""
         if self.experiment is None:
             base = (self.fullname or self.name).split("[", 1)[0]
             return ("pytest-benchmark:" + base, self.param or "", "")
@@ -142,9 +126,7 @@ def config_value_label(key: str, value: Any) -> Any:
 
 
 def _same_numbers(obj: Any) -> Any:
-    """``obj`` with every whole-valued finite float as an int: a config value ``1`` written as ``1.0`` by another
-    writer (a YAML file, a JSON round trip, numpy) is the same workload, and equal in Python, so it must pair (it
-    failed pairing, and the nearest-difference line had no difference to show). Booleans stay booleans."""
+    """``obj`` with whole-valued floats as ints: ``1.0`` from another writer is the same workload as ``1``."""
     if isinstance(obj, float) and math.isfinite(obj) and obj.is_integer():
         return int(obj)
     if isinstance(obj, dict):
@@ -166,8 +148,7 @@ class Run:
     absent: Mapping[str, str] = field(default_factory=dict)
     """Device kinds the session did not find, with the probe's reason (``machine_info.genai.absent``)."""
     stack: Mapping[str, Any] = field(default_factory=dict)
-    """The software stack the run used (``machine_info.genai.stack``: :mod:`pytest_genai.stack`); empty when the
-    file was written before it was recorded."""
+    """The software stack the run used (``machine_info.genai.stack``); empty where the file has none."""
     commit: Mapping[str, Any] = field(default_factory=dict)
     """pytest-benchmark's ``commit_info`` (``id``, ``branch``, ``dirty``); empty where the file has none."""
 
@@ -341,8 +322,7 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
     if not isinstance(recorded_env, dict):
         raise ReportInputError(
             f"{where}: extra_info.genai.environment must be an object, got {type(recorded_env).__name__}")
-    # The same split as the recorder's, again: files written before it (no 'environment') pair with new ones, and a
-    # key declared environment after a file was written stops splitting its benchmarks from the new runs'.
+    # split again on reading, so files written before a key was declared environment pair with new ones
     split = split_config(config)
     model, model_env = split_model(model)
     environment = merge_environment(split.environment, model_env, recorded_env)
@@ -372,8 +352,7 @@ def metrics_json(measurements: Mapping[str, Measurement]) -> dict[str, dict[str,
 
 def metrics_from_json(genai: Mapping[str, Any], where: str, warnings: list[str], median: float | None,
                       bench_rounds: tuple[float, ...] | None) -> dict[str, Any]:
-    """The :class:`Record` fields (``metrics``, ``sources``, ``units``, ``rounds``, ``intervals``) read from what
-    :func:`metrics_json` wrote, with pytest-benchmark's median round time (and its rounds) as
+    """The :class:`Record` metric fields read from what :func:`metrics_json` wrote, with the median round time as
     :data:`BENCH_MEDIAN_METRIC` and retired names read as today's."""
     if "metrics" not in genai:
         warnings.append(f"{where}: extra_info.genai has no 'metrics'; only its timing is compared")
@@ -424,8 +403,7 @@ def _metric_rounds(recorded: Any, metrics: Mapping[str, float],
 
 
 def _metric_intervals(recorded: Any, metrics: Mapping[str, float]) -> dict[str, tuple[float, float]]:
-    """``(lo, hi)`` of each recorded metric's interval (``metric_intervals``); odd entries are ignored, never an
-    error (an interval only ever withholds a verdict)."""
+    """``(lo, hi)`` of each recorded interval; odd entries are ignored (an interval only ever withholds a verdict)."""
     out = {}
     if isinstance(recorded, dict):
         for name, value in recorded.items():

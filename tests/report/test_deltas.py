@@ -113,7 +113,7 @@ def test_roofline_ridge_and_roof() -> None:
 def test_an_interval_verdict_never_clears_a_ratio_past_the_threshold(lo, width, limit, direction) -> None:
     """ratio_verdict: 'unchanged' or 'improved' only when every ratio of the interval is within the threshold on the
     bad side, 'regressed' only when every one is past it; a point interval agrees with is_regression."""
-    from pytest_genai.report.deltas import ratio_verdict
+    from pytest_genai.report.decision import ratio_verdict
 
     hi = lo + width
     verdict = ratio_verdict(lo, hi, direction, limit)
