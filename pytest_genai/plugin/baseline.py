@@ -21,7 +21,9 @@ from pytest_genai.results.errors import ReportInputError
 from pytest_genai.report.matching import check_unique, match_records
 from pytest_genai.results.registry import MetricInfo
 from pytest_genai.claims import default_metric_info
-from pytest_genai.results.runs import BENCH_STATS_FIELDS, Record, load_run, records_from_benchmarks
+from pytest_genai.results.measurement import Measurement
+from pytest_genai.results.runs import (BENCH_STATS_FIELDS, Record, benchmark_json, genai_of, load_run, metrics_json,
+                                       recorded_metrics, records_from_benchmarks)
 from pytest_genai.tables import format_change, format_number, make_table
 from pytest_genai.report.run_noise import measured as measured_run_noise
 from pytest_genai.report.thresholds import ThresholdError, parse_thresholds
@@ -153,12 +155,12 @@ class BaselinePlugin:
 
     def compare_item(self, nodeid: str, name: str, bench: Any) -> InlineResult | None:
         """Compare one benchmark fixture's genai metrics with the baseline; None when it recorded none."""
-        extra = getattr(bench, "extra_info", None)
-        if not isinstance(extra, dict) or not isinstance(extra.get("genai"), dict):
+        genai = genai_of(bench)
+        if genai is None:
             return None
-        entry = {"name": name, "fullname": nodeid, "extra_info": extra, "stats": _stats_dict(bench)}
         try:
-            (record,) = records_from_benchmarks([entry], "this run")
+            (record,) = records_from_benchmarks([benchmark_json(name, genai, nodeid, stats=_stats_dict(bench))],
+                                                "this run")
         except ReportInputError as exc:
             self.warnings.append(f"{nodeid}: not compared with the baseline: {exc}")
             return None
@@ -174,14 +176,12 @@ class BaselinePlugin:
         where the baseline has no counterpart or no rounds for it."""
         import statistics
 
-        data = dict(genai)
-        data.update(metrics={metric: statistics.median(rounds)}, metric_rounds={metric: list(rounds)},
-                    metric_sources={metric: (genai.get("metric_sources") or {}).get(metric, "measured")},
-                    metric_units={metric: (genai.get("metric_units") or {}).get(metric, "")},
-                    attachments={}, claims=[])
+        was = recorded_metrics(genai).get(metric)
+        now = Measurement(statistics.median(rounds), (was and was.source) or "measured", was and was.unit,
+                          tuple(rounds))
+        data = {**genai, **metrics_json({metric: now}), "attachments": {}, "claims": []}
         try:
-            (record,) = records_from_benchmarks([{"name": name, "fullname": name, "extra_info": {"genai": data}}],
-                                                "this run")
+            (record,) = records_from_benchmarks([benchmark_json(name, data)], "this run")
         except ReportInputError:
             return None
         base = next((p.baseline for p in match_records(self.baseline.records, [record]).pairs), None)

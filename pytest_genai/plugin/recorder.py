@@ -14,7 +14,7 @@ from pytest_genai.devices.device import Device
 from pytest_genai.claims.model import REPORT_ONLY_BASES, SOURCES
 from pytest_genai.progress import logger
 from pytest_genai.results.measurement import Measurement, Result  # noqa: F401  (Result: re-exported for benchmarks)
-from pytest_genai.results.runs import metrics_json
+from pytest_genai.results.runs import metrics_json, recorded_metrics
 
 _LOG = logger(__name__)
 
@@ -22,12 +22,11 @@ _LOG = logger(__name__)
 def run_source_problems(genai: Mapping[str, Any], registry: Mapping[str, Any]) -> list[str]:
     """Every metric of one benchmark's ``extra_info["genai"]`` whose recorded source breaks :func:`source_problem`
     (or has none): the checker a run's JSON goes through."""
-    sources = genai.get("metric_sources", {})
     problems = []
-    for name in genai.get("metrics", {}):
+    for name, m in recorded_metrics(genai).items():
         known = registry.get(name)
-        why = ("no source recorded" if name not in sources else
-               source_problem(name, sources[name], known.source if known is not None else None))
+        why = ("no source recorded" if m.source is None else
+               source_problem(name, m.source, known.source if known is not None else None))
         if why:
             problems.append(f"{name}: {why}")
     return problems

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from pytest_genai.results.runs import genai_of, recorded_metrics
 from pytest_genai.tables import bound_text, text_table
 
 
@@ -54,7 +55,7 @@ def contention_line(records: Iterable[Mapping[str, Any]]) -> str | None:
     records = list(records)
     shares = {}
     for record in records:
-        share = contended_share(record.get("extra_info", {}).get("genai", {}).get("attachments"))
+        share = contended_share((genai_of(record) or {}).get("attachments"))
         if share is not None:
             shares[record.get("fullname", record.get("name", "?"))] = share
     return contention_note(shares, len(records))
@@ -78,19 +79,18 @@ def metrics_table(records: Iterable[Mapping[str, Any]], registry: Mapping[str, A
     for record in records:
         wall = walls.get(record.get("fullname", ""))
         wall_text = "-" if wall is None else f"{wall:.1f}"
-        genai = record.get("extra_info", {}).get("genai", {})
-        metrics = genai.get("metrics", {})
-        name = main_metric(metrics)
+        genai = genai_of(record) or {}
+        measured = recorded_metrics(genai)
+        name = main_metric(measured)
         device = (genai.get("device") or {}).get("generation", "-")
         if name is None:
             rows.append([record.get("name", "?"), device, "-", "-", "", "no metric recorded", wall_text])
             continue
-        value = metrics[name]
-        known = (registry or {}).get(name)
-        unit = genai.get("metric_units", {}).get(name) or getattr(known, "unit", "") or ""
+        m, value = measured[name], measured[name].value
+        unit = m.unit or getattr((registry or {}).get(name), "unit", "") or ""
         shown = f"{value:.4g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
         rows.append([record.get("name", "?"), device, name, shown, "" if unit == "1" else unit,
-                     genai.get("metric_sources", {}).get(name, "measured"), wall_text])
+                     m.source or "measured", wall_text])
     total = sum(walls.values())
     return text_table(["benchmark", "device", "main metric", "value", "unit", "source", "wall [s] (measured)"], rows) + [
         f"wall time: {total:.1f} s in all tests' setup, call and teardown (measured), of which {len(rows)} benchmarks "

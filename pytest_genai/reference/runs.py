@@ -9,7 +9,8 @@ from typing import Any, Iterable
 
 from pytest_genai import SCHEMA
 from pytest_genai.reference.row import REFERENCE_SOURCE, ReferenceRow
-from pytest_genai.results.runs import Run, run_from_json
+from pytest_genai.results.measurement import Measurement
+from pytest_genai.results.runs import Run, benchmark_json, metrics_json, run_from_json
 
 
 def benchmark_name(row: ReferenceRow) -> str:
@@ -18,7 +19,7 @@ def benchmark_name(row: ReferenceRow) -> str:
 
 def benchmark(row: ReferenceRow) -> dict[str, Any]:
     """One pytest-benchmark entry for ``row`` (no timing stats: nothing was timed here)."""
-    name = benchmark_name(row)
+    measured = metrics_json({m: Measurement(v, REFERENCE_SOURCE, row.units.get(m)) for m, v in row.metrics.items()})
     genai = {
         "schema": SCHEMA,
         "experiment": row.experiment,
@@ -27,15 +28,13 @@ def benchmark(row: ReferenceRow) -> dict[str, Any]:
         "model": row.model,
         "config": dict(row.identity),
         "environment": dict(row.settings),
-        "metrics": dict(row.metrics),
-        "metric_sources": {m: REFERENCE_SOURCE for m in row.metrics},
-        "metric_units": dict(row.units),
+        **{key: measured[key] for key in ("metrics", "metric_sources", "metric_units")},  # published: no rounds
         "labels": {"source": REFERENCE_SOURCE, "task": row.task,
                    "unstated": ", ".join(row.unstated) or "none", "provenance": row.provenance.text()},
         "attachments": {"provenance": dict(vars(row.provenance)), "note": row.note},
         "claims": [],
     }
-    return {"name": name, "fullname": name, "param": row.row_id, "group": None, "extra_info": {"genai": genai}}
+    return benchmark_json(benchmark_name(row), genai, param=row.row_id, group=None)
 
 
 def run_json(rows: Iterable[ReferenceRow]) -> dict[str, Any]:

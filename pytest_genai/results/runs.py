@@ -350,6 +350,38 @@ def metrics_json(measurements: Mapping[str, Measurement]) -> dict[str, dict[str,
             "metric_intervals": {n: m.interval.to_json() for n, m in measurements.items() if m.interval is not None}}
 
 
+def genai_of(bench: Any) -> dict[str, Any] | None:
+    """The ``extra_info["genai"]`` object of a pytest-benchmark entry (its JSON, or the ``benchmark`` fixture while it
+    runs); None where it has none."""
+    extra = bench.get("extra_info") if isinstance(bench, Mapping) else getattr(bench, "extra_info", None)
+    genai = extra.get("genai") if isinstance(extra, Mapping) else None
+    return genai if isinstance(genai, dict) else None
+
+
+def benchmark_json(name: str, genai: Mapping[str, Any], fullname: str | None = None, **fields: Any) -> dict[str, Any]:
+    """A pytest-benchmark entry carrying ``genai`` (``fields``: ``param``, ``stats``, ...), as
+    :func:`records_from_benchmarks` reads it."""
+    return {"name": name, "fullname": fullname or name, **fields, "extra_info": {"genai": genai}}
+
+
+def recorded_metrics(genai: Mapping[str, Any]) -> dict[str, Measurement]:
+    """Each metric of a genai object with its source and unit as written (None where none), unchecked and under the
+    name it was recorded with: for the session's own checks and summary (reports read :func:`metrics_from_json`)."""
+    sources, units = genai.get("metric_sources") or {}, genai.get("metric_units") or {}
+    return {n: Measurement(v, sources.get(n), units.get(n)) for n, v in (genai.get("metrics") or {}).items()}
+
+
+def recorded_spread(bench: Mapping[str, Any], name: str) -> tuple[Any, Any]:
+    """Metric ``name``'s rounds and interval in a benchmark entry, as written (``stats.data`` are
+    :data:`BENCH_MEDIAN_METRIC`'s rounds), for keeping verbatim; :func:`metrics_from_json` reads them checked."""
+    genai, stats = genai_of(bench) or {}, bench.get("stats")
+    rounds, intervals = genai.get("metric_rounds"), genai.get("metric_intervals")
+    if name == BENCH_MEDIAN_METRIC:
+        rounds = {name: stats.get("data")} if isinstance(stats, dict) else None
+    return (rounds.get(name) if isinstance(rounds, dict) else None,
+            intervals.get(name) if isinstance(intervals, dict) else None)
+
+
 def metrics_from_json(genai: Mapping[str, Any], where: str, warnings: list[str], median: float | None,
                       bench_rounds: tuple[float, ...] | None) -> dict[str, Any]:
     """The :class:`Record` metric fields read from what :func:`metrics_json` wrote, with the median round time as

@@ -11,7 +11,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from pytest_genai.results.runs import BENCH_MEDIAN_METRIC, Record, run_from_json
+from pytest_genai import SCHEMA
+from pytest_genai.results.runs import Record, recorded_spread, run_from_json
 
 
 def canonical(obj: Any) -> str:
@@ -80,23 +81,12 @@ def _float_list(value: Any) -> tuple[float, ...] | None:
     return None if any(v is None for v in out) else tuple(out)  # type: ignore[arg-type]
 
 
-def _genai(bench: Any) -> Mapping[str, Any]:
-    extra = bench.get("extra_info") if isinstance(bench, dict) else None
-    genai = extra.get("genai") if isinstance(extra, dict) else None
-    return genai if isinstance(genai, dict) else {}
-
-
 def _metric_rows(record: Record, bench: Mapping[str, Any]) -> tuple[MetricRow, ...]:
-    genai = _genai(bench)
-    rounds = genai.get("metric_rounds") if isinstance(genai.get("metric_rounds"), dict) else {}
-    intervals = genai.get("metric_intervals") if isinstance(genai.get("metric_intervals"), dict) else {}
-    stats = bench.get("stats") if isinstance(bench.get("stats"), dict) else {}
     out = []
     for name, value in record.metrics.items():
-        these = _float_list(stats.get("data")) if name == BENCH_MEDIAN_METRIC else _float_list(rounds.get(name))
-        interval = intervals.get(name)
-        out.append(MetricRow(name, float(value), record.units.get(name), record.sources.get(name), these,
-                             interval if isinstance(interval, dict) else None))
+        rounds, interval = recorded_spread(bench, name)
+        out.append(MetricRow(name, float(value), record.units.get(name), record.sources.get(name),
+                             _float_list(rounds), interval if isinstance(interval, dict) else None))
     return tuple(out)
 
 
@@ -112,7 +102,6 @@ def run_rows(doc: Any, source: str, command: str | None = None) -> RunRows:
     commit = doc.get("commit_info") if isinstance(doc.get("commit_info"), dict) else {}
     machine = doc.get("machine_info") if isinstance(doc.get("machine_info"), dict) else {}
     settings = genai.get("settings") if isinstance(genai.get("settings"), dict) else {}
-    schemas = {_genai(b).get("schema") for b in doc["benchmarks"]} - {None}
     row = {
         "run_time": run.datetime,
         "commit_id": _text(commit.get("id")),
@@ -120,7 +109,7 @@ def run_rows(doc: Any, source: str, command: str | None = None) -> RunRows:
         "commit_dirty": commit.get("dirty") if isinstance(commit.get("dirty"), bool) else None,
         "branch": _text(commit.get("branch")),
         "command": command,
-        "json_schema": _text(genai.get("schema")) or (sorted(schemas)[0] if schemas else None),
+        "json_schema": _text(genai.get("schema")) or (SCHEMA if any(r.experiment for r in run.records) else None),
         "pytest_benchmark_version": _text(doc.get("version")),
         "claims_mode": _text(genai.get("claims_mode")),
         "scale": _text(settings.get("scale")),

@@ -195,3 +195,22 @@ def test_metrics_json_is_what_metrics_from_json_reads_back() -> None:
         "units": {"tokens_per_s": "tokens/s", "world_size": "ranks", "x_modeled": ""},
         "rounds": {"tokens_per_s": (1.0, 2.0, 3.0)}, "intervals": {"tokens_per_s": (iv.lo, iv.hi)}}
     assert warnings == []
+
+
+def test_a_benchmark_entry_and_its_metrics_as_written() -> None:
+    """The unchecked accessors: the genai object of an entry or a fixture, each metric's source and unit as written
+    (None where none), and a metric's rounds and interval verbatim (``stats.data`` for the median round time)."""
+    from types import SimpleNamespace
+
+    from pytest_genai.results.measurement import Measurement
+    from pytest_genai.results.runs import benchmark_json, genai_of, recorded_metrics, recorded_spread
+
+    genai = {"metrics": {"a": 1.0, "b": 2}, "metric_sources": {"a": "measured"}, "metric_units": {"a": "s"},
+             "metric_rounds": {"a": [1.0, math.nan]}, "metric_intervals": {"a": {"lo": 0.5, "hi": 1.5, "n": 2}}}
+    entry = benchmark_json("t", genai, stats={"data": [0.1]})
+    assert entry == {"name": "t", "fullname": "t", "stats": {"data": [0.1]}, "extra_info": {"genai": genai}}
+    assert genai_of(entry) is genai and genai_of(SimpleNamespace(extra_info={"genai": genai})) is genai
+    assert genai_of({"extra_info": None}) is None and genai_of(SimpleNamespace(extra_info={"genai": []})) is None
+    assert recorded_metrics(genai) == {"a": Measurement(1.0, "measured", "s"), "b": Measurement(2, None, None)}
+    assert recorded_spread(entry, "a") == ([1.0, math.nan], {"lo": 0.5, "hi": 1.5, "n": 2})
+    assert recorded_spread(entry, BENCH_MEDIAN_METRIC) == ([0.1], None) and recorded_spread(entry, "b") == (None, None)
