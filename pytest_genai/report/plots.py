@@ -74,14 +74,12 @@ def _plain_log_ticks(fig: Any) -> None:
         def __call__(self, x: float, pos: Any = None) -> str:
             return f"{x:g}" if super().__call__(x, pos) else ""
 
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            for minor in (False, True):
-                current = axis.get_minor_formatter() if minor else axis.get_major_formatter()
-                if isinstance(current, LogFormatterMathtext):
-                    plain = PlainLog(base=getattr(current, "_base", 10.0), labelOnlyBase=current.labelOnlyBase,
-                                     minor_thresholds=current.minor_thresholds)
-                    (axis.set_minor_formatter if minor else axis.set_major_formatter)(plain)
+    for axis in (axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)):
+        for get, put in ((axis.get_major_formatter, axis.set_major_formatter),
+                         (axis.get_minor_formatter, axis.set_minor_formatter)):
+            if isinstance(current := get(), LogFormatterMathtext):
+                put(PlainLog(base=getattr(current, "_base", 10.0), labelOnlyBase=current.labelOnlyBase,
+                             minor_thresholds=current.minor_thresholds))
 
 
 @_literal_text
@@ -132,10 +130,7 @@ def roofline_ceilings(recs: Sequence[Record]) -> list[tuple[str, float, float]]:
             if _finite(t) and _finite(g):
                 roofs.setdefault((kind, float(t), float(g)), None)
     if not any(k == "spec" for k, _, _ in roofs) and recs and recs[0].device is not None:
-        for r in recs:
-            spec_roof = _spec_roof(r)
-            if spec_roof is not None:
-                roofs.setdefault(("spec", *spec_roof), None)
+        roofs.update(dict.fromkeys(("spec", *roof) for roof in map(_spec_roof, recs) if roof is not None))
     return list(roofs)
 
 
@@ -159,10 +154,8 @@ def cpu_roof_note(recs: Sequence[Record]) -> str:
                       if r.device is not None and r.device.kind == "cpu" and r.labels.get("cpu_threads")}, key=str)
     if not threads:
         return ""
-    n = "/".join(threads)
-    plural = "" if threads == ["1"] else "s"
     # two legend lines of at most 60 characters: a longer one is cut off the figure
-    return (f"\nmeasured on {n} CPU thread{plural} (as the benchmarks ran);"
+    return (f"\nmeasured on {'/'.join(threads)} CPU thread{'' if threads == ['1'] else 's'} (as the benchmarks ran);"
             "\n`pytest-genai devices` uses every core: it reads higher")
 
 
@@ -209,11 +202,8 @@ def roofline_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | 
         points = (r.metrics.get("arithmetic_intensity_modeled"), r.metrics.get("achieved_tflops"))
         if all(_finite(v) for v in points) and r.device is not None:
             by_device.setdefault(r.device.generation, []).append(r)
-    paths = []
-    for gen, group in by_device.items():
-        fig = roofline_figure(group, _titled(f"Roofline — {gen} ({len(group)} configs)", group))
-        paths.append(_save(fig, outdir / taken.take(file_stem("roofline", gen))))
-    return paths
+    return [_save(roofline_figure(group, _titled(f"Roofline — {gen} ({len(group)} configs)", group)),
+                  outdir / taken.take(file_stem("roofline", gen))) for gen, group in by_device.items()]
 
 
 # --- what tells records apart: series and point labels ---------------------------------------------------------
@@ -254,8 +244,10 @@ def _line_keys(rows: Sequence[Record], x: str) -> list[str]:
     return keys + text
 
 
-def _sort_key(label_values: Sequence[Any]) -> tuple:
-    return tuple((0, v, "") if _numeric(v) else (1, 0, str(v)) for v in label_values)
+def _sort_key(r: Record, keys: Sequence[str]) -> tuple:
+    """Orders labels by their keys' values: numbers by value, before text."""
+    values = [_facts(r).get(k) for k in keys]
+    return tuple((0, v, "") if _numeric(v) else (1, 0, str(v)) for v in values)
 
 
 def _label(r: Record, keys: Sequence[str]) -> str:
@@ -283,8 +275,7 @@ def plot_context(recs: Sequence[Record]) -> str:
     by_notes: dict[str, list[str]] = {}  # models that share scale and weights are named once: "a, b (tiny, ...)"
     for r in recs:
         notes = [str(r.config["scale"])] if r.config.get("scale") else []
-        if r.config.get("weights") == "random":
-            notes.append("random weights")
+        notes += ["random weights"] if r.config.get("weights") == "random" else []
         by_notes.setdefault(", ".join(notes), []).append(r.model or "")
     models = "; ".join(few(names) + (f" ({notes})" if notes else "") for notes, names in by_notes.items())
     return f"on {devices} · {'models' if ',' in models or ';' in models else 'model'} {models}"
@@ -400,7 +391,7 @@ def sweep_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | Non
             for r in rows:
                 label = _label(r, keys)
                 series.setdefault(label, []).append((r.config[param], r.metrics[metric]))
-                order[label] = _sort_key([_facts(r).get(k) for k in keys])
+                order[label] = _sort_key(r, keys)
             drawn.append(param)
             fig = _new_figure()
             ax = fig.add_subplot()
@@ -454,7 +445,7 @@ def _compared(rows: Sequence[Record], param: str) -> bool:
 def _bars(rows: Sequence[Record], param: str, values: Sequence[str], metric: str, title: str) -> Any:
     """One bar per (category, series); series only for keys that vary within a category, each bar labelled."""
     keys = _keys(rows, fixed=[param])
-    order = {_label(r, keys): _sort_key([_facts(r).get(k) for k in keys]) for r in rows}
+    order = {_label(r, keys): _sort_key(r, keys) for r in rows}
     groups = sorted(order, key=order.__getitem__)
     fig = _new_figure()
     ax = fig.add_subplot()

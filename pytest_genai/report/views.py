@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -190,7 +191,7 @@ def paper_claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, An
 
 def undecided_reasons(records: Sequence[Record]) -> list[str]:
     """One line per inconclusive claim and reason, for the first screen."""
-    reasons: dict[tuple[str, str], int] = {}
+    reasons: Counter[tuple[str, str]] = Counter()
     for rec in records:
         for v in rec.claims:
             if v.get("verdict") != "inconclusive":
@@ -206,7 +207,7 @@ def undecided_reasons(records: Sequence[Record]) -> list[str]:
                        + f" straddles {bound_text(v.get('min'), v.get('max'), symbols=True)}")
             else:  # another reason (a contended timing, too few rounds): the check's own words
                 why = str(v.get("message", "no reason recorded")).removeprefix(f"claim {cid}: ")
-            reasons[(cid, why)] = reasons.get((cid, why), 0) + 1
+            reasons[(cid, why)] += 1
     return [f"{cid}{f' ({n} benchmarks)' if n > 1 else ''}: {why}" for (cid, why), n in sorted(reasons.items())]
 
 
@@ -359,6 +360,9 @@ def distinguishing_keys(recs: Sequence[Record], facts: Callable[[Record], Mappin
     return chosen
 
 
+_NAMED: dict[str, Callable[[Record], str]] = {"device": device_text, "model": lambda r: r.model_label}
+
+
 def _identity(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], varying: Sequence[str],
               fixed: Sequence[str]) -> tuple[list[tuple[str, Callable[[Record], str]]], list[str]]:
     """The columns that name each row (a short config ``id``, else the fewest varying keys), and the other varying
@@ -366,9 +370,8 @@ def _identity(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], va
     def cell(p: str) -> Callable[[Record], str]:
         return lambda r: format_value(shown[id(r)].get(p, "—"))
 
-    named = {"device": device_text, "model": lambda r: r.model_label}
     keys = [p for p in varying if p != "id"  # a config "model" equal to the model column is not shown twice
-            and not (p in fixed and all(format_value(shown[id(r)].get(p, "—")) == named[p](r) for r in recs))]
+            and not (p in fixed and all(format_value(shown[id(r)].get(p, "—")) == _NAMED[p](r) for r in recs))]
     # the ids name the rows only when they tell them apart (two configs can share an id that leaves out a key)
     if len(recs) > 1 and all("id" in r.config for r in recs) and len({str(r.config["id"]) for r in recs}) == len(
             {(device_text(r), r.model, *(value_key(shown[id(r)].get(k, "—")) for k in keys)) for r in recs}):
@@ -414,6 +417,11 @@ def _pack(identity_width: int, values: Sequence[Column], recs: Sequence[Record])
     return chunks or [[]]
 
 
+def _column_table(columns: Sequence[Column], recs: Sequence[Record]) -> Table:
+    return make_table([h for h, _, _ in columns], [[get(r) for _, _, get in columns] for r in recs],
+                      [n for _, n, _ in columns])
+
+
 def _transposed(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], varying: Sequence[str],
                 values: Sequence[Column]) -> Table:
     """One column per record, headed by the fewest config values that tell them apart; a row per key or metric."""
@@ -447,14 +455,8 @@ def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo])
         params = _ordered(shown[id(r)] for r in recs)
         varying = [p for p in params if len({value_key(shown[id(r)].get(p, "—")) for r in recs}) > 1]
         shared = [f"{p}={format_value(shown[id(recs[0])].get(p))}" for p in params if p not in varying and p != "id"]
-        identity: list[tuple[str, Callable[[Record], str]]] = []
-        constant: list[str] = []
-        for head, get in (("device", device_text), ("model", lambda r: r.model_label)):
-            if len({get(r) for r in recs}) > 1:
-                identity.append((head, get))
-            else:
-                constant.append(f"{head}={get(recs[0])}")
-        shared = constant + shared
+        identity = [(head, get) for head, get in _NAMED.items() if len({get(r) for r in recs}) > 1]
+        shared = [f"{head}={get(recs[0])}" for head, get in _NAMED.items() if (head, get) not in identity] + shared
         naming, extra = _identity(recs, shown, varying, [h for h, _ in identity])
         identity += naming
         if not identity:
@@ -483,11 +485,8 @@ def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo])
             if turned.markdown_width() <= MAX_ROW_CHARS:
                 tables = [turned]
         if not tables:
-            for chunk in chunks:
-                headers = [h for h, _ in identity] + [h for h, _, _ in chunk]
-                numeric = [False] * len(identity) + [n for _, n, _ in chunk]
-                rows = [[get(r) for _, get in identity] + [get(r) for _, _, get in chunk] for r in recs]
-                tables.append(make_table(headers, rows, numeric))
+            named: list[Column] = [(h, False, get) for h, get in identity]
+            tables = [_column_table(named + chunk, recs) for chunk in chunks]
         out.append(ExperimentTables(exp, test, ", ".join(shared), tuple(tables), ", ".join(same)))
     return out
 
