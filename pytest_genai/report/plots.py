@@ -557,13 +557,6 @@ POINT_LABEL_CHARS = 40  # a longer point label names its first plan and a count 
 
 
 def _point_label(plans: Sequence[str], exact: bool = True) -> str:
-    text = _same_points_text(plans, exact)
-    if len(text) <= POINT_LABEL_CHARS or len(plans) == 1:
-        return text
-    return f"{plans[0]} (+{len(plans) - 1} {'same' if exact else 'near'})"
-
-
-def _same_points_text(plans: Sequence[str], exact: bool = True) -> str:
     """``bf16/int8 fake``, ``bf16/int8 real`` at one point read ``bf16/int8 fake = real`` (``≈`` when they differ
     by less than the eye can see)."""
     first = plans[0].split()
@@ -574,7 +567,9 @@ def _same_points_text(plans: Sequence[str], exact: bool = True) -> str:
         while same < min(len(words), len(first)) - 1 and words[same] == first[same]:
             same += 1
         out.append(" ".join(words[same:]))
-    return (" = " if exact else " ≈ ").join(out)
+    text = (" = " if exact else " ≈ ").join(out)
+    return text if len(text) <= POINT_LABEL_CHARS or len(plans) == 1 else (
+        f"{plans[0]} (+{len(plans) - 1} {'same' if exact else 'near'})")
 
 
 def _fp32(r: Record) -> bool:
