@@ -22,7 +22,7 @@ from pytest_genai.claims import default_metric_info
 from .roofline import ceiling_polyline
 from pytest_genai.results.runs import Record, config_value_label
 from pytest_genai.tables import format_number, format_value, shorten_unique
-from .views import distinguishing_keys, value_key, with_unit
+from .views import distinguishing_keys, group_by, value_key, with_unit
 
 CATEGORY_PARAMS = ("strategy", "parallelism", "dtype", "precision", "mode", "attention", "flash_attention")
 """Categorical config parameters that get a grouped bar chart of throughput (DDP vs FSDP, fp32 vs bf16...)."""
@@ -197,11 +197,8 @@ def roofline_figure(recs: Sequence[Record], title: str) -> Any:
 @_literal_text
 def roofline_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | None = None) -> list[Path]:
     taken = NameAllocator() if taken is None else taken
-    by_device: dict[str, list[Record]] = {}
-    for r in recs:
-        points = (r.metrics.get("arithmetic_intensity_modeled"), r.metrics.get("achieved_tflops"))
-        if all(_finite(v) for v in points) and r.device is not None:
-            by_device.setdefault(r.device.generation, []).append(r)
+    by_device = group_by((r for r in recs if r.device is not None and _finite(r.metrics.get("achieved_tflops"))
+                          and _finite(r.metrics.get("arithmetic_intensity_modeled"))), lambda r: r.device.generation)
     return [_save(roofline_figure(group, _titled(f"Roofline — {gen} ({len(group)} configs)", group)),
                   outdir / taken.take(file_stem("roofline", gen))) for gen, group in by_device.items()]
 
@@ -298,9 +295,7 @@ def _legend(fig: Any, ax: Any, title: str, n: int) -> None:
 def _by_test(recs: Sequence[Record]) -> list[tuple[str, str, list[Record]]]:
     """``(experiment, title, records)`` per test function, so one plot never mixes two tests' records; the title
     names the test when its experiment has several."""
-    groups: dict[tuple[str, str], list[Record]] = {}
-    for r in recs:
-        groups.setdefault((r.experiment or "", r.name.split("[", 1)[0]), []).append(r)
+    groups = group_by(recs, lambda r: (r.experiment or "", r.name.split("[", 1)[0]))
     tests_per_experiment = Counter(exp for exp, _ in groups)
     return [(exp, f"{exp} ({test.removeprefix('test_')})" if tests_per_experiment[exp] > 1 else exp, rows)
             for (exp, test), rows in groups.items()]
@@ -379,9 +374,7 @@ def sweep_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | Non
             if len({r.config[param] for r in rows}) < 2 or any(_one_to_one(rows, param, d) for d in drawn):
                 continue
             keys = _line_keys(rows, param)
-            lines: dict[str, list[Record]] = {}
-            for r in rows:
-                lines.setdefault(_label(r, keys), []).append(r)
+            lines = group_by(rows, lambda r: _label(r, keys))
             rows = [r for line in lines.values() if len(line) >= 2 for r in line]  # a one-point line shows no sweep
             if not rows:
                 continue

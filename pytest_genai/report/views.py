@@ -7,7 +7,7 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence, TypeVar
 
 from .compare import Comparison, MetricComparison, fails
 from pytest_genai.identity import DATA_IDENTITY_KEYS, data_label
@@ -21,7 +21,17 @@ from pytest_genai.tables import (bound_text, MAX_ROW_CHARS, Table, distinct_part
 MAX_LABEL_CHARS = 24  # a longer label is a description, not a table cell
 MAX_VALUE_COLUMNS = 8  # metric and label columns per table
 
+T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 _ARROWS = {"higher": "↑ higher", "lower": "↓ lower", "none": "—", None: "? (unregistered)"}
+
+
+def group_by(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
+    """``items`` in lists by ``key``, in first-seen order."""
+    out: dict[K, list[T]] = {}
+    for item in items:
+        out.setdefault(key(item), []).append(item)
+    return out
 
 
 def device_text(base: Record, cur: Record | None = None) -> str:
@@ -215,11 +225,8 @@ def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | N
                   ) -> list[tuple[str, Table]]:
     """The claims checked in a run, one ``(test function, table)`` each; a too-wide table shortens benchmark names."""
     claims_by_id = claims_by_id or {}
-    by_test: dict[str, list[tuple[Record, Mapping[str, Any]]]] = {}
-    for rec in records:
-        for v in rec.claims:
-            if v.get("verdict") != "not_applicable":  # counted under the per-paper tables
-                by_test.setdefault(rec.name.split("[", 1)[0], []).append((rec, v))
+    by_test = group_by(((rec, v) for rec in records for v in rec.claims  # not_applicable: counted per paper
+                        if v.get("verdict") != "not_applicable"), lambda pair: pair[0].name.split("[", 1)[0])
     headers = ["claim", "benchmark", "device", "value", "bound", "paper value", "source", "verdict"]
     numeric = [False, False, False, True, False, True, False, False]
     out = []
@@ -446,9 +453,7 @@ def _transposed(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], 
 def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo]) -> list[ExperimentTables]:
     """Group records by (experiment, test function) and lay each group out as tables no wider than
     :data:`MAX_ROW_CHARS`; values every row shares are stated once."""
-    groups: dict[tuple[str, str], list[Record]] = {}
-    for rec in records:
-        groups.setdefault((rec.experiment or "pytest-benchmark", rec.name.split("[", 1)[0]), []).append(rec)
+    groups = group_by(records, lambda r: (r.experiment or "pytest-benchmark", r.name.split("[", 1)[0]))
     out = []
     for (exp, test), recs in groups.items():
         shown = {id(r): display_config(r) for r in recs}
