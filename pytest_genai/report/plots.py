@@ -340,8 +340,7 @@ def _y_axis(ax: Any, values: Sequence[float], log: bool = True) -> None:
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
 
 
-NARROW_SPAN = 0.01
-"""Values within this fraction of their size fill a linear axis not from 0: the axis label says so."""
+NARROW_SPAN = 0.01  # values this close fill a linear axis not from 0: its label says so (:func:`span_note`)
 
 
 def span_note(values: Sequence[float]) -> str:
@@ -474,8 +473,7 @@ def _bars(rows: Sequence[Record], param: str, values: Sequence[str], metric: str
 # --- quality vs compression -------------------------------------------------------------------
 
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
-SERIES_KEYS = ("device", "model", "task")
-"""What a quality-vs-compression series stands for (the keys among these that vary): one line per task."""
+SERIES_KEYS = ("device", "model", "task")  # what a quality-vs-compression series stands for (those that vary)
 
 
 def _direction(metric: str, info: Mapping[str, MetricInfo]) -> str | None:
@@ -617,8 +615,7 @@ def pareto_plots(recs: Sequence[Record], outdir: Path, info: Mapping[str, Metric
     return paths
 
 
-TREND_LOG_SPAN = 10
-"""A history whose values (all positive) span more than this factor is drawn on a log axis."""
+TREND_LOG_SPAN = 10  # a history of positive values spanning more than this factor is drawn on a log axis
 
 
 @_literal_text
@@ -647,16 +644,15 @@ def trend_plot(lines: Mapping[str, Sequence[tuple[Any, float]]], bands: Sequence
         ax.set_ylim(lo - pad, hi + pad)
     bottom, top = ax.get_ylim()
     for i, (claim, low, high) in enumerate(bands):
-        a = bottom if low is None else low
-        b = top if high is None else high
-        ax.axhspan(a, b, alpha=0.12, color=f"C{(i + len(lines)) % 10}",
+        ax.axhspan(bottom if low is None else low, top if high is None else high, alpha=0.12,
+                   color=f"C{(i + len(lines)) % 10}",
                    label=f"{claim} [{'' if low is None else f'{low:g}'}, {'' if high is None else f'{high:g}'}]")
     ax.set_ylim(bottom, top)
     for i, (_line, when, step) in enumerate(changes):
         ax.axvline(when, linestyle="--", linewidth=1.0, color="0.3", label="change point" if i == 0 else None)
         ax.annotate(f"{step:+.1%}", xy=(when, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -3),
                     textcoords="offset points", fontsize="x-small", rotation=90, va="top", ha="left")
-    ax.set_ylabel(with_unit(metric, unit) + (" (log scale)" if log else span_note([v for pts in lines.values() for _, v in pts])))
+    ax.set_ylabel(with_unit(metric, unit) + (" (log scale)" if log else span_note(points)))
     ax.set_xlabel("run time (UTC)")
     _set_title(ax, f"{metric}: history by device generation")
     ax.grid(True, alpha=0.3)

@@ -71,7 +71,8 @@ def comparison_table(comparison: Comparison, *, strict: bool = False, allow_miss
 
 def generation_table(checks: Sequence[GenerationCheck]) -> Table:
     rows = [[c.claim_id, c.benchmark, f"{c.from_generation} → {c.to_generation}", c.metric,
-             format_number(c.baseline), format_number(c.current), "—" if math.isnan(c.speedup) else f"{c.speedup:.3g}x",
+             format_number(c.baseline), format_number(c.current),
+             "—" if math.isnan(c.speedup) else f"{c.speedup:.3g}x",
              f"[{format_number(c.min)}, {format_number(c.max)}]", c.paper,
              c.verdict.upper() if c.verdict == "fail" else c.verdict] for c in checks]
     headers = ["claim", "benchmark", "generations", "metric", "baseline", "current", "speedup", "bound", "paper", "verdict"]
@@ -239,7 +240,8 @@ def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | N
             if paper_value is None and claim is not None:
                 paper_value = getattr(claim, "paper_value", None)
             rows.append([cid, rec.label, device_text(rec), _claim_value(rec, v),
-                         bound_text(v.get("min"), v.get("max"), symbols=True), _num(paper_value), _claim_source(claim), _verdict_text(rec, v, claim)])
+                         bound_text(v.get("min"), v.get("max"), symbols=True), _num(paper_value),
+                         _claim_source(claim), _verdict_text(rec, v, claim)])
         table = make_table(headers, rows, numeric)
         if table.markdown_width() > MAX_ROW_CHARS:
             names = [r.name for r, _ in pairs]
@@ -327,7 +329,8 @@ def _ordered(keys: Iterable[Iterable[str]]) -> list[str]:
 
 
 def _metric_header(m: str, recs: Sequence[Record], info: Mapping[str, MetricInfo]) -> str:
-    head = with_unit(m, info[m].unit if m in info and info[m].unit else next((r.units[m] for r in recs if m in r.units), ""))
+    unit = info[m].unit if m in info and info[m].unit else next((r.units[m] for r in recs if m in r.units), "")
+    head = with_unit(m, unit)
     if any(r.sources.get(m) == "modeled" for r in recs if m in r.metrics):
         head += modeled_mark(m, "modeled")
     elif any(f"{m}_modeled" in r.metrics for r in recs):  # elementwise_flops=0 beside elementwise_flops_modeled
