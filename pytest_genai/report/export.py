@@ -42,20 +42,16 @@ def csv_text(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return out.getvalue()
 
 
-def _finite(x: Any) -> Any:
-    """JSON has no nan/inf: those are written as the strings "nan", "inf", "-inf"."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
-    return x
-
-
 def json_text(obj: Any) -> str:
+    """Indented JSON; nan and infinities (which JSON lacks) written as the strings "nan", "inf", "-inf"."""
     def clean(o: Any) -> Any:
         if isinstance(o, dict):
             return {k: clean(v) for k, v in o.items()}
         if isinstance(o, (list, tuple)):
             return [clean(v) for v in o]
-        return _finite(o)
+        if isinstance(o, float) and not math.isfinite(o):
+            return "nan" if math.isnan(o) else ("inf" if o > 0 else "-inf")
+        return o
 
     return json.dumps(clean(obj), indent=2) + "\n"
 
@@ -71,9 +67,7 @@ def comparison_rows(comparison: Comparison, where: Callable[[MetricComparison], 
     out = []
     for pc in comparison.pairs:
         base, cur = pc.pair.baseline, pc.pair.current
-        for mc in pc.metrics:
-            if where is not None and not where(mc):
-                continue
+        for mc in (mc for mc in pc.metrics if where is None or where(mc)):
             out.append({"benchmark": cur.label, "experiment": cur.experiment,
                         "baseline_device": base.device.generation if base.device else None,
                         "current_device": cur.device.generation if cur.device else None,

@@ -1,11 +1,6 @@
-"""PNG plots of a run: roofline, sweep (scaling / batch-size) curves, throughput per strategy
-(or dtype, attention...), quality vs compression ratio with the Pareto front.
+"""PNG plots of a run: roofline, sweeps, throughput per category, quality vs compression (Pareto), history trend.
 
-Which plots are drawn follows from what the records hold (metric names of the JSON
-contract, config parameters that vary), so a run with only quantization benchmarks gets
-only the Pareto plots.  matplotlib is imported lazily and used through its object API
-with the Agg canvas (no pyplot global state, no display needed).
-"""
+What is drawn follows from what the records hold; matplotlib is imported lazily, used through the Agg canvas."""
 
 from __future__ import annotations
 
@@ -13,6 +8,8 @@ import functools
 import io
 import json
 import math
+import textwrap
+from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -25,7 +22,7 @@ from pytest_genai.claims import default_metric_info
 from .roofline import ceiling_polyline
 from pytest_genai.results.runs import Record, config_value_label
 from pytest_genai.tables import format_number, format_value, shorten_unique
-from .views import distinguishing_keys, value_key
+from .views import distinguishing_keys, group_by, value_key, with_unit
 
 CATEGORY_PARAMS = ("strategy", "parallelism", "dtype", "precision", "mode", "attention", "flash_attention")
 """Categorical config parameters that get a grouped bar chart of throughput (DDP vs FSDP, fp32 vs bf16...)."""
@@ -51,8 +48,7 @@ def _matplotlib() -> tuple[Any, Any]:
 
 
 def _literal_text(fn: Any) -> Any:
-    """Run ``fn`` with matplotlib's mathtext off: a ``$`` in a name is shown as written; an odd one raised, and
-    ``a$b$c`` was drawn as maths (every text made inside, tick labels drawn at save included)."""
+    """Run ``fn`` with matplotlib's mathtext off, so a ``$`` in a name is drawn as written."""
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         _matplotlib()  # PlotsUnavailable, with its install hint, when matplotlib is missing
@@ -71,22 +67,19 @@ def _new_figure(size: tuple[float, float] = (7.0, 4.8)) -> Any:
 
 
 def _plain_log_ticks(fig: Any) -> None:
-    """Log axes labelled in plain text (``0.06``, ``100``): their default labels are mathtext, which the literal
-    text of :func:`_literal_text` drew as ``$\\mathdefault{10^{2}}$``."""
+    """Log axes labelled in plain text (``0.06``, ``100``), not the mathtext :func:`_literal_text` turns off."""
     from matplotlib.ticker import LogFormatter, LogFormatterMathtext
 
     class PlainLog(LogFormatter):
         def __call__(self, x: float, pos: Any = None) -> str:
             return f"{x:g}" if super().__call__(x, pos) else ""
 
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            for minor in (False, True):
-                current = axis.get_minor_formatter() if minor else axis.get_major_formatter()
-                if isinstance(current, LogFormatterMathtext):
-                    plain = PlainLog(base=getattr(current, "_base", 10.0), labelOnlyBase=current.labelOnlyBase,
-                                     minor_thresholds=current.minor_thresholds)
-                    (axis.set_minor_formatter if minor else axis.set_major_formatter)(plain)
+    for axis in (axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)):
+        for get, put in ((axis.get_major_formatter, axis.set_major_formatter),
+                         (axis.get_minor_formatter, axis.set_minor_formatter)):
+            if isinstance(current := get(), LogFormatterMathtext):
+                put(PlainLog(base=getattr(current, "_base", 10.0), labelOnlyBase=current.labelOnlyBase,
+                             minor_thresholds=current.minor_thresholds))
 
 
 @_literal_text
@@ -100,38 +93,26 @@ def _save(fig: Any, path: Path) -> Path:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
 
 
-def _slug(*parts: str) -> str:
-    return file_stem(*parts)
-
-
 @_literal_text
 def write_plots(records: Iterable[Record], outdir: str | Path, info: Mapping[str, MetricInfo] | None = None,
                 reserved: Iterable[str] = ()) -> list[Path]:
-    """Write every plot the records support into ``outdir``; returns the PNG paths written, each a different file
-    directly in ``outdir`` (:func:`.output.file_stem` names, :class:`.output.NameAllocator`), none named as one of
-    ``reserved`` (the file names of the command's other outputs there).
-
-    ``records``: :class:`~pytest_genai.results.runs.Record` objects (those without the genai object are left
-    out).  Raises :class:`PlotsUnavailable` when matplotlib is missing.
-    """
-    _matplotlib()
+    """Write every plot the records (those with the genai object) support into ``outdir``, each PNG a different
+    file, none named as one of ``reserved``; returns their paths. Raises :class:`PlotsUnavailable` without
+    matplotlib."""
     recs = [r for r in records if r.experiment is not None]
-    if info is None:
-        info = default_metric_info()[0]
-    out = Path(outdir)
-    paths: list[Path] = []
-    taken = NameAllocator(reserved)
-    paths += roofline_plots(recs, out, taken)
-    paths += sweep_plots(recs, out, taken)
-    paths += category_plots(recs, out, taken)
-    paths += pareto_plots(recs, out, info, taken)
-    return paths
+    out, taken = Path(outdir), NameAllocator(reserved)
+    return [*roofline_plots(recs, out, taken), *sweep_plots(recs, out, taken), *category_plots(recs, out, taken),
+            *pareto_plots(recs, out, default_metric_info()[0] if info is None else info, taken)]
 
 
 # --- roofline ---------------------------------------------------------------------------------
 
+def _numeric(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def _finite_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    return _numeric(x) and math.isfinite(x)
 
 
 def _finite(x: Any) -> bool:
@@ -140,11 +121,8 @@ def _finite(x: Any) -> bool:
 
 
 def roofline_ceilings(recs: Sequence[Record]) -> list[tuple[str, float, float]]:
-    """Distinct (label, peak TFLOP/s, bandwidth GB/s) roofs of one device's records, measured then spec.
-
-    The spec roof comes from the records (``ceiling_*_spec``), or, when none recorded it, from
-    ``pytest_genai.devices.specs.get_spec`` for the device generation and the config's dtype.
-    """
+    """Distinct (kind, peak TFLOP/s, bandwidth GB/s) roofs of one device's records, measured then spec (recorded,
+    else from the device's spec sheet for the config's dtype)."""
     roofs: dict[tuple[str, float, float], None] = {}
     for kind in ("measured", "spec"):
         for r in recs:
@@ -152,10 +130,7 @@ def roofline_ceilings(recs: Sequence[Record]) -> list[tuple[str, float, float]]:
             if _finite(t) and _finite(g):
                 roofs.setdefault((kind, float(t), float(g)), None)
     if not any(k == "spec" for k, _, _ in roofs) and recs and recs[0].device is not None:
-        for r in recs:
-            spec_roof = _spec_roof(r)
-            if spec_roof is not None:
-                roofs.setdefault(("spec", *spec_roof), None)
+        roofs.update(dict.fromkeys(("spec", *roof) for roof in map(_spec_roof, recs) if roof is not None))
     return list(roofs)
 
 
@@ -174,16 +149,13 @@ def _spec_roof(r: Record) -> tuple[float, float] | None:
 
 
 def cpu_roof_note(recs: Sequence[Record]) -> str:
-    """Why a CPU's measured roof is lower than ``pytest-genai devices`` says: the roof is measured with the threads
-    the benchmarks ran on (``cpu_threads``, often 1), the devices command with every core."""
+    """Why a CPU's measured roof (on the benchmarks' ``cpu_threads``) is lower than ``pytest-genai devices``'s."""
     threads = sorted({r.labels["cpu_threads"] for r in recs
                       if r.device is not None and r.device.kind == "cpu" and r.labels.get("cpu_threads")}, key=str)
     if not threads:
         return ""
-    n = "/".join(threads)
-    plural = "" if threads == ["1"] else "s"
     # two legend lines of at most 60 characters: a longer one is cut off the figure
-    return (f"\nmeasured on {n} CPU thread{plural} (as the benchmarks ran);"
+    return (f"\nmeasured on {'/'.join(threads)} CPU thread{'' if threads == ['1'] else 's'} (as the benchmarks ran);"
             "\n`pytest-genai devices` uses every core: it reads higher")
 
 
@@ -215,7 +187,7 @@ def roofline_figure(recs: Sequence[Record], title: str) -> Any:
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity, modeled (minimal traffic) [FLOP/byte]")
     ax.set_ylabel("achieved [TFLOP/s]")
-    ax.set_title(title, fontsize=_title_size(title))
+    _set_title(ax, title)
     ax.grid(True, which="both", linewidth=0.3)
     if ax.get_legend_handles_labels()[0]:  # below the axes: never over a point
         fig.legend(*ax.get_legend_handles_labels(), fontsize=7, loc="outside lower center", ncols=1)
@@ -225,16 +197,10 @@ def roofline_figure(recs: Sequence[Record], title: str) -> Any:
 @_literal_text
 def roofline_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | None = None) -> list[Path]:
     taken = NameAllocator() if taken is None else taken
-    by_device: dict[str, list[Record]] = {}
-    for r in recs:
-        points = (r.metrics.get("arithmetic_intensity_modeled"), r.metrics.get("achieved_tflops"))
-        if all(_finite(v) for v in points) and r.device is not None:
-            by_device.setdefault(r.device.generation, []).append(r)
-    paths = []
-    for gen, group in by_device.items():
-        fig = roofline_figure(group, _titled(f"Roofline — {gen} ({len(group)} configs)", group))
-        paths.append(_save(fig, outdir / taken.take(_slug("roofline", gen))))
-    return paths
+    by_device = group_by((r for r in recs if r.device is not None and _finite(r.metrics.get("achieved_tflops"))
+                          and _finite(r.metrics.get("arithmetic_intensity_modeled"))), lambda r: r.device.generation)
+    return [_save(roofline_figure(group, _titled(f"Roofline — {gen} ({len(group)} configs)", group)),
+                  outdir / taken.take(file_stem("roofline", gen))) for gen, group in by_device.items()]
 
 
 # --- what tells records apart: series and point labels ---------------------------------------------------------
@@ -244,10 +210,6 @@ SERIES_PREFERENCE = ("task", "model", "device") + CATEGORY_PARAMS + ("world_size
 PLAN_KEYS = ("precision", "mode", "tiers", "backend", "plan", "bits", "sensitive_fraction", "group_size", "dtype")
 """Keys that name a precision plan: a point of the quality-vs-compression plot."""
 MAX_VALUE_CHARS = 24
-
-
-def _numeric(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def _facts(r: Record) -> dict[str, Any]:
@@ -279,8 +241,10 @@ def _line_keys(rows: Sequence[Record], x: str) -> list[str]:
     return keys + text
 
 
-def _sort_key(label_values: Sequence[Any]) -> tuple:
-    return tuple((0, v, "") if _numeric(v) else (1, 0, str(v)) for v in label_values)
+def _sort_key(r: Record, keys: Sequence[str]) -> tuple:
+    """Orders labels by their keys' values: numbers by value, before text."""
+    values = [_facts(r).get(k) for k in keys]
+    return tuple((0, v, "") if _numeric(v) else (1, 0, str(v)) for v in values)
 
 
 def _label(r: Record, keys: Sequence[str]) -> str:
@@ -290,15 +254,15 @@ def _label(r: Record, keys: Sequence[str]) -> str:
     return " ".join(dict.fromkeys(values))  # "fp32 fp32" reads "fp32"
 
 
-def _title_size(title: str) -> float:
-    """Long titles (an experiment with several tests names the test) get a smaller font, so they fit the axes."""
+def _set_title(ax: Any, title: str) -> None:
+    """A long title (an experiment with several tests names the test) gets a smaller font, so it fits the axes."""
     longest = max((len(line) for line in title.splitlines()), default=0)
-    return 11.0 if longest <= 48 else 9.0 if longest <= 64 else 8.0
+    ax.set_title(title, fontsize=11.0 if longest <= 48 else 9.0 if longest <= 64 else 8.0)
 
 
 def plot_context(recs: Sequence[Record]) -> str:
-    """What a plot's points ran on, for its title's second line: the device(s), the model(s) with their scale and
-    "random weights" where the run built them so (a throughput row of a random-weight model is not the real model)."""
+    """What a plot's points ran on, for its title's second line: the devices, the models with their scale and
+    "random weights" where the run built them so."""
     def few(items: list[str]) -> str:
         items = list(dict.fromkeys(i for i in items if i))
         return ", ".join(items[:3]) + (f" +{len(items) - 3} more" if len(items) > 3 else "") if items else "—"
@@ -308,8 +272,7 @@ def plot_context(recs: Sequence[Record]) -> str:
     by_notes: dict[str, list[str]] = {}  # models that share scale and weights are named once: "a, b (tiny, ...)"
     for r in recs:
         notes = [str(r.config["scale"])] if r.config.get("scale") else []
-        if r.config.get("weights") == "random":
-            notes.append("random weights")
+        notes += ["random weights"] if r.config.get("weights") == "random" else []
         by_notes.setdefault(", ".join(notes), []).append(r.model or "")
     models = "; ".join(few(names) + (f" ({notes})" if notes else "") for notes, names in by_notes.items())
     return f"on {devices} · {'models' if ',' in models or ';' in models else 'model'} {models}"
@@ -317,13 +280,7 @@ def plot_context(recs: Sequence[Record]) -> str:
 
 def _titled(title: str, recs: Sequence[Record]) -> str:
     """The title, then what ran, wrapped to fit an axes that shares the figure with a legend."""
-    import textwrap
-
     return "\n".join([title, *textwrap.wrap(plot_context(recs), 48)])
-
-
-def _legend_title(keys: Sequence[str]) -> str:
-    return " / ".join(keys)
 
 
 def _legend(fig: Any, ax: Any, title: str, n: int) -> None:
@@ -336,65 +293,59 @@ def _legend(fig: Any, ax: Any, title: str, n: int) -> None:
 # --- sweeps and strategies --------------------------------------------------------------------
 
 def _by_test(recs: Sequence[Record]) -> list[tuple[str, str, list[Record]]]:
-    """``(experiment, title, records)`` per test function: one plot never mixes two tests' records (the A1 quality
-    rows and the lm-eval comparisons are both ``quant``). The title names the test when its experiment has several."""
-    groups: dict[tuple[str, str], list[Record]] = {}
-    for r in recs:
-        groups.setdefault((r.experiment or "", r.name.split("[", 1)[0]), []).append(r)
-    tests_per_experiment: dict[str, int] = {}
-    for exp, _ in groups:
-        tests_per_experiment[exp] = tests_per_experiment.get(exp, 0) + 1
+    """``(experiment, title, records)`` per test function, so one plot never mixes two tests' records; the title
+    names the test when its experiment has several."""
+    groups = group_by(recs, lambda r: (r.experiment or "", r.name.split("[", 1)[0]))
+    tests_per_experiment = Counter(exp for exp, _ in groups)
     return [(exp, f"{exp} ({test.removeprefix('test_')})" if tests_per_experiment[exp] > 1 else exp, rows)
             for (exp, test), rows in groups.items()]
 
 
 def _path(outdir: Path, taken: NameAllocator, exp: str, title: str, *parts: str) -> Path:
-    """``<experiment>_<parts>.png``; the test's name is added only when another test of the experiment already
-    wrote that name in this call, and a number when even that is taken (names that slug alike)."""
-    stem = _slug(exp, *parts)
+    """``<experiment>_<parts>.png``; the test's name where another test took that name, then a number."""
+    stem = file_stem(exp, *parts)
     if f"{stem}.png" in taken:
-        stem = _slug(title, *parts)
+        stem = file_stem(title, *parts)
     return outdir / taken.take(stem)
 
 
-def _throughput_metric(recs: Sequence[Record]) -> str | None:
-    return next((m for m in THROUGHPUT_METRICS if any(m in r.metrics for r in recs)), None)
+def _throughput_tests(recs: Sequence[Record]) -> Iterable[tuple[str, str, list[Record], str]]:
+    """:func:`_by_test`'s groups that have a throughput metric, with the first one they have."""
+    for exp, title, group in _by_test(recs):
+        metric = next((m for m in THROUGHPUT_METRICS if any(m in r.metrics for r in group)), None)
+        if metric is not None:
+            yield exp, title, group, metric
 
 
 def _varying(recs: Sequence[Record]) -> list[str]:
     """Config parameters that differ between records; ``id`` (derived from the others) is left out."""
-    keys: list[str] = []
-    for r in recs:
-        keys += [k for k in r.config if k not in keys and k != "id"]
+    keys = dict.fromkeys(k for r in recs for k in r.config if k != "id")
     return [k for k in keys if len({repr(r.config.get(k)) for r in recs}) > 1]
 
 
 def _metric_label(metric: str, rows: Sequence[Record]) -> str:
     """``tokens_per_s [tokens/s]``: the unit the records give the metric."""
-    unit = next((r.units[metric] for r in rows if r.units.get(metric)), "")
-    return f"{metric} [{unit}]" if unit and unit != "1" else metric
+    return with_unit(metric, next((r.units[metric] for r in rows if r.units.get(metric)), ""))
 
 
-def _y_axis(ax: Any, values: Sequence[float]) -> None:
-    """A log axis when the values span more than 20x (throughput across model sizes), thousands separators on a
-    linear one."""
+def _y_axis(ax: Any, values: Sequence[float], log: bool = True) -> None:
+    """A log axis (where ``log``) when the values span more than 20x (throughput across model sizes), thousands
+    separators on a linear one."""
     from matplotlib.ticker import FuncFormatter
 
     positive = [v for v in values if _finite(v)]
-    if positive and len(positive) == len(values) and max(positive) / min(positive) > 20:
+    if log and positive and len(positive) == len(values) and max(positive) / min(positive) > 20:
         ax.set_yscale("log")
     elif positive and max(positive) >= 10_000:
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
 
 
-NARROW_SPAN = 0.01
-"""Values within this fraction of their size (perplexity 21.915-21.940) fill a linear axis that does not start at
-0: the axis label says how narrow the range really is."""
+NARROW_SPAN = 0.01  # values this close fill a linear axis not from 0: its label says so (:func:`span_note`)
 
 
 def span_note(values: Sequence[float]) -> str:
-    """``"\naxis not from 0: all values within 0.11% (21.92-21.94)"`` for a linear axis whose values, all of one
-    sign and not all equal, span less than :data:`NARROW_SPAN` of their size; else ``""``."""
+    """``"\naxis not from 0: all values within 0.11% (21.92-21.94)"`` for values of one sign, not all equal, that
+    span less than :data:`NARROW_SPAN` of their size; else ``""``."""
     finite = [float(v) for v in values if _finite_number(v)]
     if not finite:
         return ""
@@ -412,23 +363,17 @@ def _one_to_one(rows: Sequence[Record], a: str, b: str) -> bool:
 
 @_literal_text
 def sweep_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | None = None) -> list[Path]:
-    """Throughput against each numeric config parameter that varies (scaling, batch size, layers...): one line per
-    combination of the other keys that tell the records apart (not per whole config). A parameter that moves in
-    lockstep with one already drawn (heads with hidden) gets no plot of its own."""
+    """Throughput against each numeric config parameter that varies: a line per combination of the other keys that
+    tell records apart; a parameter in lockstep with one already drawn (heads with hidden) gets no plot."""
     paths, taken = [], NameAllocator() if taken is None else taken
-    for exp, title, group in _by_test(recs):
-        metric = _throughput_metric(group)
-        if metric is None:
-            continue
+    for exp, title, group, metric in _throughput_tests(recs):
         drawn: list[str] = []
         for param in _varying(group):
             rows = [r for r in group if metric in r.metrics and _numeric(r.config.get(param))]
             if len({r.config[param] for r in rows}) < 2 or any(_one_to_one(rows, param, d) for d in drawn):
                 continue
             keys = _line_keys(rows, param)
-            lines: dict[str, list[Record]] = {}
-            for r in rows:
-                lines.setdefault(_label(r, keys), []).append(r)
+            lines = group_by(rows, lambda r: _label(r, keys))
             rows = [r for line in lines.values() if len(line) >= 2 for r in line]  # a one-point line shows no sweep
             if not rows:
                 continue
@@ -438,7 +383,7 @@ def sweep_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | Non
             for r in rows:
                 label = _label(r, keys)
                 series.setdefault(label, []).append((r.config[param], r.metrics[metric]))
-                order[label] = _sort_key([_facts(r).get(k) for k in keys])
+                order[label] = _sort_key(r, keys)
             drawn.append(param)
             fig = _new_figure()
             ax = fig.add_subplot()
@@ -455,10 +400,9 @@ def sweep_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | Non
             ax.set_xlabel(param)
             note = span_note([r.metrics[metric] for r in rows]) if ax.get_yscale() == "linear" else ""
             ax.set_ylabel(_metric_label(metric, rows) + note)
-            shown = _titled(f"{title}: {metric} vs {param}", rows)
-            ax.set_title(shown, fontsize=_title_size(shown))
+            _set_title(ax, _titled(f"{title}: {metric} vs {param}", rows))
             ax.grid(True, linewidth=0.3)
-            _legend(fig, ax, _legend_title(keys), len(series))
+            _legend(fig, ax, " / ".join(keys), len(series))
             paths.append(_save(fig, _path(outdir, taken, exp, title, metric, "vs", param)))
     return paths
 
@@ -467,10 +411,7 @@ def sweep_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | Non
 def category_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | None = None) -> list[Path]:
     """Grouped bars of throughput per value of a categorical parameter (strategy, dtype, attention...)."""
     paths, taken = [], NameAllocator() if taken is None else taken
-    for exp, title, group in _by_test(recs):
-        metric = _throughput_metric(group)
-        if metric is None:
-            continue
+    for exp, title, group, metric in _throughput_tests(recs):
         for param in CATEGORY_PARAMS:
             rows = [r for r in group if metric in r.metrics and param in r.config]
             values = list(dict.fromkeys(value_key(r.config[param]) for r in rows))  # full: two values never merge
@@ -496,7 +437,7 @@ def _compared(rows: Sequence[Record], param: str) -> bool:
 def _bars(rows: Sequence[Record], param: str, values: Sequence[str], metric: str, title: str) -> Any:
     """One bar per (category, series); series only for keys that vary within a category, each bar labelled."""
     keys = _keys(rows, fixed=[param])
-    order = {_label(r, keys): _sort_key([_facts(r).get(k) for k in keys]) for r in rows}
+    order = {_label(r, keys): _sort_key(r, keys) for r in rows}
     groups = sorted(order, key=order.__getitem__)
     fig = _new_figure()
     ax = fig.add_subplot()
@@ -520,23 +461,19 @@ def _bars(rows: Sequence[Record], param: str, values: Sequence[str], metric: str
     ax.set_xticks(range(len(ticks)), ticks, rotation=30 if long_ticks else 0, ha="right" if long_ticks else "center")
     ax.set_xlabel(param)
     ax.set_ylabel(_metric_label(metric, rows))
-    if max(r.metrics[metric] for r in rows) >= 10_000:
-        from matplotlib.ticker import FuncFormatter
-
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    _y_axis(ax, [r.metrics[metric] for r in rows], log=False)
     ax.margins(y=0.2 if len(groups) > 3 else 0.12)  # room for the value labels
-    ax.set_title(title, fontsize=_title_size(title))
+    _set_title(ax, title)
     ax.grid(True, axis="y", linewidth=0.3)
     ax.set_axisbelow(True)
-    _legend(fig, ax, _legend_title(keys), len(groups))
+    _legend(fig, ax, " / ".join(keys), len(groups))
     return fig
 
 
 # --- quality vs compression -------------------------------------------------------------------
 
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
-SERIES_KEYS = ("device", "model", "task")
-"""What a quality-vs-compression series stands for (the keys among these that vary): one line per task."""
+SERIES_KEYS = ("device", "model", "task")  # what a quality-vs-compression series stands for (those that vary)
 
 
 def _direction(metric: str, info: Mapping[str, MetricInfo]) -> str | None:
@@ -547,9 +484,8 @@ def _direction(metric: str, info: Mapping[str, MetricInfo]) -> str | None:
 @_literal_text
 def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: str, direction: str, title: str,
                   series_title: str = "", point_title: str = "", predicted: bool = False, unit: str = "") -> Any:
-    """Quality metric against compression ratio: a colour per series (task), a marker per point label (precision
-    plan), each series' Pareto front as a step line. Points of one series that coincide (fake and real quantization
-    often score the same) are drawn nested and labelled together."""
+    """Quality metric against compression ratio: a colour per series (task), a marker per plan, each series' Pareto
+    front as a step line; points of one series that coincide are drawn nested and labelled together."""
     from matplotlib.lines import Line2D
 
     fig = _new_figure((7.6, 4.8))
@@ -597,9 +533,9 @@ def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: 
     fig.legend(handles=handles, title="\n".join(titles), fontsize=7, title_fontsize=7, loc="outside right upper")
     ax.set_xlabel("compression ratio [x] (higher is better)"
                   + ("\nfake quantization (fp32 weights) at its plan's predicted ratio" if predicted else ""))
-    ax.set_ylabel(f"{metric}{f' [{unit}]' if unit and unit != '1' else ''} ({direction} is better)"
+    ax.set_ylabel(f"{with_unit(metric, unit)} ({direction} is better)"
                   + ("" if flat else span_note([y for _, y in every])))
-    ax.set_title(title, fontsize=_title_size(title))
+    _set_title(ax, title)
     ax.grid(True, linewidth=0.3)
     ax.margins(x=0.1, y=0.12)
     if flat:  # no axis spanning 1e-8 with an offset label: a 2% window around the value
@@ -608,19 +544,10 @@ def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: 
     return fig
 
 
-#: A point's label longer than this names its first plan and how many more share the point (the markers in the
-#: legend tell them apart); longer labels squeeze the axes to nothing.
-POINT_LABEL_CHARS = 40
+POINT_LABEL_CHARS = 40  # a longer point label names its first plan and a count (the legend's markers tell them apart)
 
 
 def _point_label(plans: Sequence[str], exact: bool = True) -> str:
-    text = _same_points_text(plans, exact)
-    if len(text) <= POINT_LABEL_CHARS or len(plans) == 1:
-        return text
-    return f"{plans[0]} (+{len(plans) - 1} {'same' if exact else 'near'})"
-
-
-def _same_points_text(plans: Sequence[str], exact: bool = True) -> str:
     """``bf16/int8 fake``, ``bf16/int8 real`` at one point read ``bf16/int8 fake = real`` (``≈`` when they differ
     by less than the eye can see)."""
     first = plans[0].split()
@@ -631,7 +558,9 @@ def _same_points_text(plans: Sequence[str], exact: bool = True) -> str:
         while same < min(len(words), len(first)) - 1 and words[same] == first[same]:
             same += 1
         out.append(" ".join(words[same:]))
-    return (" = " if exact else " ≈ ").join(out)
+    text = (" = " if exact else " ≈ ").join(out)
+    return text if len(text) <= POINT_LABEL_CHARS or len(plans) == 1 else (
+        f"{plans[0]} (+{len(plans) - 1} {'same' if exact else 'near'})")
 
 
 def _fp32(r: Record) -> bool:
@@ -640,11 +569,8 @@ def _fp32(r: Record) -> bool:
 
 def quality_series(sel: Sequence[Record], metric: str) -> tuple[dict[str, list[tuple[float, float, str]]], list[str],
                                                                  list[str]]:
-    """``{series: [(compression ratio, metric, plan), ...]}`` with the keys naming series and points: a series per
-    task (and device / model when they vary), a point per precision plan (precision and mode when they vary, plus
-    what else tells points apart). The fp32 baseline, which records no compression ratio, sits at 1x (the ratio's
-    definition: fp32 bytes / stored bytes); fake quantization, which stores fp32 weights, at its plan's predicted
-    ratio."""
+    """``{series: [(compression ratio, metric, plan), ...]}`` and the keys naming series (task, and device / model
+    where they vary) and points (the precision plan, and what else tells them apart)."""
     series_keys = ([k for k in SERIES_KEYS if len({repr(_facts(r).get(k)) for r in sel}) > 1]
                    or [k for k in ("task",) if all(k in r.config for r in sel)])  # one task: still named
     shown_plan = [k for k in PLAN_KEYS if k not in ("backend", "dtype")  # what names a plan, if it varies
@@ -658,8 +584,7 @@ def quality_series(sel: Sequence[Record], metric: str) -> tuple[dict[str, list[t
 
 
 def _compression(r: Record) -> float:
-    """The measured compression ratio; for a plan that stores no fewer bytes (fake quantization) the plan's
-    predicted ratio; 1 for the fp32 baseline."""
+    """The measured compression ratio, else (fake quantization) the plan's predicted one, else 1 (fp32 baseline)."""
     for metric in ("compression_ratio", "predicted_compression_ratio"):
         if _finite(r.metrics.get(metric)):
             return float(r.metrics[metric])
@@ -669,8 +594,6 @@ def _compression(r: Record) -> float:
 @_literal_text
 def pareto_plots(recs: Sequence[Record], outdir: Path, info: Mapping[str, MetricInfo],
                  taken: NameAllocator | None = None) -> list[Path]:
-    """Per quality metric of an experiment with compression ratios: :func:`quality_series` drawn by
-    :func:`pareto_figure`."""
     paths, taken = [], NameAllocator() if taken is None else taken
     for exp, title, group in _by_test(recs):
         if not any(_finite(r.metrics.get("compression_ratio")) for r in group):
@@ -687,34 +610,31 @@ def pareto_plots(recs: Sequence[Record], outdir: Path, info: Mapping[str, Metric
                             and _finite(r.metrics.get("predicted_compression_ratio")) for r in sel)
             unit = next((r.units[metric] for r in sel if r.units.get(metric)), "")
             fig = pareto_figure(series, metric, direction, _titled(f"{title}: {metric} vs compression ratio", sel),
-                                _legend_title(series_keys), _legend_title(point_keys), predicted, unit)
+                                " / ".join(series_keys), " / ".join(point_keys), predicted, unit)
             paths.append(_save(fig, _path(outdir, taken, exp, title, metric, "vs", "compression")))
     return paths
 
 
-TREND_LOG_SPAN = 10
-"""A history whose values (all positive) span more than this factor is drawn on a log axis."""
+TREND_LOG_SPAN = 10  # a history of positive values spanning more than this factor is drawn on a log axis
 
 
 @_literal_text
 def trend_plot(lines: Mapping[str, Sequence[tuple[Any, float]]], bands: Sequence[tuple[str, float | None, float | None]],
                metric: str, unit: str, path: str | Path,
                changes: Sequence[tuple[str, Any, float]] = ()) -> Path:
-    """``pytest-genai history``'s trend: one line per label (a device generation) of (time, value) points, each
-    claim's bounds shaded (``(claim id, min, max)``; a one-sided bound is shaded to the edge of the plot), and each
-    change point (``(line, time, step)``) a dashed vertical line at the run where the new level starts, its step
+    """``pytest-genai history``'s trend: a line of (time, value) per label, each claim's ``(id, min, max)`` bounds
+    shaded (a one-sided one to the plot's edge), each change point ``(line, time, step)`` a dashed line, its step
     written beside it."""
     fig = _new_figure((8.0, 4.8))
     ax = fig.add_subplot()
-    values = [v for pts in lines.values() for _, v in pts if _finite_number(v)]  # linear axis: 0 and below shown
-    values += [x for _, low, high in bands for x in (low, high) if x is not None and _finite_number(x)] if values else []
+    points = [v for pts in lines.values() for _, v in pts if _finite_number(v)]  # linear axis: 0 and below shown
+    values = points + [x for _, low, high in bands for x in (low, high) if _finite_number(x)] if points else []
     for label, pts in lines.items():
         shown = [(t, v) for t, v in pts if _finite_number(v)]
         if shown:
             ax.plot([t for t, _ in shown], [v for _, v in shown], marker="o", label=label)
-    points = [v for pts in lines.values() for _, v in pts if _finite_number(v)]
     log = bool(points) and min(points) > 0 and max(points) / min(points) > TREND_LOG_SPAN  # bands never decide it
-    if log:  # 900 to 166,000 tokens/s on a linear axis flattened the slower lines onto 0
+    if log:  # slow lines are not flattened onto 0 beside fast ones
         ax.set_yscale("log")
         shown = [v for v in values if v > 0]  # a band's bound at 0 has no place on a log axis
         ax.set_ylim(min(shown) / 1.3, max(shown) * 1.3)
@@ -724,28 +644,24 @@ def trend_plot(lines: Mapping[str, Sequence[tuple[Any, float]]], bands: Sequence
         ax.set_ylim(lo - pad, hi + pad)
     bottom, top = ax.get_ylim()
     for i, (claim, low, high) in enumerate(bands):
-        a = bottom if low is None else low
-        b = top if high is None else high
-        ax.axhspan(a, b, alpha=0.12, color=f"C{(i + len(lines)) % 10}",
+        ax.axhspan(bottom if low is None else low, top if high is None else high, alpha=0.12,
+                   color=f"C{(i + len(lines)) % 10}",
                    label=f"{claim} [{'' if low is None else f'{low:g}'}, {'' if high is None else f'{high:g}'}]")
     ax.set_ylim(bottom, top)
     for i, (_line, when, step) in enumerate(changes):
         ax.axvline(when, linestyle="--", linewidth=1.0, color="0.3", label="change point" if i == 0 else None)
         ax.annotate(f"{step:+.1%}", xy=(when, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -3),
                     textcoords="offset points", fontsize="x-small", rotation=90, va="top", ha="left")
-    ax.set_ylabel((f"{metric} [{unit}]" if unit and unit != "1" else metric)
-                  + (" (log scale)" if log else span_note([v for pts in lines.values() for _, v in pts])))
+    ax.set_ylabel(with_unit(metric, unit) + (" (log scale)" if log else span_note(points)))
     ax.set_xlabel("run time (UTC)")
-    title = f"{metric}: history by device generation"
-    ax.set_title(title, fontsize=_title_size(title))
+    _set_title(ax, f"{metric}: history by device generation")
     ax.grid(True, alpha=0.3)
     fig.autofmt_xdate()
     entries = len(ax.get_legend_handles_labels()[0])
-    if entries:  # beside the axes, in columns of at most 18: inside them, 33 series covered the plot and its title
+    if entries:  # beside the axes, never over the plot, in columns of LEGEND_ROWS
         fig.legend(*ax.get_legend_handles_labels(), fontsize="small", loc="outside right upper",
                    ncols=1 + (entries - 1) // LEGEND_ROWS)
     return _save(fig, Path(path))
 
 
-LEGEND_ROWS = 18
-"""Entries per column of the trend plot's legend (18 small-font rows fit the 4.8-inch figure)."""
+LEGEND_ROWS = 18  # entries per column of the trend plot's legend: what fits its height in small font

@@ -73,18 +73,14 @@ def report_blocks(
 
     shares = {r.fullname or r.name: s for r in recs if (s := contended_share(r.attachments)) is not None}
     contention = contention_note(shares, len(recs))
-    if contention:
-        blocks.append(Paragraph(contention))
-    for note in list(notes) + list(run.warnings):
-        blocks.append(Paragraph(f"Note: {note}"))
+    blocks += [Paragraph(contention)] if contention else []
+    blocks += [Paragraph(f"Note: {note}") for note in [*notes, *run.warnings]]
     references = reference_table(recs)
     recs = without_reference(recs)  # a vendor's number is no paper's claim: its verdicts get their own section
     papers, folded = paper_claims_tables(recs, claims_by_id)
     if papers or folded:
         blocks.append(Heading("Claims by paper"))
-    for paper, table in papers:
-        blocks.append(Paragraph(f"{paper}:"))
-        blocks.append(table)
+    blocks += _captioned(papers)
     if folded:
         blocks.append(Paragraph(f"{folded} not_applicable checks not shown: scoped to another device, model or config "
                                 "(each benchmark's JSON lists them)."))
@@ -95,15 +91,11 @@ def report_blocks(
     blocks.append(Heading("Claims"))
     if not claims:
         blocks.append(Paragraph("No claims were checked in this run."))
-    for test, table in claims:
-        blocks.append(Paragraph(f"{test}:"))
-        blocks.append(table)
+    blocks += _captioned(claims)
     if any(row[6] in ("target", "physics") for _, table in claims for row in table.rows):
         blocks.append(Paragraph(BASIS_NOTE))
     if references is not None:
-        blocks.append(Heading("Vendor reference numbers"))
-        blocks.append(Paragraph(REFERENCE_NOTE))
-        blocks.append(references)
+        blocks += [Heading("Vendor reference numbers"), Paragraph(REFERENCE_NOTE), references]
     for group in experiment_tables(recs, info):
         blocks.append(Heading(f"Experiment: {experiment_label(group.experiment)} — {group.test}"))
         if group.shared:
@@ -115,9 +107,13 @@ def report_blocks(
         blocks.append(Paragraph("Columns marked (modeled), or whose name says modeled or predicted, are computed from a "
                                 "model of the hardware, not measured."))
     if images:
-        blocks.append(Heading("Plots"))
-        blocks.extend(Image(Path(p), Path(p).stem) for p in images)
+        blocks += [Heading("Plots"), *(Image(Path(p), Path(p).stem) for p in images)]
     return blocks
+
+
+def _captioned(tables: Sequence[tuple[str, Table]]) -> list[Block]:
+    """Each table under a ``name:`` line."""
+    return [block for name, table in tables for block in (Paragraph(f"{name}:"), table)]
 
 
 def to_markdown(blocks: Sequence[Block], base_dir: Path | None = None) -> str:
@@ -133,13 +129,12 @@ def to_markdown(blocks: Sequence[Block], base_dir: Path | None = None) -> str:
         elif isinstance(b, Table):
             parts.append(b.to_markdown())
         elif isinstance(b, Image):
-            target = b.path
+            link = b.path.as_posix()
             if base_dir is not None:
                 try:
-                    target = Path(os.path.relpath(b.path.resolve(), base_dir.resolve()))
+                    link = Path(os.path.relpath(b.path.resolve(), base_dir.resolve())).as_posix()
                 except ValueError:  # different drive on Windows
-                    target = b.path
-            link = target.as_posix()
+                    pass
             if re.search(r"[\s()<>]", link):  # CommonMark: a destination with spaces or parentheses goes in <...>
                 link = "<" + link.replace("<", "%3C").replace(">", "%3E") + ">"
             parts.append(f"![{md_inline(one_line(b.caption))}]({link})")

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence, TypeVar
 
 from .compare import Comparison, MetricComparison, fails
 from pytest_genai.identity import DATA_IDENTITY_KEYS, data_label
-
 from .gate import GateResult, GenerationCheck
 from .matching import nearest_difference
 from pytest_genai.results.registry import MetricInfo
@@ -22,7 +21,17 @@ from pytest_genai.tables import (bound_text, MAX_ROW_CHARS, Table, distinct_part
 MAX_LABEL_CHARS = 24  # a longer label is a description, not a table cell
 MAX_VALUE_COLUMNS = 8  # metric and label columns per table
 
+T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 _ARROWS = {"higher": "↑ higher", "lower": "↓ lower", "none": "—", None: "? (unregistered)"}
+
+
+def group_by(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
+    """``items`` in lists by ``key``, in first-seen order."""
+    out: dict[K, list[T]] = {}
+    for item in items:
+        out.setdefault(key(item), []).append(item)
+    return out
 
 
 def device_text(base: Record, cur: Record | None = None) -> str:
@@ -34,8 +43,9 @@ def device_text(base: Record, cur: Record | None = None) -> str:
     return f"{one(base)} → {one(cur)}"
 
 
-def _status(mc: MetricComparison, strict: bool = False, allow_missing: bool = False) -> str:
-    return mc.status.upper() if fails(mc, strict=strict, allow_missing=allow_missing) else mc.status
+def with_unit(name: str, unit: str | None) -> str:
+    """``name [unit]``; a unitless (``1``) or unknown unit is not written."""
+    return f"{name} [{unit}]" if unit and unit != "1" else name
 
 
 def comparison_table(comparison: Comparison, *, strict: bool = False, allow_missing: bool = False,
@@ -44,47 +54,27 @@ def comparison_table(comparison: Comparison, *, strict: bool = False, allow_miss
     headers = ["benchmark", "device", "metric", "baseline", "current", "ratio", "ratio interval", "change", "better",
                "limit", "judged on", "status"]
     numeric = [False, False, False, True, True, True, False, True, False, True, False, False]
-    rows = []
-    for pc in comparison.pairs:
-        for mc in pc.metrics:
-            if where is not None and not where(mc):
-                continue
-            metric = f"{mc.metric} [{mc.unit}]" if mc.unit and mc.unit != "1" else mc.metric
-            metric += modeled_mark(mc.metric, mc.source)
-            row = [
-                pc.pair.current.label,
-                device_text(pc.pair.baseline, pc.pair.current),
-                metric,
-                format_number(mc.baseline),
-                format_number(mc.current),
-                "—" if mc.ratio is None else f"{mc.ratio:.4g}x",
-                _interval_cell(mc),
-                format_change(mc.change),
-                _ARROWS.get(mc.direction, str(mc.direction)),
-                "—" if mc.max_regression is None else f"{mc.max_regression * 100:g}%",
-                mc.basis if mc.gated else "—",
-                _status(mc, strict, allow_missing) + (f" ({mc.note})" if _shown_note(mc) else ""),
-            ]
-            rows.append(row)
+    rows = [[pc.pair.current.label, device_text(pc.pair.baseline, pc.pair.current),
+             with_unit(mc.metric, mc.unit) + modeled_mark(mc.metric, mc.source),
+             format_number(mc.baseline), format_number(mc.current),
+             "—" if mc.ratio is None else f"{mc.ratio:.4g}x",
+             _interval_cell(mc),
+             format_change(mc.change),
+             _ARROWS.get(mc.direction, str(mc.direction)),
+             "—" if mc.max_regression is None else f"{mc.max_regression * 100:g}%",
+             mc.basis if mc.gated else "—",
+             (mc.status.upper() if fails(mc, strict=strict, allow_missing=allow_missing) else mc.status)
+             + (f" ({mc.note})" if _shown_note(mc) else "")]
+            for pc in comparison.pairs for mc in pc.metrics if where is None or where(mc)]
     return make_table(headers, rows, numeric)
 
 
 def generation_table(checks: Sequence[GenerationCheck]) -> Table:
-    rows = [
-        [
-            c.claim_id,
-            c.benchmark,
-            f"{c.from_generation} → {c.to_generation}",
-            c.metric,
-            format_number(c.baseline),
-            format_number(c.current),
-            "—" if math.isnan(c.speedup) else f"{c.speedup:.3g}x",
-            f"[{format_number(c.min)}, {format_number(c.max)}]",
-            c.paper,
-            c.verdict.upper() if c.verdict == "fail" else c.verdict,
-        ]
-        for c in checks
-    ]
+    rows = [[c.claim_id, c.benchmark, f"{c.from_generation} → {c.to_generation}", c.metric,
+             format_number(c.baseline), format_number(c.current),
+             "—" if math.isnan(c.speedup) else f"{c.speedup:.3g}x",
+             f"[{format_number(c.min)}, {format_number(c.max)}]", c.paper,
+             c.verdict.upper() if c.verdict == "fail" else c.verdict] for c in checks]
     headers = ["claim", "benchmark", "generations", "metric", "baseline", "current", "speedup", "bound", "paper", "verdict"]
     return make_table(headers, rows, [False, False, False, False, True, True, True, False, False, False])
 
@@ -133,7 +123,8 @@ def without_reference(records: Sequence[Record]) -> list[Record]:
 
 def reference_table(records: Sequence[Record]) -> Table | None:
     """One row per ``reference`` verdict; None when the run has none."""
-    rows = [[str(v.get("id", "?")), rec.label, device_text(rec), _claim_value(rec, v), _bound(v.get("min"), v.get("max")),
+    rows = [[str(v.get("id", "?")), rec.label, device_text(rec), _claim_value(rec, v),
+             bound_text(v.get("min"), v.get("max"), symbols=True),
              str(v.get("verdict", "?")), str(v.get("message", ""))]
             for rec in records for v in rec.claims if v.get("basis") == "reference"]
     if not rows:
@@ -211,7 +202,7 @@ def paper_claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, An
 
 def undecided_reasons(records: Sequence[Record]) -> list[str]:
     """One line per inconclusive claim and reason, for the first screen."""
-    reasons: dict[tuple[str, str], int] = {}
+    reasons: Counter[tuple[str, str]] = Counter()
     for rec in records:
         for v in rec.claims:
             if v.get("verdict") != "inconclusive":
@@ -224,10 +215,10 @@ def undecided_reasons(records: Sequence[Record]) -> list[str]:
                        + (f"{level:.0%} " if isinstance(level, (int, float)) else "")
                        + f"interval [{_num(ci['lo'])}, {_num(ci['hi'])}]"
                        + (f" (n={ci['n']})" if ci.get("n") is not None else "")
-                       + f" straddles {_bound(v.get('min'), v.get('max'))}")
+                       + f" straddles {bound_text(v.get('min'), v.get('max'), symbols=True)}")
             else:  # another reason (a contended timing, too few rounds): the check's own words
                 why = str(v.get("message", "no reason recorded")).removeprefix(f"claim {cid}: ")
-            reasons[(cid, why)] = reasons.get((cid, why), 0) + 1
+            reasons[(cid, why)] += 1
     return [f"{cid}{f' ({n} benchmarks)' if n > 1 else ''}: {why}" for (cid, why), n in sorted(reasons.items())]
 
 
@@ -235,11 +226,8 @@ def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | N
                   ) -> list[tuple[str, Table]]:
     """The claims checked in a run, one ``(test function, table)`` each; a too-wide table shortens benchmark names."""
     claims_by_id = claims_by_id or {}
-    by_test: dict[str, list[tuple[Record, Mapping[str, Any]]]] = {}
-    for rec in records:
-        for v in rec.claims:
-            if v.get("verdict") != "not_applicable":  # counted under the per-paper tables
-                by_test.setdefault(rec.name.split("[", 1)[0], []).append((rec, v))
+    by_test = group_by(((rec, v) for rec in records for v in rec.claims  # not_applicable: counted per paper
+                        if v.get("verdict") != "not_applicable"), lambda pair: pair[0].name.split("[", 1)[0])
     headers = ["claim", "benchmark", "device", "value", "bound", "paper value", "source", "verdict"]
     numeric = [False, False, False, True, False, True, False, False]
     out = []
@@ -251,14 +239,15 @@ def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | N
             paper_value = v.get("paper")  # the recorder stores the claim's paper value under "paper"
             if paper_value is None and claim is not None:
                 paper_value = getattr(claim, "paper_value", None)
-            rows.append([cid, rec.label, device_text(rec), _claim_value(rec, v), _bound(v.get("min"), v.get("max")),
-                         _num(paper_value), _claim_source(claim), _verdict_text(rec, v, claim)])
+            rows.append([cid, rec.label, device_text(rec), _claim_value(rec, v),
+                         bound_text(v.get("min"), v.get("max"), symbols=True), _num(paper_value),
+                         _claim_source(claim), _verdict_text(rec, v, claim)])
         table = make_table(headers, rows, numeric)
         if table.markdown_width() > MAX_ROW_CHARS:
             names = [r.name for r, _ in pairs]
             params = [n[len(test) + 1:-1] if n.startswith(test + "[") else n for n in names]
             unique = list(dict.fromkeys(params))
-            def parted() -> list[str]:  # the shortened names computed once per table (per row it was quadratic)
+            def parted() -> list[str]:  # the shortened names, computed once per table
                 short = dict(zip(unique, distinct_parts(unique)))
                 return [short[p] for p in params]
 
@@ -295,14 +284,6 @@ def _claim_value(rec: Record, verdict: Mapping[str, Any]) -> str:
 
 def _num(x: Any) -> str:
     return format_number(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else ("—" if x is None else str(x))
-
-
-def _bound(lo: Any, hi: Any) -> str:
-    return bound_text(lo, hi, symbols=True)
-
-
-def _cell(value: Any) -> str:
-    return format_value(value)
 
 
 def value_key(value: Any) -> str:
@@ -344,16 +325,12 @@ class ExperimentTables:
 
 
 def _ordered(keys: Iterable[Iterable[str]]) -> list[str]:
-    out: dict[str, None] = {}
-    for group in keys:
-        for k in group:
-            out.setdefault(k, None)
-    return list(out)
+    return list(dict.fromkeys(k for group in keys for k in group))
 
 
 def _metric_header(m: str, recs: Sequence[Record], info: Mapping[str, MetricInfo]) -> str:
     unit = info[m].unit if m in info and info[m].unit else next((r.units[m] for r in recs if m in r.units), "")
-    head = f"{m} [{unit}]" if unit and unit != "1" else m
+    head = with_unit(m, unit)
     if any(r.sources.get(m) == "modeled" for r in recs if m in r.metrics):
         head += modeled_mark(m, "modeled")
     elif any(f"{m}_modeled" in r.metrics for r in recs):  # elementwise_flops=0 beside elementwise_flops_modeled
@@ -393,16 +370,18 @@ def distinguishing_keys(recs: Sequence[Record], facts: Callable[[Record], Mappin
     return chosen
 
 
+_NAMED: dict[str, Callable[[Record], str]] = {"device": device_text, "model": lambda r: r.model_label}
+
+
 def _identity(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], varying: Sequence[str],
               fixed: Sequence[str]) -> tuple[list[tuple[str, Callable[[Record], str]]], list[str]]:
     """The columns that name each row (a short config ``id``, else the fewest varying keys), and the other varying
     config keys."""
     def cell(p: str) -> Callable[[Record], str]:
-        return lambda r: _cell(shown[id(r)].get(p, "—"))
+        return lambda r: format_value(shown[id(r)].get(p, "—"))
 
-    named = {"device": device_text, "model": lambda r: r.model_label}
     keys = [p for p in varying if p != "id"  # a config "model" equal to the model column is not shown twice
-            and not (p in fixed and all(_cell(shown[id(r)].get(p, "—")) == named[p](r) for r in recs))]
+            and not (p in fixed and all(format_value(shown[id(r)].get(p, "—")) == _NAMED[p](r) for r in recs))]
     # the ids name the rows only when they tell them apart (two configs can share an id that leaves out a key)
     if len(recs) > 1 and all("id" in r.config for r in recs) and len({str(r.config["id"]) for r in recs}) == len(
             {(device_text(r), r.model, *(value_key(shown[id(r)].get(k, "—")) for k in keys)) for r in recs}):
@@ -448,6 +427,11 @@ def _pack(identity_width: int, values: Sequence[Column], recs: Sequence[Record])
     return chunks or [[]]
 
 
+def _column_table(columns: Sequence[Column], recs: Sequence[Record]) -> Table:
+    return make_table([h for h, _, _ in columns], [[get(r) for _, _, get in columns] for r in recs],
+                      [n for _, n, _ in columns])
+
+
 def _transposed(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], varying: Sequence[str],
                 values: Sequence[Column]) -> Table:
     """One column per record, headed by the fewest config values that tell them apart; a row per key or metric."""
@@ -456,12 +440,12 @@ def _transposed(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], 
                 **{k: v for k, v in shown[id(r)].items() if k != "id"}}
 
     keys = distinguishing_keys(recs, facts) if len(recs) > 1 else []
-    heads = [" ".join(dict.fromkeys(_cell(facts(r).get(k, "—")) for k in keys)) for r in recs]
+    heads = [" ".join(dict.fromkeys(format_value(facts(r).get(k, "—")) for k in keys)) for r in recs]
     if len(set(heads)) < len(recs):  # nothing tells them apart but their ids
         keys, heads = ["id"], distinct_parts([str(r.config.get("id", r.name)) for r in recs])
     other = [k for k in ("device", "model", *varying) if k not in keys and k != "id"
              and len({value_key(facts(r).get(k, "—")) for r in recs}) > 1]
-    rows = [[k] + [_cell(facts(r).get(k, "—")) for r in recs] for k in other]
+    rows = [[k] + [format_value(facts(r).get(k, "—")) for r in recs] for k in other]
     # a config key already shown (in the head or as a row above) is not repeated by the value columns
     rows += [[head] + [get(r) for r in recs] for head, _, get in values if head not in other and head not in keys]
     first = " / ".join(keys) if keys else "metric"
@@ -472,23 +456,15 @@ def _transposed(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], 
 def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo]) -> list[ExperimentTables]:
     """Group records by (experiment, test function) and lay each group out as tables no wider than
     :data:`MAX_ROW_CHARS`; values every row shares are stated once."""
-    groups: dict[tuple[str, str], list[Record]] = {}
-    for rec in records:
-        groups.setdefault((rec.experiment or "pytest-benchmark", rec.name.split("[", 1)[0]), []).append(rec)
+    groups = group_by(records, lambda r: (r.experiment or "pytest-benchmark", r.name.split("[", 1)[0]))
     out = []
     for (exp, test), recs in groups.items():
         shown = {id(r): display_config(r) for r in recs}
         params = _ordered(shown[id(r)] for r in recs)
         varying = [p for p in params if len({value_key(shown[id(r)].get(p, "—")) for r in recs}) > 1]
-        shared = [f"{p}={_cell(shown[id(recs[0])].get(p))}" for p in params if p not in varying and p != "id"]
-        identity: list[tuple[str, Callable[[Record], str]]] = []
-        constant: list[str] = []
-        for head, get in (("device", device_text), ("model", lambda r: r.model_label)):
-            if len({get(r) for r in recs}) > 1:
-                identity.append((head, get))
-            else:
-                constant.append(f"{head}={get(recs[0])}")
-        shared = constant + shared
+        shared = [f"{p}={format_value(shown[id(recs[0])].get(p))}" for p in params if p not in varying and p != "id"]
+        identity = [(head, get) for head, get in _NAMED.items() if len({get(r) for r in recs}) > 1]
+        shared = [f"{head}={get(recs[0])}" for head, get in _NAMED.items() if (head, get) not in identity] + shared
         naming, extra = _identity(recs, shown, varying, [h for h, _ in identity])
         identity += naming
         if not identity:
@@ -498,8 +474,8 @@ def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo])
         # config value (strategy) is not shown twice
         labels = [k for k in _ordered(r.labels for r in recs)
                   if all(len(r.labels.get(k, "")) <= MAX_LABEL_CHARS for r in recs)
-                  and not all(k in shown[id(r)] and r.labels.get(k) == _cell(shown[id(r)][k]) for r in recs)]
-        values: list[Column] = [(k, False, lambda r, k=k: _cell(shown[id(r)].get(k, "—"))) for k in extra] + [
+                  and not all(k in shown[id(r)] and r.labels.get(k) == format_value(shown[id(r)][k]) for r in recs)]
+        values: list[Column] = [(k, False, lambda r, k=k: format_value(shown[id(r)].get(k, "—"))) for k in extra] + [
             (_metric_header(m, recs, info), True, _metric_cell(m, recs)) for m in metrics
         ] + [(k, False, lambda r, k=k: r.labels.get(k, "—")) for k in labels]
         same: list[str] = []
@@ -508,7 +484,7 @@ def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo])
             values = [v for v in values if v not in one]
             config = shown[id(recs[0])]  # a metric repeating a config value (world_size) is not shown twice
             same = [_constant_text(h, get(recs[0])) for h, _, get in one
-                    if _cell(config.get(h.split(" ", 1)[0], "—")) != get(recs[0])]
+                    if format_value(config.get(h.split(" ", 1)[0], "—")) != get(recs[0])]
         identity_width = sum(_width(h, get, recs) for h, get in identity) + 1
         chunks = _pack(identity_width, values, recs)
         tables = []
@@ -517,11 +493,8 @@ def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo])
             if turned.markdown_width() <= MAX_ROW_CHARS:
                 tables = [turned]
         if not tables:
-            for chunk in chunks:
-                headers = [h for h, _ in identity] + [h for h, _, _ in chunk]
-                numeric = [False] * len(identity) + [n for _, n, _ in chunk]
-                rows = [[get(r) for _, get in identity] + [get(r) for _, _, get in chunk] for r in recs]
-                tables.append(make_table(headers, rows, numeric))
+            named: list[Column] = [(h, False, get) for h, get in identity]
+            tables = [_column_table(named + chunk, recs) for chunk in chunks]
         out.append(ExperimentTables(exp, test, ", ".join(shared), tuple(tables), ", ".join(same)))
     return out
 
