@@ -9,12 +9,7 @@ from typing import Sequence
 def pareto_front(points: Sequence[tuple[float, float]], maximize_x: bool = True, maximize_y: bool = True) -> list[int]:
     """Indices of the non-dominated points, sorted by x from worst to best; a non-finite point is never on the
     front, exact duplicates are all kept."""
-    sx = 1.0 if maximize_x else -1.0
-    sy = 1.0 if maximize_y else -1.0
-    finite = [(i, sx * x, sy * y) for i, (x, y) in enumerate(points) if math.isfinite(x) and math.isfinite(y)]
-    front = []
-    for i, x, y in finite:
-        dominated = any((x2 >= x and y2 >= y) and (x2 > x or y2 > y) for j, x2, y2 in finite if j != i)
-        if not dominated:
-            front.append((x, i))
-    return [i for _, i in sorted(front)]
+    sx, sy = (1.0 if maximize_x else -1.0), (1.0 if maximize_y else -1.0)
+    finite = [(sx * x, sy * y, i) for i, (x, y) in enumerate(points) if math.isfinite(x) and math.isfinite(y)]
+    return [i for x, y, i in sorted(finite)  # a point never dominates itself nor its duplicate
+            if not any(x2 >= x and y2 >= y and (x2 > x or y2 > y) for x2, y2, _ in finite)]

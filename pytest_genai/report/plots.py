@@ -1,6 +1,4 @@
-"""PNG plots of a run: roofline, sweeps, throughput per category, quality vs compression (Pareto), history trend.
-
-What is drawn follows from what the records hold; matplotlib is imported lazily, used through the Agg canvas."""
+"""PNG plots of what a run's records hold: roofline, sweeps, bars per category, quality vs compression, trend."""
 
 from __future__ import annotations
 
@@ -8,6 +6,7 @@ import functools
 import io
 import json
 import math
+import os
 import textwrap
 from collections import Counter
 from pathlib import Path
@@ -61,8 +60,7 @@ def _literal_text(fn: Any) -> Any:
 
 def _new_figure(size: tuple[float, float] = (7.0, 4.8)) -> Any:
     Figure, FigureCanvasAgg = _matplotlib()
-    fig = Figure(figsize=size, dpi=110, layout="constrained")
-    FigureCanvasAgg(fig)
+    FigureCanvasAgg(fig := Figure(figsize=size, dpi=110, layout="constrained"))
     return fig
 
 
@@ -76,30 +74,25 @@ def _finish(ax: Any, xlabel: str, ylabel: str, title: str, **grid: Any) -> None:
 
 def _legend(fig: Any, ax: Any, n: int = 2, **style: Any) -> None:
     """Beside the axes (or where ``style`` says), never over the data; none for a single series."""
-    handles, labels = ax.get_legend_handles_labels()
-    if handles and n > 1:
-        fig.legend(handles, labels, **{"fontsize": 7, "loc": "outside right upper", **style})
+    if (entries := ax.get_legend_handles_labels())[0] and n > 1:
+        fig.legend(*entries, **{"fontsize": 7, "loc": "outside right upper", **style})
 
 
-def _plain_log_ticks(fig: Any) -> None:
-    """Log axes labelled in plain text (``0.06``, ``100``), not the mathtext :func:`_literal_text` turns off."""
+@_literal_text
+def _save(fig: Any, path: Path) -> Path:
     from matplotlib.ticker import LogFormatter, LogFormatterMathtext
 
     class PlainLog(LogFormatter):
         def __call__(self, x: float, pos: Any = None) -> str:
             return f"{x:g}" if super().__call__(x, pos) else ""
 
+    # log axes labelled in plain text (``0.06``, ``100``), not the mathtext :func:`_literal_text` turns off
     for axis in (axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)):
         for get, put in ((axis.get_major_formatter, axis.set_major_formatter),
                          (axis.get_minor_formatter, axis.set_minor_formatter)):
             if isinstance(current := get(), LogFormatterMathtext):
                 put(PlainLog(base=getattr(current, "_base", 10.0), labelOnlyBase=current.labelOnlyBase,
                              minor_thresholds=current.minor_thresholds))
-
-
-@_literal_text
-def _save(fig: Any, path: Path) -> Path:
-    _plain_log_ticks(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     try:
@@ -111,8 +104,7 @@ def _save(fig: Any, path: Path) -> Path:
 @_literal_text
 def write_plots(records: Iterable[Record], outdir: str | Path, info: Mapping[str, MetricInfo] | None = None,
                 reserved: Iterable[str] = ()) -> list[Path]:
-    """Write every plot the records (those with the genai object) support into ``outdir``, each a file not named as
-    one of ``reserved``; returns their paths. Raises :class:`PlotsUnavailable` without matplotlib."""
+    """Write every plot the records support into ``outdir``, none named as in ``reserved``; returns their paths."""
     recs = [r for r in records if r.experiment is not None]
     out, taken = Path(outdir), NameAllocator(reserved)
     return [*roofline_plots(recs, out, taken), *sweep_plots(recs, out, taken), *category_plots(recs, out, taken),
@@ -131,8 +123,7 @@ def _finite(x: Any, positive: bool = True) -> bool:
 
 
 def roofline_ceilings(recs: Sequence[Record]) -> list[tuple[str, float, float]]:
-    """Distinct (kind, peak TFLOP/s, bandwidth GB/s) roofs of one device's records, measured then spec (recorded,
-    else from the device's spec sheet for the config's dtype)."""
+    """Distinct (kind, TFLOP/s, GB/s) roofs of one device's records: measured, then spec (else the spec sheet's)."""
     roofs = [(kind, r.metrics.get(f"ceiling_tflops_{kind}"), r.metrics.get(f"ceiling_gbs_{kind}"))
              for kind in ("measured", "spec") for r in recs]
     if not any(k == "spec" and _finite(t) and _finite(g) for k, t, g in roofs) and recs and recs[0].device is not None:
@@ -164,8 +155,8 @@ def cpu_roof_note(recs: Sequence[Record]) -> str:
 def roofline_figure(recs: Sequence[Record], title: str) -> Any:
     """Achieved TFLOP/s against arithmetic intensity, over the device's roofs (log-log)."""
     ax = (fig := _new_figure()).add_subplot()
-    pts = [(r.metrics["arithmetic_intensity_modeled"], r.metrics["achieved_tflops"], r.labels.get("bound", "")) for r in recs]
-    pts = [(x, y, b) for x, y, b in pts if _finite(x) and _finite(y)]
+    pts = [(x, y, r.labels.get("bound", "")) for r in recs
+           if _finite(x := r.metrics["arithmetic_intensity_modeled"]) and _finite(y := r.metrics["achieved_tflops"])]
     roofs = roofline_ceilings(recs)
     xs = [p[0] for p in pts] + [ridge_point(t * 1e12, g * 1e9) for _, t, g in roofs]
     x_min, x_max = (min(xs) / 4, max(xs) * 4) if xs else (0.1, 1000.0)
@@ -179,9 +170,8 @@ def roofline_figure(recs: Sequence[Record], title: str) -> Any:
         ax.axvline(ridge, color=line.get_color(), linestyle=":", linewidth=0.8)
     colors = {"compute": "tab:red", "memory": "tab:blue"}
     for bound in sorted({b for _, _, b in pts}):
-        sel = [(x, y) for x, y, b in pts if b == bound]
-        ax.scatter([x for x, _ in sel], [y for _, y in sel], s=28, zorder=3, color=colors.get(bound, "tab:green"),
-                   label=f"{bound}-bound configs" if bound else "configs")
+        ax.scatter(*zip(*[(x, y) for x, y, b in pts if b == bound]), s=28, zorder=3,
+                   color=colors.get(bound, "tab:green"), label=f"{bound}-bound configs" if bound else "configs")
     ax.set(xscale="log", yscale="log")
     _finish(ax, "arithmetic intensity, modeled (minimal traffic) [FLOP/byte]", "achieved [TFLOP/s]", title,
             which="both", linewidth=0.3)
@@ -240,8 +230,7 @@ def _series(rows: Sequence[Record], keys: Sequence[str]) -> dict[str, list[Recor
 
 
 def plot_context(recs: Sequence[Record]) -> str:
-    """What a plot's points ran on, for its title's second line: the devices, the models with their scale and
-    "random weights" where the run built them so."""
+    """For a title's second line: the devices and the models (their scale, "random weights") the points ran on."""
     def few(items: list[str]) -> str:
         items = list(dict.fromkeys(i for i in items if i))
         return ", ".join(items[:3]) + (f" +{len(items) - 3} more" if len(items) > 3 else "") if items else "—"
@@ -265,8 +254,7 @@ def _titled(title: str, recs: Sequence[Record]) -> str:
 # --- sweeps and strategies --------------------------------------------------------------------
 
 def _by_test(recs: Sequence[Record]) -> list[tuple[str, str, list[Record]]]:
-    """``(experiment, title, records)`` per test function, so one plot never mixes two tests' records; the title
-    names the test when its experiment has several."""
+    """``(experiment, title, records)`` per test function (never two in a plot); the title names a test of several."""
     groups = group_by(recs, lambda r: (r.experiment or "", r.name.split("[", 1)[0]))
     tests_per_experiment = Counter(exp for exp, _ in groups)
     return [(exp, f"{exp} ({test.removeprefix('test_')})" if tests_per_experiment[exp] > 1 else exp, rows)
@@ -292,8 +280,7 @@ def _unit(metric: str, rows: Sequence[Record]) -> str:
 
 
 def _y_axis(ax: Any, values: Sequence[float], log: bool = True) -> None:
-    """A log axis (where ``log``) when the values span more than 20x (throughput across model sizes), thousands
-    separators on a linear one."""
+    """A log axis (where ``log``) for values spanning over 20x (model sizes), else thousands separators from 10,000."""
     from matplotlib.ticker import FuncFormatter
 
     positive = [v for v in values if _finite(v)]
@@ -307,8 +294,7 @@ NARROW_SPAN = 0.01  # values this close fill a linear axis not from 0: its label
 
 
 def span_note(values: Sequence[float]) -> str:
-    """``"\naxis not from 0: all values within 0.11% (21.92-21.94)"`` for values of one sign, not all equal, that
-    span less than :data:`NARROW_SPAN` of their size; else ``""``."""
+    """``"\naxis not from 0: all values within 0.11% (21.92-21.94)"`` for values of one sign within NARROW_SPAN."""
     finite = [float(v) for v in values if _finite(v, positive=False)]
     lo, hi = min(finite, default=0.0), max(finite, default=0.0)
     size = max(abs(lo), abs(hi))
@@ -319,8 +305,7 @@ def span_note(values: Sequence[float]) -> str:
 
 @_literal_text
 def sweep_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | None = None) -> list[Path]:
-    """Throughput against each numeric config parameter that varies: a line per combination of the other keys that
-    tell records apart; a parameter in lockstep with one already drawn (heads with hidden) gets no plot."""
+    """Throughput against each numeric parameter that varies (not one in lockstep with one drawn), a line per series."""
     paths, taken = [], NameAllocator() if taken is None else taken
     for exp, title, group, metric in _throughput_tests(recs):
         drawn: list[str] = []
@@ -347,15 +332,15 @@ def sweep_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | Non
                 ax.minorticks_off()
             _y_axis(ax, [r.metrics[metric] for r in rows])
             note = span_note([r.metrics[metric] for r in rows]) if ax.get_yscale() == "linear" else ""
-            _finish(ax, param, with_unit(metric, _unit(metric, rows)) + note, _titled(f"{title}: {metric} vs {param}", rows), linewidth=0.3)
+            _finish(ax, param, with_unit(metric, _unit(metric, rows)) + note,
+                    _titled(f"{title}: {metric} vs {param}", rows), linewidth=0.3)
             _legend(fig, ax, len(lines), title=" / ".join(keys), title_fontsize=7)
             paths.append(_save(fig, _path(outdir, taken, exp, title, metric, "vs", param)))
     return paths
 
 
 def _line_keys(rows: Sequence[Record], x: str) -> list[str]:
-    """What a line of a sweep stands for: the keys that tell the points of one x apart, plus every categorical
-    (text) key that varies, so that one line never joins, say, forward and training runs."""
+    """What a sweep's line stands for: what tells one x's points apart, and every text key that varies (the mode)."""
     keys = _keys(rows, fixed=[x])
     return keys + [k for k in dict.fromkeys(k for r in rows for k in _facts(r)) if k != x and k not in keys
                    and any(isinstance(_facts(r).get(k), str) for r in rows) and _varies(rows, k)]
@@ -368,9 +353,7 @@ def _one_to_one(rows: Sequence[Record], a: str, b: str) -> bool:
 
 @_literal_text
 def category_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | None = None) -> list[Path]:
-    """Grouped bars of throughput per value of a categorical parameter (strategy, dtype, attention...): a bar per
-    (category, series), series only for keys that vary within a category; records that never share their other
-    keys (so that no series has bars for two values) are not drawn."""
+    """Bars of throughput per value of a categorical parameter, a colour per series; drawn where a series has two."""
     paths, taken = [], NameAllocator() if taken is None else taken
     for exp, title, group, metric in _throughput_tests(recs):
         for param in CATEGORY_PARAMS:
@@ -418,26 +401,23 @@ SERIES_KEYS = ("device", "model", "task")  # what a quality-vs-compression serie
 @_literal_text
 def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: str, direction: str, title: str,
                   series_title: str = "", point_title: str = "", predicted: bool = False, unit: str = "") -> Any:
-    """Quality metric against compression ratio: a colour per series (task), a marker per plan, each series' Pareto
-    front as a step line; points of one series that coincide are drawn nested and labelled together."""
+    """Quality against compression: a colour and Pareto front per series, a marker per plan, like points nested."""
     from matplotlib.lines import Line2D
 
     ax = (fig := _new_figure((7.6, 4.8))).add_subplot()
     plans = list(dict.fromkeys(p for pts in points.values() for _, _, p in pts))
     marker = {p: _MARKERS[i % len(_MARKERS)] for i, p in enumerate(plans)}
     handles = []
-    every = [(x, y) for pts in points.values() for x, y, _ in pts]
-    x_span = (max(x for x, _ in every) - min(x for x, _ in every)) or 1.0
-    y_low, y_high = min(y for _, y in every), max(y for _, y in every)
-    y_mid = (y_low + y_high) / 2
-    flat = y_high - y_low < 1e-4 * (abs(y_mid) or 1.0)  # equal to 4 significant digits: draw them level
-    y_span = 0.02 * (abs(y_mid) or 1.0) if flat else y_high - y_low
+    xs, ys = zip(*[(x, y) for pts in points.values() for x, y, _ in pts])
+    x_near = 0.02 * ((max(xs) - min(xs)) or 1.0)  # points within 2% of both axes: a reader cannot tell them apart
+    y_mid = (min(ys) + max(ys)) / 2
+    flat = max(ys) - min(ys) < 1e-4 * (abs(y_mid) or 1.0)  # equal to 4 significant digits: draw them level
+    y_span = 0.02 * (abs(y_mid) or 1.0) if flat else max(ys) - min(ys)
     for si, (label, pts) in enumerate(points.items()):
         color = f"C{si % 10}"
-        clusters: list[list[tuple[float, float, str]]] = []  # points a reader cannot tell apart, the first for all
+        clusters: list[list[tuple[float, float, str]]] = []  # points near the first of each
         for x, y, plan in pts:
-            near = next((c for c in clusters if abs(c[0][0] - x) <= 0.02 * x_span and abs(c[0][1] - y) <= 0.02 * y_span),
-                        None)
+            near = next((c for c in clusters if abs(c[0][0] - x) <= x_near and abs(c[0][1] - y) <= 0.02 * y_span), None)
             if near is None:
                 clusters.append(near := [])
             near.append((x, y, plan))
@@ -446,7 +426,7 @@ def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: 
             for k, (x, y, plan) in enumerate(here):  # nested: the first largest and filled, the others white inside
                 ax.scatter([x], [y], s=80 - 30 * min(k, 2), marker=marker[plan], facecolors="white" if k else color,
                            edgecolors=color, linewidths=1.2, zorder=3 + k)
-            left = right - here[0][0] <= 0.02 * x_span and len(clusters) > 1  # rightmost labels: to the left, inside
+            left = right - here[0][0] <= x_near and len(clusters) > 1  # rightmost labels: to the left, inside
             exact = len({(x, y) for x, y, _ in here}) == 1
             ax.annotate(_point_label([plan for _, _, plan in here], exact), here[0][:2], fontsize=6.5,
                         xytext=(-7 if left else 7, 5), textcoords="offset points", ha="right" if left else "left",
@@ -465,7 +445,7 @@ def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: 
     fig.legend(handles=handles, title="\n".join(titles), fontsize=7, title_fontsize=7, loc="outside right upper")
     _finish(ax, "compression ratio [x] (higher is better)"
             + ("\nfake quantization (fp32 weights) at its plan's predicted ratio" if predicted else ""),
-            f"{with_unit(metric, unit)} ({direction} is better)" + ("" if flat else span_note([y for _, y in every])),
+            f"{with_unit(metric, unit)} ({direction} is better)" + ("" if flat else span_note(ys)),
             title, linewidth=0.3)
     ax.margins(x=0.1, y=0.12)
     if flat:  # no axis spanning 1e-8 with an offset label: a 2% window around the value
@@ -478,15 +458,11 @@ POINT_LABEL_CHARS = 40  # a longer point label names its first plan and a count 
 
 
 def _point_label(plans: Sequence[str], exact: bool = True) -> str:
-    """``bf16/int8 fake``, ``bf16/int8 real`` at one point read ``bf16/int8 fake = real`` (``≈`` when they differ
-    by less than the eye can see)."""
+    """``bf16/int8 fake``, ``bf16/int8 real`` at one point read ``bf16/int8 fake = real`` (``≈``: not quite one)."""
     first = plans[0].split()
-    out = [plans[0]]
-    for words in (plan.split() for plan in plans[1:]):
-        same = 0
-        while same < min(len(words), len(first)) - 1 and words[same] == first[same]:
-            same += 1
-        out.append(" ".join(words[same:]))
+    # each later plan less the words it shares with the first, but never all of them
+    out = [plans[0]] + [" ".join(w[min(len(os.path.commonprefix([w, first])), max(min(len(w), len(first)) - 1, 0)):])
+                        for w in (plan.split() for plan in plans[1:])]
     text = (" = " if exact else " ≈ ").join(out)
     return text if len(text) <= POINT_LABEL_CHARS or len(plans) == 1 else (
         f"{plans[0]} (+{len(plans) - 1} {'same' if exact else 'near'})")
@@ -494,12 +470,10 @@ def _point_label(plans: Sequence[str], exact: bool = True) -> str:
 
 def quality_series(sel: Sequence[Record], metric: str) -> tuple[dict[str, list[tuple[float, float, str]]], list[str],
                                                                  list[str]]:
-    """``{series: [(compression ratio, metric, plan), ...]}`` and the keys naming series (task, and device / model
-    where they vary) and points (the precision plan, and what else tells them apart)."""
+    """``{series: [(compression ratio, metric, plan), ...]}`` and the keys that name the series and the points."""
     series_keys = ([k for k in SERIES_KEYS if _varies(sel, k)]
                    or [k for k in ("task",) if all(k in r.config for r in sel)])  # one task: still named
-    # what names a plan, if it varies
-    shown_plan = [k for k in PLAN_KEYS if k not in ("backend", "dtype") and _varies(sel, k)]
+    shown_plan = [k for k in PLAN_KEYS if k not in ("backend", "dtype") and _varies(sel, k)]  # a plan, if it varies
     point_keys = shown_plan + _keys(sel, fixed=[*series_keys, *shown_plan], prefer=PLAN_KEYS)
     series: dict[str, list[tuple[float, float, str]]] = {}
     for r in sel:
@@ -540,20 +514,19 @@ LEGEND_ROWS = 18  # entries per column of the trend plot's legend: what fits its
 
 
 @_literal_text
-def trend_plot(lines: Mapping[str, Sequence[tuple[Any, float]]], bands: Sequence[tuple[str, float | None, float | None]],
-               metric: str, unit: str, path: str | Path,
+def trend_plot(lines: Mapping[str, Sequence[tuple[Any, float]]],
+               bands: Sequence[tuple[str, float | None, float | None]], metric: str, unit: str, path: str | Path,
                changes: Sequence[tuple[str, Any, float]] = ()) -> Path:
-    """``pytest-genai history``'s trend: a line of (time, value) per label, each claim's ``(id, min, max)`` bounds
-    shaded (a one-sided one to the plot's edge), each change point ``(line, time, step)`` a dashed line, its step
-    written beside it."""
+    """``pytest-genai history``'s trend: a line of (time, value) per label, each claim's ``(id, min, max)`` shaded,
+    each change point ``(line, time, step)`` a dashed line with its step."""
     ax = (fig := _new_figure((8.0, 4.8))).add_subplot()
     points = [v for pts in lines.values() for _, v in pts if _finite(v, positive=False)]  # linear axis: 0 and below
     values = points + [x for _, low, high in bands for x in (low, high) if _finite(x, positive=False)] if points else []
     for label, pts in lines.items():
         if shown := [(t, v) for t, v in pts if _finite(v, positive=False)]:
             ax.plot([t for t, _ in shown], [v for _, v in shown], marker="o", label=label)
-    log = bool(points) and min(points) > 0 and max(points) / min(points) > TREND_LOG_SPAN  # bands never decide it
-    if log:  # slow lines are not flattened onto 0 beside fast ones
+    # a log axis (bands never decide it): slow lines are not flattened onto 0 beside fast ones
+    if log := bool(points) and min(points) > 0 and max(points) / min(points) > TREND_LOG_SPAN:
         ax.set_yscale("log")
         shown = [v for v in values if v > 0]  # a band's bound at 0 has no place on a log axis
         ax.set_ylim(min(shown) / 1.3, max(shown) * 1.3)
