@@ -9,8 +9,9 @@ import math
 import os
 import textwrap
 from collections import Counter
+from itertools import chain
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from pytest_genai.atomic import write_bytes_atomic
 from pytest_genai.devices.specs import get_spec, ridge_point
@@ -107,8 +108,9 @@ def write_plots(records: Iterable[Record], outdir: str | Path, info: Mapping[str
     """Write every plot the records support into ``outdir``, none named as in ``reserved``; returns their paths."""
     recs = [r for r in records if r.experiment is not None]
     out, taken = Path(outdir), NameAllocator(reserved)
-    return [*roofline_plots(recs, out, taken), *sweep_plots(recs, out, taken), *category_plots(recs, out, taken),
-            *pareto_plots(recs, out, default_metric_info()[0] if info is None else info, taken)]
+    info = default_metric_info()[0] if info is None else info
+    figures = chain(_sweeps(recs), _categories(recs), _quality(recs, info))  # each saved before the next is drawn
+    return [*roofline_plots(recs, out, taken), *(_save(fig, _path(out, taken, *name)) for fig, *name in figures)]
 
 
 # --- roofline ---------------------------------------------------------------------------------
@@ -303,10 +305,9 @@ def span_note(values: Sequence[float]) -> str:
     return f"\naxis not from 0: all values within {(hi - lo) / size:.2%} ({format_number(lo)}-{format_number(hi)})"
 
 
-@_literal_text
-def sweep_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | None = None) -> list[Path]:
-    """Throughput against each numeric parameter that varies (not one in lockstep with one drawn), a line per series."""
-    paths, taken = [], NameAllocator() if taken is None else taken
+def _sweeps(recs: Sequence[Record]) -> Iterator[tuple[Any, str, str, str, str, str]]:
+    """Throughput against each numeric parameter that varies (not one in lockstep with one drawn), a line per series;
+    yields each figure with its :func:`_path` name."""
     for exp, title, group, metric in _throughput_tests(recs):
         drawn: list[str] = []
         for param in [k for k in dict.fromkeys(k for r in group for k in r.config if k != "id")
@@ -335,8 +336,7 @@ def sweep_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | Non
             _finish(ax, param, with_unit(metric, _unit(metric, rows)) + note,
                     _titled(f"{title}: {metric} vs {param}", rows), linewidth=0.3)
             _legend(fig, ax, len(lines), title=" / ".join(keys), title_fontsize=7)
-            paths.append(_save(fig, _path(outdir, taken, exp, title, metric, "vs", param)))
-    return paths
+            yield fig, exp, title, metric, "vs", param
 
 
 def _line_keys(rows: Sequence[Record], x: str) -> list[str]:
@@ -351,10 +351,8 @@ def _one_to_one(rows: Sequence[Record], a: str, b: str) -> bool:
     return len(pairs) == len({p for p, _ in pairs}) == len({q for _, q in pairs})
 
 
-@_literal_text
-def category_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | None = None) -> list[Path]:
+def _categories(recs: Sequence[Record]) -> Iterator[tuple[Any, str, str, str, str, str]]:
     """Bars of throughput per value of a categorical parameter, a colour per series; drawn where a series has two."""
-    paths, taken = [], NameAllocator() if taken is None else taken
     for exp, title, group, metric in _throughput_tests(recs):
         for param in CATEGORY_PARAMS:
             rows = [r for r in group if metric in r.metrics and param in r.config]
@@ -388,8 +386,7 @@ def category_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | 
                     axis="y", linewidth=0.3)
             ax.set_axisbelow(True)
             _legend(fig, ax, len(series), title=" / ".join(keys), title_fontsize=7)
-            paths.append(_save(fig, _path(outdir, taken, exp, title, metric, "by", param)))
-    return paths
+            yield fig, exp, title, metric, "by", param
 
 
 # --- quality vs compression -------------------------------------------------------------------
@@ -485,10 +482,8 @@ def quality_series(sel: Sequence[Record], metric: str) -> tuple[dict[str, list[t
     return series, series_keys, point_keys
 
 
-@_literal_text
-def pareto_plots(recs: Sequence[Record], outdir: Path, info: Mapping[str, MetricInfo],
-                 taken: NameAllocator | None = None) -> list[Path]:
-    paths, taken = [], NameAllocator() if taken is None else taken
+def _quality(recs: Sequence[Record], info: Mapping[str, MetricInfo]) -> Iterator[tuple[Any, str, str, str, str, str]]:
+    """A quality-vs-compression figure per quality metric of each test that measured a compression ratio."""
     for exp, title, group in _by_test(recs):
         if not any(_finite(r.metrics.get("compression_ratio")) for r in group):
             continue
@@ -505,8 +500,7 @@ def pareto_plots(recs: Sequence[Record], outdir: Path, info: Mapping[str, Metric
                             and _finite(r.metrics.get("predicted_compression_ratio")) for r in sel)
             fig = pareto_figure(series, metric, direction, _titled(f"{title}: {metric} vs compression ratio", sel),
                                 " / ".join(series_keys), " / ".join(point_keys), predicted, _unit(metric, sel))
-            paths.append(_save(fig, _path(outdir, taken, exp, title, metric, "vs", "compression")))
-    return paths
+            yield fig, exp, title, metric, "vs", "compression"
 
 
 TREND_LOG_SPAN = 10  # a history of positive values spanning more than this factor is drawn on a log axis
