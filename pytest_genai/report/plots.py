@@ -41,9 +41,8 @@ def _matplotlib() -> tuple[Any, Any]:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as exc:
-        raise PlotsUnavailable(
-            f"plots need matplotlib, which is not importable ({exc}); install it with: pip install 'pytest-genai[plot]'"
-        ) from None
+        raise PlotsUnavailable(f"plots need matplotlib, which is not importable ({exc}); "
+                               "install it with: pip install 'pytest-genai[plot]'") from None
     return Figure, FigureCanvasAgg
 
 
@@ -114,7 +113,6 @@ def write_plots(records: Iterable[Record], outdir: str | Path, info: Mapping[str
 
 
 # --- roofline ---------------------------------------------------------------------------------
-
 def _numeric(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -191,7 +189,6 @@ def roofline_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | 
 
 
 # --- what tells records apart: series and point labels ---------------------------------------------------------
-
 # keys tried first when a plot needs series: the ones a reader expects a line or a bar colour to stand for
 SERIES_PREFERENCE = ("task", "model", "device") + CATEGORY_PARAMS + ("world_size", "batch_size", "layers", "hidden")
 # keys that name a precision plan: a point of the quality-vs-compression plot
@@ -226,9 +223,8 @@ def _label(r: Record, keys: Sequence[str]) -> str:
 
 def _series(rows: Sequence[Record], keys: Sequence[str]) -> dict[str, list[Record]]:
     """Records by their label on ``keys``, labels ordered by their last record's values (numbers first)."""
-    def order(r: Record) -> tuple:
-        return tuple((0, v, "") if _numeric(v) else (1, 0, str(v)) for v in map(_facts(r).get, keys))
-    return dict(sorted(group_by(rows, lambda r: _label(r, keys)).items(), key=lambda kv: order(kv[1][-1])))
+    return dict(sorted(group_by(rows, lambda r: _label(r, keys)).items(), key=lambda kv: tuple(
+        (0, v, "") if _numeric(v) else (1, 0, str(v)) for v in map(_facts(kv[1][-1]).get, keys))))
 
 
 def plot_context(recs: Sequence[Record]) -> str:
@@ -254,7 +250,6 @@ def _titled(title: str, recs: Sequence[Record]) -> str:
 
 
 # --- sweeps and strategies --------------------------------------------------------------------
-
 def _by_test(recs: Sequence[Record]) -> list[tuple[str, str, list[Record]]]:
     """``(experiment, title, records)`` per test function (never two in a plot); the title names a test of several."""
     groups = group_by(recs, lambda r: (r.experiment or "", r.name.split("[", 1)[0]))
@@ -283,13 +278,11 @@ def _unit(metric: str, rows: Sequence[Record]) -> str:
 
 def _y_axis(ax: Any, values: Sequence[float], log: bool = True) -> None:
     """A log axis (where ``log``) for values spanning over 20x (model sizes), else thousands separators from 10,000."""
-    from matplotlib.ticker import FuncFormatter
-
     positive = [v for v in values if _finite(v)]
     if log and positive and len(positive) == len(values) and max(positive) / min(positive) > 20:
         ax.set_yscale("log")
     elif positive and max(positive) >= 10_000:
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.yaxis.set_major_formatter(lambda v, _: f"{v:,.0f}")
 
 
 NARROW_SPAN = 0.01  # values this close fill a linear axis not from 0: its label says so (:func:`span_note`)
@@ -306,8 +299,7 @@ def span_note(values: Sequence[float]) -> str:
 
 
 def _sweeps(recs: Sequence[Record]) -> Iterator[tuple[Any, str, str, str, str, str]]:
-    """Throughput against each numeric parameter that varies (not one in lockstep with one drawn), a line per series;
-    yields each figure with its :func:`_path` name."""
+    """Throughput against each numeric parameter that varies (not one in lockstep with one drawn), a line per series."""
     for exp, title, group, metric in _throughput_tests(recs):
         drawn: list[str] = []
         for param in [k for k in dict.fromkeys(k for r in group for k in r.config if k != "id")
@@ -390,7 +382,6 @@ def _categories(recs: Sequence[Record]) -> Iterator[tuple[Any, str, str, str, st
 
 
 # --- quality vs compression -------------------------------------------------------------------
-
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
 SERIES_KEYS = ("device", "model", "task")  # what a quality-vs-compression series stands for (those that vary)
 
@@ -404,7 +395,6 @@ def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: 
     ax = (fig := _new_figure((7.6, 4.8))).add_subplot()
     plans = list(dict.fromkeys(p for pts in points.values() for _, _, p in pts))
     marker = {p: _MARKERS[i % len(_MARKERS)] for i, p in enumerate(plans)}
-    handles = []
     xs, ys = zip(*[(x, y) for pts in points.values() for x, y, _ in pts])
     x_near = 0.02 * ((max(xs) - min(xs)) or 1.0)  # points within 2% of both axes: a reader cannot tell them apart
     y_mid = (min(ys) + max(ys)) / 2
@@ -428,12 +418,11 @@ def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: 
             ax.annotate(_point_label([plan for _, _, plan in here], exact), here[0][:2], fontsize=6.5,
                         xytext=(-7 if left else 7, 5), textcoords="offset points", ha="right" if left else "left",
                         color=color)
-        xy = [(x, y) for x, y, _ in pts]
-        front = sorted(pareto_front(xy, maximize_x=True, maximize_y=direction == "higher"), key=lambda i: xy[i])
-        (line,) = ax.plot([xy[i][0] for i in front], [xy[i][1] for i in front], drawstyle="steps-post", color=color,
-                          linewidth=1.2, alpha=0.7)
+        front = sorted(pts[i][:2] for i in pareto_front([p[:2] for p in pts], maximize_y=direction == "higher"))
+        (line,) = ax.plot(*zip(*front), drawstyle="steps-post", color=color, linewidth=1.2, alpha=0.7)
         line.set_gid(f"pareto-{label}")
-        handles.append(Line2D([], [], color=color, marker="o", linewidth=1.2, label=label))
+    handles = [Line2D([], [], color=f"C{si % 10}", marker="o", linewidth=1.2, label=label)
+               for si, label in enumerate(points)]
     if len(plans) > 1:
         handles.append(Line2D([], [], linestyle="", label=""))  # a gap between the two kinds of entry
         handles += [Line2D([], [], color="0.35", marker=marker[p], linestyle="", label=p) for p in plans]
@@ -541,6 +530,5 @@ def trend_plot(lines: Mapping[str, Sequence[tuple[Any, float]]],
     _finish(ax, "run time (UTC)", with_unit(metric, unit) + (" (log scale)" if log else span_note(points)),
             f"{metric}: history by device generation", alpha=0.3)
     fig.autofmt_xdate()
-    # beside the axes, never over the plot, in columns of LEGEND_ROWS
     _legend(fig, ax, fontsize="small", ncols=1 + (len(ax.get_legend_handles_labels()[0]) - 1) // LEGEND_ROWS)
     return _save(fig, Path(path))
