@@ -7,8 +7,7 @@ from typing import Sequence
 
 
 def pareto_front(points: Sequence[tuple[float, float]], maximize_x: bool = True, maximize_y: bool = True) -> list[int]:
-    """Indices of the non-dominated points, sorted by x from worst to best; a non-finite point is never on the
-    front, exact duplicates are all kept."""
+    """Indices of the non-dominated finite points (exact duplicates all kept), sorted by x from worst to best."""
     sx, sy = (1.0 if maximize_x else -1.0), (1.0 if maximize_y else -1.0)
     finite = [(sx * x, sy * y, i) for i, (x, y) in enumerate(points) if math.isfinite(x) and math.isfinite(y)]
     return [i for x, y, i in sorted(finite)  # a point never dominates itself nor its duplicate

@@ -9,6 +9,7 @@ import math
 import os
 import textwrap
 from collections import Counter
+from contextlib import suppress
 from itertools import chain
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -30,6 +31,17 @@ _QUALITY_DIRECTIONS = {"perplexity": "lower", "word_perplexity": "lower", "bits_
                        "ppl_ratio": "lower", "acc": "higher", "acc_norm": "higher"}
 # torch's dtype names as the spec sheet's (:data:`.devices.specs.DTYPES`; any other name has no spec roof)
 _DTYPE_ALIASES = {"float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
+# keys tried first when a plot needs series: the ones a reader expects a line or a bar colour to stand for
+SERIES_PREFERENCE = ("task", "model", "device") + CATEGORY_PARAMS + ("world_size", "batch_size", "layers", "hidden")
+# keys that name a precision plan: a point of the quality-vs-compression plot
+PLAN_KEYS = ("precision", "mode", "tiers", "backend", "plan", "bits", "sensitive_fraction", "group_size", "dtype")
+MAX_VALUE_CHARS = 24  # a config value as a legend or tick label: cut shorter than a table's
+NARROW_SPAN = 0.01  # values this close fill a linear axis not from 0: its label says so (:func:`span_note`)
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
+SERIES_KEYS = ("device", "model", "task")  # what a quality-vs-compression series stands for (those that vary)
+POINT_LABEL_CHARS = 40  # a longer point label names its first plan and a count (the legend's markers tell them apart)
+TREND_LOG_SPAN = 10  # a history of positive values spanning more than this factor is drawn on a log axis
+LEGEND_ROWS = 18  # entries per column of the trend plot's legend: what fits its height in small font
 
 
 class PlotsUnavailable(ImportError):
@@ -52,7 +64,6 @@ def _literal_text(fn: Any) -> Any:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         _matplotlib()  # PlotsUnavailable, with its install hint, when matplotlib is missing
         from matplotlib import rc_context
-
         with rc_context({"text.parse_math": False}):
             return fn(*args, **kwargs)
     return wrapper
@@ -105,8 +116,7 @@ def _save(fig: Any, path: Path) -> Path:
 def write_plots(records: Iterable[Record], outdir: str | Path, info: Mapping[str, MetricInfo] | None = None,
                 reserved: Iterable[str] = ()) -> list[Path]:
     """Write every plot the records support into ``outdir``, none named as in ``reserved``; returns their paths."""
-    recs = [r for r in records if r.experiment is not None]
-    out, taken = Path(outdir), NameAllocator(reserved)
+    recs, out, taken = [r for r in records if r.experiment is not None], Path(outdir), NameAllocator(reserved)
     info = default_metric_info()[0] if info is None else info
     figures = chain(_sweeps(recs), _categories(recs), _quality(recs, info))  # each saved before the next is drawn
     return [*roofline_plots(recs, out, taken), *(_save(fig, _path(out, taken, *name)) for fig, *name in figures)]
@@ -127,17 +137,12 @@ def roofline_ceilings(recs: Sequence[Record]) -> list[tuple[str, float, float]]:
     roofs = [(kind, r.metrics.get(f"ceiling_tflops_{kind}"), r.metrics.get(f"ceiling_gbs_{kind}"))
              for kind in ("measured", "spec") for r in recs]
     if not any(k == "spec" and _finite(t) and _finite(g) for k, t, g in roofs) and recs and recs[0].device is not None:
-        roofs += [("spec", *_spec_roof(r)) for r in recs if r.device is not None]
+        for r in (r for r in recs if r.device is not None):
+            dtype = str(r.config.get("dtype", "fp32")).replace("torch.", "").lower()
+            with suppress(ImportError, ValueError, KeyError):  # no spec for the device or its dtype: no roof
+                spec = get_spec(r.device.generation)
+                roofs.append(("spec", spec.peak_tflops(_DTYPE_ALIASES.get(dtype, dtype)), spec.mem_bandwidth_gbs))
     return list(dict.fromkeys((k, float(t), float(g)) for k, t, g in roofs if _finite(t) and _finite(g)))
-
-
-def _spec_roof(r: Record) -> tuple[Any, Any]:
-    dtype = str(r.config.get("dtype", "fp32")).replace("torch.", "").lower()
-    try:
-        spec = get_spec(r.device.generation)
-        return spec.peak_tflops(_DTYPE_ALIASES.get(dtype, dtype)), spec.mem_bandwidth_gbs
-    except (ImportError, ValueError, KeyError):  # no spec for the device or its dtype
-        return None, None
 
 
 def cpu_roof_note(recs: Sequence[Record]) -> str:
@@ -189,13 +194,6 @@ def roofline_plots(recs: Sequence[Record], outdir: Path, taken: NameAllocator | 
 
 
 # --- what tells records apart: series and point labels ---------------------------------------------------------
-# keys tried first when a plot needs series: the ones a reader expects a line or a bar colour to stand for
-SERIES_PREFERENCE = ("task", "model", "device") + CATEGORY_PARAMS + ("world_size", "batch_size", "layers", "hidden")
-# keys that name a precision plan: a point of the quality-vs-compression plot
-PLAN_KEYS = ("precision", "mode", "tiers", "backend", "plan", "bits", "sensitive_fraction", "group_size", "dtype")
-MAX_VALUE_CHARS = 24  # a config value as a legend or tick label: cut shorter than a table's
-
-
 def _facts(r: Record) -> dict[str, Any]:
     """What a plot may tell records apart by: device, model and the config (less its derived ``id``)."""
     out: dict[str, Any] = {"device": r.device.generation if r.device else None, "model": r.model_label}
@@ -283,9 +281,6 @@ def _y_axis(ax: Any, values: Sequence[float], log: bool = True) -> None:
         ax.set_yscale("log")
     elif positive and max(positive) >= 10_000:
         ax.yaxis.set_major_formatter(lambda v, _: f"{v:,.0f}")
-
-
-NARROW_SPAN = 0.01  # values this close fill a linear axis not from 0: its label says so (:func:`span_note`)
 
 
 def span_note(values: Sequence[float]) -> str:
@@ -382,16 +377,11 @@ def _categories(recs: Sequence[Record]) -> Iterator[tuple[Any, str, str, str, st
 
 
 # --- quality vs compression -------------------------------------------------------------------
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
-SERIES_KEYS = ("device", "model", "task")  # what a quality-vs-compression series stands for (those that vary)
-
-
 @_literal_text
 def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: str, direction: str, title: str,
                   series_title: str = "", point_title: str = "", predicted: bool = False, unit: str = "") -> Any:
     """Quality against compression: a colour and Pareto front per series, a marker per plan, like points nested."""
     from matplotlib.lines import Line2D
-
     ax = (fig := _new_figure((7.6, 4.8))).add_subplot()
     plans = list(dict.fromkeys(p for pts in points.values() for _, _, p in pts))
     marker = {p: _MARKERS[i % len(_MARKERS)] for i, p in enumerate(plans)}
@@ -438,9 +428,6 @@ def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: 
         ax.set_ylim(y_mid - y_span / 2, y_mid + y_span / 2)
     ax.ticklabel_format(axis="y", useOffset=False)
     return fig
-
-
-POINT_LABEL_CHARS = 40  # a longer point label names its first plan and a count (the legend's markers tell them apart)
 
 
 def _point_label(plans: Sequence[str], exact: bool = True) -> str:
@@ -490,10 +477,6 @@ def _quality(recs: Sequence[Record], info: Mapping[str, MetricInfo]) -> Iterator
             fig = pareto_figure(series, metric, direction, _titled(f"{title}: {metric} vs compression ratio", sel),
                                 " / ".join(series_keys), " / ".join(point_keys), predicted, _unit(metric, sel))
             yield fig, exp, title, metric, "vs", "compression"
-
-
-TREND_LOG_SPAN = 10  # a history of positive values spanning more than this factor is drawn on a log axis
-LEGEND_ROWS = 18  # entries per column of the trend plot's legend: what fits its height in small font
 
 
 @_literal_text
