@@ -20,11 +20,21 @@ from pytest_genai.tables import (MAX_ROW_CHARS, Table, bound_text, distinct_part
 
 MAX_LABEL_CHARS = 24  # a longer label is a description, not a table cell
 MAX_VALUE_COLUMNS = 8  # metric and label columns per table
+MAX_ID_CHARS = 32  # a longer config id gives way to the keys that vary
+MAX_TRANSPOSED_RECORDS = 6  # up to this many rows, too-wide results are turned: a column per config
+FLAG_METRIC_SUFFIXES = ("compute_bound", "compute_bound_modeled", "compute_bound_measured")  # 1.0 / 0.0: yes / no
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
+Column = tuple[str, bool, Callable[[Record], str]]
 _VERDICT_ORDER = {"fail": 0, "inconclusive": 1, "pass": 2}
 _ARROWS = {"higher": "↑ higher", "lower": "↓ lower", "none": "—", None: "? (unregistered)"}
+_DATA_KEYS = ("data_source",) + DATA_IDENTITY_KEYS
+BASIS_NOTE = ("Source: the paper and section a paper claim comes from; target: a goal of this project, not a paper "
+              "claim (reported, never fails a test); physics: a check any correct measurement passes, not a paper "
+              "claim.")
+REFERENCE_NOTE = ("Reference: the run against a vendor's published measurement of the same configuration "
+                  "(pytest-genai reference check); reported, never fails a test.")
 
 
 def group_by(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
@@ -36,12 +46,12 @@ def group_by(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
 
 
 def device_text(base: Record, cur: Record | None = None) -> str:
-    def one(r: Record) -> str:
-        return r.device.generation if r.device is not None else "—"
+    """The record's device generation, ``baseline → current`` where the two differ."""
+    one, two = (r.device.generation if r.device is not None else "—" for r in (base, base if cur is None else cur))
+    return one if one == two else f"{one} → {two}"
 
-    if cur is None or one(base) == one(cur):
-        return one(base)
-    return f"{one(base)} → {one(cur)}"
+
+_NAMED: dict[str, Callable[[Record], str]] = {"device": device_text, "model": lambda r: r.model_label}
 
 
 def with_unit(name: str, unit: str | None) -> str:
@@ -84,8 +94,8 @@ def generation_table(checks: Sequence[GenerationCheck]) -> Table:
 
 def one_sided_table(only_baseline: Sequence[Record], only_current: Sequence[Record], *,
                     list_baseline: bool = True) -> Table:
-    """Benchmarks without a counterpart, with how their identity differs from the nearest one of the other run;
-    ``list_baseline=False`` lists the current-only ones alone."""
+    """Benchmarks without a counterpart (only the current-only ones unless ``list_baseline``), and how their identity
+    differs from the nearest one of the other run."""
     rows = [[r.label, device_text(r), "baseline only", nearest_difference(r, only_current) or "—"]
             for r in (only_baseline if list_baseline else ())]
     rows += [[r.label, device_text(r), "current only",
@@ -97,13 +107,6 @@ def one_sided_table(only_baseline: Sequence[Record], only_current: Sequence[Reco
 def failures_table(result: GateResult) -> Table:
     return make_table(["benchmark", "device", "metric", "why"],
                       [[f.benchmark, f.device or "—", f.metric, f.reason] for f in result.failures])
-
-
-BASIS_NOTE = ("Source: the paper and section a paper claim comes from; target: a goal of this project, not a paper "
-              "claim (reported, never fails a test); physics: a check any correct measurement passes, not a paper "
-              "claim.")
-REFERENCE_NOTE = ("Reference: the run against a vendor's published measurement of the same configuration "
-                  "(pytest-genai reference check); reported, never fails a test.")
 
 
 def without_reference(records: Sequence[Record]) -> list[Record]:
@@ -118,23 +121,19 @@ def reference_table(records: Sequence[Record]) -> Table | None:
              bound_text(v.get("min"), v.get("max"), symbols=True),
              str(v.get("verdict", "?")), str(v.get("message", ""))]
             for rec in records for v in rec.claims if v.get("basis") == "reference"]
-    if not rows:
-        return None
     return make_table(["claim", "benchmark", "device", "value", "bound", "verdict", "against the published number"],
-                      rows, [False, False, False, True, False, False, False])
+                      rows, [False, False, False, True, False, False, False]) if rows else None
 
 
 def machine_table(run: Run) -> Table:
     """Where the run ran, for the report's first screen: devices, software, commit, time and CPU contention."""
     from pytest_genai.claims.check import CONTENDED_SHARE
 
-    rows = []
     devices = [f"{d.get('name') or d.get('kind')} ({d.get('generation') or d.get('kind')})" for d in run.devices]
-    rows.append(["devices", "; ".join(dict.fromkeys(devices)) or ", ".join(run.generations) or "—"])
+    rows = [["devices", "; ".join(dict.fromkeys(devices)) or ", ".join(run.generations) or "—"]]
     stack = run.stack or {}
-    for key, label in (("torch", "torch"), ("nvidia_driver", "NVIDIA driver"), ("hl_smi", "Gaudi driver (hl-smi)")):
-        if stack.get(key):
-            rows.append([label, str(stack[key])])
+    rows += [[label, str(stack[key])] for key, label in (("torch", "torch"), ("nvidia_driver", "NVIDIA driver"),
+                                                        ("hl_smi", "Gaudi driver (hl-smi)")) if stack.get(key)]
     commit = run.commit or {}
     if commit.get("id"):
         rows.append(["commit", str(commit["id"])[:12] + (" (uncommitted changes)" if commit.get("dirty") else "")
@@ -255,9 +254,6 @@ def value_key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-_DATA_KEYS = ("data_source",) + DATA_IDENTITY_KEYS
-
-
 def display_config(rec: Record) -> dict[str, Any]:
     """A record's identity as tables show it: the data's keys folded into one ``data`` entry, never a local path."""
     label = data_label(rec.config, rec.environment)
@@ -300,10 +296,6 @@ def _metric_header(m: str, recs: Sequence[Record], info: Mapping[str, MetricInfo
     return head
 
 
-FLAG_METRIC_SUFFIXES = ("compute_bound", "compute_bound_modeled", "compute_bound_measured")  # 1.0 / 0.0: yes / no
-MAX_ID_CHARS = 32  # a longer config id gives way to the keys that vary
-
-
 def _metric_cell(m: str, recs: Sequence[Record]) -> Callable[[Record], str]:
     values = {r.metrics[m] for r in recs if m in r.metrics}
     if m.endswith(FLAG_METRIC_SUFFIXES) and values <= {0.0, 1.0}:
@@ -331,17 +323,13 @@ def distinguishing_keys(recs: Sequence[Record], facts: Callable[[Record], Mappin
     return chosen
 
 
-_NAMED: dict[str, Callable[[Record], str]] = {"device": device_text, "model": lambda r: r.model_label}
-
-
 def _config_cell(shown: Mapping[int, Mapping[str, Any]], key: str) -> Callable[[Record], str]:
     return lambda r: format_value(shown[id(r)].get(key, "—"))
 
 
 def _identity(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], varying: Sequence[str],
               fixed: Sequence[str]) -> tuple[list[tuple[str, Callable[[Record], str]]], list[str]]:
-    """The columns that name each row (a short config ``id``, else the fewest varying keys), and the other varying
-    config keys."""
+    """The columns naming each row (a short config ``id``, else the fewest varying keys), and the other varying keys."""
     keys = [p for p in varying if p != "id"  # a config "model" equal to the model column is not shown twice
             and not (p in fixed and all(_config_cell(shown, p)(r) == _NAMED[p](r) for r in recs))]
     # the ids name the rows only when they tell them apart (two configs can share an id that leaves out a key)
@@ -360,21 +348,16 @@ def _identity(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], va
     return [(p, _config_cell(shown, p)) for p in naming], [k for k in keys if k not in naming]
 
 
-Column = tuple[str, bool, Callable[[Record], str]]
-MAX_TRANSPOSED_RECORDS = 6  # up to this many rows, too-wide results are turned: a column per config
-
-
 def _width(head: str, get: Callable[[Record], str], recs: Sequence[Record]) -> int:
     return max(3, len(head), *(len(get(r)) for r in recs)) + 3
 
 
 def _pack(identity_width: int, values: Sequence[Column], recs: Sequence[Record]) -> list[list[Column]]:
-    """Value columns in groups that fit beside the identity columns; a metric family (``matmul_*``) that fits one
-    table is not split over two."""
+    """Value columns in groups that fit beside the identity columns, a family (``matmul_*``) kept whole if it fits."""
     chunks: list[list[Column]] = []
     width = identity_width
     widths = [_width(h, get, recs) for h, _, get in values]
-    families = [h.split("_", 1)[0] if "_" in h else h for h, _, _ in values]
+    families = [h.split("_", 1)[0] for h, _, _ in values]
     for i, column in enumerate(values):
         family = [j for j in range(i, len(values)) if families[j] == families[i]]
         starts_family = i == 0 or families[i - 1] != families[i]
@@ -410,8 +393,7 @@ def _transposed(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], 
 
 
 def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo]) -> list[ExperimentTables]:
-    """Group records by (experiment, test function) and lay each group out as tables no wider than
-    :data:`MAX_ROW_CHARS`; values every row shares are stated once."""
+    """Per (experiment, test function), tables no wider than :data:`MAX_ROW_CHARS`; shared values stated once."""
     groups = group_by(records, lambda r: (r.experiment or "pytest-benchmark", r.name.split("[", 1)[0]))
     out = []
     for (exp, test), recs in groups.items():
