@@ -57,14 +57,10 @@ def report_blocks(
     experiments = Counter(r.experiment or "pytest-benchmark" for r in recs)
     devices = sorted({r.device.generation for r in recs if r.device is not None})
     verdicts = Counter(str(c.get("verdict", "?")) for r in recs for c in r.claims)
-    summary = [
-        f"{len(recs)} benchmarks",
-        "experiments: " + ", ".join(f"{e} ({n})" for e, n in experiments.items()),
-        "devices: " + (", ".join(devices) or "—"),
-        "claims: " + (", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())) or "none checked"),
-    ]
-    if run.datetime:
-        summary.append(f"run at {run.datetime}")
+    summary = [f"{len(recs)} benchmarks", "experiments: " + ", ".join(f"{e} ({n})" for e, n in experiments.items()),
+               "devices: " + (", ".join(devices) or "—"),
+               "claims: " + (", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())) or "none checked"),
+               *([f"run at {run.datetime}"] if run.datetime else [])]
     from pytest_genai.claims.check import contended_share, contention_note
 
     shares = {r.fullname or r.name: s for r in recs if (s := contended_share(r.attachments)) is not None}

@@ -297,8 +297,7 @@ def _metric_header(m: str, recs: Sequence[Record], info: Mapping[str, MetricInfo
 
 
 def _metric_cell(m: str, recs: Sequence[Record]) -> Callable[[Record], str]:
-    values = {r.metrics[m] for r in recs if m in r.metrics}
-    if m.endswith(FLAG_METRIC_SUFFIXES) and values <= {0.0, 1.0}:
+    if m.endswith(FLAG_METRIC_SUFFIXES) and {r.metrics[m] for r in recs if m in r.metrics} <= {0.0, 1.0}:
         return lambda r: "—" if m not in r.metrics else ("yes" if r.metrics[m] else "no")
     return lambda r: format_number(r.metrics.get(m))
 
@@ -359,12 +358,11 @@ def _pack(identity_width: int, values: Sequence[Column], recs: Sequence[Record])
     widths = [_width(h, get, recs) for h, _, get in values]
     families = [h.split("_", 1)[0] for h, _, _ in values]
     for i, column in enumerate(values):
-        family = [j for j in range(i, len(values)) if families[j] == families[i]]
-        starts_family = i == 0 or families[i - 1] != families[i]
-        family_width = sum(widths[j] for j in family)
-        fits_alone = len(family) > 2 and identity_width + family_width <= MAX_ROW_CHARS
+        family = [widths[j] for j in range(i, len(values)) if families[j] == families[i]]
+        keep_whole = ((i == 0 or families[i - 1] != families[i]) and len(family) > 2
+                      and identity_width + sum(family) <= MAX_ROW_CHARS)
         if (not chunks or len(chunks[-1]) >= MAX_VALUE_COLUMNS or width + widths[i] > MAX_ROW_CHARS
-                or (starts_family and fits_alone and width + family_width > MAX_ROW_CHARS)):
+                or (keep_whole and width + sum(family) > MAX_ROW_CHARS)):
             chunks.append([])
             width = identity_width
         chunks[-1].append(column)
@@ -404,9 +402,7 @@ def experiment_tables(records: Sequence[Record], info: Mapping[str, MetricInfo])
         identity = [(head, get) for head, get in _NAMED.items() if len({get(r) for r in recs}) > 1]
         shared = [f"{head}={get(recs[0])}" for head, get in _NAMED.items() if (head, get) not in identity] + shared
         naming, extra = _identity(recs, shown, varying, [h for h, _ in identity])
-        identity += naming
-        if not identity:
-            identity = [("benchmark", lambda r: shorten(r.name))]
+        identity = identity + naming or [("benchmark", lambda r: shorten(r.name))]
         metrics = _ordered(r.metrics for r in recs)
         # short labels (bound: memory) are columns; long descriptive ones stay in the JSON; a label repeating a
         # config value (strategy) is not shown twice
