@@ -257,16 +257,14 @@ def value_key(value: Any) -> str:
 def display_config(rec: Record) -> dict[str, Any]:
     """A record's identity as tables show it: the data's keys folded into one ``data`` entry, never a local path."""
     label = data_label(rec.config, rec.environment)
-    keys = list(rec.config)
-    at = next((i for i, k in enumerate(keys) if k in _DATA_KEYS), None)
-    if at is None:
-        at = keys.index("task") + 1 if "task" in keys else len(keys)
+    keys = list(rec.config)  # the label goes where the first data key was, else after the task
+    at = next((i for i, k in enumerate(keys) if k in _DATA_KEYS),
+              keys.index("task") + 1 if "task" in keys else len(keys))
     # a config "model" naming the record's model reads as the model column does
     items = [(k, rec.model_label if k == "model" and v == rec.model else config_value_label(k, v))
              for k, v in rec.config.items() if k not in _DATA_KEYS]
     if label is not None:
-        name = "data" if "data" not in rec.config else "data_identity"
-        items.insert(sum(k not in _DATA_KEYS for k in keys[:at]), (name, label))
+        items.insert(at, ("data" if "data" not in rec.config else "data_identity", label))
     return dict(items)
 
 
