@@ -117,9 +117,7 @@ def without_reference(records: Sequence[Record]) -> list[Record]:
 
 def reference_table(records: Sequence[Record]) -> Table | None:
     """One row per ``reference`` verdict; None when the run has none."""
-    rows = [[str(v.get("id", "?")), rec.label, device_text(rec), _claim_value(rec, v),
-             bound_text(v.get("min"), v.get("max"), symbols=True),
-             str(v.get("verdict", "?")), str(v.get("message", ""))]
+    rows = [_claim_cells(rec, v) + [str(v.get("verdict", "?")), str(v.get("message", ""))]
             for rec in records for v in rec.claims if v.get("basis") == "reference"]
     return make_table(["claim", "benchmark", "device", "value", "bound", "verdict", "against the published number"],
                       rows, [False, False, False, True, False, False, False]) if rows else None
@@ -210,11 +208,10 @@ def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | N
             basis = getattr(claim, "basis", "paper")
             # the CPU-stall share where a timing (or unknown) claim's benchmark was contended
             stall = contended_share(rec.attachments) if getattr(claim, "timing", True) else None
-            rows.append([str(v.get("id", "?")), rec.label, device_text(rec), _claim_value(rec, v),
-                         bound_text(v.get("min"), v.get("max"), symbols=True),
-                         _num(getattr(claim, "paper_value", None) if paper_value is None else paper_value),
-                         "—" if claim is None else str(getattr(claim, "source", "") if basis == "paper" else basis),
-                         str(v.get("verdict", "?")) + ("" if stall is None else f" (CPU stall {stall:.0%})")])
+            rows.append(_claim_cells(rec, v) + [
+                _num(getattr(claim, "paper_value", None) if paper_value is None else paper_value),
+                "—" if claim is None else str(getattr(claim, "source", "") if basis == "paper" else basis),
+                str(v.get("verdict", "?")) + ("" if stall is None else f" (CPU stall {stall:.0%})")])
 
         def relabeled(labels: Sequence[str]) -> Table:
             return make_table(headers, [[row[0], label, *row[2:]] for row, label in zip(rows, labels)], numeric)
@@ -235,14 +232,16 @@ def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | N
     return out
 
 
-def _claim_value(rec: Record, verdict: Mapping[str, Any]) -> str:
-    """The value a claim was judged on, with its interval (why a value inside its bound can read inconclusive)."""
+def _claim_cells(rec: Record, verdict: Mapping[str, Any]) -> list[str]:
+    """A claim row's claim, benchmark, device, value and bound cells; the value has its interval (why a value inside
+    its bound can read inconclusive)."""
     metric = str(verdict.get("metric") or "")
-    text = _num(verdict.get("measured")) + modeled_mark(metric, rec.sources.get(metric))
-    interval = verdict.get("interval")
-    if isinstance(interval, Mapping) and all(isinstance(interval.get(k), (int, float)) for k in ("lo", "hi")):
-        text += f" [{_num(interval['lo'])}, {_num(interval['hi'])}]"
-    return text
+    value = _num(verdict.get("measured")) + modeled_mark(metric, rec.sources.get(metric))
+    iv = verdict.get("interval")
+    if isinstance(iv, Mapping) and all(isinstance(iv.get(k), (int, float)) for k in ("lo", "hi")):
+        value += f" [{_num(iv['lo'])}, {_num(iv['hi'])}]"
+    return [str(verdict.get("id", "?")), rec.label, device_text(rec), value,
+            bound_text(verdict.get("min"), verdict.get("max"), symbols=True)]
 
 
 def _num(x: Any) -> str:
