@@ -1,6 +1,5 @@
 """What the gate refuses to judge: a run whose numbers contradict themselves (exit 2, one line naming the file,
-benchmark and metric), so that a corrupt or hand-edited file never reads as a regression or a pass: a non-positive or
-non-finite time, or a value outside its own rounds or its own interval."""
+benchmark and metric), so that a corrupt or hand-edited file never reads as a regression or a pass."""
 from __future__ import annotations
 
 import math
@@ -16,7 +15,8 @@ def _inside(value: float, lo: float, hi: float) -> bool:
 
 
 def check_consistent(run: Run, info: Mapping[str, Any]) -> None:
-    """Raise :class:`ReportInputError` at the first metric that cannot be a measurement (see the module's docstring)."""
+    """Raise :class:`ReportInputError` at the first metric of ``run`` that cannot be a measurement: a non-positive
+    or non-finite time, or a value outside its own rounds or its own interval."""
     for rec in run.records:
         for name, value in rec.metrics.items():
             where = f"{run.source}: benchmark {rec.label}, metric {name}"
