@@ -27,18 +27,13 @@ def csv_cell(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     text = visible(value)
-    if text.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(text):
-        return "'" + text
-    return text
+    return "'" + text if text.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(text) else text
 
 
 def csv_text(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """RFC 4180 CSV (``\\n`` line ends), each cell :func:`csv_cell`."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([csv_cell(h) for h in headers])
-    for row in rows:
-        writer.writerow([csv_cell(v) for v in row])
+    csv.writer(out, lineterminator="\n").writerows([csv_cell(v) for v in row] for row in [headers, *rows])
     return out.getvalue()
 
 
@@ -68,17 +63,13 @@ def comparison_rows(comparison: Comparison, where: Callable[[MetricComparison], 
     for pc in comparison.pairs:
         base, cur = pc.pair.baseline, pc.pair.current
         for mc in (mc for mc in pc.metrics if where is None or where(mc)):
-            out.append({"benchmark": cur.label, "experiment": cur.experiment,
-                        "baseline_device": base.device.generation if base.device else None,
-                        "current_device": cur.device.generation if cur.device else None,
-                        "metric": mc.metric, "unit": mc.unit, "source": mc.source, "baseline": mc.baseline,
-                        "current": mc.current, "ratio": mc.ratio, "change": mc.change, "direction": mc.direction,
-                        "limit": mc.max_regression, "status": mc.status, "verdict": mc.verdict,
-                        "basis": mc.basis if mc.gated else None,
-                        "interval_lo": mc.interval["lo"] if mc.interval else None,
-                        "interval_hi": mc.interval["hi"] if mc.interval else None,
-                        "interval_level": mc.interval["level"] if mc.interval else None,
-                        "rounds": mc.interval["n"] if mc.interval else None, "note": mc.note or None})
+            iv = mc.interval or {}
+            out.append(dict(zip(COMPARISON_COLUMNS, (
+                cur.label, cur.experiment, base.device.generation if base.device else None,
+                cur.device.generation if cur.device else None, mc.metric, mc.unit, mc.source, mc.baseline,
+                mc.current, mc.ratio, mc.change, mc.direction, mc.max_regression, mc.status, mc.verdict,
+                mc.basis if mc.gated else None, iv.get("lo"), iv.get("hi"), iv.get("level"), iv.get("n"),
+                mc.note or None))))
     return out
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from pytest_genai.atomic import write_text_atomic
-
 from pytest_genai.results.errors import ReportInputError
+
+MAX_STEM_CHARS = 96  # well under the file systems' 255 bytes
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -20,12 +21,8 @@ def _same_file(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve()
 
 
-MAX_STEM_CHARS = 96  # well under the file systems' 255 bytes
-
-
 def file_stem(*parts: str, limit: int = MAX_STEM_CHARS) -> str:
-    """A file name (without suffix) made from names: never a path nor hidden, at most ``limit`` characters (a cut
-    name ends with a hash of the whole, so two long names stay different)."""
+    """A file name (no suffix) from names: never a path nor hidden, at most ``limit`` chars (hash-suffixed if cut)."""
     text = "_".join(p for p in parts if p)
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "plot"
     if len(stem) > limit:
@@ -35,8 +32,7 @@ def file_stem(*parts: str, limit: int = MAX_STEM_CHARS) -> str:
 
 
 class NameAllocator:
-    """File names of one command's outputs in one folder, each handed out once (``-2``, ``-3``...), compared
-    case-folded as a case-insensitive file system would."""
+    """One command's output file names in a folder, each handed out once (``-2``, ``-3``...), compared case-folded."""
 
     def __init__(self, reserved: Iterable[str] = ()) -> None:
         self._taken = {r.casefold() for r in reserved}
@@ -70,8 +66,7 @@ def check_distinct(outputs: Sequence[tuple[str, str | os.PathLike[str]]]) -> Non
 
 def check_outputs(outputs: Iterable[str | os.PathLike[str]], inputs: Iterable[str | os.PathLike[str]],
                   option: str = "-o", example: str = "report.md") -> None:
-    """Raise :class:`ReportInputError` when an output path is (resolving symlinks and hard links) an input file, a
-    folder (the message suggests ``FOLDER/example``) or under a file."""
+    """Raise :class:`ReportInputError` when an output is (through links) an input, a folder or under a file."""
     ins = [Path(i) for i in inputs]
     for out in outputs:
         if Path(out).is_dir():  # refused now, naming the user's path (not the temp file the writer would use)
@@ -81,9 +76,8 @@ def check_outputs(outputs: Iterable[str | os.PathLike[str]], inputs: Iterable[st
             raise ReportInputError(f"{option} {out}: {parent} is a file, not a folder; choose another output path")
         for inp in ins:
             if _same_file(Path(out), inp):
-                raise ReportInputError(
-                    f"{option} {out}: is the input file {inp}; writing there would destroy it — choose another output path"
-                )
+                raise ReportInputError(f"{option} {out}: is the input file {inp}; writing there would destroy it — "
+                                       "choose another output path")
 
 
 def write_output(path: str | os.PathLike[str], text: str) -> Path:

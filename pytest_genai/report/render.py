@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence, Union
 
 from pytest_genai.experiments import label as experiment_label
-
 from pytest_genai.results.registry import MetricInfo
 from pytest_genai.results.runs import Run
 from pytest_genai.tables import Table, md_block_starts, md_inline, one_line, visible
@@ -52,34 +51,26 @@ def report_blocks(
     images: Sequence[Path] = (),
     notes: Sequence[str] = (),
 ) -> list[Block]:
-    """The first screen (summary, the machine, per paper its claims' verdicts), then every claim check by test, one
-    table per experiment, then the plots."""
+    """The first screen (summary, machine, claims by paper), the claim checks by test, the experiments, the plots."""
     recs = run.records
     blocks: list[Block] = [Heading(f"pytest-genai report — {Path(run.source).name}", 1)]
     experiments = Counter(r.experiment or "pytest-benchmark" for r in recs)
     devices = sorted({r.device.generation for r in recs if r.device is not None})
     verdicts = Counter(str(c.get("verdict", "?")) for r in recs for c in r.claims)
-    summary = [
-        f"{len(recs)} benchmarks",
-        "experiments: " + ", ".join(f"{e} ({n})" for e, n in experiments.items()),
-        "devices: " + (", ".join(devices) or "—"),
-        "claims: " + (", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())) or "none checked"),
-    ]
-    if run.datetime:
-        summary.append(f"run at {run.datetime}")
-    blocks.append(Paragraph(" · ".join(summary)))
-    blocks.append(machine_table(run))
+    summary = [f"{len(recs)} benchmarks", "experiments: " + ", ".join(f"{e} ({n})" for e, n in experiments.items()),
+               "devices: " + (", ".join(devices) or "—"),
+               "claims: " + (", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())) or "none checked"),
+               *([f"run at {run.datetime}"] if run.datetime else [])]
     from pytest_genai.claims.check import contended_share, contention_note
 
     shares = {r.fullname or r.name: s for r in recs if (s := contended_share(r.attachments)) is not None}
     contention = contention_note(shares, len(recs))
-    blocks += [Paragraph(contention)] if contention else []
-    blocks += [Paragraph(f"Note: {note}") for note in [*notes, *run.warnings]]
+    blocks += [Paragraph(" · ".join(summary)), machine_table(run), *([Paragraph(contention)] if contention else []),
+               *(Paragraph(f"Note: {note}") for note in [*notes, *run.warnings])]
     references = reference_table(recs)
     recs = without_reference(recs)  # a vendor's number is no paper's claim: its verdicts get their own section
     papers, folded = paper_claims_tables(recs, claims_by_id)
-    if papers or folded:
-        blocks.append(Heading("Claims by paper"))
+    blocks += [Heading("Claims by paper")] if papers or folded else []
     blocks += _captioned(papers)
     if folded:
         blocks.append(Paragraph(f"{folded} not_applicable checks not shown: scoped to another device, model or config "
@@ -88,9 +79,7 @@ def report_blocks(
     if undecided:
         blocks.append(Paragraph("Not decided (inconclusive): " + "; ".join(undecided) + "."))
     claims = claims_tables(recs, claims_by_id)
-    blocks.append(Heading("Claims"))
-    if not claims:
-        blocks.append(Paragraph("No claims were checked in this run."))
+    blocks += [Heading("Claims")] + ([] if claims else [Paragraph("No claims were checked in this run.")])
     blocks += _captioned(claims)
     if any(row[6] in ("target", "physics") for _, table in claims for row in table.rows):
         blocks.append(Paragraph(BASIS_NOTE))
@@ -98,14 +87,12 @@ def report_blocks(
         blocks += [Heading("Vendor reference numbers"), Paragraph(REFERENCE_NOTE), references]
     for group in experiment_tables(recs, info):
         blocks.append(Heading(f"Experiment: {experiment_label(group.experiment)} — {group.test}"))
-        if group.shared:
-            blocks.append(Paragraph(f"Same in every row: {group.shared}"))
-        if group.constant:
-            blocks.append(Paragraph(f"Same value in every row: {group.constant}"))
+        blocks += [Paragraph(f"Same {what} every row: {text}") for what, text in
+                   (("in", group.shared), ("value in", group.constant)) if text]
         blocks.extend(group.tables)
     if any("modeled" in r.sources.values() for r in recs):
-        blocks.append(Paragraph("Columns marked (modeled), or whose name says modeled or predicted, are computed from a "
-                                "model of the hardware, not measured."))
+        blocks.append(Paragraph("Columns marked (modeled), or whose name says modeled or predicted, are computed from "
+                                "a model of the hardware, not measured."))
     if images:
         blocks += [Heading("Plots"), *(Image(Path(p), Path(p).stem) for p in images)]
     return blocks
@@ -168,15 +155,10 @@ def to_html(blocks: Sequence[Block]) -> str:
             parts.append(b.to_html())
         elif isinstance(b, Image):
             data = base64.b64encode(b.path.read_bytes()).decode("ascii")
-            parts.append(
-                f'<figure><img alt="{html.escape(visible(b.caption))}" src="data:image/png;base64,{data}">'
-                f"<figcaption>{html.escape(visible(b.caption))}</figcaption></figure>"
-            )
-    body = "\n".join(parts)
-    return (
-        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{html.escape(title)}</title>\n'
-        f"<style>{_CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
-    )
+            parts.append(f'<figure><img alt="{html.escape(visible(b.caption))}" src="data:image/png;base64,{data}">'
+                         f"<figcaption>{html.escape(visible(b.caption))}</figcaption></figure>")
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{html.escape(title)}</title>\n'
+            f"<style>{_CSS}</style>\n</head>\n<body>\n" + "\n".join(parts) + "\n</body>\n</html>\n")
 
 
 def render(run: Run, info: Mapping[str, MetricInfo], claims: Mapping[str, Any], images: Sequence[Path],
