@@ -23,14 +23,10 @@ def relative_change(baseline: float, current: float) -> float:
 
 def worsening(baseline: float, current: float, direction: str) -> float:
     """Relative change in the bad direction for ``direction`` ("higher"/"lower" is better); > 0 means worse."""
+    if direction not in ("higher", "lower", "none"):
+        raise ValueError(f"direction {direction!r} is not 'higher', 'lower' or 'none'")
     change = relative_change(baseline, current)
-    if direction == "higher":
-        return -change
-    if direction == "lower":
-        return change
-    if direction == "none":
-        return 0.0
-    raise ValueError(f"direction {direction!r} is not 'higher', 'lower' or 'none'")
+    return -change if direction == "higher" else change if direction == "lower" else 0.0
 
 
 def is_regression(baseline: float, current: float, direction: str, max_regression: float) -> bool:

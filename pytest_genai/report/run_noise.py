@@ -40,9 +40,9 @@ def measured() -> RunNoise:
 
     path = resources.files("pytest_genai.claims").joinpath("data", "run_noise.toml")
     data = load_toml(path.read_text(encoding="utf-8"), str(path))
-    per = {name: float(entry["value"]) for name, entry in data.get("experiment", {}).items()}
-    metrics = {name: float(entry["value"]) for name, entry in data.get("metric", {}).items()}
-    return RunNoise(float(data["default"]["value"]), MappingProxyType(per), MEASURED, MappingProxyType(metrics))
+    per, metrics = (MappingProxyType({name: float(entry["value"]) for name, entry in data.get(kind, {}).items()})
+                    for kind in ("experiment", "metric"))
+    return RunNoise(float(data["default"]["value"]), per, MEASURED, metrics)
 
 
 def parse_run_noise(text: str | None, option: str = "--run-noise") -> RunNoise:
@@ -50,8 +50,7 @@ def parse_run_noise(text: str | None, option: str = "--run-noise") -> RunNoise:
     experiment, ``*`` for the rest (0 when absent). Values are standard deviations of a run's log mean."""
     if text is None or text.strip().lower() in ("", MEASURED):
         return measured()
-    per: dict[str, float] = {}
-    default = 0.0
+    per: dict[str, float] = {}  # and the default, as "*", until the end
     for token in text.split(","):
         key, eq, value = token.strip().rpartition("=")
         key = key.strip() if eq else "*"
@@ -60,12 +59,8 @@ def parse_run_noise(text: str | None, option: str = "--run-noise") -> RunNoise:
         except ValueError:
             number = math.nan
         if not (math.isfinite(number) and 0 <= number <= 2):
-            raise ValueError(f"{option + ' ' if option else ''}{text!r}: {value.strip()!r} is not a standard deviation of a log between 0 "
-                             "and 2; give e.g. 0.05, finetune=0.2,*=0.05, or measured")
-        if key == "*":
-            default = number
-        else:
-            per[key] = number
-    if not per and default == 0:
-        return RunNoise()
-    return RunNoise(default, MappingProxyType(per), "given")
+            raise ValueError(f"{option + ' ' if option else ''}{text!r}: {value.strip()!r} is not a standard deviation "
+                             "of a log between 0 and 2; give e.g. 0.05, finetune=0.2,*=0.05, or measured")
+        per[key] = number
+    default = per.pop("*", 0.0)
+    return RunNoise(default, MappingProxyType(per), "given") if per or default else RunNoise()
