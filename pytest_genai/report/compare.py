@@ -6,19 +6,20 @@ row or numerator, and Holm's correction can only turn a decision into undecided.
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from pytest_genai.identity import environment_differences
 from pytest_genai.runtime.reference import REFERENCE_LABEL
 from pytest_genai.stack import stack_differences
+from pytest_genai.stats import Interval, bootstrap_ratio_interval, run_spread_interval
 
 from .decision import ALPHA, IMPROVED, INCONCLUSIVE, UNCHANGED, decide, ratio_verdict, z_ppf
 from .deltas import is_regression, relative_change
 from .matching import Pair, match_records
-from pytest_genai.results.registry import MetricInfo, unit_factor
+from pytest_genai.results.registry import UNIT_SCALES, MetricInfo, unit_factor
 from pytest_genai.results.runs import Record, Run
 from .thresholds import Thresholds
 
@@ -91,10 +92,8 @@ class MetricComparison:
     @property
     def improved_past_limit(self) -> bool:
         """True when the value got better by more than its threshold (worth a look: a real change, or noise)."""
-        if self.status == IMPROVED:
-            return True
         if self.status != BETTER or self.max_regression is None or self.baseline is None or self.current is None:
-            return False
+            return self.status == IMPROVED
         assert self.direction in _DIRECTED  # better past the limit: a regression the other way
         return is_regression(self.baseline, self.current, _DIRECTED[self.direction == "higher"], self.max_regression)
 
@@ -130,10 +129,8 @@ class Comparison:
     @property
     def environment_differences(self) -> list[tuple[str, int]]:
         """How the paired benchmarks' environments differ (``threads 2 -> 16``), each with how many pairs show it."""
-        counts: dict[str, int] = {}
-        for pc in self.pairs:
-            for line in environment_differences(pc.pair.baseline.environment, pc.pair.current.environment):
-                counts[line] = counts.get(line, 0) + 1
+        counts = Counter(line for pc in self.pairs
+                         for line in environment_differences(pc.pair.baseline.environment, pc.pair.current.environment))
         keys = list(dict.fromkeys(line.split(" ", 1)[0].rstrip(":") for line in counts))  # a key's lines together
         return sorted(counts.items(), key=lambda item: keys.index(item[0].split(" ", 1)[0].rstrip(":")))
 
@@ -146,11 +143,8 @@ class Comparison:
 def fails(mc: "MetricComparison", *, strict: bool = False, allow_missing: bool = False) -> bool:
     """Whether ``mc`` fails the gate; a directed metric missing from the current run fails unless ``allow_missing``
     (a throughput that stopped being recorded must not pass as "nothing regressed")."""
-    if mc.status in FAILING:
-        return True
-    if mc.status == MISSING_CURRENT:
-        return not mc.optional and (strict or (not allow_missing and mc.direction in _DIRECTED))
-    return False
+    return mc.status in FAILING or (mc.status == MISSING_CURRENT and not mc.optional
+                                    and (strict or (not allow_missing and mc.direction in _DIRECTED)))
 
 
 def compare_metric(metric: str, baseline: float | None, current: float | None, info: MetricInfo | None,
@@ -204,9 +198,6 @@ def _join(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
 
-# --- (1) unit normalisation ---------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Sides:
     """One metric of a matched pair, both sides in one unit (:func:`normalise`)."""
@@ -249,9 +240,6 @@ def normalise(base: Record, cur: Record, name: str, registered: str, timing_fiel
                  tuple(tuple(scale(r, bf)) for r in base.run_rounds.get(name, ())), _join(*notes))
 
 
-# --- (2) judgement ------------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class _Setting:
     """What every row of one matched pair is judged beside (``other_ruler``: '' when the rulers compare)."""
@@ -278,7 +266,7 @@ def _first_row(name: str, sides: Sides, definition: MetricInfo | None, limit: fl
     published = "reference" in source.split("/")  # a vendor's number, from settings the rows may not share
     deterministic = not published and ((definition is not None and definition.max_regression is not None
                                         and not definition.timing) or (computed and not noisy))
-    return dataclasses.replace(mc, basis=EXACT if deterministic else POINT, optional=optional, note=_join(
+    return replace(mc, basis=EXACT if deterministic else POINT, optional=optional, note=_join(
         sides.note, "modeled from measured times, so compared as a measurement" if noisy and computed else ""))
 
 
@@ -287,8 +275,7 @@ def _judge(mc: MetricComparison, sides: Sides, normalized: bool, setting: _Setti
     if mc.status not in (REGRESSED, WORSE, BETTER, SAME) or mc.max_regression is None:
         return mc  # missing, not finite, undirected, refused: nothing rounds could decide
     if normalized and setting.other_ruler:
-        return dataclasses.replace(mc, status=NOT_COMPARABLE, max_regression=None,
-                                   note=_join(mc.note, setting.other_ruler))
+        return replace(mc, status=NOT_COMPARABLE, max_regression=None, note=_join(mc.note, setting.other_ruler))
     if len(sides.runs) >= 2:
         return mc if mc.basis == EXACT else _judge_on_runs(mc, sides, setting)
     base_rounds, cur_rounds = sides.rounds
@@ -304,19 +291,17 @@ def _judge(mc: MetricComparison, sides: Sides, normalized: bool, setting: _Setti
                           run_noise=setting.run_noise)
     except ValueError as exc:  # a threshold no drop can pass (checked with the thresholds), or a non-finite round
         return _point_rule(mc, f"the rounds give no decision ({exc})", sides, setting)
-    row = dataclasses.replace(mc, status=decision.verdict, basis=INTERVAL, interval=decision.to_json(),
-                              past_threshold=decision.past_margin,
-                              note=_join(mc.note, _decision_note(decision, mc.max_regression)))
+    row = replace(mc, status=decision.verdict, basis=INTERVAL, interval=decision.to_json(),
+                  past_threshold=decision.past_margin, note=_join(mc.note, _decision_note(decision, mc.max_regression)))
     return _under_contention(row, setting)
 
 
 def _undecided(mc: MetricComparison, why: str) -> MetricComparison:
-    return dataclasses.replace(mc, status=INCONCLUSIVE, past_threshold=True, note=_join(mc.note, why))
+    return replace(mc, status=INCONCLUSIVE, past_threshold=True, note=_join(mc.note, why))
 
 
 def _under_contention(mc: MetricComparison, setting: _Setting) -> MetricComparison:
-    """Contention stretches rounds: a contended current run is not called regressed, nor cleared against a contended
-    baseline; the row reads undecided instead."""
+    """A contended current run is not called regressed, nor cleared against a contended baseline: it reads undecided."""
     from pytest_genai.claims.check import CONTENDED_SHARE
 
     cur, base = setting.cur_stall, setting.base_stall
@@ -332,10 +317,8 @@ def _under_contention(mc: MetricComparison, setting: _Setting) -> MetricComparis
 
 
 def _point_rule(mc: MetricComparison, why: str, sides: Sides, setting: _Setting) -> MetricComparison:
-    """Two values say nothing about noise: a regression stands only past :data:`POINT_NOISE_FACTOR`, or where the
-    runs' own intervals (widened by the run noise) are disjoint; otherwise it reads undecided."""
-    mc = _under_contention(dataclasses.replace(mc, basis=POINT, note=_join(mc.note, f"point comparison: {why}")),
-                           setting)
+    """A point regression stands only past :data:`POINT_NOISE_FACTOR` or with disjoint own intervals, else undecided."""
+    mc = _under_contention(replace(mc, basis=POINT, note=_join(mc.note, f"point comparison: {why}")), setting)
     if mc.status != REGRESSED:
         return mc
     if all(i is not None and 0 < i[0] <= i[1] for i in sides.intervals):
@@ -357,16 +340,14 @@ def _point_rule(mc: MetricComparison, why: str, sides: Sides, setting: _Setting)
 
 def _judge_on_runs(mc: MetricComparison, sides: Sides, setting: _Setting) -> MetricComparison:
     """``mc`` on the runs' prediction interval of the ratio, widened to the rounds' bootstrap interval if both have."""
-    from pytest_genai.stats import Interval, bootstrap_ratio_interval, run_spread_interval
-
     base_rounds, cur_rounds = sides.rounds
     assert mc.current is not None and mc.baseline is not None and mc.direction in _DIRECTED
     try:
         interval = run_spread_interval(_thin(cur_rounds if _kept(cur_rounds) else (mc.current,)),
                                        [_thin(r) for r in sides.runs])
     except ValueError as exc:  # a non-positive value: no ratio
-        return dataclasses.replace(mc, basis=POINT, note=_join(mc.note, f"point comparison: the runs give no ratio "
-                                                                         f"interval ({exc})"))
+        why = f"point comparison: the runs give no ratio interval ({exc})"
+        return replace(mc, basis=POINT, note=_join(mc.note, why))
     how = f"baseline of {len(sides.runs)} runs: their spread between runs sets the interval"
     if _kept(base_rounds) and _kept(cur_rounds):
         try:
@@ -388,16 +369,15 @@ def _judge_on_runs(mc: MetricComparison, sides: Sides, setting: _Setting) -> Met
         verdict = INCONCLUSIVE
         why = ("the recorded value and the runs' interval disagree about the threshold; record the value of the "
                "statistic the rounds are for (their median)")
-    row = dataclasses.replace(mc, status=verdict, basis=INTERVAL, interval=interval.to_json(), past_threshold=past,
-                              note=_join(mc.note, how, why))
+    row = replace(mc, status=verdict, basis=INTERVAL, interval=interval.to_json(), past_threshold=past,
+                  note=_join(mc.note, how, why))
     return _under_contention(row, setting)
 
 
 def _unconfirmed(rows: Sequence[MetricComparison],
                  why_not: Callable[[MetricComparison], str]) -> tuple[MetricComparison, ...]:
     """``rows`` with each regression that ``why_not`` gives a reason against ('' keeps it) read undecided."""
-    whys = [why_not(r) if r.status == REGRESSED else "" for r in rows]
-    return tuple(_undecided(r, why) if why else r for r, why in zip(rows, whys))
+    return tuple(_undecided(r, why) if r.status == REGRESSED and (why := why_not(r)) else r for r in rows)
 
 
 def _over_numerators(rows: Sequence[MetricComparison], info: Mapping[str, MetricInfo]) -> tuple[MetricComparison, ...]:
@@ -433,8 +413,6 @@ def _other_ruler(base: Record, cur: Record) -> str:
 
 def _speed_row(mc: MetricComparison, info: Mapping[str, MetricInfo]) -> bool:
     """A measured row a slower machine moves: a time, a rate, MFU, or a number modeled from measured times."""
-    from pytest_genai.results.registry import UNIT_SCALES
-
     if mc.basis == EXACT:
         return False
     d = info.get(mc.metric)
@@ -495,15 +473,11 @@ def _decision_note(decision: Any, limit: float) -> str:
             f"it{advice}")
 
 
-# --- (3) the composition ------------------------------------------------------------------------------------------
-
-
 def compare_records(base: Record, cur: Record, info: Mapping[str, MetricInfo], thresholds: Thresholds
                     ) -> tuple[MetricComparison, ...]:
     """Every metric of a matched pair: normalised, judged, then the rules across the pair's rows."""
     experiment = cur.experiment or base.experiment
-    setting = _Setting(stall_share(base), stall_share(cur), _other_ruler(base, cur),
-                       thresholds.run_noise.for_experiment(experiment))
+    stalls, ruler = (stall_share(base), stall_share(cur)), _other_ruler(base, cur)
     # the recorded metrics, baseline's first, then pytest-benchmark statistics a threshold names (``mean:5%``)
     names = dict.fromkeys([*base.metrics, *cur.metrics], "")
     names.update({m: f for m, f in thresholds.timing_fields().items()
@@ -516,10 +490,10 @@ def compare_records(base: Record, cur: Record, info: Mapping[str, MetricInfo], t
         limit = thresholds.for_metric(name, experiment, definition.max_regression if definition else None)
         source = "/".join(sorted({r.sources.get(name, "measured") for r in (base, cur) if name in r.metrics}))
         row = _first_row(name, sides, definition, limit, source or "measured")
-        per_row = dataclasses.replace(setting, run_noise=thresholds.run_noise.for_metric(name, experiment))
-        if definition is not None and definition.contention_free:  # an instruction count: a load does not move it
-            per_row = dataclasses.replace(per_row, base_stall=None, cur_stall=None)
-        rows.append(_judge(row, sides, bool(definition and definition.machine_normalized), per_row))
+        free = definition is not None and definition.contention_free  # an instruction count: a load does not move it
+        noise = thresholds.run_noise.for_metric(name, experiment)
+        setting = _Setting(*((None, None) if free else stalls), ruler, noise)
+        rows.append(_judge(row, sides, bool(definition and definition.machine_normalized), setting))
     return _over_numerators(_corroborated(rows, info), info)
 
 

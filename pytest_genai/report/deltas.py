@@ -1,7 +1,4 @@
-"""Pure arithmetic of run-to-run change: relative change, worsening, regression test, speedup.
-
-The definitions of pytest-benchmark's ``--benchmark-compare-fail=metric:N%``, generalised by the metric's direction.
-"""
+"""Run-to-run change as pytest-benchmark's ``--benchmark-compare-fail=metric:N%`` defines it, by metric direction."""
 
 from __future__ import annotations
 
@@ -16,9 +13,7 @@ def relative_change(baseline: float, current: float) -> float:
         return math.nan
     if current == baseline:
         return 0.0
-    if baseline == 0:
-        return math.copysign(math.inf, current)
-    return (current - baseline) / abs(baseline)
+    return math.copysign(math.inf, current) if baseline == 0 else (current - baseline) / abs(baseline)
 
 
 def worsening(baseline: float, current: float, direction: str) -> float:
@@ -30,9 +25,8 @@ def worsening(baseline: float, current: float, direction: str) -> float:
 
 
 def is_regression(baseline: float, current: float, direction: str, max_regression: float) -> bool:
-    """True when ``current`` is worse than ``baseline`` by strictly more than the fraction ``max_regression``; a
-    non-finite ``current`` did not reproduce a number (a regression), a non-finite ``baseline`` gives nothing to
-    regress against."""
+    """``current`` is worse than ``baseline`` by strictly more than the fraction ``max_regression``; a non-finite
+    ``current`` reproduced no number (a regression), a non-finite ``baseline`` gives nothing to regress against."""
     if not math.isfinite(baseline):
         return False
     if not math.isfinite(current):

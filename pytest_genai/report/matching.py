@@ -1,8 +1,7 @@
-"""Pairing the benchmarks of two runs: by (experiment, config, model), not by node id.
+"""Pairing the benchmarks of two runs by (experiment, config identity, model), never node id or device.
 
-The config is the benchmark's identity only (:mod:`pytest_genai.identity`), and the device is not part of the key, so
-a CUDA run and an HPU run of one workload pair up. A key held several times on one side is paired by device (exact,
-then generation, then kind); a run with the same key on the same device twice is refused (:func:`check_unique`).
+A key held several times on one side is paired by device (exact, then generation, then kind); a run with the same
+key on the same device twice is refused (:func:`check_unique`).
 """
 
 from __future__ import annotations
@@ -63,17 +62,13 @@ def nearest_difference(rec: Record, others: Sequence[Record], *, rec_is_current:
     """Why ``rec`` found no counterpart: how its identity differs from the closest of ``others`` of the same test,
     baseline -> current (``n_examples 40 -> 80``); "" when there is none."""
     test = rec.name.split("[", 1)[0]
-    best: list[str] | None = None
+    found = []
     for other in others:
-        if other.experiment != rec.experiment or other.name.split("[", 1)[0] != test:
-            continue
-        base, cur = (other, rec) if rec_is_current else (rec, other)
-        lines = differences(base.config, cur.config)
-        if base.model != cur.model:
-            lines.insert(0, f"model {base.model or '—'} -> {cur.model or '—'}")
-        if lines and (best is None or len(lines) < len(best)):
-            best = lines
-    return "; ".join(best) if best else ""
+        if other.experiment == rec.experiment and other.name.split("[", 1)[0] == test:
+            base, cur = (other, rec) if rec_is_current else (rec, other)
+            model = [f"model {base.model or '—'} -> {cur.model or '—'}"] if base.model != cur.model else []
+            found.append(model + differences(base.config, cur.config))
+    return "; ".join(min((lines for lines in found if lines), key=len, default=[]))
 
 
 def duplicate_groups(records: Sequence[Record]) -> list[list[Record]]:
@@ -91,16 +86,14 @@ def check_unique(run: Run) -> None:
         return
     first = groups[0]
     rec, more, others = first[0], len(first) - 2, len(groups) - 1
-    if rec.experiment is None:
-        what = f"the same test name and parameter ({rec.key[0].split(':', 1)[1]}, {rec.key[1] or 'no parameter'})"
-    else:
-        device = rec.device.label if rec.device is not None else "no device"
-        what = f"the same experiment {rec.experiment!r}, model {rec.model!r}, config {rec.config_key} and device {device}"
+    device = rec.device.label if rec.device is not None else "no device"
+    what = (f"the same test name and parameter ({rec.key[0].split(':', 1)[1]}, {rec.key[1] or 'no parameter'})"
+            if rec.experiment is None else
+            f"the same experiment {rec.experiment!r}, model {rec.model!r}, config {rec.config_key} and device {device}")
     names = " and ".join(f"{r.name!r} ({r.fullname})" if r.fullname and r.fullname != r.name else repr(r.name)
                          for r in first[:2])
     extra = (f" (and {more} more with that key)" if more else "") + (
         f"; {others} more duplicated key(s) in this file" if others else "")
     raise ReportInputError(
         f"{run.source}: benchmarks {names} have {what}, so they cannot be paired with another run{extra} — "
-        "give each a distinct config (e.g. an 'id' entry) or model, or keep only one of them"
-    )
+        "give each a distinct config (e.g. an 'id' entry) or model, or keep only one of them")

@@ -1,7 +1,5 @@
-"""N runs side by side (``pytest-genai compare A B C ...``): a row per (benchmark, metric), a value column per run and
-each later run's ratio to the first. Benchmarks pair with the first run's as two runs pair (never on the device); one
-that the first run lacks is counted, not shown.
-"""
+"""N runs side by side (``pytest-genai compare A B C ...``): a row per (benchmark, metric), each run's value and each
+later run's ratio to the first; benchmarks pair with the first run's as two runs pair, unmatched ones are counted."""
 from __future__ import annotations
 
 import math

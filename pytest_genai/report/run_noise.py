@@ -27,8 +27,7 @@ class RunNoise:
     def label(self) -> str:
         if self.source == "none":
             return "run noise 0 (rounds alone)"
-        parts = [f"{k} {v:g}" for k, v in sorted(self.per_experiment.items())]
-        parts += [f"{k} {v:g}" for k, v in sorted(self.per_metric.items())]
+        parts = [f"{k} {v:g}" for table in (self.per_experiment, self.per_metric) for k, v in sorted(table.items())]
         return f"run noise ({self.source}): default {self.default:g}" + (f", {', '.join(parts)}" if parts else "")
 
 

@@ -1,9 +1,7 @@
-"""Per-metric (and per-experiment) regression thresholds: ``tokens_per_s=5%,perplexity=0.5%``.
+"""Regression thresholds: ``metric=N%``, ``experiment:metric=N%``, ``experiment:*=N%``, ``*=N%`` or ``median:10%``.
 
-Comma-separated ``metric=N%``, ``experiment:metric=N%``, ``experiment:*=N%``, ``*=N%``, or pytest-benchmark's
-``field:N%`` (``median:10%``; relative only). The most specific user key wins, then the metric registry's
-``max_regression``, then the built-in defaults. Unknown names are refused (:meth:`Thresholds.check_known`): a
-misspelling would otherwise leave the default in force without a word.
+The most specific user key wins, then the registry's ``max_regression``, then the built-in defaults; unknown names
+are refused (:meth:`Thresholds.check_known`), since a misspelling would leave the default in force without a word.
 """
 
 from __future__ import annotations
@@ -18,11 +16,8 @@ from typing import Any, Collection, Mapping, Sequence
 from .run_noise import RunNoise
 from pytest_genai.results.runs import BENCH_STATS_FIELDS, bench_stat_metric
 
-DEFAULT_MAX_REGRESSION = 0.05
-"""Allowed worsening for a metric nobody gave a threshold for: 5 %."""
-
-BUILTIN_DEFAULTS: Mapping[str, float] = MappingProxyType({"benchmark_median_s": 0.10})
-"""Thresholds of metrics in no registry file: the median round time's is the slowdown worth a gate on a shared CPU."""
+DEFAULT_MAX_REGRESSION = 0.05  # allowed worsening for a metric nobody gave a threshold for
+BUILTIN_DEFAULTS: Mapping[str, float] = MappingProxyType({"benchmark_median_s": 0.10})  # worth a gate on a shared CPU
 
 _NAME = r"[A-Za-z0-9_.\-]+"
 _KEY = re.compile(rf"^(?:(?P<exp>{_NAME}):)?(?P<metric>{_NAME}|\*)$")
@@ -40,8 +35,7 @@ class Thresholds:
     per_metric: Mapping[str, float] = field(default_factory=dict)
     per_experiment: Mapping[tuple[str, str], float] = field(default_factory=dict)
     default: float | None = None
-    run_noise: RunNoise = field(default_factory=RunNoise)
-    """How much a run's log mean moves between launches of the same code, per experiment (:mod:`.run_noise`)."""
+    run_noise: RunNoise = field(default_factory=RunNoise)  # how a run's log mean moves between launches of the code
 
     def __post_init__(self) -> None:
         items = list(self.per_metric.items()) + [(f"{e}:{m}", v) for (e, m), v in self.per_experiment.items()]
@@ -51,8 +45,7 @@ class Thresholds:
                 raise ThresholdError(f"threshold for {key!r} is {value!r}; use a finite, non-negative fraction")
 
     def for_metric(self, metric: str, experiment: str | None = None, registry: float | None = None) -> float:
-        """The allowed worsening (fraction) for ``metric`` in ``experiment``; ``registry``: the metric registry's
-        threshold for it (``MetricInfo.max_regression``), below the user's keys and above the built-in defaults."""
+        """The allowed worsening for ``metric`` in ``experiment``: the user's keys, else ``registry``, else defaults."""
         order = (self.per_experiment.get((experiment, metric)), self.per_metric.get(metric),
                  self.per_experiment.get((experiment, "*")), self.default, registry)
         return next((v for v in order if v is not None), BUILTIN_DEFAULTS.get(metric, DEFAULT_MAX_REGRESSION))
