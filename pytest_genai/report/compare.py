@@ -178,15 +178,13 @@ def stall_share(rec: Record) -> float | None:
     """The share of the measurement with a task waiting for a CPU (``cpu_contention`` attachment), else None."""
     reading = rec.attachments.get("cpu_contention")
     value = reading.get("stall_share_measured") if isinstance(reading, Mapping) else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
 
 
 def _thin(rounds: Sequence[float]) -> list[float]:
     xs = sorted(rounds)
-    n = len(xs)
-    return xs if n <= MAX_ROUNDS else [xs[round(i * (n - 1) / (MAX_ROUNDS - 1))] for i in range(MAX_ROUNDS)]
+    return xs if len(xs) <= MAX_ROUNDS else [xs[round(i * (len(xs) - 1) / (MAX_ROUNDS - 1))] for i in range(MAX_ROUNDS)]
 
 
 def _kept(rounds: Sequence[float] | None) -> bool:
@@ -228,9 +226,7 @@ def normalise(base: Record, cur: Record, name: str, registered: str, timing_fiel
         return Sides(target, b_val, c_val, note=why, refused=True)
 
     def scale(x: Any, f: float) -> Any:  # a value, or a sequence of them
-        if x is None or f == 1.0:
-            return x
-        return x * f if isinstance(x, (int, float)) else tuple(v * f for v in x)
+        return x if x is None or f == 1.0 else x * f if isinstance(x, (int, float)) else tuple(v * f for v in x)
 
     notes = [f"the {side}'s {unit} converted to {target}"
              for side, unit, f in (("baseline", b_unit, bf), ("current run", c_unit, cf)) if f != 1.0]
@@ -341,7 +337,8 @@ def _point_rule(mc: MetricComparison, why: str, sides: Sides, setting: _Setting)
 def _judge_on_runs(mc: MetricComparison, sides: Sides, setting: _Setting) -> MetricComparison:
     """``mc`` on the runs' prediction interval of the ratio, widened to the rounds' bootstrap interval if both have."""
     base_rounds, cur_rounds = sides.rounds
-    assert mc.current is not None and mc.baseline is not None and mc.direction in _DIRECTED
+    limit = mc.max_regression
+    assert mc.current is not None and mc.baseline is not None and mc.direction in _DIRECTED and limit is not None
     try:
         interval = run_spread_interval(_thin(cur_rounds if _kept(cur_rounds) else (mc.current,)),
                                        [_thin(r) for r in sides.runs])
@@ -357,8 +354,6 @@ def _judge_on_runs(mc: MetricComparison, sides: Sides, setting: _Setting) -> Met
         else:  # widening keeps the prediction interval's coverage
             interval = Interval(min(interval.lo, within.lo), max(interval.hi, within.hi), interval.level, interval.n,
                                 f"{interval.method}, joined with the {within.method} of the newest run's rounds")
-    limit = mc.max_regression
-    assert limit is not None
     verdict = ratio_verdict(interval.lo, interval.hi, mc.direction, limit)
     past = is_regression(mc.baseline, mc.current, mc.direction, limit)
     why = ""
@@ -444,10 +439,9 @@ def holm(rows: Sequence[Sequence[MetricComparison]]) -> list[tuple[MetricCompari
     tested = [(p, i, j) for i, group in enumerate(rows) for j, mc in enumerate(group)
               if (p := _p_worse(mc)) is not None]
     m = len(tested)
-    regressed = sorted((t for t in tested if rows[t[1]][t[2]].status == REGRESSED), key=lambda t: t[0])
     out = [list(group) for group in rows]
     holding = False
-    for k, (p, i, j) in enumerate(regressed):
+    for k, (p, i, j) in enumerate(sorted(t for t in tested if rows[t[1]][t[2]].status == REGRESSED)):  # by p, then row
         holding = holding or p > ALPHA / (m - k)
         if holding:
             out[i][j] = _undecided(out[i][j], f"undecided: significant alone (one-sided p {p:.2g}) but not across "

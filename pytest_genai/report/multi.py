@@ -33,8 +33,7 @@ class MultiComparison:
     labels: tuple[str, ...]
     sources: tuple[str, ...]
     rows: tuple[MultiRow, ...]
-    unmatched: tuple[int, ...]
-    """Per run: benchmarks with no counterpart in the first run (for the first: those in no other run)."""
+    unmatched: tuple[int, ...]  # per run: benchmarks with no counterpart in the first (for the first: in no other)
 
 
 def compare_many(runs: Sequence[Run], metrics: Sequence[str] = (), labels: Sequence[str] | None = None
@@ -50,9 +49,7 @@ def compare_many(runs: Sequence[Run], metrics: Sequence[str] = (), labels: Seque
     rows = []
     for rec in first.records:
         recs = [p.get(id(rec)) for p in partner]
-        for name in dict.fromkeys(m for r in recs if r is not None for m in r.metrics):
-            if metrics and name not in metrics:
-                continue
+        for name in dict.fromkeys(m for r in recs if r is not None for m in r.metrics if not metrics or m in metrics):
             have = [r for r in recs if r is not None and name in r.metrics]
             unit = next((r.units[name] for r in have if r.units.get(name)), "")
             source = "/".join(sorted({r.sources.get(name, "measured") for r in have}))
@@ -66,10 +63,8 @@ def compare_many(runs: Sequence[Run], metrics: Sequence[str] = (), labels: Seque
 
 
 def headers(mc: MultiComparison) -> list[str]:
-    out = ["benchmark", "metric", "unit", mc.labels[0]]
-    for label in mc.labels[1:]:
-        out += [label, f"{label} / {mc.labels[0]}"]
-    return out
+    later = (h for label in mc.labels[1:] for h in (label, f"{label} / {mc.labels[0]}"))  # each value, its ratio
+    return ["benchmark", "metric", "unit", mc.labels[0], *later]
 
 
 def _cells(row: MultiRow, value: Callable[[float | None], Any], ratio: Callable[[float | None], Any]) -> list[Any]:

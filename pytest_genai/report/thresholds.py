@@ -9,11 +9,13 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import statistics
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Collection, Mapping, Sequence
 
 from .run_noise import RunNoise
+from pytest_genai.stats import median_interval
 from pytest_genai.results.runs import BENCH_STATS_FIELDS, bench_stat_metric
 
 DEFAULT_MAX_REGRESSION = 0.05  # allowed worsening for a metric nobody gave a threshold for
@@ -133,10 +135,6 @@ def parse_thresholds(text: str | None, *, option: str = "--max-regression") -> T
 def precise_for_gate(rounds: Sequence[float], limit: float) -> bool:
     """Are ``rounds`` precise enough for a later gate at threshold ``limit`` to decide? Their median's interval no
     wider than half the threshold puts a change of 1.4x the threshold wholly past it."""
-    import statistics
-
-    from pytest_genai.stats import median_interval
-
     values = [float(r) for r in rounds]
     if len(values) < 2:
         return False
