@@ -1,7 +1,6 @@
 """Metric-by-metric comparison of two runs (``pytest-genai compare``), the basis of the gate (docs/report.md).
 
-Rows are judged on an ``interval``, as ``exact`` or as a ``point``; CPU contention, a disagreeing ``machine_normalized``
-row or numerator, and Holm's correction can only turn a decision into undecided.
+Contention, a disagreeing ``machine_normalized`` row or numerator and Holm's correction only turn decisions undecided.
 """
 
 from __future__ import annotations
@@ -70,20 +69,14 @@ class MetricComparison:
     @property
     def verdict(self) -> str | None:
         """A gated row's verdict (worse/better/same read as unchanged unless past the threshold); None if not gated."""
-        if self.status in (REGRESSED, NOT_FINITE):
-            return REGRESSED
-        if self.status in (IMPROVED, UNCHANGED, INCONCLUSIVE):
-            return self.status
         if self.status in (WORSE, BETTER, SAME):
             return IMPROVED if self.improved_past_limit else UNCHANGED
-        return None
+        return REGRESSED if self.status == NOT_FINITE else self.status if self.status in VERDICTS else None
 
     @property
     def ratio(self) -> float | None:
         b, c = self.baseline, self.current
-        if b is None or c is None or b == 0 or not (math.isfinite(b) and math.isfinite(c)):
-            return None
-        return c / b
+        return None if b is None or c is None or b == 0 or not (math.isfinite(b) and math.isfinite(c)) else c / b
 
     @property
     def gated(self) -> bool:
@@ -320,10 +313,9 @@ def _point_rule(mc: MetricComparison, why: str, sides: Sides, setting: _Setting)
     if all(i is not None and 0 < i[0] <= i[1] for i in sides.intervals):
         grow = math.exp(z_ppf(1 - ALPHA) * setting.run_noise)
         (b_lo, b_hi), (c_lo, c_hi) = ((i[0] / grow, i[1] * grow) for i in sides.intervals if i is not None)
-        if b_hi < c_lo or c_hi < b_lo:
-            return mc
-        return _undecided(mc, f"{_PAST_BUT}the runs' own intervals of the value overlap ([{b_lo:.4g}, {b_hi:.4g}] "
-                              f"and [{c_lo:.4g}, {c_hi:.4g}]): noise could explain the change")
+        return mc if b_hi < c_lo or c_hi < b_lo else _undecided(
+            mc, f"{_PAST_BUT}the runs' own intervals of the value overlap ([{b_lo:.4g}, {b_hi:.4g}] and "
+                f"[{c_lo:.4g}, {c_hi:.4g}]): noise could explain the change")
     assert mc.baseline is not None and mc.current is not None
     factor = (mc.current / mc.baseline if mc.direction == "lower" else mc.baseline / mc.current) \
         if mc.baseline > 0 and mc.current > 0 else math.inf
@@ -408,12 +400,9 @@ def _other_ruler(base: Record, cur: Record) -> str:
 
 def _speed_row(mc: MetricComparison, info: Mapping[str, MetricInfo]) -> bool:
     """A measured row a slower machine moves: a time, a rate, MFU, or a number modeled from measured times."""
-    if mc.basis == EXACT:
-        return False
-    d = info.get(mc.metric)
-    scale = UNIT_SCALES.get(mc.unit.strip()) if mc.unit else None
+    d, scale = info.get(mc.metric), (UNIT_SCALES.get(mc.unit.strip()) if mc.unit else None)
     rate = bool(scale and scale[0] in ("time", "bandwidth", "flop rate")) or mc.unit.endswith("/s")
-    return bool((d is not None and (d.timing or d.measured_inputs or d.numerator)) or rate)
+    return mc.basis != EXACT and bool((d is not None and (d.timing or d.measured_inputs or d.numerator)) or rate)
 
 
 def _corroborated(rows: list[MetricComparison], info: Mapping[str, MetricInfo]) -> tuple[MetricComparison, ...]:
@@ -471,7 +460,7 @@ def compare_records(base: Record, cur: Record, info: Mapping[str, MetricInfo], t
                     ) -> tuple[MetricComparison, ...]:
     """Every metric of a matched pair: normalised, judged, then the rules across the pair's rows."""
     experiment = cur.experiment or base.experiment
-    stalls, ruler = (stall_share(base), stall_share(cur)), _other_ruler(base, cur)
+    stalls, ruler, noise = (stall_share(base), stall_share(cur)), _other_ruler(base, cur), thresholds.run_noise
     # the recorded metrics, baseline's first, then pytest-benchmark statistics a threshold names (``mean:5%``)
     names = dict.fromkeys([*base.metrics, *cur.metrics], "")
     names.update({m: f for m, f in thresholds.timing_fields().items()
@@ -485,8 +474,7 @@ def compare_records(base: Record, cur: Record, info: Mapping[str, MetricInfo], t
         source = "/".join(sorted({r.sources.get(name, "measured") for r in (base, cur) if name in r.metrics}))
         row = _first_row(name, sides, definition, limit, source or "measured")
         free = definition is not None and definition.contention_free  # an instruction count: a load does not move it
-        noise = thresholds.run_noise.for_metric(name, experiment)
-        setting = _Setting(*((None, None) if free else stalls), ruler, noise)
+        setting = _Setting(*((None, None) if free else stalls), ruler, noise.for_metric(name, experiment))
         rows.append(_judge(row, sides, bool(definition and definition.machine_normalized), setting))
     return _over_numerators(_corroborated(rows, info), info)
 

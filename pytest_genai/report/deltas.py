@@ -36,9 +36,6 @@ def is_regression(baseline: float, current: float, direction: str, max_regressio
 
 def speedup(baseline: float, current: float, direction: str) -> float:
     """How many times faster ``current`` is than ``baseline`` (> 1 is faster); nan where undefined."""
-    if direction not in ("higher", "lower"):
-        return math.nan
     num, den = (current, baseline) if direction == "higher" else (baseline, current)
-    if not (math.isfinite(num) and math.isfinite(den)) or den == 0:
-        return math.nan
-    return num / den
+    ok = direction in ("higher", "lower") and math.isfinite(num) and math.isfinite(den) and den != 0
+    return num / den if ok else math.nan

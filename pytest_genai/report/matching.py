@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from pytest_genai.identity import differences
-
 from pytest_genai.results.errors import ReportInputError
 from pytest_genai.results.runs import Record, Run
 
@@ -40,9 +39,7 @@ def match_records(baseline: Sequence[Record], current: Sequence[Record]) -> Matc
         for rec in records:
             groups.setdefault(rec.key, ([], []))[side].append(rec)
     pairs: list[Pair] = []
-    only_b: list[Record] = []
-    only_c: list[Record] = []
-    for b, c in groups.values():
+    for b, c in groups.values():  # what is left in them after pairing: only on that side
         if len(b) > 1 or len(c) > 1:
             for fields in (3, 2, 1):  # the exact device, then its generation, then its kind
                 for rb in list(b):
@@ -53,9 +50,7 @@ def match_records(baseline: Sequence[Record], current: Sequence[Record]) -> Matc
                         c.remove(candidates[0])
         if len(b) == 1 and len(c) == 1:
             pairs.append(Pair(b.pop(), c.pop()))
-        only_b.extend(b)
-        only_c.extend(c)
-    return Matching(tuple(pairs), tuple(only_b), tuple(only_c))
+    return Matching(tuple(pairs), *(tuple(r for group in groups.values() for r in group[side]) for side in (0, 1)))
 
 
 def nearest_difference(rec: Record, others: Sequence[Record], *, rec_is_current: bool = False) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from .matching import match_records
-from pytest_genai.results.runs import Record, Run
+from pytest_genai.results.runs import Run
 from pytest_genai.tables import Table, format_number, modeled_mark
 
 
@@ -40,12 +40,8 @@ def compare_many(runs: Sequence[Run], metrics: Sequence[str] = (), labels: Seque
                  ) -> MultiComparison:
     """The side-by-side comparison of ``runs`` (the first is the reference); ``metrics`` keeps only those names."""
     first = runs[0]
-    partner: list[dict[int, Record]] = [{id(r): r for r in first.records}]
-    unmatched = []
-    for run in runs[1:]:
-        matching = match_records(first.records, run.records)
-        partner.append({id(p.baseline): p.current for p in matching.pairs})
-        unmatched.append(len(matching.only_current))
+    matchings = [match_records(first.records, run.records) for run in runs[1:]]
+    partner = [{id(r): r for r in first.records}] + [{id(p.baseline): p.current for p in m.pairs} for m in matchings]
     rows = []
     for rec in first.records:
         recs = [p.get(id(rec)) for p in partner]
@@ -59,7 +55,8 @@ def compare_many(runs: Sequence[Run], metrics: Sequence[str] = (), labels: Seque
     names = list(labels) if labels else ["+".join(g) if (g := r.generations) else "no device" for r in runs]
     if len(set(names)) < len(names):  # two runs on one generation: number them
         names = [f"{label} #{i + 1}" for i, label in enumerate(names)]
-    return MultiComparison(tuple(names), tuple(r.source for r in runs), tuple(rows), (lonely, *unmatched))
+    unmatched = (lonely, *(len(m.only_current) for m in matchings))
+    return MultiComparison(tuple(names), tuple(r.source for r in runs), tuple(rows), unmatched)
 
 
 def headers(mc: MultiComparison) -> list[str]:
@@ -84,9 +81,8 @@ def flat_rows(mc: MultiComparison) -> list[list[Any]]:
 
 
 def as_json(mc: MultiComparison) -> dict[str, Any]:
-    return {
-        "runs": [{"label": label, "source": source, "unmatched_benchmarks": n}
-                 for label, source, n in zip(mc.labels, mc.sources, mc.unmatched)],
-        "rows": [{"benchmark": r.benchmark, "experiment": r.experiment, "metric": r.metric, "unit": r.unit,
-                  "source": r.source, "values": list(r.values), "ratios_to_first": list(r.ratios)} for r in mc.rows],
-    }
+    return {"runs": [{"label": label, "source": source, "unmatched_benchmarks": n}
+                     for label, source, n in zip(mc.labels, mc.sources, mc.unmatched)],
+            "rows": [{"benchmark": r.benchmark, "experiment": r.experiment, "metric": r.metric, "unit": r.unit,
+                      "source": r.source, "values": list(r.values), "ratios_to_first": list(r.ratios)}
+                     for r in mc.rows]}

@@ -1,11 +1,13 @@
-"""How much a run moves between launches of the same code, per experiment (the ``run_noise`` of
-:func:`.decision.decide`): the shipped table, a given number, or 0 (rounds alone)."""
+"""How much a run moves between launches of one code, per experiment (``run_noise`` of :func:`.decision.decide`)."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from importlib import resources
 from types import MappingProxyType
 from typing import Mapping
+
+from pytest_genai._toml import load_toml
 
 MEASURED = "measured"
 
@@ -33,10 +35,6 @@ class RunNoise:
 
 def measured() -> RunNoise:
     """The shipped table, ``claims/data/run_noise.toml`` (its header says how it was measured)."""
-    from importlib import resources
-
-    from pytest_genai._toml import load_toml
-
     path = resources.files("pytest_genai.claims").joinpath("data", "run_noise.toml")
     data = load_toml(path.read_text(encoding="utf-8"), str(path))
     per, metrics = (MappingProxyType({name: float(entry["value"]) for name, entry in data.get(kind, {}).items()})

@@ -56,11 +56,8 @@ class Thresholds:
         """``(key, kind, name)`` for each user-given key naming a metric or experiment not in the given sets."""
         out = [(metric, "metric", metric) for metric in sorted(self.per_metric) if metric not in metrics]
         for exp, metric in sorted(self.per_experiment):
-            key = f"{exp}:{metric}"
-            if exp not in experiments:
-                out.append((key, "experiment", exp))
-            if metric != "*" and metric not in metrics:
-                out.append((key, "metric", metric))
+            out += [(f"{exp}:{metric}", "experiment", exp)] if exp not in experiments else []
+            out += [(f"{exp}:{metric}", "metric", metric)] if metric != "*" and metric not in metrics else []
         return out
 
     def check_known(self, metrics: Collection[str], experiments: Collection[str], *,
@@ -85,14 +82,10 @@ class Thresholds:
     @property
     def id(self) -> str:
         """Canonical text of the user-given thresholds (parseable by :func:`parse_thresholds`)."""
-        parts = [f"{m}={_pct(v)}" for m, v in sorted(self.per_metric.items())]
-        parts += [f"{e}:{m}={_pct(v)}" for (e, m), v in sorted(self.per_experiment.items())]
-        parts += [f"*={_pct(self.default)}"] if self.default is not None else []
+        parts = [f"{m}={v * 100:g}%" for m, v in sorted(self.per_metric.items())]
+        parts += [f"{e}:{m}={v * 100:g}%" for (e, m), v in sorted(self.per_experiment.items())]
+        parts += [f"*={self.default * 100:g}%"] if self.default is not None else []
         return ",".join(parts) or "defaults"
-
-
-def _pct(fraction: float) -> str:
-    return f"{fraction * 100:g}%"
 
 
 def parse_thresholds(text: str | None, *, option: str = "--max-regression") -> Thresholds:
@@ -101,8 +94,7 @@ def parse_thresholds(text: str | None, *, option: str = "--max-regression") -> T
         return Thresholds()
     per_metric: dict[str, float] = {}  # and the default, as "*", until the end
     per_experiment: dict[tuple[str, str], float] = {}
-    for raw in text.split(","):
-        token = raw.strip()
+    for token in (raw.strip() for raw in text.split(",")):
         if not token:
             raise ThresholdError(f"{option}: empty token in {text!r}; separate KEY=N% entries with single commas")
         key, eq, value = (part.strip() for part in token.partition("="))
