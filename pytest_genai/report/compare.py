@@ -1,64 +1,45 @@
-"""Metric-by-metric comparison of two runs (``pytest-genai compare``), the basis of the gate.
+"""Metric-by-metric comparison of two runs (``pytest-genai compare``), the basis of the gate (docs/report.md).
 
-Each row says how it was judged (``basis``): ``interval`` (both runs kept rounds: :func:`.decision.decide`, or
-:func:`.decision.ratio_verdict` against a ``last:N`` baseline), ``exact`` (a deterministic metric: its two values) or
-``point`` (a measured value without rounds on a side). Units are converted first, or the row is refused (``units
-differ``). The later steps can only turn a decision into undecided: CPU contention, a disagreeing
-``machine_normalized`` row, a disagreeing numerator, and Holm's correction across the gate. The full rules are in
-docs/report.md.
+Contention, a disagreeing ``machine_normalized`` row or numerator and Holm's correction only turn decisions undecided.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from pytest_genai.identity import environment_differences
 from pytest_genai.runtime.reference import REFERENCE_LABEL
 from pytest_genai.stack import stack_differences
+from pytest_genai.stats import Interval, bootstrap_ratio_interval, run_spread_interval
 
 from .decision import ALPHA, IMPROVED, INCONCLUSIVE, UNCHANGED, decide, ratio_verdict, z_ppf
 from .deltas import is_regression, relative_change
 from .matching import Pair, match_records
-from pytest_genai.results.registry import MetricInfo, unit_factor
+from pytest_genai.results.registry import UNIT_SCALES, MetricInfo, unit_factor
 from pytest_genai.results.runs import Record, Run
 from .thresholds import Thresholds
 
-REGRESSED = "regressed"
-NOT_FINITE = "not finite"
-WORSE = "worse"
-BETTER = "better"
-SAME = "same"
-NO_DIRECTION = "no direction"
-UNREGISTERED = "unregistered"
-MISSING_CURRENT = "missing in current"
-MISSING_BASELINE = "new in current"
-BASELINE_UNUSABLE = "baseline unusable"
-"""The baseline value is nan/inf: nothing to compare the current value with; not counted as gated."""
-NOT_COMPARABLE = "not comparable"
-"""A ``machine_normalized`` row between runs on different devices or with different reference kernels: not gated."""
-UNITS_DIFFER = "units differ"
-"""The two runs recorded a directed metric in units with no known conversion: refused, never gated as-is."""
+REGRESSED, NOT_FINITE, WORSE, BETTER, SAME = "regressed", "not finite", "worse", "better", "same"
+NO_DIRECTION, UNREGISTERED = "no direction", "unregistered"
+MISSING_CURRENT, MISSING_BASELINE = "missing in current", "new in current"
+BASELINE_UNUSABLE = "baseline unusable"  # a nan/inf baseline: nothing to compare with; not counted as gated
+NOT_COMPARABLE = "not comparable"  # machine_normalized rows on other devices or reference kernels: not gated
+UNITS_DIFFER = "units differ"  # a directed metric in units with no known conversion: refused, never gated as-is
 
-FAILING = (REGRESSED, NOT_FINITE, UNITS_DIFFER)
-"""Statuses the gate always fails on (missing and inconclusive rows: see :func:`fails` and the gate's options)."""
+FAILING = (REGRESSED, NOT_FINITE, UNITS_DIFFER)  # the gate always fails these (missing, inconclusive: see fails)
+GATED = (REGRESSED, NOT_FINITE, WORSE, BETTER, SAME, IMPROVED, UNCHANGED, INCONCLUSIVE)  # judged against a threshold
+INTERVAL, EXACT, POINT = "interval", "exact", "point"  # how a row was judged (MetricComparison.basis)
+VERDICTS = (REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE)  # what every gated row reads as (MetricComparison.verdict)
 
-GATED = (REGRESSED, NOT_FINITE, WORSE, BETTER, SAME, IMPROVED, UNCHANGED, INCONCLUSIVE)
-"""Statuses of a value that was actually judged against its threshold."""
-
-INTERVAL, EXACT, POINT = "interval", "exact", "point"
-"""How a row was judged (``MetricComparison.basis``)."""
-
-VERDICTS = ("regressed", "improved", "unchanged", "inconclusive")
-"""The four words every gated row reads as (:attr:`MetricComparison.verdict`)."""
-
-MAX_ROUNDS = 100
-"""Rounds a side that a comparison uses: a longer series is thinned to evenly spaced order statistics, whose interval
-is never narrower than the full series'."""
+MAX_ROUNDS = 100  # rounds a side compared: more are thinned to evenly spaced order statistics (no narrower interval)
+POINT_NOISE_FACTOR = 2.0  # a value without rounds decides a regression only past this factor: inside, it may be noise
 
 _DIRECTED = ("higher", "lower")
+_PAST_BUT = "undecided: past the threshold, but "
+_LAST_N = "gate against several runs (last:N)"
 
 
 @dataclass(frozen=True)
@@ -75,14 +56,10 @@ class MetricComparison:
     status: str
     source: str
     basis: str = EXACT
-    interval: Mapping[str, Any] | None = None
-    """The current/baseline ratio's interval (:meth:`pytest_genai.stats.Interval.to_json`) of an interval row."""
-    note: str = ""
-    """Why an interval row is inconclusive, which side a point row lacked rounds on, a unit conversion."""
-    past_threshold: bool | None = None
-    """The estimate of the change is worse than the threshold; set on every inconclusive row."""
-    optional: bool = False
-    """A metric recorded only where the machine can measure it (energy): missing on one side is listed, not failed."""
+    interval: Mapping[str, Any] | None = None  # an interval row's current/baseline ratio interval (Interval.to_json)
+    note: str = ""  # why an interval row is inconclusive, which side a point row lacked rounds on, a unit conversion
+    past_threshold: bool | None = None  # the estimate of the change is worse than the threshold; set when inconclusive
+    optional: bool = False  # recorded only where the machine can measure it (energy): missing is listed, not failed
 
     @property
     def undecided(self) -> bool:
@@ -91,23 +68,15 @@ class MetricComparison:
 
     @property
     def verdict(self) -> str | None:
-        """``regressed`` / ``improved`` / ``unchanged`` / ``inconclusive`` for a gated row (a point or exact row's
-        worse/better/same reads as unchanged unless past its threshold), None for one that was not gated."""
-        if self.status in (REGRESSED, NOT_FINITE):
-            return "regressed"
-        if self.status in (IMPROVED, UNCHANGED, INCONCLUSIVE):
-            return self.status
+        """A gated row's verdict (worse/better/same read as unchanged unless past the threshold); None if not gated."""
         if self.status in (WORSE, BETTER, SAME):
-            return "improved" if self.improved_past_limit else "unchanged"
-        return None
+            return IMPROVED if self.improved_past_limit else UNCHANGED
+        return REGRESSED if self.status == NOT_FINITE else self.status if self.status in VERDICTS else None
 
     @property
     def ratio(self) -> float | None:
-        if self.baseline is None or self.current is None:
-            return None
-        if self.baseline == 0 or not (math.isfinite(self.baseline) and math.isfinite(self.current)):
-            return None
-        return self.current / self.baseline
+        b, c = self.baseline, self.current
+        return None if b is None or c is None or b == 0 or not (math.isfinite(b) and math.isfinite(c)) else c / b
 
     @property
     def gated(self) -> bool:
@@ -116,10 +85,8 @@ class MetricComparison:
     @property
     def improved_past_limit(self) -> bool:
         """True when the value got better by more than its threshold (worth a look: a real change, or noise)."""
-        if self.status == IMPROVED:
-            return True
         if self.status != BETTER or self.max_regression is None or self.baseline is None or self.current is None:
-            return False
+            return self.status == IMPROVED
         assert self.direction in _DIRECTED  # better past the limit: a regression the other way
         return is_regression(self.baseline, self.current, _DIRECTED[self.direction == "higher"], self.max_regression)
 
@@ -145,7 +112,7 @@ class Comparison:
     @property
     def gated_count(self) -> int:
         """Metric values judged against a threshold (not: missing, new, undirected, or with an unusable baseline)."""
-        return sum(1 for pc in self.pairs for m in pc.metrics if m.gated)
+        return sum(m.gated for pc in self.pairs for m in pc.metrics)
 
     @property
     def improved(self) -> list[tuple[PairComparison, MetricComparison]]:
@@ -155,13 +122,10 @@ class Comparison:
     @property
     def environment_differences(self) -> list[tuple[str, int]]:
         """How the paired benchmarks' environments differ (``threads 2 -> 16``), each with how many pairs show it."""
-        counts: dict[str, int] = {}
-        keys: dict[str, int] = {}  # lines of one key together, keys in first-seen order
-        for pc in self.pairs:
-            for line in environment_differences(pc.pair.baseline.environment, pc.pair.current.environment):
-                counts[line] = counts.get(line, 0) + 1
-                keys.setdefault(line.split(" ", 1)[0].rstrip(":"), len(keys))
-        return sorted(counts.items(), key=lambda item: keys[item[0].split(" ", 1)[0].rstrip(":")])
+        counts = Counter(line for pc in self.pairs
+                         for line in environment_differences(pc.pair.baseline.environment, pc.pair.current.environment))
+        keys = list(dict.fromkeys(line.split(" ", 1)[0].rstrip(":") for line in counts))  # a key's lines together
+        return sorted(counts.items(), key=lambda item: keys.index(item[0].split(" ", 1)[0].rstrip(":")))
 
     @property
     def stack_differences(self) -> list[str]:
@@ -172,82 +136,57 @@ class Comparison:
 def fails(mc: "MetricComparison", *, strict: bool = False, allow_missing: bool = False) -> bool:
     """Whether ``mc`` fails the gate; a directed metric missing from the current run fails unless ``allow_missing``
     (a throughput that stopped being recorded must not pass as "nothing regressed")."""
-    if mc.status in FAILING:
-        return True
-    if mc.status == MISSING_CURRENT:
-        return not mc.optional and (strict or (not allow_missing and mc.direction in _DIRECTED))
-    return False
+    return mc.status in FAILING or (mc.status == MISSING_CURRENT and not mc.optional
+                                    and (strict or (not allow_missing and mc.direction in _DIRECTED)))
 
 
-def _source(base: Record, cur: Record, metric: str) -> str:
-    sources = {r.sources.get(metric, "measured") for r in (base, cur) if metric in r.metrics}
-    return "/".join(sorted(sources)) or "measured"
-
-
-def compare_metric(
-    metric: str,
-    baseline: float | None,
-    current: float | None,
-    info: MetricInfo | None,
-    max_regression: float,
-    unit: str = "",
-    source: str = "measured",
-) -> MetricComparison:
+def compare_metric(metric: str, baseline: float | None, current: float | None, info: MetricInfo | None,
+                   max_regression: float, unit: str = "", source: str = "measured") -> MetricComparison:
     """Compare one metric's two values and classify the change (pure)."""
     direction = info.direction if info is not None else None
     unit = info.unit if info is not None and info.unit else unit
+    undirected = NO_DIRECTION if direction else UNREGISTERED
     change: float | None = None
     if current is not None and not math.isfinite(current) and direction in _DIRECTED:
         status = NOT_FINITE  # a run that produced nan/inf did not reproduce a number, whatever the baseline was
-    elif baseline is None:
-        status = MISSING_BASELINE
-    elif current is None:
-        status = MISSING_CURRENT
+    elif baseline is None or current is None:
+        status = MISSING_BASELINE if baseline is None else MISSING_CURRENT
     elif not math.isfinite(baseline):
-        status = BASELINE_UNUSABLE if direction in _DIRECTED else (NO_DIRECTION if direction else UNREGISTERED)
+        status = BASELINE_UNUSABLE if direction in _DIRECTED else undirected
     elif not math.isfinite(current):
-        status = NO_DIRECTION if direction else UNREGISTERED
+        status = undirected
     else:
         change = relative_change(baseline, current)
-        if direction is None:
-            status = UNREGISTERED
-        elif direction == "none":
-            status = NO_DIRECTION
+        if direction not in _DIRECTED:
+            status = undirected
         elif is_regression(baseline, current, direction, max_regression):
             status = REGRESSED
-        elif change == 0:
-            status = SAME
-        elif (change > 0) == (direction == "higher"):
-            status = BETTER
         else:
-            status = WORSE
+            status = SAME if change == 0 else BETTER if (change > 0) == (direction == "higher") else WORSE
     limit = max_regression if direction in _DIRECTED and status in GATED else None
     return MetricComparison(metric, unit, direction, baseline, current, change, limit, status, source)
 
 
 def stall_share(rec: Record) -> float | None:
-    """The share of the benchmark's measurement with a task waiting for a CPU (its ``cpu_contention`` attachment,
-    :mod:`pytest_genai.runtime.pressure`), or None where the run did not record one."""
+    """The share of the measurement with a task waiting for a CPU (``cpu_contention`` attachment), else None."""
     reading = rec.attachments.get("cpu_contention")
     value = reading.get("stall_share_measured") if isinstance(reading, Mapping) else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
 
 
 def _thin(rounds: Sequence[float]) -> list[float]:
     xs = sorted(rounds)
-    n = len(xs)
-    if n <= MAX_ROUNDS:
-        return xs
-    return [xs[round(i * (n - 1) / (MAX_ROUNDS - 1))] for i in range(MAX_ROUNDS)]
+    return xs if len(xs) <= MAX_ROUNDS else [xs[round(i * (len(xs) - 1) / (MAX_ROUNDS - 1))] for i in range(MAX_ROUNDS)]
 
 
-POINT_NOISE_FACTOR = 2.0
-"""A value without rounds decides a regression only past this factor: inside it, noise is as likely as a change."""
+def _kept(rounds: Sequence[float] | None) -> bool:
+    """Two rounds or more: enough for an interval."""
+    return bool(rounds and len(rounds) >= 2)
 
 
-# --- (1) unit normalisation ---------------------------------------------------------------------------------------
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
 
 
 @dataclass(frozen=True)
@@ -258,12 +197,9 @@ class Sides:
     baseline: float | None
     current: float | None
     rounds: tuple[Sequence[float] | None, Sequence[float] | None] = (None, None)
-    intervals: tuple[tuple[float, float] | None, tuple[float, float] | None] = (None, None)
-    """Each run's own interval of the value, where it recorded one without rounds (a statistic of medians)."""
-    runs: tuple[tuple[float, ...], ...] = ()
-    """The baseline's runs (``last:N``): each run's rounds, or its one value."""
-    note: str = ""
-    """The conversions made; where ``refused``, why none is known."""
+    intervals: tuple[tuple[float, float] | None, tuple[float, float] | None] = (None, None)  # without rounds
+    runs: tuple[tuple[float, ...], ...] = ()  # the baseline's runs (last:N): each run's rounds, or its one value
+    note: str = ""  # the conversions made; where refused, why none is known
     refused: bool = False
 
 
@@ -283,9 +219,7 @@ def normalise(base: Record, cur: Record, name: str, registered: str, timing_fiel
         return Sides(target, b_val, c_val, note=why, refused=True)
 
     def scale(x: Any, f: float) -> Any:  # a value, or a sequence of them
-        if x is None or f == 1.0:
-            return x
-        return x * f if isinstance(x, (int, float)) else tuple(v * f for v in x)
+        return x if x is None or f == 1.0 else x * f if isinstance(x, (int, float)) else tuple(v * f for v in x)
 
     notes = [f"the {side}'s {unit} converted to {target}"
              for side, unit, f in (("baseline", b_unit, bf), ("current run", c_unit, cf)) if f != 1.0]
@@ -293,9 +227,6 @@ def normalise(base: Record, cur: Record, name: str, registered: str, timing_fiel
                  (scale(base.rounds.get(name), bf), scale(cur.rounds.get(name), cf)),
                  (scale(base.intervals.get(name), bf), scale(cur.intervals.get(name), cf)),
                  tuple(tuple(scale(r, bf)) for r in base.run_rounds.get(name, ())), _join(*notes))
-
-
-# --- (2) judgement ------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -320,12 +251,12 @@ def _first_row(name: str, sides: Sides, definition: MetricInfo | None, limit: fl
                                 note=sides.note, optional=optional)
     mc = compare_metric(name, sides.baseline, sides.current, definition, limit, unit=sides.unit, source=source)
     noisy = definition is not None and definition.measured_inputs
+    computed = all(part in ("modeled", "spec", "config") for part in source.split("/"))  # same inputs, same number
     published = "reference" in source.split("/")  # a vendor's number, from settings the rows may not share
     deterministic = not published and ((definition is not None and definition.max_regression is not None
-                                        and not definition.timing) or (_deterministic_source(source) and not noisy))
-    modeled = noisy and _deterministic_source(source)
-    return dataclasses.replace(mc, basis=EXACT if deterministic else POINT, optional=optional, note=_join(
-        sides.note, "modeled from measured times, so compared as a measurement" if modeled else ""))
+                                        and not definition.timing) or (computed and not noisy))
+    return replace(mc, basis=EXACT if deterministic else POINT, optional=optional, note=_join(
+        sides.note, "modeled from measured times, so compared as a measurement" if noisy and computed else ""))
 
 
 def _judge(mc: MetricComparison, sides: Sides, normalized: bool, setting: _Setting) -> MetricComparison:
@@ -333,12 +264,11 @@ def _judge(mc: MetricComparison, sides: Sides, normalized: bool, setting: _Setti
     if mc.status not in (REGRESSED, WORSE, BETTER, SAME) or mc.max_regression is None:
         return mc  # missing, not finite, undirected, refused: nothing rounds could decide
     if normalized and setting.other_ruler:
-        return dataclasses.replace(mc, status=NOT_COMPARABLE, max_regression=None,
-                                   note=_join(mc.note, setting.other_ruler))
+        return replace(mc, status=NOT_COMPARABLE, max_regression=None, note=_join(mc.note, setting.other_ruler))
     if len(sides.runs) >= 2:
-        return _judge_on_runs(mc, sides, setting)
+        return mc if mc.basis == EXACT else _judge_on_runs(mc, sides, setting)
     base_rounds, cur_rounds = sides.rounds
-    have_b, have_c = (bool(r and len(r) >= 2) for r in sides.rounds)
+    have_b, have_c = _kept(base_rounds), _kept(cur_rounds)
     if not (have_b and have_c):
         if mc.basis == EXACT and not (have_b or have_c):
             return mc
@@ -350,19 +280,17 @@ def _judge(mc: MetricComparison, sides: Sides, normalized: bool, setting: _Setti
                           run_noise=setting.run_noise)
     except ValueError as exc:  # a threshold no drop can pass (checked with the thresholds), or a non-finite round
         return _point_rule(mc, f"the rounds give no decision ({exc})", sides, setting)
-    row = dataclasses.replace(mc, status=decision.verdict, basis=INTERVAL, interval=decision.to_json(),
-                              past_threshold=decision.past_margin,
-                              note=_join(mc.note, _decision_note(decision, mc.max_regression)))
+    row = replace(mc, status=decision.verdict, basis=INTERVAL, interval=decision.to_json(),
+                  past_threshold=decision.past_margin, note=_join(mc.note, _decision_note(decision, mc.max_regression)))
     return _under_contention(row, setting)
 
 
 def _undecided(mc: MetricComparison, why: str) -> MetricComparison:
-    return dataclasses.replace(mc, status=INCONCLUSIVE, past_threshold=True, note=_join(mc.note, why))
+    return replace(mc, status=INCONCLUSIVE, past_threshold=True, note=_join(mc.note, why))
 
 
 def _under_contention(mc: MetricComparison, setting: _Setting) -> MetricComparison:
-    """A contended run stretches wall-clock rounds: a contended current run is not called regressed, nor a current
-    run cleared against a contended baseline; the row reads undecided instead."""
+    """A contended current run is not called regressed, nor cleared against a contended baseline: it reads undecided."""
     from pytest_genai.claims.check import CONTENDED_SHARE
 
     cur, base = setting.cur_stall, setting.base_stall
@@ -378,81 +306,69 @@ def _under_contention(mc: MetricComparison, setting: _Setting) -> MetricComparis
 
 
 def _point_rule(mc: MetricComparison, why: str, sides: Sides, setting: _Setting) -> MetricComparison:
-    """Two values say nothing about noise: a regression stands only past :data:`POINT_NOISE_FACTOR`, or where the
-    runs' own intervals (widened by the run noise) are disjoint; otherwise it reads undecided."""
-    mc = _under_contention(dataclasses.replace(mc, basis=POINT, note=_join(mc.note, f"point comparison: {why}")),
-                           setting)
+    """A point regression stands only past :data:`POINT_NOISE_FACTOR` or with disjoint own intervals, else undecided."""
+    mc = _under_contention(replace(mc, basis=POINT, note=_join(mc.note, f"point comparison: {why}")), setting)
     if mc.status != REGRESSED:
         return mc
     if all(i is not None and 0 < i[0] <= i[1] for i in sides.intervals):
         grow = math.exp(z_ppf(1 - ALPHA) * setting.run_noise)
         (b_lo, b_hi), (c_lo, c_hi) = ((i[0] / grow, i[1] * grow) for i in sides.intervals if i is not None)
-        if b_hi < c_lo or c_hi < b_lo:
-            return mc
-        return _undecided(mc, f"undecided: past the threshold, but the runs' own intervals of the value overlap "
-                              f"([{b_lo:.4g}, {b_hi:.4g}] and [{c_lo:.4g}, {c_hi:.4g}]): noise could explain the "
-                              "change")
+        return mc if b_hi < c_lo or c_hi < b_lo else _undecided(
+            mc, f"{_PAST_BUT}the runs' own intervals of the value overlap ([{b_lo:.4g}, {b_hi:.4g}] and "
+                f"[{c_lo:.4g}, {c_hi:.4g}]): noise could explain the change")
     assert mc.baseline is not None and mc.current is not None
     factor = (mc.current / mc.baseline if mc.direction == "lower" else mc.baseline / mc.current) \
         if mc.baseline > 0 and mc.current > 0 else math.inf
     if factor <= POINT_NOISE_FACTOR:
-        return _undecided(mc, f"undecided: past the threshold, but a value without rounds decides a regression "
-                              f"only past {POINT_NOISE_FACTOR:g}x (same-code point rows moved up to 1.4x); record "
-                              "rounds, or gate against several runs (last:N)")
+        return _undecided(mc, f"{_PAST_BUT}a value without rounds decides a regression only past "
+                              f"{POINT_NOISE_FACTOR:g}x (same-code point rows moved up to 1.4x); record rounds, or "
+                              f"{_LAST_N}")
     return mc
 
 
 def _judge_on_runs(mc: MetricComparison, sides: Sides, setting: _Setting) -> MetricComparison:
-    """``mc`` on the runs' prediction interval of the ratio (widened to the rounds' bootstrap interval where both
-    sides kept rounds); a value on the other side of the threshold than its interval decides nothing."""
-    if mc.basis == EXACT:
-        return mc
-    from pytest_genai.stats import Interval, bootstrap_ratio_interval, run_spread_interval
-
+    """``mc`` on the runs' prediction interval of the ratio, widened to the rounds' bootstrap interval if both have."""
     base_rounds, cur_rounds = sides.rounds
-    assert mc.current is not None and mc.baseline is not None and mc.direction in _DIRECTED
-    current = cur_rounds if cur_rounds and len(cur_rounds) >= 2 else (mc.current,)
+    limit = mc.max_regression
+    assert mc.current is not None and mc.baseline is not None and mc.direction in _DIRECTED and limit is not None
     try:
-        interval = run_spread_interval(_thin(current), [_thin(r) for r in sides.runs])
+        interval = run_spread_interval(_thin(cur_rounds if _kept(cur_rounds) else (mc.current,)),
+                                       [_thin(r) for r in sides.runs])
     except ValueError as exc:  # a non-positive value: no ratio
-        return dataclasses.replace(mc, basis=POINT, note=_join(mc.note, f"point comparison: the runs give no ratio "
-                                                                         f"interval ({exc})"))
+        why = f"point comparison: the runs give no ratio interval ({exc})"
+        return replace(mc, basis=POINT, note=_join(mc.note, why))
     how = f"baseline of {len(sides.runs)} runs: their spread between runs sets the interval"
-    if base_rounds and cur_rounds and len(base_rounds) >= 2 and len(cur_rounds) >= 2:
+    if _kept(base_rounds) and _kept(cur_rounds):
         try:
             within = bootstrap_ratio_interval(_thin(cur_rounds), _thin(base_rounds))
         except ValueError:
-            within = None
-        if within is not None:  # widening keeps the prediction interval's coverage
+            pass
+        else:  # widening keeps the prediction interval's coverage
             interval = Interval(min(interval.lo, within.lo), max(interval.hi, within.hi), interval.level, interval.n,
                                 f"{interval.method}, joined with the {within.method} of the newest run's rounds")
-    limit = mc.max_regression
-    assert limit is not None
     verdict = ratio_verdict(interval.lo, interval.hi, mc.direction, limit)
     past = is_regression(mc.baseline, mc.current, mc.direction, limit)
     why = ""
     if verdict == INCONCLUSIVE:
-        why = (("undecided: past the threshold, but " if past else "") +
+        why = ((_PAST_BUT if past else "") +
                f"the interval straddles the {limit * 100:g}% threshold: noise could put the change on either side")
     elif (verdict == REGRESSED) != past:
         verdict = INCONCLUSIVE
         why = ("the recorded value and the runs' interval disagree about the threshold; record the value of the "
                "statistic the rounds are for (their median)")
-    row = dataclasses.replace(mc, status=verdict, basis=INTERVAL, interval=interval.to_json(), past_threshold=past,
-                              note=_join(mc.note, how, why))
+    row = replace(mc, status=verdict, basis=INTERVAL, interval=interval.to_json(), past_threshold=past,
+                  note=_join(mc.note, how, why))
     return _under_contention(row, setting)
 
 
 def _unconfirmed(rows: Sequence[MetricComparison],
                  why_not: Callable[[MetricComparison], str]) -> tuple[MetricComparison, ...]:
     """``rows`` with each regression that ``why_not`` gives a reason against ('' keeps it) read undecided."""
-    whys = [why_not(r) if r.status == REGRESSED else "" for r in rows]
-    return tuple(_undecided(r, why) if why else r for r, why in zip(rows, whys))
+    return tuple(_undecided(r, why) if r.status == REGRESSED and (why := why_not(r)) else r for r in rows)
 
 
 def _over_numerators(rows: Sequence[MetricComparison], info: Mapping[str, MetricInfo]) -> tuple[MetricComparison, ...]:
-    """A regression of a ratio over a peak (MFU) stands only where its ``numerator`` regressed too: a peak each
-    session measures moves the ratio on its own."""
+    """A regression of a ratio over a measured peak (MFU) stands only where its ``numerator`` regressed too."""
     by_metric = {r.metric: r for r in rows}
 
     def why_not(r: MetricComparison) -> str:
@@ -468,8 +384,7 @@ def _over_numerators(rows: Sequence[MetricComparison], info: Mapping[str, Metric
 
 
 def _other_ruler(base: Record, cur: Record) -> str:
-    """Why the records' ``machine_normalized`` metrics are not comparable ('' when they are): one ruler per device
-    and reference kernel."""
+    """Why the records' ``machine_normalized`` metrics are not comparable ('' when they are)."""
     b_ref, c_ref = base.labels.get(REFERENCE_LABEL), cur.labels.get(REFERENCE_LABEL)
     if not b_ref or not c_ref:
         side = "either run" if not (b_ref or c_ref) else "the baseline" if not b_ref else "the current run"
@@ -477,28 +392,17 @@ def _other_ruler(base: Record, cur: Record) -> str:
     if b_ref != c_ref:
         return f"not comparable: measured against different reference kernels ({b_ref} and {c_ref})"
     if base.device != cur.device:
-        b_dev = base.device.label if base.device else "none"
-        c_dev = cur.device.label if cur.device else "none"
+        b_dev, c_dev = (r.device.label if r.device else "none" for r in (base, cur))
         return (f"not comparable: a ruler per device, and these ran on {b_dev} and {c_dev} (the raw times and "
                 f"rates compare the hardware)")
     return ""
 
 
-_SPEED_DIMENSIONS = ("time", "bandwidth", "flop rate")
-
-
 def _speed_row(mc: MetricComparison, info: Mapping[str, MetricInfo]) -> bool:
-    """A measured row that a slower machine moves as it moves the step: a time, a rate, MFU, or a modeled number from
-    measured times."""
-    from pytest_genai.results.registry import UNIT_SCALES
-
-    if mc.basis == EXACT:
-        return False
-    definition = info.get(mc.metric)
-    scale = UNIT_SCALES.get(mc.unit.strip()) if mc.unit else None
-    rate = bool(scale and scale[0] in _SPEED_DIMENSIONS) or mc.unit.endswith("/s")
-    return bool((definition is not None and (definition.timing or definition.measured_inputs or definition.numerator))
-                or rate)
+    """A measured row a slower machine moves: a time, a rate, MFU, or a number modeled from measured times."""
+    d, scale = info.get(mc.metric), (UNIT_SCALES.get(mc.unit.strip()) if mc.unit else None)
+    rate = bool(scale and scale[0] in ("time", "bandwidth", "flop rate")) or mc.unit.endswith("/s")
+    return mc.basis != EXACT and bool((d is not None and (d.timing or d.measured_inputs or d.numerator)) or rate)
 
 
 def _corroborated(rows: list[MetricComparison], info: Mapping[str, MetricInfo]) -> tuple[MetricComparison, ...]:
@@ -513,11 +417,6 @@ def _corroborated(rows: list[MetricComparison], info: Mapping[str, MetricInfo]) 
     return _unconfirmed(rows, lambda r: why if r not in normalized and _speed_row(r, info) else "")
 
 
-def _deterministic_source(source: str) -> bool:
-    """Modeled, spec and config numbers are computed, not measured: the same inputs give the same number."""
-    return all(part in ("modeled", "spec", "config") for part in source.split("/"))
-
-
 def _p_worse(mc: MetricComparison) -> float | None:
     p = (mc.interval or {}).get("p_worse") if mc.basis == INTERVAL else None
     return float(p) if isinstance(p, (int, float)) and math.isfinite(p) else None
@@ -526,27 +425,18 @@ def _p_worse(mc: MetricComparison) -> float | None:
 def holm(rows: Sequence[Sequence[MetricComparison]]) -> list[tuple[MetricComparison, ...]]:
     """Holm's step-down over every row the Welch test decided: a regression stands where its one-sided p-value is
     under ``ALPHA / (m - k)``, so a same-code gate fails at most ``ALPHA`` of the time, not ``ALPHA`` per row."""
-    tested = [(i, j) for i, group in enumerate(rows) for j, mc in enumerate(group) if _p_worse(mc) is not None]
+    tested = [(p, i, j) for i, group in enumerate(rows) for j, mc in enumerate(group)
+              if (p := _p_worse(mc)) is not None]
     m = len(tested)
-    regressed = sorted(((_p_worse(rows[i][j]), i, j) for i, j in tested if rows[i][j].status == REGRESSED),
-                       key=lambda t: t[0])
     out = [list(group) for group in rows]
     holding = False
-    for k, (p, i, j) in enumerate(regressed):
+    for k, (p, i, j) in enumerate(sorted(t for t in tested if rows[t[1]][t[2]].status == REGRESSED)):  # by p, then row
         holding = holding or p > ALPHA / (m - k)
         if holding:
             out[i][j] = _undecided(out[i][j], f"undecided: significant alone (one-sided p {p:.2g}) but not across "
                                    f"the {m} rows this gate tested (Holm, familywise {ALPHA:g}; it needs p under "
-                                   f"{ALPHA / (m - k):.2g}): gate fewer metrics, record more rounds, or gate against "
-                                   "several runs (last:N)")
+                                   f"{ALPHA / (m - k):.2g}): gate fewer metrics, record more rounds, or {_LAST_N}")
     return [tuple(group) for group in out]
-
-
-# --- (3) row text -------------------------------------------------------------------------------------------------
-
-
-def _join(*parts: str) -> str:
-    return "; ".join(p for p in parts if p)
 
 
 def _decision_note(decision: Any, limit: float) -> str:
@@ -559,50 +449,39 @@ def _decision_note(decision: Any, limit: float) -> str:
         return (f"the {decision.level:.0%} interval {ends} reaches past the {limit * 100:g}% threshold: noise could "
                 "put the change on either side")
     advice = (f", and {decision.launch_share:.0%} of its width is the noise between launches of the same code, which "
-              "more rounds do not shrink: gate against several runs (last:N)" if decision.launch_share > 0.5 else
-              ": record more rounds a side, or gate against several runs (last:N)")
+              f"more rounds do not shrink: {_LAST_N}" if decision.launch_share > 0.5 else
+              f": record more rounds a side, or {_LAST_N}")
     return (f"undecided: the estimate {decision.ratio:.4g}x is past the {limit * 100:g}% threshold but not significant "
             f"(one-sided p {decision.p_worse:.2g}); the {decision.level:.0%} interval {ends} reaches back inside "
             f"it{advice}")
 
 
-# --- the composition ----------------------------------------------------------------------------------------------
-
-
-def _metric_names(base: Record, cur: Record, thresholds: Thresholds) -> dict[str, str]:
-    """The metrics of a matched pair, baseline's first, then those new in ``cur``, then pytest-benchmark statistics
-    other than the median that a threshold names (``mean:5%``), each with its statistic ('' for a recorded metric)."""
+def compare_records(base: Record, cur: Record, info: Mapping[str, MetricInfo], thresholds: Thresholds
+                    ) -> tuple[MetricComparison, ...]:
+    """Every metric of a matched pair: normalised, judged, then the rules across the pair's rows."""
+    experiment = cur.experiment or base.experiment
+    stalls, ruler, noise = (stall_share(base), stall_share(cur)), _other_ruler(base, cur), thresholds.run_noise
+    # the recorded metrics, baseline's first, then pytest-benchmark statistics a threshold names (``mean:5%``)
     names = dict.fromkeys([*base.metrics, *cur.metrics], "")
     names.update({m: f for m, f in thresholds.timing_fields().items()
                   if m not in names and (f in base.timing or f in cur.timing)})
-    return names
-
-
-def compare_records(
-    base: Record, cur: Record, info: Mapping[str, MetricInfo], thresholds: Thresholds
-) -> tuple[MetricComparison, ...]:
-    """Every metric of a matched pair: normalised, judged, then the rules across the pair's rows."""
-    experiment = cur.experiment or base.experiment
-    setting = _Setting(stall_share(base), stall_share(cur), _other_ruler(base, cur),
-                       thresholds.run_noise.for_experiment(experiment))
     rows = []
-    for name, timing_field in _metric_names(base, cur, thresholds).items():
+    for name, timing_field in names.items():
         definition = info.get(name)
         registered = (definition.unit if definition is not None else "") or ("s" if timing_field else "")
         sides = normalise(base, cur, name, registered, timing_field)
         limit = thresholds.for_metric(name, experiment, definition.max_regression if definition else None)
-        row = _first_row(name, sides, definition, limit, _source(base, cur, name))
-        per_row = dataclasses.replace(setting, run_noise=thresholds.run_noise.for_metric(name, experiment))
-        if definition is not None and definition.contention_free:  # an instruction count: a load does not move it
-            per_row = dataclasses.replace(per_row, base_stall=None, cur_stall=None)
-        rows.append(_judge(row, sides, bool(definition and definition.machine_normalized), per_row))
+        source = "/".join(sorted({r.sources.get(name, "measured") for r in (base, cur) if name in r.metrics}))
+        row = _first_row(name, sides, definition, limit, source or "measured")
+        free = definition is not None and definition.contention_free  # an instruction count: a load does not move it
+        setting = _Setting(*((None, None) if free else stalls), ruler, noise.for_metric(name, experiment))
+        rows.append(_judge(row, sides, bool(definition and definition.machine_normalized), setting))
     return _over_numerators(_corroborated(rows, info), info)
 
 
 def compare_runs(baseline: Run, current: Run, info: Mapping[str, MetricInfo], thresholds: Thresholds) -> Comparison:
     """Match the two runs' benchmarks and compare every metric of every pair, Holm-corrected across the gate."""
     matching = match_records(baseline.records, current.records)
-    rows = [compare_records(p.baseline, p.current, info, thresholds) for p in matching.pairs]
-    rows = holm(rows)
+    rows = holm([compare_records(p.baseline, p.current, info, thresholds) for p in matching.pairs])
     pairs = tuple(PairComparison(p, r) for p, r in zip(matching.pairs, rows))
     return Comparison(baseline, current, pairs, matching.only_baseline, matching.only_current)

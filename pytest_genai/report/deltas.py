@@ -1,7 +1,4 @@
-"""Pure arithmetic of run-to-run change: relative change, worsening, regression test, speedup.
-
-The definitions of pytest-benchmark's ``--benchmark-compare-fail=metric:N%``, generalised by the metric's direction.
-"""
+"""Run-to-run change as pytest-benchmark's ``--benchmark-compare-fail=metric:N%`` defines it, by metric direction."""
 
 from __future__ import annotations
 
@@ -16,27 +13,20 @@ def relative_change(baseline: float, current: float) -> float:
         return math.nan
     if current == baseline:
         return 0.0
-    if baseline == 0:
-        return math.copysign(math.inf, current)
-    return (current - baseline) / abs(baseline)
+    return math.copysign(math.inf, current) if baseline == 0 else (current - baseline) / abs(baseline)
 
 
 def worsening(baseline: float, current: float, direction: str) -> float:
     """Relative change in the bad direction for ``direction`` ("higher"/"lower" is better); > 0 means worse."""
+    if direction not in ("higher", "lower", "none"):
+        raise ValueError(f"direction {direction!r} is not 'higher', 'lower' or 'none'")
     change = relative_change(baseline, current)
-    if direction == "higher":
-        return -change
-    if direction == "lower":
-        return change
-    if direction == "none":
-        return 0.0
-    raise ValueError(f"direction {direction!r} is not 'higher', 'lower' or 'none'")
+    return -change if direction == "higher" else change if direction == "lower" else 0.0
 
 
 def is_regression(baseline: float, current: float, direction: str, max_regression: float) -> bool:
-    """True when ``current`` is worse than ``baseline`` by strictly more than the fraction ``max_regression``; a
-    non-finite ``current`` did not reproduce a number (a regression), a non-finite ``baseline`` gives nothing to
-    regress against."""
+    """``current`` is worse than ``baseline`` by strictly more than the fraction ``max_regression``; a non-finite
+    ``current`` reproduced no number (a regression), a non-finite ``baseline`` gives nothing to regress against."""
     if not math.isfinite(baseline):
         return False
     if not math.isfinite(current):
@@ -46,9 +36,6 @@ def is_regression(baseline: float, current: float, direction: str, max_regressio
 
 def speedup(baseline: float, current: float, direction: str) -> float:
     """How many times faster ``current`` is than ``baseline`` (> 1 is faster); nan where undefined."""
-    if direction not in ("higher", "lower"):
-        return math.nan
     num, den = (current, baseline) if direction == "higher" else (baseline, current)
-    if not (math.isfinite(num) and math.isfinite(den)) or den == 0:
-        return math.nan
-    return num / den
+    ok = direction in ("higher", "lower") and math.isfinite(num) and math.isfinite(den) and den != 0
+    return num / den if ok else math.nan

@@ -1,17 +1,15 @@
-"""Pairing the benchmarks of two runs: by (experiment, config, model), not by node id.
+"""Pairing the benchmarks of two runs by (experiment, config identity, model), never node id or device.
 
-The config is the benchmark's identity only (:mod:`pytest_genai.identity`), and the device is not part of the key, so
-a CUDA run and an HPU run of one workload pair up. A key held several times on one side is paired by device (exact,
-then generation, then kind); a run with the same key on the same device twice is refused (:func:`check_unique`).
+A key held several times on one side is paired by device (exact, then generation, then kind); a run with the same
+key on the same device twice is refused (:func:`check_unique`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 from pytest_genai.identity import differences
-
 from pytest_genai.results.errors import ReportInputError
 from pytest_genai.results.runs import Record, Run
 
@@ -29,80 +27,51 @@ class Matching:
     only_current: tuple[Record, ...]
 
 
-def _device_keys() -> tuple[Callable[[Record], object], ...]:
-    def exact(r: Record) -> object:
-        return None if r.device is None else (r.device.kind, r.device.generation, r.device.name)
-
-    def generation(r: Record) -> object:
-        return None if r.device is None else (r.device.kind, r.device.generation)
-
-    def kind(r: Record) -> object:
-        return None if r.device is None else r.device.kind
-
-    return exact, generation, kind
+def _device(r: Record, fields: int = 3) -> object:
+    """The record's device as (kind, generation, name), cut to its first ``fields``; None without one."""
+    return None if r.device is None else (r.device.kind, r.device.generation, r.device.name)[:fields]
 
 
 def match_records(baseline: Sequence[Record], current: Sequence[Record]) -> Matching:
     """Pair ``baseline`` and ``current`` records; order follows the baseline, then new current entries."""
     groups: dict[tuple[str, str, str], tuple[list[Record], list[Record]]] = {}
-    for rec in baseline:
-        groups.setdefault(rec.key, ([], []))[0].append(rec)
-    for rec in current:
-        groups.setdefault(rec.key, ([], []))[1].append(rec)
-
+    for side, records in enumerate((baseline, current)):
+        for rec in records:
+            groups.setdefault(rec.key, ([], []))[side].append(rec)
     pairs: list[Pair] = []
-    only_b: list[Record] = []
-    only_c: list[Record] = []
-    for base_list, cur_list in groups.values():
-        b, c = list(base_list), list(cur_list)
+    for b, c in groups.values():  # what is left in them after pairing: only on that side
         if len(b) > 1 or len(c) > 1:
-            for device_key in _device_keys():
+            for fields in (3, 2, 1):  # the exact device, then its generation, then its kind
                 for rb in list(b):
-                    candidates = [rc for rc in c if device_key(rc) == device_key(rb)]
-                    same_side = [x for x in b if device_key(x) == device_key(rb)]
-                    if len(candidates) == 1 and len(same_side) == 1:
+                    candidates = [rc for rc in c if _device(rc, fields) == _device(rb, fields)]
+                    if len(candidates) == 1 and sum(_device(x, fields) == _device(rb, fields) for x in b) == 1:
                         pairs.append(Pair(rb, candidates[0]))
                         b.remove(rb)
                         c.remove(candidates[0])
         if len(b) == 1 and len(c) == 1:
-            pairs.append(Pair(b[0], c[0]))
-            b, c = [], []
-        only_b.extend(b)
-        only_c.extend(c)
-    return Matching(tuple(pairs), tuple(only_b), tuple(only_c))
+            pairs.append(Pair(b.pop(), c.pop()))
+    return Matching(tuple(pairs), *(tuple(r for group in groups.values() for r in group[side]) for side in (0, 1)))
 
 
 def nearest_difference(rec: Record, others: Sequence[Record], *, rec_is_current: bool = False) -> str:
     """Why ``rec`` found no counterpart: how its identity differs from the closest of ``others`` of the same test,
     baseline -> current (``n_examples 40 -> 80``); "" when there is none."""
     test = rec.name.split("[", 1)[0]
-    best: list[str] | None = None
+    found = []
     for other in others:
-        if other.experiment != rec.experiment or other.name.split("[", 1)[0] != test:
-            continue
-        base, cur = (other, rec) if rec_is_current else (rec, other)
-        lines = differences(base.config, cur.config)
-        if base.model != cur.model:
-            lines.insert(0, f"model {base.model or '—'} -> {cur.model or '—'}")
-        if lines and (best is None or len(lines) < len(best)):
-            best = lines
-    return "; ".join(best) if best else ""
-
-
-def _identity(r: Record) -> tuple[tuple[str, str, str], object]:
-    return r.key, None if r.device is None else (r.device.kind, r.device.generation, r.device.name)
+        if other.experiment == rec.experiment and other.name.split("[", 1)[0] == test:
+            base, cur = (other, rec) if rec_is_current else (rec, other)
+            model = [f"model {base.model or '—'} -> {cur.model or '—'}"] if base.model != cur.model else []
+            found.append(model + differences(base.config, cur.config))
+    return "; ".join(min((lines for lines in found if lines), key=len, default=[]))
 
 
 def duplicate_groups(records: Sequence[Record]) -> list[list[Record]]:
     """Groups (in first-seen order) of two or more records with the same key and the same device."""
     groups: dict[tuple[tuple[str, str, str], object], list[Record]] = {}
     for rec in records:
-        groups.setdefault(_identity(rec), []).append(rec)
+        groups.setdefault((rec.key, _device(rec)), []).append(rec)
     return [g for g in groups.values() if len(g) > 1]
-
-
-def _describe(r: Record) -> str:
-    return f"{r.name!r} ({r.fullname})" if r.fullname and r.fullname != r.name else repr(r.name)
 
 
 def check_unique(run: Run) -> None:
@@ -111,18 +80,15 @@ def check_unique(run: Run) -> None:
     if not groups:
         return
     first = groups[0]
-    rec = first[0]
-    if rec.experiment is None:
-        what = f"the same test name and parameter ({rec.key[0].split(':', 1)[1]}, {rec.key[1] or 'no parameter'})"
-    else:
-        device = rec.device.label if rec.device is not None else "no device"
-        what = f"the same experiment {rec.experiment!r}, model {rec.model!r}, config {rec.config_key} and device {device}"
-    names = " and ".join(_describe(r) for r in first[:2])
-    more = len(first) - 2
-    others = len(groups) - 1
+    rec, more, others = first[0], len(first) - 2, len(groups) - 1
+    device = rec.device.label if rec.device is not None else "no device"
+    what = (f"the same test name and parameter ({rec.key[0].split(':', 1)[1]}, {rec.key[1] or 'no parameter'})"
+            if rec.experiment is None else
+            f"the same experiment {rec.experiment!r}, model {rec.model!r}, config {rec.config_key} and device {device}")
+    names = " and ".join(f"{r.name!r} ({r.fullname})" if r.fullname and r.fullname != r.name else repr(r.name)
+                         for r in first[:2])
     extra = (f" (and {more} more with that key)" if more else "") + (
         f"; {others} more duplicated key(s) in this file" if others else "")
     raise ReportInputError(
         f"{run.source}: benchmarks {names} have {what}, so they cannot be paired with another run{extra} — "
-        "give each a distinct config (e.g. an 'id' entry) or model, or keep only one of them"
-    )
+        "give each a distinct config (e.g. an 'id' entry) or model, or keep only one of them")

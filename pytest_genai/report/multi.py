@@ -1,14 +1,13 @@
-"""N runs side by side (``pytest-genai compare A B C ...``): a row per (benchmark, metric), a value column per run and
-each later run's ratio to the first. Benchmarks pair with the first run's as two runs pair (never on the device); one
-that the first run lacks is counted, not shown.
-"""
+"""N runs side by side (``pytest-genai compare A B C ...``): a row per (benchmark, metric), each run's value and each
+later run's ratio to the first; benchmarks pair with the first run's as two runs pair, unmatched ones are counted."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from .matching import match_records
-from pytest_genai.results.runs import Record, Run
+from pytest_genai.results.runs import Run
 from pytest_genai.tables import Table, format_number, modeled_mark
 
 
@@ -25,9 +24,8 @@ class MultiRow:
     def ratios(self) -> tuple[float | None, ...]:
         """``value / first value`` per run (None where either is missing, zero or not finite); the first is 1."""
         first = self.values[0]
-        ok = first is not None and first == first and first not in (0.0, float("inf"), float("-inf"))
-        return tuple(None if not ok or v is None or v != v or v in (float("inf"), float("-inf")) else v / first
-                     for v in self.values)
+        ok = first is not None and math.isfinite(first) and first != 0
+        return tuple(v / first if ok and v is not None and math.isfinite(v) else None for v in self.values)
 
 
 @dataclass(frozen=True)
@@ -35,91 +33,56 @@ class MultiComparison:
     labels: tuple[str, ...]
     sources: tuple[str, ...]
     rows: tuple[MultiRow, ...]
-    unmatched: tuple[int, ...]
-    """Per run: benchmarks with no counterpart in the first run (for the first: those in no other run)."""
-
-
-def run_label(run: Run) -> str:
-    """A run's column heading: its device generations (``a100``; ``cpu`` ...)."""
-    gens = run.generations
-    return "+".join(gens) if gens else "no device"
-
-
-def _labels(runs: Sequence[Run], given: Sequence[str] | None) -> tuple[str, ...]:
-    labels = list(given) if given else [run_label(r) for r in runs]
-    if len(set(labels)) < len(labels):  # two runs on one generation: number them
-        labels = [f"{label} #{i + 1}" for i, label in enumerate(labels)]
-    return tuple(labels)
+    unmatched: tuple[int, ...]  # per run: benchmarks with no counterpart in the first (for the first: in no other)
 
 
 def compare_many(runs: Sequence[Run], metrics: Sequence[str] = (), labels: Sequence[str] | None = None
                  ) -> MultiComparison:
     """The side-by-side comparison of ``runs`` (the first is the reference); ``metrics`` keeps only those names."""
     first = runs[0]
-    partner: list[dict[int, Record]] = [{id(r): r for r in first.records}]
-    unmatched = []
-    matched_first: set[int] = set()
-    for run in runs[1:]:
-        matching = match_records(first.records, run.records)
-        partner.append({id(p.baseline): p.current for p in matching.pairs})
-        matched_first |= {id(p.baseline) for p in matching.pairs}
-        unmatched.append(len(matching.only_current))
-    wanted = set(metrics)
+    matchings = [match_records(first.records, run.records) for run in runs[1:]]
+    partner = [{id(r): r for r in first.records}] + [{id(p.baseline): p.current for p in m.pairs} for m in matchings]
     rows = []
     for rec in first.records:
         recs = [p.get(id(rec)) for p in partner]
-        names = list(dict.fromkeys(m for r in recs if r is not None for m in r.metrics))
-        for name in names:
-            if wanted and name not in wanted:
-                continue
+        for name in dict.fromkeys(m for r in recs if r is not None for m in r.metrics if not metrics or m in metrics):
             have = [r for r in recs if r is not None and name in r.metrics]
             unit = next((r.units[name] for r in have if r.units.get(name)), "")
             source = "/".join(sorted({r.sources.get(name, "measured") for r in have}))
             values = tuple(None if r is None else r.metrics.get(name) for r in recs)
             rows.append(MultiRow(rec.label, rec.experiment, name, unit, source, values))
-    lonely = sum(1 for r in first.records if id(r) not in matched_first) if len(runs) > 1 else 0
-    return MultiComparison(_labels(runs, labels), tuple(r.source for r in runs), tuple(rows),
-                           (lonely, *unmatched))
-
-
-def _ratio_header(mc: MultiComparison, i: int) -> str:
-    return f"{mc.labels[i]} / {mc.labels[0]}"
+    lonely = sum(all(id(r) not in p for p in partner[1:]) for r in first.records) if len(runs) > 1 else 0
+    names = list(labels) if labels else ["+".join(g) if (g := r.generations) else "no device" for r in runs]
+    if len(set(names)) < len(names):  # two runs on one generation: number them
+        names = [f"{label} #{i + 1}" for i, label in enumerate(names)]
+    unmatched = (lonely, *(len(m.only_current) for m in matchings))
+    return MultiComparison(tuple(names), tuple(r.source for r in runs), tuple(rows), unmatched)
 
 
 def headers(mc: MultiComparison) -> list[str]:
-    out = ["benchmark", "metric", "unit", mc.labels[0]]
-    for i in range(1, len(mc.labels)):
-        out += [mc.labels[i], _ratio_header(mc, i)]
-    return out
+    later = (h for label in mc.labels[1:] for h in (label, f"{label} / {mc.labels[0]}"))  # each value, its ratio
+    return ["benchmark", "metric", "unit", mc.labels[0], *later]
+
+
+def _cells(row: MultiRow, value: Callable[[float | None], Any], ratio: Callable[[float | None], Any]) -> list[Any]:
+    """A row's values, each later one followed by its ratio to the first, as ``value`` and ``ratio`` write them."""
+    return [value(row.values[0])] + [c for v, r in zip(row.values[1:], row.ratios[1:]) for c in (value(v), ratio(r))]
 
 
 def markdown_table(mc: MultiComparison) -> Table:
-    rows = []
-    for row in mc.rows:
-        metric = row.metric + modeled_mark(row.metric, row.source)
-        cells: list[str] = [row.benchmark, metric, row.unit if row.unit != "1" else "", format_number(row.values[0])]
-        for value, ratio in zip(row.values[1:], row.ratios[1:]):
-            cells += [format_number(value), "—" if ratio is None else f"{ratio:.4g}x"]
-        rows.append(tuple(cells))
-    numeric = (False, False, False, True) + (True, True) * (len(mc.labels) - 1)
-    return Table(tuple(headers(mc)), tuple(rows), numeric)
+    rows = tuple((row.benchmark, row.metric + modeled_mark(row.metric, row.source), row.unit if row.unit != "1" else "",
+                  *_cells(row, format_number, lambda r: "—" if r is None else f"{r:.4g}x")) for row in mc.rows)
+    return Table(tuple(headers(mc)), rows, (False, False, False, True) + (True, True) * (len(mc.labels) - 1))
 
 
 def flat_rows(mc: MultiComparison) -> list[list[Any]]:
     """The rows of :func:`headers` with raw numbers (CSV)."""
-    out = []
-    for row in mc.rows:
-        cells: list[Any] = [row.benchmark, row.metric, row.unit, row.values[0]]
-        for value, ratio in zip(row.values[1:], row.ratios[1:]):
-            cells += [value, ratio]
-        out.append(cells)
-    return out
+    return [[row.benchmark, row.metric, row.unit, *_cells(row, lambda v: v, lambda r: r)] for row in mc.rows]
 
 
 def as_json(mc: MultiComparison) -> dict[str, Any]:
-    return {
-        "runs": [{"label": label, "source": source, "unmatched_benchmarks": n}
-                 for label, source, n in zip(mc.labels, mc.sources, mc.unmatched)],
-        "rows": [{"benchmark": r.benchmark, "experiment": r.experiment, "metric": r.metric, "unit": r.unit,
-                  "source": r.source, "values": list(r.values), "ratios_to_first": list(r.ratios)} for r in mc.rows],
-    }
+    return {"runs": [{"label": label, "source": source, "unmatched_benchmarks": n}
+                     for label, source, n in zip(mc.labels, mc.sources, mc.unmatched)],
+            "rows": [{"benchmark": r.benchmark, "experiment": r.experiment, "metric": r.metric, "unit": r.unit,
+                      "source": r.source, "values": list(r.values), "ratios_to_first": list(r.ratios)}
+                     for r in mc.rows]}

@@ -1,11 +1,13 @@
-"""How much a run moves between launches of the same code, per experiment (the ``run_noise`` of
-:func:`.decision.decide`): the shipped table, a given number, or 0 (rounds alone)."""
+"""How much a run moves between launches of one code, per experiment (``run_noise`` of :func:`.decision.decide`)."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from importlib import resources
 from types import MappingProxyType
 from typing import Mapping
+
+from pytest_genai._toml import load_toml
 
 MEASURED = "measured"
 
@@ -27,22 +29,17 @@ class RunNoise:
     def label(self) -> str:
         if self.source == "none":
             return "run noise 0 (rounds alone)"
-        parts = [f"{k} {v:g}" for k, v in sorted(self.per_experiment.items())]
-        parts += [f"{k} {v:g}" for k, v in sorted(self.per_metric.items())]
+        parts = [f"{k} {v:g}" for table in (self.per_experiment, self.per_metric) for k, v in sorted(table.items())]
         return f"run noise ({self.source}): default {self.default:g}" + (f", {', '.join(parts)}" if parts else "")
 
 
 def measured() -> RunNoise:
     """The shipped table, ``claims/data/run_noise.toml`` (its header says how it was measured)."""
-    from importlib import resources
-
-    from pytest_genai._toml import load_toml
-
     path = resources.files("pytest_genai.claims").joinpath("data", "run_noise.toml")
     data = load_toml(path.read_text(encoding="utf-8"), str(path))
-    per = {name: float(entry["value"]) for name, entry in data.get("experiment", {}).items()}
-    metrics = {name: float(entry["value"]) for name, entry in data.get("metric", {}).items()}
-    return RunNoise(float(data["default"]["value"]), MappingProxyType(per), MEASURED, MappingProxyType(metrics))
+    per, metrics = (MappingProxyType({name: float(entry["value"]) for name, entry in data.get(kind, {}).items()})
+                    for kind in ("experiment", "metric"))
+    return RunNoise(float(data["default"]["value"]), per, MEASURED, metrics)
 
 
 def parse_run_noise(text: str | None, option: str = "--run-noise") -> RunNoise:
@@ -50,8 +47,7 @@ def parse_run_noise(text: str | None, option: str = "--run-noise") -> RunNoise:
     experiment, ``*`` for the rest (0 when absent). Values are standard deviations of a run's log mean."""
     if text is None or text.strip().lower() in ("", MEASURED):
         return measured()
-    per: dict[str, float] = {}
-    default = 0.0
+    per: dict[str, float] = {}  # and the default, as "*", until the end
     for token in text.split(","):
         key, eq, value = token.strip().rpartition("=")
         key = key.strip() if eq else "*"
@@ -60,12 +56,8 @@ def parse_run_noise(text: str | None, option: str = "--run-noise") -> RunNoise:
         except ValueError:
             number = math.nan
         if not (math.isfinite(number) and 0 <= number <= 2):
-            raise ValueError(f"{option + ' ' if option else ''}{text!r}: {value.strip()!r} is not a standard deviation of a log between 0 "
-                             "and 2; give e.g. 0.05, finetune=0.2,*=0.05, or measured")
-        if key == "*":
-            default = number
-        else:
-            per[key] = number
-    if not per and default == 0:
-        return RunNoise()
-    return RunNoise(default, MappingProxyType(per), "given")
+            raise ValueError(f"{option + ' ' if option else ''}{text!r}: {value.strip()!r} is not a standard deviation "
+                             "of a log between 0 and 2; give e.g. 0.05, finetune=0.2,*=0.05, or measured")
+        per[key] = number
+    default = per.pop("*", 0.0)
+    return RunNoise(default, MappingProxyType(per), "given") if per or default else RunNoise()

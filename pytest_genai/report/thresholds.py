@@ -1,9 +1,7 @@
-"""Per-metric (and per-experiment) regression thresholds: ``tokens_per_s=5%,perplexity=0.5%``.
+"""Regression thresholds: ``metric=N%``, ``experiment:metric=N%``, ``experiment:*=N%``, ``*=N%`` or ``median:10%``.
 
-Comma-separated ``metric=N%``, ``experiment:metric=N%``, ``experiment:*=N%``, ``*=N%``, or pytest-benchmark's
-``field:N%`` (``median:10%``; relative only). The most specific user key wins, then the metric registry's
-``max_regression``, then the built-in defaults. Unknown names are refused (:meth:`Thresholds.check_known`): a
-misspelling would otherwise leave the default in force without a word.
+The most specific user key wins, then the registry's ``max_regression``, then the built-in defaults; unknown names
+are refused (:meth:`Thresholds.check_known`), since a misspelling would leave the default in force without a word.
 """
 
 from __future__ import annotations
@@ -11,18 +9,17 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import statistics
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Collection, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 from .run_noise import RunNoise
+from pytest_genai.stats import median_interval
 from pytest_genai.results.runs import BENCH_STATS_FIELDS, bench_stat_metric
 
-DEFAULT_MAX_REGRESSION = 0.05
-"""Allowed worsening for a metric nobody gave a threshold for: 5 %."""
-
-BUILTIN_DEFAULTS: Mapping[str, float] = MappingProxyType({"benchmark_median_s": 0.10})
-"""Thresholds of metrics in no registry file: the median round time's is the slowdown worth a gate on a shared CPU."""
+DEFAULT_MAX_REGRESSION = 0.05  # allowed worsening for a metric nobody gave a threshold for
+BUILTIN_DEFAULTS: Mapping[str, float] = MappingProxyType({"benchmark_median_s": 0.10})  # worth a gate on a shared CPU
 
 _NAME = r"[A-Za-z0-9_.\-]+"
 _KEY = re.compile(rf"^(?:(?P<exp>{_NAME}):)?(?P<metric>{_NAME}|\*)$")
@@ -40,8 +37,7 @@ class Thresholds:
     per_metric: Mapping[str, float] = field(default_factory=dict)
     per_experiment: Mapping[tuple[str, str], float] = field(default_factory=dict)
     default: float | None = None
-    run_noise: RunNoise = field(default_factory=RunNoise)
-    """How much a run's log mean moves between launches of the same code, per experiment (:mod:`.run_noise`)."""
+    run_noise: RunNoise = field(default_factory=RunNoise)  # how a run's log mean moves between launches of the code
 
     def __post_init__(self) -> None:
         items = list(self.per_metric.items()) + [(f"{e}:{m}", v) for (e, m), v in self.per_experiment.items()]
@@ -51,32 +47,17 @@ class Thresholds:
                 raise ThresholdError(f"threshold for {key!r} is {value!r}; use a finite, non-negative fraction")
 
     def for_metric(self, metric: str, experiment: str | None = None, registry: float | None = None) -> float:
-        """The allowed worsening (fraction) for ``metric`` in ``experiment``; ``registry``: the metric registry's
-        threshold for it (``MetricInfo.max_regression``), below the user's keys and above the built-in defaults."""
-        if experiment is not None and (experiment, metric) in self.per_experiment:
-            return self.per_experiment[(experiment, metric)]
-        if metric in self.per_metric:
-            return self.per_metric[metric]
-        if experiment is not None and (experiment, "*") in self.per_experiment:
-            return self.per_experiment[(experiment, "*")]
-        if self.default is not None:
-            return self.default
-        if registry is not None:
-            return registry
-        return BUILTIN_DEFAULTS.get(metric, DEFAULT_MAX_REGRESSION)
+        """The allowed worsening for ``metric`` in ``experiment``: the user's keys, else ``registry``, else defaults."""
+        order = (self.per_experiment.get((experiment, metric)), self.per_metric.get(metric),
+                 self.per_experiment.get((experiment, "*")), self.default, registry)
+        return next((v for v in order if v is not None), BUILTIN_DEFAULTS.get(metric, DEFAULT_MAX_REGRESSION))
 
     def unknown_names(self, metrics: Collection[str], experiments: Collection[str]) -> list[tuple[str, str, str]]:
         """``(key, kind, name)`` for each user-given key naming a metric or experiment not in the given sets."""
-        out: list[tuple[str, str, str]] = []
-        for metric in sorted(self.per_metric):
-            if metric not in metrics:
-                out.append((metric, "metric", metric))
+        out = [(metric, "metric", metric) for metric in sorted(self.per_metric) if metric not in metrics]
         for exp, metric in sorted(self.per_experiment):
-            key = f"{exp}:{metric}"
-            if exp not in experiments:
-                out.append((key, "experiment", exp))
-            if metric != "*" and metric not in metrics:
-                out.append((key, "metric", metric))
+            out += [(f"{exp}:{metric}", "experiment", exp)] if exp not in experiments else []
+            out += [(f"{exp}:{metric}", "metric", metric)] if metric != "*" and metric not in metrics else []
         return out
 
     def check_known(self, metrics: Collection[str], experiments: Collection[str], *,
@@ -87,14 +68,11 @@ class Thresholds:
             return
         parts = []
         for key, kind, name in unknown:
-            pool = metrics if kind == "metric" else experiments
-            close = difflib.get_close_matches(name, sorted(pool), n=1)
+            close = difflib.get_close_matches(name, sorted(metrics if kind == "metric" else experiments), n=1)
             parts.append(f"unknown {kind} {name!r} in {key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-        known_metrics = ", ".join(sorted(metrics)) or "none"
-        known_experiments = ", ".join(sorted(experiments)) or "none"
+        known_metrics, known_experiments = (", ".join(sorted(names)) or "none" for names in (metrics, experiments))
         raise ThresholdError(
-            f"{option}: {'; '.join(parts)} — known metrics: {known_metrics}; known experiments: {known_experiments}"
-        )
+            f"{option}: {'; '.join(parts)} — known metrics: {known_metrics}; known experiments: {known_experiments}")
 
     def timing_fields(self) -> dict[str, str]:
         """The pytest-benchmark statistics the user gave a threshold for: ``{"benchmark_mean_s": "mean"}``."""
@@ -104,73 +82,51 @@ class Thresholds:
     @property
     def id(self) -> str:
         """Canonical text of the user-given thresholds (parseable by :func:`parse_thresholds`)."""
-        parts = [f"{m}={_pct(v)}" for m, v in sorted(self.per_metric.items())]
-        parts += [f"{e}:{m}={_pct(v)}" for (e, m), v in sorted(self.per_experiment.items())]
-        parts += [f"*={_pct(self.default)}"] if self.default is not None else []
+        parts = [f"{m}={v * 100:g}%" for m, v in sorted(self.per_metric.items())]
+        parts += [f"{e}:{m}={v * 100:g}%" for (e, m), v in sorted(self.per_experiment.items())]
+        parts += [f"*={self.default * 100:g}%"] if self.default is not None else []
         return ",".join(parts) or "defaults"
-
-
-def _pct(fraction: float) -> str:
-    return f"{fraction * 100:g}%"
 
 
 def parse_thresholds(text: str | None, *, option: str = "--max-regression") -> Thresholds:
     """Parse ``"tokens_per_s=5%,quant:perplexity=0.5%,*=10%"``; errors name the bad token and ``option``."""
     if text is None or not text.strip():
         return Thresholds()
-    per_metric: dict[str, float] = {}
+    per_metric: dict[str, float] = {}  # and the default, as "*", until the end
     per_experiment: dict[tuple[str, str], float] = {}
-    default: float | None = None
-    seen: set[str] = set()
-    for raw in text.split(","):
-        token = raw.strip()
+    for token in (raw.strip() for raw in text.split(",")):
         if not token:
             raise ThresholdError(f"{option}: empty token in {text!r}; separate KEY=N% entries with single commas")
-        key, eq, value = token.partition("=")
-        key, value = key.strip(), value.strip()
-        if not eq:
-            # pytest-benchmark's --benchmark-compare-fail spelling, field:N%
-            field_name, colon, pct = token.rpartition(":")
-            if colon and _VALUE.match(pct.strip()) and re.fullmatch(_NAME, field_name.strip()):
-                key, value = field_name.strip(), pct.strip()
-                if key in BENCH_STATS_FIELDS:  # a pytest-benchmark statistic, as --benchmark-compare-fail names it
-                    key = bench_stat_metric(key)
-            else:
-                raise ThresholdError(
-                    f"{option}: bad token {token!r}: expected KEY=N% or field:N% (pytest-benchmark's form), "
-                    "e.g. tokens_per_s=5% or median:10%")
-        match = _KEY.match(key)
+        key, eq, value = (part.strip() for part in token.partition("="))
+        if not eq:  # pytest-benchmark's --benchmark-compare-fail spelling, field:N% (a statistic: its metric)
+            key, colon, value = (part.strip() for part in token.rpartition(":"))
+            if not (colon and _VALUE.match(value) and re.fullmatch(_NAME, key)):
+                raise ThresholdError(f"{option}: bad token {token!r}: expected KEY=N% or field:N% (pytest-benchmark's "
+                                     "form), e.g. tokens_per_s=5% or median:10%")
+            key = bench_stat_metric(key) if key in BENCH_STATS_FIELDS else key
+        match, vmatch = _KEY.match(key), _VALUE.match(value)
         if not match:
-            raise ThresholdError(
-                f"{option}: bad token {token!r}: {key!r} is not a metric name, experiment:metric, experiment:* or *"
-            )
-        vmatch = _VALUE.match(value)
+            raise ThresholdError(f"{option}: bad token {token!r}: {key!r} is not a metric name, experiment:metric, "
+                                 "experiment:* or *")
         if not vmatch:
             hint = f"{key}={value}%" if re.fullmatch(r"[0-9]*\.?[0-9]+", value) else f"{key}=5%"
             raise ThresholdError(f"{option}: bad token {token!r}: thresholds are percentages, e.g. {hint!r}")
         fraction = float(vmatch.group("num")) / 100.0
         if not math.isfinite(fraction):
             raise ThresholdError(f"{option}: bad token {token!r}: the percentage must be finite")
-        if key in seen:
-            raise ThresholdError(f"{option}: bad token {token!r}: {key!r} is given twice")
-        seen.add(key)
         exp, metric = match.group("exp"), match.group("metric")
-        if exp is not None:
-            per_experiment[(exp, metric)] = fraction
-        elif metric == "*":
-            default = fraction
-        else:
-            per_metric[metric] = fraction
+        table: dict[Any, float] = per_metric if exp is None else per_experiment
+        slot = metric if exp is None else (exp, metric)
+        if slot in table:
+            raise ThresholdError(f"{option}: bad token {token!r}: {key!r} is given twice")
+        table[slot] = fraction
+    default = per_metric.pop("*", None)
     return Thresholds(per_metric=per_metric, per_experiment=per_experiment, default=default)
 
 
 def precise_for_gate(rounds: Sequence[float], limit: float) -> bool:
     """Are ``rounds`` precise enough for a later gate at threshold ``limit`` to decide? Their median's interval no
     wider than half the threshold puts a change of 1.4x the threshold wholly past it."""
-    import statistics
-
-    from pytest_genai.stats import median_interval
-
     values = [float(r) for r in rounds]
     if len(values) < 2:
         return False
