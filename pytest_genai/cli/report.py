@@ -7,7 +7,9 @@ left undecided (gate), 2 bad input; every expected failure is one message on std
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import functools
 import sys
 import tempfile
 from collections import Counter
@@ -66,13 +68,15 @@ def warn(lines: Sequence[str], stream: TextIO | None = None) -> None:
 
 def _metric_info() -> dict[str, MetricInfo]:
     info, warning = default_metric_info()
-    if warning:
-        warn([warning])
+    warn([warning] if warning else [])
     return info
 
 
 def _prepare(args: argparse.Namespace) -> tuple[Thresholds, dict[str, MetricInfo], list[Run]]:
-    """compare's and gate's thresholds (--max-regression, --run-noise), metric registry and checked runs."""
+    """compare's and gate's thresholds (--max-regression, --run-noise), metric registry and runs; a threshold or
+    --metric naming no known metric (or experiment) is a usage error, not an empty table."""
+    import difflib
+
     from pytest_genai.report.run_noise import parse_run_noise
 
     try:
@@ -84,7 +88,22 @@ def _prepare(args: argparse.Namespace) -> tuple[Thresholds, dict[str, MetricInfo
     if len(_refs(args)) < 2:  # gate's parser has already refused anything but two
         raise ReportInputError("give at least two runs to compare (baseline first)")
     runs = _load_runs(args, info)
-    _check_threshold_names(thresholds, info, runs)
+    recorded = {m for run in runs for r in run.records for m in r.metrics}
+    known, experiments = set(info) | recorded, _known_experiments(runs)
+    thresholds.check_known(known, experiments, option="--max-regression")
+    # nothing drops by 100% or more: such a threshold would let a higher-is-better metric never regress
+    for metric in sorted(m for m in recorded if getattr(info.get(m), "direction", None) == "higher"):
+        for experiment in sorted(experiments) or [None]:
+            limit = thresholds.for_metric(metric, experiment, getattr(info.get(metric), "max_regression", None))
+            if limit >= 1:
+                raise ThresholdError(f"--max-regression: {limit:.0%} for {metric!r} (higher is better) can never be "
+                                     "reached, since nothing drops by 100% or more; give a threshold under 100%")
+    parts = [f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+             for name in getattr(args, "metric", []) if name not in known
+             for close in [difflib.get_close_matches(name, sorted(known), n=1)]]
+    if parts:
+        raise ReportInputError(f"--metric: unknown metric {', '.join(parts)}; the runs record: "
+                               f"{', '.join(sorted(recorded)) or 'no metric'}")
     return thresholds, info, runs
 
 
@@ -101,39 +120,31 @@ def emit(text: str, outputs: Sequence[str]) -> None:
         write_output(out, text if text.endswith("\n") else text + "\n")
 
 
-def _load_ref(text: str, role: str, store: str | None, info: Mapping[str, MetricInfo] | None = None,
-              exclude_hash: str | None = None) -> Run:
-    """A run argument: a file, a pytest-benchmark storage id or a store query (:mod:`pytest_genai.store.refs`)."""
-    if Path(text).exists():
-        return _load_nonempty(text, role)
-    from pytest_genai.store.refs import load_ref
-
-    run = load_ref(text, store, info, exclude_hash)
-    if not run.records:
-        raise ReportInputError(f"{text}: the {role} run contains no benchmarks")
-    return run
-
-
 def _refs(args: argparse.Namespace) -> list[str]:
     return ([args.baseline] if getattr(args, "baseline", None) else []) + list(args.runs)
 
 
 def _load_runs(args: argparse.Namespace, info: Mapping[str, MetricInfo]) -> list[Run]:
-    """The runs of compare/gate, refused when -o names one of them or a run has indistinguishable benchmarks."""
+    """The runs of compare/gate (each a file, a pytest-benchmark storage id or a store query), refused when -o names
+    one of them or a run has indistinguishable benchmarks."""
+    from pytest_genai.report.validate import check_consistent
     from pytest_genai.store.read import looks_like_query
-    from pytest_genai.store.refs import file_content_hash, input_files
+    from pytest_genai.store.refs import file_content_hash, input_files, load_ref
 
     refs = _refs(args)
     check_outputs(args.output, [f for r in refs for f in input_files(r, args.store)])
     roles = ["baseline"] + ["current" if len(refs) == 2 else f"#{i + 2}" for i in range(len(refs) - 1)]
     # a baseline store query never picks the current run file's own stored copy (--genai-store stored it last)
-    exclude = None
-    if len(refs) == 2 and not Path(refs[0]).exists() and looks_like_query(refs[0].strip()) and Path(refs[1]).is_file():
-        exclude = file_content_hash(refs[1])
-    runs = [_load_ref(ref, role, args.store, info, exclude if i == 0 else None)
-            for i, (ref, role) in enumerate(zip(refs, roles))]
-    from pytest_genai.report.validate import check_consistent
-
+    exclude = (file_content_hash(refs[1]) if len(refs) == 2 and not Path(refs[0]).exists()
+               and looks_like_query(refs[0].strip()) and Path(refs[1]).is_file() else None)
+    runs = []
+    for i, (ref, role) in enumerate(zip(refs, roles)):
+        if Path(ref).exists():
+            runs.append(_load_nonempty(ref, role))
+            continue
+        runs.append(load_ref(ref, args.store, info, exclude if i == 0 else None))
+        if not runs[-1].records:
+            raise ReportInputError(f"{ref}: the {role} run contains no benchmarks")
     for run in runs:
         check_unique(run)
         check_consistent(run, info)
@@ -143,43 +154,11 @@ def _load_runs(args: argparse.Namespace, info: Mapping[str, MetricInfo]) -> list
 
 def _known_experiments(runs: Sequence[Run]) -> set[str]:
     names = {r.experiment for run in runs for r in run.records if r.experiment}
-    try:
+    with contextlib.suppress(Exception):  # claims data unavailable: the runs' own experiments are still known
         from pytest_genai.claims import load_claims
 
         names |= {c.experiment for c in load_claims() if getattr(c, "experiment", None)}
-    except Exception:  # claims data unavailable: the runs' own experiments are still known
-        pass
     return names
-
-
-def _recorded(runs: Sequence[Run]) -> set[str]:
-    return {m for run in runs for r in run.records for m in r.metrics}
-
-
-def _check_threshold_names(thresholds: Thresholds, info: Mapping[str, MetricInfo], runs: Sequence[Run]) -> None:
-    experiments = _known_experiments(runs)
-    thresholds.check_known(set(info) | _recorded(runs), experiments, option="--max-regression")
-    # nothing drops by 100% or more: such a threshold would let a higher-is-better metric never regress
-    for metric in sorted(m for m in _recorded(runs) if getattr(info.get(m), "direction", None) == "higher"):
-        for experiment in sorted(experiments) or [None]:
-            limit = thresholds.for_metric(metric, experiment, getattr(info.get(metric), "max_regression", None))
-            if limit >= 1:
-                raise ThresholdError(f"--max-regression: {limit:.0%} for {metric!r} (higher is better) can never be "
-                                     "reached, since nothing drops by 100% or more; give a threshold under 100%")
-
-
-def _check_metric_names(names: Sequence[str], info: Mapping[str, MetricInfo], runs: Sequence[Run]) -> None:
-    """``--metric`` names a metric of the registry or of the runs; a typo is a usage error, not an empty table."""
-    import difflib
-
-    recorded = _recorded(runs)
-    known = set(info) | recorded
-    unknown = [name for name in names if name not in known]
-    if unknown:
-        close = [difflib.get_close_matches(name, sorted(known), n=1) for name in unknown]
-        parts = [f"{name!r}" + (f" (did you mean {c[0]!r}?)" if c else "") for name, c in zip(unknown, close)]
-        raise ReportInputError(f"--metric: unknown metric {', '.join(parts)}; the runs record: "
-                               f"{', '.join(sorted(recorded)) or 'no metric'}")
 
 
 def _report_parser() -> argparse.ArgumentParser:
@@ -225,8 +204,8 @@ def _report(args: argparse.Namespace) -> int:
                 notes.append(str(exc))
         for path, fmt in targets:
             # Markdown links only to plots that outlive this command (--plots DIR).
-            shown = images if (fmt == "html" or args.plots is not None) else []
-            text = render(run, info, claims, shown, notes, fmt, path.parent if path else Path.cwd())
+            text = render(run, info, claims, images if (fmt == "html" or args.plots is not None) else [], notes, fmt,
+                          path.parent if path else Path.cwd())
             if path is None:
                 sys.stdout.write(text)
             else:
@@ -241,8 +220,14 @@ def report_main(argv: Sequence[str] | None = None) -> int:
     return run_command(_report_parser, _report, argv)
 
 
-def _pair_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description=description)
+def _pair_parser(gate: bool) -> argparse.ArgumentParser:
+    """compare's parser, or gate's: their shared options, then their own."""
+    p = argparse.ArgumentParser(prog=f"pytest-genai {'gate' if gate else 'compare'}", description=(
+        "Exit 1 when a metric regressed beyond its threshold, a generation claim fails, or a benchmark of the baseline "
+        "has no counterpart in the current run; 3 when nothing regressed but a change past its threshold could not "
+        "be decided; 0 otherwise; 2 on unusable input." if gate else
+        "Per-metric ratios between two runs, matched by experiment, config and model; with three or more runs (or "
+        "--metric), one side-by-side table with every run's ratio to the first."))
     p.add_argument("runs", nargs="+", metavar="RUN",
                    help="the runs, baseline first: a --benchmark-json file, a run in pytest-benchmark's storage "
                         "(0003, storage:latest) or a query of the results store ('generation=a100 latest', best, "
@@ -267,15 +252,28 @@ def _pair_parser(prog: str, description: str) -> argparse.ArgumentParser:
                    help="print the row of every compared metric, not only the summary")
     p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
                    help="also write the printed output to FILE (atomically; repeatable; never one of the inputs)")
-    return p
-
-
-def _compare_parser() -> argparse.ArgumentParser:
-    p = _pair_parser("pytest-genai compare",
-                     "Per-metric ratios between two runs, matched by experiment, config and model; with three or "
-                     "more runs (or --metric), one side-by-side table with every run's ratio to the first.")
-    p.add_argument("--metric", action="append", default=[], metavar="NAME",
-                   help="only this metric (repeatable); gives the side-by-side table also for two runs")
+    if not gate:
+        p.add_argument("--metric", action="append", default=[], metavar="NAME",
+                       help="only this metric (repeatable); gives the side-by-side table also for two runs")
+        return p
+    p.add_argument("--allow-missing", action="store_true",
+                   help="do not fail when a benchmark of the baseline, or a metric with a direction of a matched one, "
+                        "is missing from the current run")
+    p.add_argument("--strict", action="store_true",
+                   help="also fail when a metric without a direction of a matched baseline benchmark is missing from "
+                        "the current run")
+    p.add_argument("--strict-inconclusive", action="store_true",
+                   help="also fail (exit 1) on a row the rule cannot decide against its threshold (inconclusive: "
+                        "listed without this flag, exit 0 within the threshold, 3 past it)")
+    p.add_argument("--allow-undecided", action="store_true",
+                   help="exit 0, not 3, when nothing regressed but a row past its threshold could not be decided "
+                        "(noise, too few rounds, CPU contention): the rows are still listed")
+    p.add_argument("--no-claims", action="store_true",
+                   help="do not check generation claims when the runs are on different device generations")
+    p.add_argument("--baseline", metavar="RUN", default=None,
+                   help="the baseline, e.g. from the results store: 'generation=h100 best', latest, run=12 (then give "
+                        "only the current run)")
+    p.set_defaults(two_runs=True)
     return p
 
 
@@ -406,7 +404,6 @@ def _compare(args: argparse.Namespace) -> int:
     from pytest_genai.report.views import comparison_table
 
     thresholds, info, runs = _prepare(args)
-    _check_metric_names(args.metric, info, runs)
     if len(runs) > 2 or args.metric:
         return _compare_many(args, runs)
     baseline, current = runs
@@ -427,33 +424,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def compare_main(argv: Sequence[str] | None = None) -> int:
-    return run_command(_compare_parser, _compare, argv)
-
-
-def _gate_parser() -> argparse.ArgumentParser:
-    p = _pair_parser("pytest-genai gate", "Exit 1 when a metric regressed beyond its threshold, a generation claim "
-                     "fails, or a benchmark of the baseline has no counterpart in the current run; 3 when nothing "
-                     "regressed but a change past its threshold could not be decided; 0 otherwise; 2 on unusable "
-                     "input.")
-    p.add_argument("--allow-missing", action="store_true",
-                   help="do not fail when a benchmark of the baseline, or a metric with a direction of a matched one, "
-                        "is missing from the current run")
-    p.add_argument("--strict", action="store_true",
-                   help="also fail when a metric without a direction of a matched baseline benchmark is missing from "
-                        "the current run")
-    p.add_argument("--strict-inconclusive", action="store_true",
-                   help="also fail (exit 1) on a row the rule cannot decide against its threshold (inconclusive: "
-                        "listed without this flag, exit 0 within the threshold, 3 past it)")
-    p.add_argument("--allow-undecided", action="store_true",
-                   help="exit 0, not 3, when nothing regressed but a row past its threshold could not be decided "
-                        "(noise, too few rounds, CPU contention): the rows are still listed")
-    p.add_argument("--no-claims", action="store_true",
-                   help="do not check generation claims when the runs are on different device generations")
-    p.add_argument("--baseline", metavar="RUN", default=None,
-                   help="the baseline, e.g. from the results store: 'generation=h100 best', latest, run=12 (then give "
-                        "only the current run)")
-    p.set_defaults(two_runs=True)
-    return p
+    return run_command(functools.partial(_pair_parser, gate=False), _compare, argv)
 
 
 def _gate(args: argparse.Namespace) -> int:
@@ -551,4 +522,4 @@ def _gate_headline(result: Any, code: int) -> str:
 
 
 def gate_main(argv: Sequence[str] | None = None) -> int:
-    return run_command(_gate_parser, _gate, argv)
+    return run_command(functools.partial(_pair_parser, gate=True), _gate, argv)

@@ -179,11 +179,9 @@ def decide(baseline: Sequence[float], current: Sequence[float], direction: str, 
     past = w > m + tol
     verdict = (REGRESSED if p_worse < alpha and past else IMPROVED if p_better < alpha and -w > m + tol
                else UNCHANGED if p_within <= alpha else INCONCLUSIVE)
-    lo = hi = math.nan
-    if interval:
-        q = t_ppf(1 - alpha, df)
-        lo_d, hi_d = diff - q * se, diff + q * se
-        lo, hi = (math.exp(lo_d), math.exp(hi_d)) if scale == LOG else (lo_d, hi_d)
+    q = t_ppf(1 - alpha, df) if interval else math.nan  # no interval: nan ends
+    lo, hi = diff - q * se, diff + q * se
+    lo, hi = (math.exp(lo), math.exp(hi)) if scale == LOG else (lo, hi)
     return Decision(verdict, ratio, lo, hi, 1 - 2 * alpha, df, p_worse, past, scale, min(len(b), len(c)),
                     launch_share)
 
@@ -198,8 +196,5 @@ def ratio_verdict(lo: float, hi: float, direction: str, threshold: float) -> str
     # the worsening (relative change in the bad direction) at each end of the interval
     w_lo, w_hi = (lo - 1.0, hi - 1.0) if direction == "lower" else (1.0 - hi, 1.0 - lo)
     limit = threshold * (1 + 1e-9) + 1e-9  # is_regression's tolerance
-    if w_lo > limit:
-        return REGRESSED
-    if w_hi > limit:
-        return INCONCLUSIVE
-    return IMPROVED if w_hi < -limit else UNCHANGED
+    return (REGRESSED if w_lo > limit else INCONCLUSIVE if w_hi > limit
+            else IMPROVED if w_hi < -limit else UNCHANGED)

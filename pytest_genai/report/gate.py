@@ -83,13 +83,11 @@ class GateResult:
                or (self.strict_inconclusive and mc.status == INCONCLUSIVE)]
         out += [Failure(c.benchmark, c.metric, c.message, f"{c.from_generation} → {c.to_generation}")
                 for c in self.generation_checks if c.verdict == "fail"]
-        if not self.allow_missing:
-            for rec in self.comparison.only_baseline:
-                nearest = nearest_difference(rec, self.comparison.only_current)
-                out.append(Failure(rec.label, "*", "benchmark of the baseline missing from the current run "
-                                                   "(--allow-missing accepts that)"
-                                   + (f"; the nearest current benchmark differs in: {nearest}" if nearest else ""),
-                                   _device_text(rec)))
+        for rec in () if self.allow_missing else self.comparison.only_baseline:
+            nearest = nearest_difference(rec, self.comparison.only_current)
+            out.append(Failure(rec.label, "*", "benchmark of the baseline missing from the current run (--allow-missing "
+                               "accepts that)" + (f"; the nearest current benchmark differs in: {nearest}" if nearest
+                                                  else ""), _device_text(rec)))
         return tuple(out)
 
     @property
