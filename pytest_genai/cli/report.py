@@ -512,10 +512,9 @@ def _gate_headline(result: Any, code: int) -> str:
                           "noise for the rounds recorded") for _, m in undecided).most_common()
     why = ", ".join(f"{n} by {cause}" for cause, n in causes)
     head = "**UNDECIDED** (exit 3)" if code == EXIT_UNDECIDED else "**UNDECIDED, allowed** (exit 0, --allow-undecided)"
-    top = causes[0][0]
     remedy = ("rerun both sides on an idle machine" if "CPU contention" in dict(causes) else
               "gate against several runs (--baseline 'last:3'): more rounds do not shrink the noise between "
-              "launches" if top == "noise between launches" else
+              "launches" if causes[0][0] == "noise between launches" else
               "record more rounds a side (--genai-rounds auto) or gate against several runs (--baseline 'last:3')")
     return (f"{head}: nothing regressed, but {len(undecided)} row(s) past the threshold could not be decided "
             f"({why}); {remedy}")

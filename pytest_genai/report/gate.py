@@ -190,8 +190,7 @@ def check_generation(claim: Any, pc: PairComparison, info: Mapping[str, MetricIn
         current=c, speedup=s, min=getattr(claim, "min", None), max=getattr(claim, "max", None),
         paper=f"{source}: {text}" if text else str(source), verdict=verdict.verdict,
         message=f"{moved} speedup of {metric}: {verdict.message}",
-        interval=None if interval is None else interval.to_json(),
-    )
+        interval=None if interval is None else interval.to_json())
 
 
 def speedup_interval(base_rounds: Any, cur_rounds: Any, direction: str) -> Any:
@@ -232,9 +231,8 @@ def gate_runs(baseline: Run, current: Run, info: Mapping[str, MetricInfo], thres
                              f"metric its speedup can be computed from (one of {', '.join(THROUGHPUT_METRICS)})")
                 continue
             checks.append(check)
-            low = getattr(claim, "min", None)
-            if low is not None and low >= 1.0 and check.verdict in ("pass", "fail"):
-                # only a decided claim that rules out a slowdown itself may stand in for the threshold
+            # only a decided claim that rules out a slowdown itself may stand in for the threshold
+            if (getattr(claim, "min", None) or 0.0) >= 1.0 and check.verdict in ("pass", "fail"):
                 replaced.add(check.metric)
         if not applicable:
             unclaimed.add(gens)
@@ -243,6 +241,5 @@ def gate_runs(baseline: Run, current: Run, info: Mapping[str, MetricInfo], thres
             for m in pc.metrics)))
     notes += [f"baseline ran on {frm}, current on {to}: the claims data has no generation claim for {frm}→{to} "
               "that applies; its metrics are gated as for a software change" for frm, to in sorted(unclaimed)]
-    comparison = dataclasses.replace(comparison, pairs=tuple(pairs))
-    return GateResult(comparison, tuple(checks), tuple(notes), strict, allow_missing, strict_inconclusive,
-                      allow_undecided)
+    return GateResult(dataclasses.replace(comparison, pairs=tuple(pairs)), tuple(checks), tuple(notes), strict,
+                      allow_missing, strict_inconclusive, allow_undecided)
