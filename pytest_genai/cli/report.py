@@ -139,12 +139,11 @@ def _load_runs(args: argparse.Namespace, info: Mapping[str, MetricInfo]) -> list
                and looks_like_query(refs[0].strip()) and Path(refs[1]).is_file() else None)
     runs = []
     for i, (ref, role) in enumerate(zip(refs, roles)):
-        if Path(ref).exists():
-            runs.append(_load_nonempty(ref, role))
-            continue
-        runs.append(load_ref(ref, args.store, info, exclude if i == 0 else None))
-        if not runs[-1].records:
+        run = (_load_nonempty(ref, role) if Path(ref).exists()
+               else load_ref(ref, args.store, info, exclude if i == 0 else None))
+        if not run.records:  # a file without benchmarks has already been refused, with the reasons
             raise ReportInputError(f"{ref}: the {role} run contains no benchmarks")
+        runs.append(run)
     for run in runs:
         check_unique(run)
         check_consistent(run, info)
