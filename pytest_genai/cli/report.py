@@ -7,8 +7,12 @@ left undecided (gate), 2 bad input; every expected failure is one message on std
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
+import functools
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
@@ -25,7 +29,7 @@ _SUFFIX_FORMATS = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "htm
 
 def run_command(build: Callable[[], argparse.ArgumentParser], body: Callable[[argparse.Namespace], int],
                 argv: Sequence[str] | None) -> int:
-    """Parse ``argv`` with ``build()``'s parser and run ``body``; every expected failure is one line on stderr, exit 2."""
+    """Parse ``argv`` with ``build()``'s parser and run ``body``; an expected failure is one line on stderr, exit 2."""
     parser = build()
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)
@@ -36,30 +40,24 @@ def run_command(build: Callable[[], argparse.ArgumentParser], body: Callable[[ar
     try:
         return body(args)
     except (ReportInputError, ThresholdError) as exc:
-        print(f"pytest-genai {parser.prog.split()[-1]}: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        message = str(exc)
     except BrokenPipeError:  # stdout's reader went away (`| head`): the caller exits 0 quietly, as coreutils do
         raise
     except OSError as exc:  # an output path that cannot be written
-        where = f"{exc.filename}: " if exc.filename else ""
-        print(f"pytest-genai {parser.prog.split()[-1]}: error: cannot write {where}{exc.strerror or exc}",
-              file=sys.stderr)
-        return EXIT_BAD_INPUT
+        message = f"cannot write {f'{exc.filename}: ' if exc.filename else ''}{exc.strerror or exc}"
     except (RecursionError, MemoryError) as exc:  # pathological input that slipped past the loader's checks
-        print(f"pytest-genai {parser.prog.split()[-1]}: error: the input is too deeply nested or too large to "
-              f"process ({type(exc).__name__}); pass the files exactly as pytest --benchmark-json wrote them",
-              file=sys.stderr)
-        return EXIT_BAD_INPUT
+        message = (f"the input is too deeply nested or too large to process ({type(exc).__name__}); pass the files "
+                   "exactly as pytest --benchmark-json wrote them")
+    print(f"pytest-genai {parser.prog.split()[-1]}: error: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
 
 
 def _load_nonempty(path: str, role: str) -> Run:
     run = load_run(path)
     if not run.records:
         absent = "".join(f"; {kind}: {why}" for kind, why in run.absent.items())
-        raise ReportInputError(
-            f"{path}: the {role} run contains no benchmarks — check the run's -m/-k selection, and that "
-            f"benchmarks were not disabled (--benchmark-disable) or skipped{absent}"
-        )
+        raise ReportInputError(f"{path}: the {role} run contains no benchmarks — check the run's -m/-k selection, "
+                               f"and that benchmarks were not disabled (--benchmark-disable) or skipped{absent}")
     return run
 
 
@@ -70,21 +68,43 @@ def warn(lines: Sequence[str], stream: TextIO | None = None) -> None:
 
 def _metric_info() -> dict[str, MetricInfo]:
     info, warning = default_metric_info()
-    if warning:
-        warn([warning])
+    warn([warning] if warning else [])
     return info
 
 
-def _thresholds(text: str | None, run_noise: str | None = None) -> Thresholds:
-    import dataclasses
+def _prepare(args: argparse.Namespace) -> tuple[Thresholds, dict[str, MetricInfo], list[Run]]:
+    """compare's and gate's thresholds (--max-regression, --run-noise), metric registry and runs; a threshold or
+    --metric naming no known metric (or experiment) is a usage error, not an empty table."""
+    import difflib
 
     from pytest_genai.report.run_noise import parse_run_noise
 
     try:
-        noise = parse_run_noise(run_noise)
+        noise = parse_run_noise(args.run_noise)
     except ValueError as exc:
         raise ReportInputError(str(exc)) from None
-    return dataclasses.replace(parse_thresholds(text, option="--max-regression"), run_noise=noise)
+    thresholds = dataclasses.replace(parse_thresholds(args.max_regression, option="--max-regression"), run_noise=noise)
+    info = _metric_info()
+    if len(_refs(args)) < 2:  # gate's parser has already refused anything but two
+        raise ReportInputError("give at least two runs to compare (baseline first)")
+    runs = _load_runs(args, info)
+    recorded = {m for run in runs for r in run.records for m in r.metrics}
+    known, experiments = set(info) | recorded, _known_experiments(runs)
+    thresholds.check_known(known, experiments, option="--max-regression")
+    # nothing drops by 100% or more: such a threshold would let a higher-is-better metric never regress
+    for metric in sorted(m for m in recorded if getattr(info.get(m), "direction", None) == "higher"):
+        for experiment in sorted(experiments) or [None]:
+            limit = thresholds.for_metric(metric, experiment, getattr(info.get(metric), "max_regression", None))
+            if limit >= 1:
+                raise ThresholdError(f"--max-regression: {limit:.0%} for {metric!r} (higher is better) can never be "
+                                     "reached, since nothing drops by 100% or more; give a threshold under 100%")
+    parts = [f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+             for name in getattr(args, "metric", []) if name not in known
+             for close in [difflib.get_close_matches(name, sorted(known), n=1)]]
+    if parts:
+        raise ReportInputError(f"--metric: unknown metric {', '.join(parts)}; the runs record: "
+                               f"{', '.join(sorted(recorded)) or 'no metric'}")
+    return thresholds, info, runs
 
 
 def emit(text: str, outputs: Sequence[str]) -> None:
@@ -100,102 +120,49 @@ def emit(text: str, outputs: Sequence[str]) -> None:
         write_output(out, text if text.endswith("\n") else text + "\n")
 
 
-def _load_ref(text: str, role: str, store: str | None, info: Mapping[str, MetricInfo] | None = None,
-              exclude_hash: str | None = None) -> Run:
-    """A run argument: a file, a pytest-benchmark storage id or a store query (:mod:`pytest_genai.store.refs`)."""
-    if Path(text).exists():
-        return _load_nonempty(text, role)
-    from pytest_genai.store.refs import load_ref
-
-    run = load_ref(text, store, info, exclude_hash)
-    if not run.records:
-        raise ReportInputError(f"{text}: the {role} run contains no benchmarks")
-    return run
-
-
 def _refs(args: argparse.Namespace) -> list[str]:
     return ([args.baseline] if getattr(args, "baseline", None) else []) + list(args.runs)
 
 
-def _load_runs(args: argparse.Namespace, info: Mapping[str, MetricInfo] | None = None) -> list[Run]:
-    """The runs of compare/gate, refused when -o names one of them or a run has indistinguishable benchmarks."""
+def _load_runs(args: argparse.Namespace, info: Mapping[str, MetricInfo]) -> list[Run]:
+    """The runs of compare/gate (each a file, a pytest-benchmark storage id or a store query), refused when -o names
+    one of them or a run has indistinguishable benchmarks."""
+    from pytest_genai.report.validate import check_consistent
     from pytest_genai.store.read import looks_like_query
-    from pytest_genai.store.refs import file_content_hash, input_files
+    from pytest_genai.store.refs import file_content_hash, input_files, load_ref
 
     refs = _refs(args)
     check_outputs(args.output, [f for r in refs for f in input_files(r, args.store)])
     roles = ["baseline"] + ["current" if len(refs) == 2 else f"#{i + 2}" for i in range(len(refs) - 1)]
     # a baseline store query never picks the current run file's own stored copy (--genai-store stored it last)
-    exclude = None
-    if len(refs) == 2 and not Path(refs[0]).exists() and looks_like_query(refs[0].strip()) and Path(refs[1]).is_file():
-        exclude = file_content_hash(refs[1])
-    runs = [_load_ref(ref, role, args.store, info, exclude if i == 0 else None)
-            for i, (ref, role) in enumerate(zip(refs, roles))]
-    from pytest_genai.report.validate import check_consistent
-
+    exclude = (file_content_hash(refs[1]) if len(refs) == 2 and not Path(refs[0]).exists()
+               and looks_like_query(refs[0].strip()) and Path(refs[1]).is_file() else None)
+    runs = []
+    for i, (ref, role) in enumerate(zip(refs, roles)):
+        run = (_load_nonempty(ref, role) if Path(ref).exists()
+               else load_ref(ref, args.store, info, exclude if i == 0 else None))
+        if not run.records:  # a file without benchmarks has already been refused, with the reasons
+            raise ReportInputError(f"{ref}: the {role} run contains no benchmarks")
+        runs.append(run)
     for run in runs:
         check_unique(run)
-        check_consistent(run, info if info is not None else _metric_info())
+        check_consistent(run, info)
     warn([w for run in runs for w in run.warnings])
     return runs
 
 
-def _load_pair(args: argparse.Namespace, info: Mapping[str, MetricInfo] | None = None) -> tuple[Run, Run]:
-    if len(_refs(args)) != 2:
-        raise ReportInputError(f"give two runs (baseline and current), got {len(_refs(args))}: "
-                               + " ".join(_refs(args)) + (" — --baseline is the first" if getattr(args, "baseline", None) else ""))
-    baseline, current = _load_runs(args, info)
-    return baseline, current
-
-
 def _known_experiments(runs: Sequence[Run]) -> set[str]:
     names = {r.experiment for run in runs for r in run.records if r.experiment}
-    try:
+    with contextlib.suppress(Exception):  # claims data unavailable: the runs' own experiments are still known
         from pytest_genai.claims import load_claims
 
         names |= {c.experiment for c in load_claims() if getattr(c, "experiment", None)}
-    except Exception:  # claims data unavailable: the runs' own experiments are still known
-        pass
     return names
 
 
-def _check_threshold_names(thresholds: Thresholds, info: Mapping[str, MetricInfo], runs: Sequence[Run]) -> None:
-    metrics = set(info) | {m for run in runs for r in run.records for m in r.metrics}
-    thresholds.check_known(metrics, _known_experiments(runs), option="--max-regression")
-    # nothing drops by 100% or more: such a threshold would let a higher-is-better metric never regress
-    recorded = {m for run in runs for r in run.records for m in r.metrics}
-    higher = sorted(m for m in recorded if getattr(info.get(m), "direction", None) == "higher")
-    for metric in higher:
-        for experiment in sorted(_known_experiments(runs)) or [None]:
-            limit = thresholds.for_metric(metric, experiment, getattr(info.get(metric), "max_regression", None))
-            if limit >= 1:
-                raise ThresholdError(f"--max-regression: {limit:.0%} for {metric!r} (higher is better) can never be "
-                                     "reached, since nothing drops by 100% or more; give a threshold under 100%")
-
-
-def _check_metric_names(names: Sequence[str], info: Mapping[str, MetricInfo], runs: Sequence[Run]) -> None:
-    """``--metric`` names a metric of the registry or of the runs; a typo is a usage error, not an empty table."""
-    import difflib
-
-    recorded = {m for run in runs for r in run.records for m in r.metrics}
-    known = set(info) | recorded
-    unknown = [name for name in names if name not in known]
-    if unknown:
-        parts = []
-        for name in unknown:
-            close = difflib.get_close_matches(name, sorted(known), n=1)
-            parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-        raise ReportInputError(f"--metric: unknown metric {', '.join(parts)}; the runs record: "
-                               f"{', '.join(sorted(recorded)) or 'no metric'}")
-
-
-# --- report ---------------------------------------------------------------------------------------
-
 def _report_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="pytest-genai report",
-        description="Claims table, one table per experiment, and plots, from a --benchmark-json run file.",
-    )
+    p = argparse.ArgumentParser(prog="pytest-genai report", description="Claims table, one table per experiment, "
+                                "and plots, from a --benchmark-json run file.")
     p.add_argument("run", help="pytest-benchmark JSON written by pytest --benchmark-json")
     p.add_argument("--format", choices=("md", "html"), default=None,
                    help="format for stdout and for -o files without a .md/.html suffix (default: md)")
@@ -219,16 +186,12 @@ def _report(args: argparse.Namespace) -> int:
     info = _metric_info()
     claims, warning = claims_by_id()
     notes = [warning] if warning else []
-    targets: list[tuple[Path | None, str]] = []
-    for out in args.output:
-        fmt = _SUFFIX_FORMATS.get(Path(out).suffix.lower(), args.format or "md")
-        targets.append((Path(out), fmt))
-    if not targets:
-        targets.append((None, args.format or "md"))
-    needs_images = args.plots is not None or any(fmt == "html" for _, fmt in targets)
+    targets: list[tuple[Path | None, str]] = [
+        (Path(out), _SUFFIX_FORMATS.get(Path(out).suffix.lower(), args.format or "md")) for out in args.output]
+    targets = targets or [(None, args.format or "md")]
     with tempfile.TemporaryDirectory(prefix="pytest-genai-plots-") as tmp:
         images: list[Path] = []
-        if needs_images:
+        if args.plots is not None or any(fmt == "html" for _, fmt in targets):
             try:
                 # a report written into the plots folder keeps its name: the plots take others (-o DIR/x.png)
                 folder = Path(args.plots or tmp)
@@ -240,8 +203,8 @@ def _report(args: argparse.Namespace) -> int:
                 notes.append(str(exc))
         for path, fmt in targets:
             # Markdown links only to plots that outlive this command (--plots DIR).
-            shown = images if (fmt == "html" or args.plots is not None) else []
-            text = render(run, info, claims, shown, notes, fmt, path.parent if path else Path.cwd())
+            text = render(run, info, claims, images if (fmt == "html" or args.plots is not None) else [], notes, fmt,
+                          path.parent if path else Path.cwd())
             if path is None:
                 sys.stdout.write(text)
             else:
@@ -256,10 +219,14 @@ def report_main(argv: Sequence[str] | None = None) -> int:
     return run_command(_report_parser, _report, argv)
 
 
-# --- compare --------------------------------------------------------------------------------------
-
-def _pair_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description=description)
+def _pair_parser(gate: bool) -> argparse.ArgumentParser:
+    """compare's parser, or gate's: their shared options, then their own."""
+    p = argparse.ArgumentParser(prog=f"pytest-genai {'gate' if gate else 'compare'}", description=(
+        "Exit 1 when a metric regressed beyond its threshold, a generation claim fails, or a benchmark of the baseline "
+        "has no counterpart in the current run; 3 when nothing regressed but a change past its threshold could not "
+        "be decided; 0 otherwise; 2 on unusable input." if gate else
+        "Per-metric ratios between two runs, matched by experiment, config and model; with three or more runs (or "
+        "--metric), one side-by-side table with every run's ratio to the first."))
     p.add_argument("runs", nargs="+", metavar="RUN",
                    help="the runs, baseline first: a --benchmark-json file, a run in pytest-benchmark's storage "
                         "(0003, storage:latest) or a query of the results store ('generation=a100 latest', best, "
@@ -284,15 +251,28 @@ def _pair_parser(prog: str, description: str) -> argparse.ArgumentParser:
                    help="print the row of every compared metric, not only the summary")
     p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
                    help="also write the printed output to FILE (atomically; repeatable; never one of the inputs)")
-    return p
-
-
-def _compare_parser() -> argparse.ArgumentParser:
-    p = _pair_parser("pytest-genai compare",
-                     "Per-metric ratios between two runs, matched by experiment, config and model; with three or "
-                     "more runs (or --metric), one side-by-side table with every run's ratio to the first.")
-    p.add_argument("--metric", action="append", default=[], metavar="NAME",
-                   help="only this metric (repeatable); gives the side-by-side table also for two runs")
+    if not gate:
+        p.add_argument("--metric", action="append", default=[], metavar="NAME",
+                       help="only this metric (repeatable); gives the side-by-side table also for two runs")
+        return p
+    p.add_argument("--allow-missing", action="store_true",
+                   help="do not fail when a benchmark of the baseline, or a metric with a direction of a matched one, "
+                        "is missing from the current run")
+    p.add_argument("--strict", action="store_true",
+                   help="also fail when a metric without a direction of a matched baseline benchmark is missing from "
+                        "the current run")
+    p.add_argument("--strict-inconclusive", action="store_true",
+                   help="also fail (exit 1) on a row the rule cannot decide against its threshold (inconclusive: "
+                        "listed without this flag, exit 0 within the threshold, 3 past it)")
+    p.add_argument("--allow-undecided", action="store_true",
+                   help="exit 0, not 3, when nothing regressed but a row past its threshold could not be decided "
+                        "(noise, too few rounds, CPU contention): the rows are still listed")
+    p.add_argument("--no-claims", action="store_true",
+                   help="do not check generation claims when the runs are on different device generations")
+    p.add_argument("--baseline", metavar="RUN", default=None,
+                   help="the baseline, e.g. from the results store: 'generation=h100 best', latest, run=12 (then give "
+                        "only the current run)")
+    p.set_defaults(two_runs=True)
     return p
 
 
@@ -307,10 +287,8 @@ def verdict_counts(comparison: Any) -> dict[str, dict[str, int]]:
     from pytest_genai.report.compare import EXACT, INTERVAL, POINT, VERDICTS
 
     out = {v: {b: 0 for b in (INTERVAL, EXACT, POINT)} for v in VERDICTS}
-    for pc in comparison.pairs:
-        for m in pc.metrics:
-            if m.verdict is not None:
-                out[m.verdict][m.basis] += 1
+    for m in (m for pc in comparison.pairs for m in pc.metrics if m.verdict is not None):
+        out[m.verdict][m.basis] += 1
     return out
 
 
@@ -319,9 +297,8 @@ def _counts(comparison: Any) -> str:
 
     nb, nc = len(comparison.only_baseline), len(comparison.only_current)
     unmatched = f"{nb + nc} unmatched" + (f" ({nb} baseline only, {nc} current only)" if nb + nc else "")
-    not_finite = len(comparison.metrics_where(NOT_FINITE))
-    unusable = len(comparison.metrics_where(BASELINE_UNUSABLE))
-    refused = len(comparison.metrics_where(UNITS_DIFFER))
+    not_finite, unusable, refused = (len(comparison.metrics_where(s)) for s in (NOT_FINITE, BASELINE_UNUSABLE,
+                                                                                  UNITS_DIFFER))
     counts = verdict_counts(comparison)
 
     def count(verdict: str, label: str, less: int = 0) -> str:
@@ -345,69 +322,48 @@ def _summary_sections(comparison: Any, *, rows: bool, regressions: bool, skip_ba
     from pytest_genai.report.compare import BASELINE_UNUSABLE, FAILING, INCONCLUSIVE, UNITS_DIFFER
     from pytest_genai.report.views import comparison_table, one_sided_table
 
-    parts: list[str] = []
-    if rows and regressions and comparison.metrics_where(FAILING):
-        parts += ["Regressed beyond the threshold (or not finite):",
-                  comparison_table(comparison, where=lambda m: m.status in FAILING).to_markdown()]
-    parts += _stack_section(comparison)
-    if rows and comparison.improved:
-        parts += ["Improved past the threshold (a real change, or a noisy baseline?):",
-                  comparison_table(comparison, where=lambda m: m.improved_past_limit).to_markdown()]
-    if rows and comparison.metrics_where(INCONCLUSIVE):
-        parts += ["Inconclusive (the rounds' interval cannot decide against the threshold; --strict-inconclusive "
-                  "makes these fail the gate):",
-                  comparison_table(comparison, where=lambda m: m.status == INCONCLUSIVE).to_markdown()]
-    if rows and comparison.metrics_where(UNITS_DIFFER) and not regressions:
-        parts += ["Refused (recorded in units with no known conversion; not compared):",
-                  comparison_table(comparison, where=lambda m: m.status == UNITS_DIFFER).to_markdown()]
-    if rows and comparison.metrics_where(BASELINE_UNUSABLE):
-        parts += ["Baseline value unusable (nan/inf; not gated):",
-                  comparison_table(comparison, where=lambda m: m.status == BASELINE_UNUSABLE).to_markdown()]
+    def section(title: str, where: Callable[[Any], bool], shown: bool = True) -> list[str]:
+        if not (shown and rows and any(where(m) for pc in comparison.pairs for m in pc.metrics)):
+            return []
+        return [title, comparison_table(comparison, where=where).to_markdown()]
+
+    parts = section("Regressed beyond the threshold (or not finite):", lambda m: m.status in FAILING, regressions)
+    stack = comparison.stack_differences  # the software-stack items that differ (machine_info.genai.stack)
+    if stack:
+        parts += ["Software stack differences (baseline -> current):", "\n".join(f"- {line}" for line in stack)]
+    parts += section("Improved past the threshold (a real change, or a noisy baseline?):",
+                     lambda m: m.improved_past_limit)
+    parts += section("Inconclusive (the rounds' interval cannot decide against the threshold; --strict-inconclusive "
+                     "makes these fail the gate):", lambda m: m.status == INCONCLUSIVE)
+    parts += section("Refused (recorded in units with no known conversion; not compared):",
+                     lambda m: m.status == UNITS_DIFFER, not regressions)
+    parts += section("Baseline value unusable (nan/inf; not gated):", lambda m: m.status == BASELINE_UNUSABLE)
     if (comparison.only_baseline and not skip_baseline_only) or comparison.only_current:
         table = one_sided_table(comparison.only_baseline, comparison.only_current,
                                 list_baseline=not skip_baseline_only)
         parts += ["Benchmarks present on one side only:", table.to_markdown()]
-    parts += _environment_section(comparison)
+    found = comparison.environment_differences
+    if found:
+        lines = [f"- {text} ({n} of {len(comparison.pairs)} paired benchmark(s))"
+                 for text, n in found[:MAX_ENVIRONMENT_LINES]]
+        if len(found) > MAX_ENVIRONMENT_LINES:
+            lines.append(f"- and {len(found) - MAX_ENVIRONMENT_LINES} more difference(s)")
+        parts += ["Environment differences (where and how the runs ran; not part of a benchmark's identity, so these "
+                  "benchmarks are paired anyway):", "\n".join(lines)]
     return parts
 
 
-def _stack_section(comparison: Any) -> list[str]:
-    """The software-stack items that differ between the two runs (machine_info.genai.stack), baseline -> current."""
-    lines = comparison.stack_differences
-    if not lines:
-        return []
-    return ["Software stack differences (baseline -> current):", "\n".join(f"- {line}" for line in lines)]
-
-
-MAX_ENVIRONMENT_LINES = 12  # the rest are counted
-
-
-def _environment_section(comparison: Any) -> list[str]:
-    found = comparison.environment_differences
-    if not found:
-        return []
-    total = len(comparison.pairs)
-    lines = [f"- {text} ({n} of {total} paired benchmark(s))" for text, n in found[:MAX_ENVIRONMENT_LINES]]
-    if len(found) > MAX_ENVIRONMENT_LINES:
-        lines.append(f"- and {len(found) - MAX_ENVIRONMENT_LINES} more difference(s)")
-    return ["Environment differences (where and how the runs ran; not part of a benchmark's identity, so these "
-            "benchmarks are paired anyway):", "\n".join(lines)]
-
-
 _ALL_HINT = "(--all prints every compared metric)"
-
-
-def _summary_row(mc: Any) -> bool:
-    from pytest_genai.report.compare import FAILING, INCONCLUSIVE
-
-    return mc.status in FAILING or mc.status == INCONCLUSIVE or mc.improved_past_limit
+MAX_ENVIRONMENT_LINES = 12  # the rest are counted
 
 
 def _export(args: argparse.Namespace, comparison: Any, thresholds: Thresholds, extra: Mapping[str, Any]) -> None:
     """--format csv|json of a two-run compare or gate: the summary's rows (every row with --all), raw numbers."""
+    from pytest_genai.report.compare import FAILING, INCONCLUSIVE
     from pytest_genai.report.export import comparison_rows, json_text, rows_csv
 
-    rows = comparison_rows(comparison, None if args.all else _summary_row)
+    rows = comparison_rows(comparison, None if args.all else lambda mc: (
+        mc.status in FAILING or mc.status == INCONCLUSIVE or mc.improved_past_limit))
     if args.format == "csv":
         emit(rows_csv(rows), args.output)
         return
@@ -431,14 +387,13 @@ def _compare_many(args: argparse.Namespace, runs: Sequence[Run]) -> int:
     elif args.format == "json":
         emit(json_text(as_json(mc)), args.output)
     else:
-        runs_text = " · ".join(f"{label}: {run.source} ({len(run.records)} benchmark(s))"
-                               for label, run in zip(mc.labels, runs))
-        later = sum(mc.unmatched[1:])
-        parts = ["## pytest-genai compare", runs_text,
+        parts = ["## pytest-genai compare",
+                 " · ".join(f"{label}: {run.source} ({len(run.records)} benchmark(s))"
+                            for label, run in zip(mc.labels, runs)),
                  markdown_table(mc).to_markdown() if mc.rows else "No metric to show.",
-                 f"{len(mc.rows)} row(s); ratios are to the first run ({mc.labels[0]}); "
-                 f"{mc.unmatched[0]} benchmark(s) of the first run in no other run, {later} benchmark(s) of later runs "
-                 "with no counterpart in the first (not shown)"]
+                 f"{len(mc.rows)} row(s); ratios are to the first run ({mc.labels[0]}); {mc.unmatched[0]} benchmark(s) "
+                 f"of the first run in no other run, {sum(mc.unmatched[1:])} benchmark(s) of later runs with no "
+                 "counterpart in the first (not shown)"]
         emit("\n\n".join(parts), args.output)
     return EXIT_OK
 
@@ -447,13 +402,7 @@ def _compare(args: argparse.Namespace) -> int:
     from pytest_genai.report.compare import compare_runs
     from pytest_genai.report.views import comparison_table
 
-    thresholds = _thresholds(args.max_regression, args.run_noise)
-    info = _metric_info()
-    if len(args.runs) < 2:
-        raise ReportInputError("give at least two runs to compare (baseline first)")
-    runs = _load_runs(args, info)
-    _check_threshold_names(thresholds, info, runs)
-    _check_metric_names(args.metric, info, runs)
+    thresholds, info, runs = _prepare(args)
     if len(runs) > 2 or args.metric:
         return _compare_many(args, runs)
     baseline, current = runs
@@ -474,47 +423,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def compare_main(argv: Sequence[str] | None = None) -> int:
-    return run_command(_compare_parser, _compare, argv)
-
-
-# --- gate -----------------------------------------------------------------------------------------
-
-def _gate_parser() -> argparse.ArgumentParser:
-    p = _pair_parser(
-        "pytest-genai gate",
-        "Exit 1 when a metric regressed beyond its threshold, a generation claim fails, or a benchmark of the "
-        "baseline has no counterpart in the current run; 3 when nothing regressed but a change past its threshold "
-        "could not be decided; 0 otherwise; 2 on unusable input.",
-    )
-    p.add_argument("--allow-missing", action="store_true",
-                   help="do not fail when a benchmark of the baseline, or a metric with a direction of a matched one, is "
-                        "missing from the current run")
-    p.add_argument("--strict", action="store_true",
-                   help="also fail when a metric without a direction of a matched baseline benchmark is missing from "
-                        "the current run")
-    p.add_argument("--strict-inconclusive", action="store_true",
-                   help="also fail (exit 1) on a row the rule cannot decide against its threshold (inconclusive: "
-                        "listed without this flag, exit 0 within the threshold, 3 past it)")
-    p.add_argument("--allow-undecided", action="store_true",
-                   help="exit 0, not 3, when nothing regressed but a row past its threshold could not be decided "
-                        "(noise, too few rounds, CPU contention): the rows are still listed")
-    p.add_argument("--no-claims", action="store_true",
-                   help="do not check generation claims when the runs are on different device generations")
-    p.add_argument("--baseline", metavar="RUN", default=None,
-                   help="the baseline, e.g. from the results store: 'generation=h100 best', latest, run=12 (then give "
-                        "only the current run)")
-    p.set_defaults(two_runs=True)
-    return p
-
-
-def _generation_claims(skip: bool) -> tuple[list[Any], str | None]:
-    if skip:
-        return [], None
-    try:
-        from pytest_genai.claims import load_claims
-    except ImportError as exc:
-        return [], f"claims data unavailable ({exc}); hardware-upgrade checks skipped"
-    return [c for c in load_claims() if getattr(c, "kind", "value") == "generation"], None
+    return run_command(functools.partial(_pair_parser, gate=False), _compare, argv)
 
 
 def _gate(args: argparse.Namespace) -> int:
@@ -522,36 +431,29 @@ def _gate(args: argparse.Namespace) -> int:
     from pytest_genai.report.gate import gate_runs
     from pytest_genai.report.views import comparison_table, failures_table, generation_table
 
-    thresholds = _thresholds(args.max_regression, args.run_noise)
-    info = _metric_info()
-    baseline, current = _load_pair(args, info)
-    _check_threshold_names(thresholds, info, (baseline, current))
-    try:
-        claims, warning = _generation_claims(args.no_claims)
+    thresholds, info, (baseline, current) = _prepare(args)  # run_command has refused anything but two runs
+    try:  # pytest_genai.claims is imported above, so only its data can fail here
+        from pytest_genai.claims import load_claims
+
+        claims = [] if args.no_claims else [c for c in load_claims() if getattr(c, "kind", "value") == "generation"]
     except Exception as exc:  # malformed claims data must not let a gate pass silently
         raise ReportInputError(f"claims data could not be loaded: {exc} (or pass --no-claims)") from None
-    if warning:
-        warn([warning])
     result = gate_runs(baseline, current, info, thresholds, claims, strict=args.strict,
                        allow_missing=args.allow_missing, strict_inconclusive=args.strict_inconclusive,
                        allow_undecided=args.allow_undecided)
     comparison = result.comparison
     if not comparison.pairs:
-        raise ReportInputError(
-            f"no benchmark of {current.source} matches one of {baseline.source} by (experiment, config, model): "
-            "nothing to gate — were both runs made with the same selection and configs?"
-        )
+        raise ReportInputError(f"no benchmark of {current.source} matches one of {baseline.source} by (experiment, "
+                               "config, model): nothing to gate — were both runs made with the same selection and "
+                               "configs?")
     failures, code = result.failures, result.exit_code
-    verdict = {EXIT_REGRESSION: "fail", EXIT_UNDECIDED: "undecided"}.get(code, "pass")
     if args.format != "md":
         _export(args, comparison, thresholds, {
-            "verdict": verdict, "exit_code": code,
+            "verdict": {EXIT_REGRESSION: "fail", EXIT_UNDECIDED: "undecided"}.get(code, "pass"), "exit_code": code,
             "failures": [{"benchmark": f.benchmark, "device": f.device, "metric": f.metric, "why": f.reason}
                          for f in failures],
-            "undecided": [{"benchmark": pc.pair.current.label, "metric": m.metric, "why": m.note}
-                          for pc, m in result.undecided],
-            "inconclusive": [{"benchmark": pc.pair.current.label, "metric": m.metric, "why": m.note}
-                             for pc, m in result.inconclusive],
+            **{key: [{"benchmark": pc.pair.current.label, "metric": m.metric, "why": m.note} for pc, m in found]
+               for key, found in (("undecided", result.undecided), ("inconclusive", result.inconclusive))},
             "strict_inconclusive": args.strict_inconclusive, "allow_undecided": args.allow_undecided,
             "generation_checks": [dict(vars(c)) for c in result.generation_checks], "notes": list(result.notes)})
         return code
@@ -588,18 +490,12 @@ def _gate(args: argparse.Namespace) -> int:
     return code
 
 
-def _undecided_cause(note: str) -> str:
-    if "under contention" in note:
-        return "CPU contention"
-    if "without rounds" in note:
-        return "values without rounds"
-    if "reference kernel" in note or "divides by a peak" in note:
-        return "the machine's own drift"
-    if "noise between launches" in note:
-        return "noise between launches"
-    if "rows this gate tested (Holm" in note:
-        return "the many rows tested (Holm)"
-    return "noise for the rounds recorded"
+_UNDECIDED_CAUSES = (  # (words of an undecided row's note, the cause the headline names), first match wins
+    ("under contention", "CPU contention"), ("without rounds", "values without rounds"),
+    ("reference kernel", "the machine's own drift"), ("divides by a peak", "the machine's own drift"),
+    ("noise between launches", "noise between launches"),
+    ("rows this gate tested (Holm", "the many rows tested (Holm)"),
+)
 
 
 def _gate_headline(result: Any, code: int) -> str:
@@ -611,20 +507,17 @@ def _gate_headline(result: Any, code: int) -> str:
         listed = len(result.inconclusive)
         return "**PASS** (exit 0): no regression" + (
             f"; {listed} inconclusive row(s) within the threshold listed below" if listed else "")
-    causes: dict[str, int] = {}
-    for _, m in undecided:
-        cause = _undecided_cause(m.note)
-        causes[cause] = causes.get(cause, 0) + 1
-    why = ", ".join(f"{n} by {cause}" for cause, n in sorted(causes.items(), key=lambda kv: -kv[1]))
+    causes = Counter(next((cause for words, cause in _UNDECIDED_CAUSES if words in m.note),
+                          "noise for the rounds recorded") for _, m in undecided).most_common()
+    why = ", ".join(f"{n} by {cause}" for cause, n in causes)
     head = "**UNDECIDED** (exit 3)" if code == EXIT_UNDECIDED else "**UNDECIDED, allowed** (exit 0, --allow-undecided)"
-    top = max(causes, key=lambda cause: causes[cause])
-    remedy = ("rerun both sides on an idle machine" if "CPU contention" in causes else
+    remedy = ("rerun both sides on an idle machine" if "CPU contention" in dict(causes) else
               "gate against several runs (--baseline 'last:3'): more rounds do not shrink the noise between "
-              "launches" if top == "noise between launches" else
+              "launches" if causes[0][0] == "noise between launches" else
               "record more rounds a side (--genai-rounds auto) or gate against several runs (--baseline 'last:3')")
     return (f"{head}: nothing regressed, but {len(undecided)} row(s) past the threshold could not be decided "
             f"({why}); {remedy}")
 
 
 def gate_main(argv: Sequence[str] | None = None) -> int:
-    return run_command(_gate_parser, _gate, argv)
+    return run_command(functools.partial(_pair_parser, gate=True), _gate, argv)

@@ -1,10 +1,9 @@
-"""The gate's one decision rule for a metric with rounds on both sides: Welch's t on the log rounds.
+"""The gate's one decision rule for a metric with rounds on both sides: Welch's t on the log rounds (docs/report.md).
 
-Pure functions without numpy or scipy, so the plugin and the CLI import without them. With ``w`` the worsening of
-the mean log round (``w > 0`` worse) and the threshold as the margin ``M``, a row reads ``regressed`` when worse at
-one-sided ``ALPHA`` and ``w > M``, ``improved`` the same the other way, ``unchanged`` when ``w + q SE <= M``, else
-``inconclusive``. Rounds holding zero or a negative value take the same test on raw values. docs/report.md has the
-rule in full.
+Pure Python (no numpy or scipy), so the plugin and the CLI import without them. With ``w`` the worsening of the mean
+log round and the threshold as the margin ``M``: ``regressed`` when worse at one-sided ``ALPHA`` and ``w > M``,
+``improved`` the same the other way, ``unchanged`` when ``w + q SE <= M``, else ``inconclusive``; rounds holding zero
+or a negative value take the same test on raw values.
 """
 from __future__ import annotations
 
@@ -14,8 +13,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Sequence
 
-ALPHA = 0.01
-"""One-sided significance of a decided regression (and improvement): the false-alarm rate at no true change."""
+ALPHA = 0.01  # one-sided significance of a decided regression (and improvement): the false alarms at no change
 
 REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = "regressed", "improved", "unchanged", "inconclusive"
 
@@ -27,21 +25,16 @@ class Decision:
     """The verdict on one metric's two sets of rounds, and what it rests on."""
 
     verdict: str
-    ratio: float
-    """The estimate of current / baseline (geometric means' ratio; on the raw scale, the means' ratio, or nan)."""
-    lo: float
+    ratio: float  # current / baseline: the geometric means' ratio (raw scale: the means' ratio, or nan)
+    lo: float  # lo, hi: the ``1 - 2 ALPHA`` two-sided interval of the ratio (raw scale: of current - baseline)
     hi: float
-    """The ``1 - 2 ALPHA`` two-sided interval of the ratio (raw scale: of the current - baseline difference)."""
     level: float
     df: float
-    p_worse: float
-    """One-sided p-value of 'no worsening' (small: worse)."""
-    past_margin: bool
-    """The estimate is worse than the threshold."""
+    p_worse: float  # one-sided p-value of 'no worsening' (small: worse)
+    past_margin: bool  # the estimate is worse than the threshold
     scale: str = LOG
     n: int = 0
-    launch_share: float = 0.0
-    """The share of the estimate's variance that the run noise (launch to launch) adds."""
+    launch_share: float = 0.0  # the share of the estimate's variance that the run noise (launch to launch) adds
 
     @property
     def undecided(self) -> bool:
@@ -50,54 +43,40 @@ class Decision:
     @property
     def method(self) -> str:
         what = "log rounds" if self.scale == LOG else "raw rounds (a round is zero or negative, so no log)"
-        noise = (f", run noise {self.launch_share:.0%} of the variance" if self.launch_share else "")
+        noise = f", run noise {self.launch_share:.0%} of the variance" if self.launch_share else ""
         return f"Welch t on {what}{noise}, df {self.df:.3g}, one-sided alpha {ALPHA:g}"
 
     def to_json(self) -> dict[str, float | int | str]:
         out: dict[str, float | int | str] = {"lo": self.lo, "hi": self.hi, "level": self.level, "n": self.n,
                                              "method": self.method, "df": self.df, "p_worse": self.p_worse,
                                              "scale": self.scale}
-        if self.launch_share:
-            out["launch_share"] = self.launch_share
-        return out
-
-
-# --- Student's t -------------------------------------------------------------------------------------------------
+        return {**out, "launch_share": self.launch_share} if self.launch_share else out
 
 
 def _betacf(a: float, b: float, x: float) -> float:
     """Continued fraction of the regularized incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
+    def away_from_zero(v: float) -> float:
+        return v if abs(v) > 1e-300 else 1e-300
+
     qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
+    c, d = 1.0, 1.0 / away_from_zero(1.0 - qab * x / qap)
     h = d
     for m in range(1, 400):
         m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 3e-14:
+        # the even then the odd step of the fraction
+        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1.0 / away_from_zero(1.0 + aa * d)
+            c = away_from_zero(1.0 + aa / c)
+            h *= d * c
+        if abs(d * c - 1.0) < 3e-14:
             break
     return h
 
 
 def _betainc(a: float, b: float, x: float) -> float:
     """The regularized incomplete beta function ``I_x(a, b)``."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
+    if x <= 0.0 or x >= 1.0:
+        return 0.0 if x <= 0.0 else 1.0
     front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
     if x < (a + 1.0) / (a + b + 2.0):
         return front * _betacf(a, b, x) / a
@@ -122,8 +101,7 @@ def z_ppf(p: float) -> float:
 
 @functools.lru_cache(maxsize=4096)
 def t_ppf(p: float, df: float) -> float:
-    """The ``p`` quantile (``0.5 < p < 1``) of Student's t with ``df`` degrees of freedom, by bisection on
-    :func:`t_sf`."""
+    """The ``p`` quantile (``0.5 < p < 1``) of Student's t with ``df`` degrees of freedom, by bisection."""
     if not 0.5 < p < 1 or df <= 0:
         raise ValueError(f"t_ppf needs 0.5 < p < 1 and df > 0, got p={p}, df={df}")
     if df > 1e7:
@@ -133,21 +111,14 @@ def t_ppf(p: float, df: float) -> float:
         lo, hi = hi, hi * 2
     for _ in range(200):
         mid = (lo + hi) / 2
-        if t_sf(mid, df) > 1 - p:
-            lo = mid
-        else:
-            hi = mid
+        lo, hi = (mid, hi) if t_sf(mid, df) > 1 - p else (lo, mid)
         if hi - lo < 1e-12 * max(1.0, hi):
             break
     return (lo + hi) / 2
 
 
-# --- the rule ----------------------------------------------------------------------------------------------------
-
-
 def margin(threshold: float, direction: str) -> float:
-    """The threshold as a margin on the log scale: a rise of ``threshold`` for a lower-is-better metric, a drop of it
-    for a higher-is-better one (which must be under 100%: nothing drops by more)."""
+    """The threshold as a log-scale margin: a rise of ``threshold`` (lower is better) or a drop of it (under 100%)."""
     if direction == "lower":
         return math.log1p(threshold)
     if direction == "higher":
@@ -190,45 +161,34 @@ def decide(baseline: Sequence[float], current: Sequence[float], direction: str, 
             within2, se = se * se, math.sqrt(se * se + 2 * run_noise * run_noise)
             launch_share = 1 - within2 / (se * se)
             df = df * (se * se / within2) ** 2 if within2 > 0 else math.inf
-        w, scale, ratio = sign * diff, LOG, math.exp(diff)
+        ratio = math.exp(diff)
     else:
         diff, se, df = _welch(c, b)
-        size = max(abs(statistics.fmean(b)), abs(statistics.fmean(c)))
+        mean_b, mean_c = statistics.fmean(b), statistics.fmean(c)
         # the margin in raw units; zero-sized sides give a zero margin, so only a significant change can move them
-        m = threshold * size
-        w, scale = sign * diff, RAW
-        mean_b = statistics.fmean(b)
-        ratio = statistics.fmean(c) / mean_b if mean_b else math.nan
+        m = threshold * max(abs(mean_b), abs(mean_c))
+        ratio = mean_c / mean_b if mean_b else math.nan
+    w, scale = sign * diff, LOG if positive else RAW
     if se == 0:
-        p_worse = 0.0 if w > 0 else 1.0 if w < 0 else 0.5
-        p_better = 0.0 if w < 0 else 1.0 if w > 0 else 0.5
+        p_worse, p_better = (0.0, 1.0) if w > 0 else (1.0, 0.0) if w < 0 else (0.5, 0.5)
         p_within = 0.0 if w <= m else 1.0
     else:
         p_worse, p_better = t_sf(w / se, df), t_sf(-w / se, df)
         p_within = t_sf((m - w) / se, df)  # <= alpha: the one-sided upper bound w + q SE is within the margin
     tol = m * 1e-9 + 1e-12
     past = w > m + tol
-    if p_worse < alpha and past:
-        verdict = REGRESSED
-    elif p_better < alpha and -w > m + tol:
-        verdict = IMPROVED
-    elif p_within <= alpha:
-        verdict = UNCHANGED
-    else:
-        verdict = INCONCLUSIVE
-    lo = hi = math.nan
-    if interval:
-        q = t_ppf(1 - alpha, df)
-        lo_d, hi_d = diff - q * se, diff + q * se
-        lo, hi = (math.exp(lo_d), math.exp(hi_d)) if scale == LOG else (lo_d, hi_d)
+    verdict = (REGRESSED if p_worse < alpha and past else IMPROVED if p_better < alpha and -w > m + tol
+               else UNCHANGED if p_within <= alpha else INCONCLUSIVE)
+    q = t_ppf(1 - alpha, df) if interval else math.nan  # no interval: nan ends
+    lo, hi = diff - q * se, diff + q * se
+    lo, hi = (math.exp(lo), math.exp(hi)) if scale == LOG else (lo, hi)
     return Decision(verdict, ratio, lo, hi, 1 - 2 * alpha, df, p_worse, past, scale, min(len(b), len(c)),
                     launch_share)
 
 
 def ratio_verdict(lo: float, hi: float, direction: str, threshold: float) -> str:
-    """The verdict on the interval ``[lo, hi]`` of ``current / baseline``: ``regressed`` or ``improved`` wholly past
-    the threshold either way, ``inconclusive`` straddling the worse one, else ``unchanged``; ``[r, r]`` reads as
-    :func:`.deltas.is_regression` does."""
+    """The verdict on the interval ``[lo, hi]`` of ``current / baseline``: ``regressed``/``improved`` wholly past the
+    threshold, ``inconclusive`` straddling the worse one, else ``unchanged`` (``[r, r]`` as in ``is_regression``)."""
     if direction not in ("higher", "lower"):
         raise ValueError(f"direction {direction!r} has no better side; only 'higher' or 'lower' is gated")
     if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
@@ -236,8 +196,5 @@ def ratio_verdict(lo: float, hi: float, direction: str, threshold: float) -> str
     # the worsening (relative change in the bad direction) at each end of the interval
     w_lo, w_hi = (lo - 1.0, hi - 1.0) if direction == "lower" else (1.0 - hi, 1.0 - lo)
     limit = threshold * (1 + 1e-9) + 1e-9  # is_regression's tolerance
-    if w_lo > limit:
-        return REGRESSED
-    if w_hi > limit:
-        return INCONCLUSIVE
-    return IMPROVED if w_hi < -limit else UNCHANGED
+    return (REGRESSED if w_lo > limit else INCONCLUSIVE if w_hi > limit
+            else IMPROVED if w_hi < -limit else UNCHANGED)

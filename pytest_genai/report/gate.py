@@ -1,8 +1,7 @@
 """The regression gate (``pytest-genai gate``): pass/fail/undecided over a :mod:`.compare` comparison.
 
-A pair across device generations is checked against the claims' generation claim for it (Gaudi → Gaudi2 2.5–3x) on
-the measured speedup, which replaces the metric's threshold where the claim's lower bound rules out a slowdown
-itself. docs/report.md describes the exit codes and options.
+A pair across device generations is checked on its measured speedup against the claims' generation claim for it
+(Gaudi → Gaudi2 2.5–3x), which replaces the metric's threshold where the claim's lower bound rules out a slowdown.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from .compare import (
 )
 from .deltas import speedup
 from .matching import nearest_difference
+from pytest_genai.results.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED
 from pytest_genai.results.registry import SPEEDUP_METRIC, THROUGHPUT_METRICS, MetricInfo
 from pytest_genai.results.runs import BENCH_MEDIAN_METRIC, Record, Run
 from pytest_genai.tables import format_number
@@ -50,8 +50,7 @@ class Failure:
     benchmark: str
     metric: str
     reason: str
-    device: str = ""
-    """The failing row's device (``a100 → h100`` across generations): one benchmark may run on several devices."""
+    device: str = ""  # the failing row's (``a100 → h100`` across generations): a benchmark may run on several
 
 
 @dataclass(frozen=True)
@@ -72,32 +71,23 @@ class GateResult:
     @property
     def exit_code(self) -> int:
         """1 on a failure, else 3 where a row is undecided (unless ``allow_undecided``), else 0."""
-        from pytest_genai.results.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED
-
         if self.failures:
             return EXIT_REGRESSION
         return EXIT_UNDECIDED if self.undecided and not self.allow_undecided else EXIT_OK
 
     @property
     def failures(self) -> tuple[Failure, ...]:
-        out: list[Failure] = []
-        for pc in self.comparison.pairs:
-            for mc in pc.metrics:
-                if fails(mc, strict=self.strict, allow_missing=self.allow_missing) or (
-                        self.strict_inconclusive and mc.status == INCONCLUSIVE):
-                    out.append(Failure(pc.pair.current.label, mc.metric, _reason(mc),
-                                       _device_text(pc.pair.baseline, pc.pair.current)))
-        for check in self.generation_checks:
-            if check.verdict == "fail":
-                out.append(Failure(check.benchmark, check.metric, check.message,
-                                   f"{check.from_generation} → {check.to_generation}"))
-        if not self.allow_missing:
-            for rec in self.comparison.only_baseline:
-                nearest = nearest_difference(rec, self.comparison.only_current)
-                out.append(Failure(rec.label, "*", "benchmark of the baseline missing from the current run "
-                                                   "(--allow-missing accepts that)"
-                                   + (f"; the nearest current benchmark differs in: {nearest}" if nearest else ""),
-                                   _device_text(rec)))
+        out = [Failure(pc.pair.current.label, mc.metric, _reason(mc), _device_text(pc.pair.baseline, pc.pair.current))
+               for pc in self.comparison.pairs for mc in pc.metrics
+               if fails(mc, strict=self.strict, allow_missing=self.allow_missing)
+               or (self.strict_inconclusive and mc.status == INCONCLUSIVE)]
+        out += [Failure(c.benchmark, c.metric, c.message, f"{c.from_generation} → {c.to_generation}")
+                for c in self.generation_checks if c.verdict == "fail"]
+        for rec in () if self.allow_missing else self.comparison.only_baseline:
+            nearest = nearest_difference(rec, self.comparison.only_current)
+            out.append(Failure(rec.label, "*", "benchmark of the baseline missing from the current run (--allow-missing "
+                               "accepts that)" + (f"; the nearest current benchmark differs in: {nearest}" if nearest
+                                                  else ""), _device_text(rec)))
         return tuple(out)
 
     @property
@@ -111,17 +101,13 @@ class GateResult:
 
 
 def _device_text(base: Record, cur: Record | None = None) -> str:
-    def one(r: Record) -> str:
-        return r.device.label if r.device is not None else "no device"
-
-    return one(base) if cur is None or one(base) == one(cur) else f"{one(base)} → {one(cur)}"
+    b, c = (r.device.label if r.device is not None else "no device" for r in (base, base if cur is None else cur))
+    return b if b == c else f"{b} → {c}"
 
 
 def _interval_text(mc: MetricComparison) -> str:
     iv = mc.interval
-    if not iv:
-        return ""
-    return f"ratio interval [{iv['lo']:.4g}, {iv['hi']:.4g}] ({iv['level']:.0%}, n={iv['n']})"
+    return f"ratio interval [{iv['lo']:.4g}, {iv['hi']:.4g}] ({iv['level']:.0%}, n={iv['n']})" if iv else ""
 
 
 def _reason(mc: MetricComparison) -> str:
@@ -130,15 +116,12 @@ def _reason(mc: MetricComparison) -> str:
     if mc.status == INCONCLUSIVE:
         return f"inconclusive (--strict-inconclusive): {_interval_text(mc)}; {mc.note}"
     if mc.status == MISSING_CURRENT:
-        if mc.direction in ("higher", "lower"):
-            return ("metric missing from the current run (not recorded, or not a number); --allow-missing "
-                    "accepts that")
-        return "metric missing from the current run (--strict)"
+        return ("metric missing from the current run (not recorded, or not a number); --allow-missing accepts that"
+                if mc.direction in ("higher", "lower") else "metric missing from the current run (--strict)")
     if mc.status == NOT_FINITE:
         return f"current value is {format_number(mc.current)} (baseline {format_number(mc.baseline)})"
     assert mc.change is not None and mc.max_regression is not None
-    worse = -mc.change if mc.direction == "higher" else mc.change
-    word = "dropped" if mc.direction == "higher" else "rose"
+    worse, word = (-mc.change, "dropped") if mc.direction == "higher" else (mc.change, "rose")
     text = f"{word} {worse * 100:.2f}% (limit {mc.max_regression * 100:g}%, {mc.direction} is better)"
     if mc.interval:
         return f"{text}; {_interval_text(mc)} wholly past the limit"
@@ -160,36 +143,29 @@ def _generations_match(claim: Any, baseline_gen: str, current_gen: str) -> bool:
 
 def generation_claims_for(claims: Sequence[Any], from_gen: str, to_gen: str, record: Record) -> list[Any]:
     """Generation claims in scope for ``record`` moving ``from_gen`` → ``to_gen`` (experiment, models, ``where``)."""
-    out = []
-    for claim in claims:
+    def applies(claim: Any) -> bool:
         if getattr(claim, "kind", "value") != "generation" or not _generations_match(claim, from_gen, to_gen):
-            continue
+            return False
         experiment = getattr(claim, "experiment", None)
-        if experiment and record.experiment != experiment:
-            continue
         models = {m.lower() for m in (getattr(claim, "models", ()) or ())}
-        if models and (record.model or "").lower() not in models:
-            continue
         where = getattr(claim, "where", None) or {}
-        if any(record.config.get(k) != v for k, v in where.items()):
-            continue
-        out.append(claim)
-    return out
+        return ((not experiment or record.experiment == experiment)
+                and (not models or (record.model or "").lower() in models)
+                and not any(record.config.get(k) != v for k, v in where.items()))
+
+    return [claim for claim in claims if applies(claim)]
 
 
-def speedup_basis(claim_metric: str, base: Record, cur: Record, info: Mapping[str, MetricInfo]) -> tuple[str, str] | None:
+def speedup_basis(claim_metric: str, base: Record, cur: Record,
+                  info: Mapping[str, MetricInfo]) -> tuple[str, str] | None:
     """The recorded metric (and its direction) whose two-run ratio is the claim's speedup: the claim's own metric, or
     for ``speedup`` the first throughput both runs recorded, else the median round time (same work per round)."""
-    def both(metric: str) -> bool:
-        return metric in base.metrics and metric in cur.metrics
-
     if claim_metric != SPEEDUP_METRIC:
         direction = info[claim_metric].direction if claim_metric in info else None
-        return (claim_metric, direction) if both(claim_metric) and direction in ("higher", "lower") else None
-    for metric in THROUGHPUT_METRICS:
-        if both(metric):
-            return metric, "higher"
-    return (BENCH_MEDIAN_METRIC, "lower") if both(BENCH_MEDIAN_METRIC) else None
+        candidates = [(claim_metric, direction)] if direction in ("higher", "lower") else []
+    else:
+        candidates = [(m, "higher") for m in THROUGHPUT_METRICS] + [(BENCH_MEDIAN_METRIC, "lower")]
+    return next(((m, d) for m, d in candidates if m in base.metrics and m in cur.metrics), None)
 
 
 def check_generation(claim: Any, pc: PairComparison, info: Mapping[str, MetricInfo]) -> GenerationCheck | None:
@@ -198,34 +174,29 @@ def check_generation(claim: Any, pc: PairComparison, info: Mapping[str, MetricIn
     basis = speedup_basis(claim.metric, base, cur, info)
     if basis is None:
         return None
+    from pytest_genai.claims import check_value
+
     metric, direction = basis
     b, c = base.metrics[metric], cur.metrics[metric]
     s = speedup(float(b), float(c), direction)
     interval = speedup_interval(base.rounds.get(metric), cur.rounds.get(metric), direction)
-    verdict, message = _check(claim, s, interval)
-    moved = f"{base.device.generation}→{cur.device.generation}" if base.device and cur.device else "?"
+    verdict = check_value(claim, s, interval)
+    frm, to = (base.device.generation if base.device else ""), (cur.device.generation if cur.device else "")
+    moved = f"{frm}→{to}" if base.device and cur.device else "?"
+    source = getattr(claim, "source", None) or f"Paper {getattr(claim, 'paper', '?')}"
+    text = getattr(claim, "paper_text", "") or ""
     return GenerationCheck(
-        claim_id=claim.id,
-        benchmark=cur.label,
-        metric=metric,
-        from_generation=base.device.generation if base.device else "",
-        to_generation=cur.device.generation if cur.device else "",
-        baseline=b,
-        current=c,
-        speedup=s,
-        min=getattr(claim, "min", None),
-        max=getattr(claim, "max", None),
-        paper=_paper_text(claim),
-        verdict=verdict,
-        message=f"{moved} speedup of {metric}: {message}",
-        interval=None if interval is None else interval.to_json(),
-    )
+        claim_id=claim.id, benchmark=cur.label, metric=metric, from_generation=frm, to_generation=to, baseline=b,
+        current=c, speedup=s, min=getattr(claim, "min", None), max=getattr(claim, "max", None),
+        paper=f"{source}: {text}" if text else str(source), verdict=verdict.verdict,
+        message=f"{moved} speedup of {metric}: {verdict.message}",
+        interval=None if interval is None else interval.to_json())
 
 
 def speedup_interval(base_rounds: Any, cur_rounds: Any, direction: str) -> Any:
     """The bootstrap interval of the speedup (ratio of the two runs' median rounds, oriented by ``direction``) when
     both runs recorded two or more rounds of the metric, else None (the speedup is then judged on its value)."""
-    if not base_rounds or not cur_rounds or len(base_rounds) < 2 or len(cur_rounds) < 2:
+    if len(base_rounds or ()) < 2 or len(cur_rounds or ()) < 2:
         return None
     from pytest_genai.stats import bootstrap_ratio_interval
 
@@ -236,30 +207,9 @@ def speedup_interval(base_rounds: Any, cur_rounds: Any, direction: str) -> Any:
         return None
 
 
-def _check(claim: Any, value: float, interval: Any = None) -> tuple[str, str]:
-    from pytest_genai.claims import check_value
-
-    verdict = check_value(claim, value, interval)
-    return verdict.verdict, verdict.message
-
-
-def _paper_text(claim: Any) -> str:
-    source = getattr(claim, "source", None) or f"Paper {getattr(claim, 'paper', '?')}"
-    text = getattr(claim, "paper_text", "") or ""
-    return f"{source}: {text}" if text else str(source)
-
-
-def gate_runs(
-    baseline: Run,
-    current: Run,
-    info: Mapping[str, MetricInfo],
-    thresholds: Thresholds,
-    claims: Sequence[Any] = (),
-    strict: bool = False,
-    allow_missing: bool = False,
-    strict_inconclusive: bool = False,
-    allow_undecided: bool = False,
-) -> GateResult:
+def gate_runs(baseline: Run, current: Run, info: Mapping[str, MetricInfo], thresholds: Thresholds,
+              claims: Sequence[Any] = (), strict: bool = False, allow_missing: bool = False,
+              strict_inconclusive: bool = False, allow_undecided: bool = False) -> GateResult:
     """Compare ``current`` with ``baseline`` and decide pass/fail, checking generation claims where they apply."""
     comparison = compare_runs(baseline, current, info, thresholds)
     notes: list[str] = []
@@ -277,28 +227,19 @@ def gate_runs(
         for claim in applicable:
             check = check_generation(claim, pc, info)
             if check is None:
-                notes.append(
-                    f"claim {claim.id} ({claim.metric}) applies to {cur.label}, but the two runs share no metric "
-                    f"its speedup can be computed from (one of {', '.join(THROUGHPUT_METRICS)})"
-                )
+                notes.append(f"claim {claim.id} ({claim.metric}) applies to {cur.label}, but the two runs share no "
+                             f"metric its speedup can be computed from (one of {', '.join(THROUGHPUT_METRICS)})")
                 continue
             checks.append(check)
-            low = getattr(claim, "min", None)
-            if low is not None and low >= 1.0 and check.verdict in ("pass", "fail"):
-                # only a decided claim that rules out a slowdown itself may stand in for the threshold
+            # only a decided claim that rules out a slowdown itself may stand in for the threshold
+            if (getattr(claim, "min", None) or 0.0) >= 1.0 and check.verdict in ("pass", "fail"):
                 replaced.add(check.metric)
         if not applicable:
             unclaimed.add(gens)
-        metrics = tuple(
+        pairs.append(PairComparison(pc.pair, tuple(
             dataclasses.replace(m, status=CLAIM_CHECKED, max_regression=None) if m.metric in replaced else m
-            for m in pc.metrics
-        )
-        pairs.append(PairComparison(pc.pair, metrics))
-    for frm, to in sorted(unclaimed):
-        notes.append(
-            f"baseline ran on {frm}, current on {to}: the claims data has no generation claim for {frm}→{to} "
-            "that applies; its metrics are gated as for a software change"
-        )
-    comparison = dataclasses.replace(comparison, pairs=tuple(pairs))
-    return GateResult(comparison, tuple(checks), tuple(notes), strict, allow_missing, strict_inconclusive,
-                      allow_undecided)
+            for m in pc.metrics)))
+    notes += [f"baseline ran on {frm}, current on {to}: the claims data has no generation claim for {frm}→{to} "
+              "that applies; its metrics are gated as for a software change" for frm, to in sorted(unclaimed)]
+    return GateResult(dataclasses.replace(comparison, pairs=tuple(pairs)), tuple(checks), tuple(notes), strict,
+                      allow_missing, strict_inconclusive, allow_undecided)
