@@ -27,15 +27,6 @@ BUSY_TIMEOUT_MS = 30_000  # a SQLite writer's wait for another before its unit o
 RETRIES = 8  # attempts of one unit of work on a locked database
 
 
-def _sqlalchemy() -> Any:
-    try:
-        import sqlalchemy
-    except ImportError:
-        raise StoreError("the results store needs SQLAlchemy: pip install 'pytest-genai[store]' (or pip install "
-                         "sqlalchemy; plus psycopg for PostgreSQL)") from None
-    return sqlalchemy
-
-
 READ_ONLY = "genai_read_only"  # execution option: a plain, deferred BEGIN
 
 
@@ -77,19 +68,16 @@ def _read_only_engine(sa: Any, path: str) -> Any:
     import sqlite3
     from urllib.parse import quote
 
-    from sqlalchemy.pool import NullPool
-
-    folder_writable = os.access(os.path.dirname(path) or ".", os.W_OK)
-    immutable = not folder_writable and not os.path.exists(path + "-wal")
+    immutable = not os.access(os.path.dirname(path) or ".", os.W_OK) and not os.path.exists(path + "-wal")
     uri = f"file:{quote(path)}?mode=ro" + ("&immutable=1" if immutable else "")
     return sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True, check_same_thread=False),
-                            poolclass=NullPool, future=True)
+                            poolclass=sa.pool.NullPool, future=True)
 
 
 def _locked(exc: BaseException) -> bool:
     text = str(getattr(exc, "orig", exc)).lower()
-    return "database is locked" in text or "database is busy" in text or "deadlock detected" in text \
-        or "could not serialize" in text
+    return any(s in text for s in ("database is locked", "database is busy", "deadlock detected",
+                                   "could not serialize"))
 
 
 @dataclass
@@ -150,19 +138,21 @@ def utc_now() -> str:
 def open_store(url: str, *, create: bool = True) -> Store:
     """Open (and, with ``create``, create or upgrade) the store at ``url``; without ``create`` an unwritable file is
     opened read-only. Raises :class:`StoreError` naming the store when it cannot be used."""
-    sa = _sqlalchemy()
+    try:
+        import sqlalchemy as sa
+    except ImportError:
+        raise StoreError("the results store needs SQLAlchemy: pip install 'pytest-genai[store]' (or pip install "
+                         "sqlalchemy; plus psycopg for PostgreSQL)") from None
     check_holds_a_file(url)
     shown = store_label(url)
     path = sqlite_file(url) if is_sqlite(url) else None
     read_only = False
     if path is not None and not path.startswith("file:"):
         folder = Path(path).parent
-        if not folder.exists():
-            if not create:
-                raise StoreError(f"store {shown}: no such database; add runs with `pytest-genai store add RUN.json`")
-            folder.mkdir(parents=True, exist_ok=True)
-        elif not create and not Path(path).exists():
+        if not create and not Path(path).exists():
             raise StoreError(f"store {shown}: no such database; add runs with `pytest-genai store add RUN.json`")
+        if not folder.exists():  # a new store's folder (a file there: opening it names the error)
+            folder.mkdir(parents=True, exist_ok=True)
         read_only = not create and not (os.access(path, os.W_OK) and os.access(folder, os.W_OK))
     try:
         engine = _read_only_engine(sa, os.path.abspath(path)) if read_only else sa.create_engine(url, future=True)
@@ -216,6 +206,7 @@ def _check_schema(store: Store, conn: Any, create: bool, write: bool) -> bool:
     from sqlalchemy import inspect
 
     version = stored_version(conn, store.md, store.shown)
+    meta = store.table("store_meta")
     if version is None:
         others = sorted(inspect(conn).get_table_names())
         if others:  # another application's database: never a table of ours in it
@@ -224,11 +215,11 @@ def _check_schema(store: Store, conn: Any, create: bool, write: bool) -> bool:
                              f"tables {listed}); pytest-genai adds nothing to it — give a new file or an empty "
                              "database (--store URL)")
         if not create:
-            raise StoreError(f"store {store.shown}: holds no pytest-genai store; add runs with `pytest-genai store add`")
+            raise StoreError(f"store {store.shown}: holds no pytest-genai store; add runs with "
+                             "`pytest-genai store add`")
         if not write:
             return False
         store.md.create_all(conn)
-        meta = store.table("store_meta")
         conn.execute(meta.insert(), [{"key": "schema_version", "value": str(SCHEMA_VERSION)},
                                      {"key": "created_by", "value": f"pytest-genai {__version__}"},
                                      {"key": "created_time", "value": utc_now()}])
@@ -253,8 +244,5 @@ def _check_schema(store: Store, conn: Any, create: bool, write: bool) -> bool:
                              f"pytest-genai {__version__}; open it with the version that wrote it")
         step(conn)
         version += 1
-    meta = store.table("store_meta")
-    from sqlalchemy import update
-
-    conn.execute(update(meta).where(meta.c.key == "schema_version").values(value=str(version)))
+    conn.execute(meta.update().where(meta.c.key == "schema_version").values(value=str(version)))
     return True
