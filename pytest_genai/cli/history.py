@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import math
-from typing import Any, Sequence
+import sys
+from typing import Any, Callable, Sequence
 
 from pytest_genai.store.read import Bound, Point, StoreQuery, series
 
@@ -58,19 +59,18 @@ def _when(text: str | None) -> Any:
         return None
 
 
-def line_label(p: Point, several: bool) -> str:
-    gen = p.generation or "no device"
-    return f"{gen} · {p.config_id or p.benchmark}" if several else gen
-
-
 def _line_key(p: Point) -> tuple[Any, ...]:
     return (p.generation, p.benchmark, p.model, p.config_id)
 
 
-def _labels(points: Sequence[Point], several: bool) -> dict[tuple[Any, ...], str]:
+def _by_line(points: Sequence[Point], item: Callable[[Point], Any]) -> dict[str, list[Any]]:
+    """``item(point)`` of each point (None: left out) by its line's label, one line per (generation, benchmark, model,
+    config), labelled as briefly as keeps the labels distinct."""
+    several = len({(p.benchmark, p.model) for p in points}) > 1
     labels: dict[tuple[Any, ...], str] = {}
     for p in points:
-        labels.setdefault(_line_key(p), line_label(p, several))
+        gen = p.generation or "no device"
+        labels.setdefault(_line_key(p), f"{gen} · {p.config_id or p.benchmark}" if several else gen)
     taken: dict[str, set[tuple[Any, ...]]] = {}
     for key, label in labels.items():
         taken.setdefault(label, set()).add(key)
@@ -79,30 +79,21 @@ def _labels(points: Sequence[Point], several: bool) -> dict[tuple[Any, ...], str
             generation, benchmark, model, _ = key
             same_benchmark = sum(1 for k in taken[labels[key]] if k[1] == benchmark) > 1
             labels[key] = f"{generation or 'no device'} · {benchmark}" + (f" · {model}" if same_benchmark else "")
-    return labels
+    out: dict[str, list[Any]] = {}
+    for p in points:
+        if (x := item(p)) is not None:
+            out.setdefault(labels[_line_key(p)], []).append(x)
+    return out
 
 
 def line_points(points: Sequence[Point]) -> dict[str, list[Point]]:
     """The points of each line of :func:`lines`, by its label (oldest first), with their runs."""
-    several = len({(p.benchmark, p.model) for p in points}) > 1
-    labels = _labels(points, several)
-    out: dict[str, list[Point]] = {}
-    for p in points:
-        out.setdefault(labels[_line_key(p)], []).append(p)
-    return out
+    return _by_line(points, lambda p: p)
 
 
 def lines(points: Sequence[Point]) -> dict[str, list[tuple[Any, float]]]:
-    """``(time, value)`` per line, one line per (generation, benchmark, model, config), labelled as briefly as keeps
-    the labels distinct."""
-    several = len({(p.benchmark, p.model) for p in points}) > 1
-    labels = _labels(points, several)
-    out: dict[str, list[tuple[Any, float]]] = {}
-    for p in points:
-        when = _when(p.run_time)
-        if when is not None:
-            out.setdefault(labels[_line_key(p)], []).append((when, p.value))
-    return out
+    """``(time, value)`` per line of :func:`_by_line` (points with an unreadable time left out)."""
+    return _by_line(points, lambda p: None if (when := _when(p.run_time)) is None else (when, p.value))
 
 
 def bands(bounds: Sequence[Bound], generations: set[str | None]) -> list[tuple[str, float | None, float | None]]:
@@ -131,20 +122,19 @@ def history_main(argv: Sequence[str] | None = None) -> int:
 def _history(args: argparse.Namespace) -> int:
     from pytest_genai.cli.report import emit, warn
     from pytest_genai.report.export import csv_text, json_text
+    from pytest_genai.report.output import check_distinct, check_outputs, file_stem
     from pytest_genai.tables import make_table, md_inline, one_line
 
     from pytest_genai.store.engine import open_store
     from pytest_genai.store.errors import StoreError
-    from pytest_genai.store.location import default_url, is_sqlite, normalize_url
+    from pytest_genai.store.location import given_or_default
 
     filters = [(k, v) for k, v in (("experiment", args.experiment), ("config", args.config), ("model", args.model),
                                    ("generation", args.device_generation)) if v]
-    url = normalize_url(args.store) if args.store else default_url()
-    from pytest_genai.report.output import check_distinct, check_outputs, file_stem
-
+    url = given_or_default(args.store)
     plot = None if args.no_plot or (args.changes and not args.plot) else (args.plot or default_plot(args.metric))
     # neither the table nor the plot may replace the store, nor one of them the other
-    store_file = [url[len("sqlite:///"):]] if is_sqlite(url) and url.startswith("sqlite:///") else []
+    store_file = [url[len("sqlite:///"):]] if url.startswith("sqlite:///") else []
     check_outputs(args.output, store_file, example=f"history-{file_stem(args.metric)}.{args.format}")
     if plot is not None:
         check_outputs([plot], store_file, option="--plot", example=default_plot(args.metric))
@@ -179,17 +169,14 @@ def _history(args: argparse.Namespace) -> int:
     if plot is not None:
         from pytest_genai.report.plots import PlotsUnavailable, trend_plot
 
-        path = plot
         unit = next((p.unit for p in points if p.unit), "")
         marks = [(c.line, when, c.step) for c in changes if (when := _when(c.run_time)) is not None]
         try:
-            written = trend_plot(lines(points), bands(bounds, {p.generation for p in points}), args.metric, unit, path,
+            written = trend_plot(lines(points), bands(bounds, {p.generation for p in points}), args.metric, unit, plot,
                                  changes=marks)
         except PlotsUnavailable as exc:
             warn([str(exc)])
         else:
-            import sys
-
             print(f"wrote {written}", file=sys.stderr)
     if args.changes and any(c.worse is not False for c in changes):
         return 1  # a step in the bad direction (or any step of a metric without one): CI fails on it
@@ -216,10 +203,6 @@ def _changes(args: argparse.Namespace, points: Sequence[Point]) -> tuple[list[An
         return [], str(exc)
 
 
-def _change_cells(c: Any) -> list[Any]:
-    return [c.line, c.run_id, c.run_time, (c.commit or "")[:12], c.before, c.after, c.step, c.pvalue, c.worse]
-
-
 def _changes_md(changes: Sequence[Any]) -> str:
     from pytest_genai.tables import format_number, make_table
 
@@ -239,7 +222,7 @@ def _changes_text(args: argparse.Namespace, changes: Sequence[Any], shown: str, 
     from pytest_genai.tables import md_inline, one_line
 
     if args.format == "csv":
-        return csv_text(CHANGE_COLUMNS, [_change_cells(c) for c in changes])
+        return csv_text(CHANGE_COLUMNS, [list(c.to_json().values()) for c in changes])  # to_json's keys, in order
     if args.format == "json":
         return json_text({"metric": args.metric, "change_points": [c.to_json() for c in changes],
                           "worse": sum(1 for c in changes if c.worse is not False)})
