@@ -147,25 +147,28 @@ def _history(args: argparse.Namespace) -> int:
                          + (" matching " + " ".join(f"{k}={v}" for k, v in filters) if filters else "")
                          + "; `pytest-genai store list` shows the runs it holds")
     changes, unavailable = _changes(args, points)
-    if args.changes:
-        emit(_changes_text(args, changes, shown, len(points)), args.output)
-    elif args.format == "csv":
-        emit(csv_text(COLUMNS, _rows(points)), args.output)
+    # user-given names: text in the heading, never Markdown
+    heading = (f"## pytest-genai history{' --changes' if args.changes else ''}: {md_inline(one_line(args.metric))}"
+               f"\n\nstore: {md_inline(one_line(shown))} · {len(points)} value(s)")
+    if args.format == "csv":
+        text = csv_text(CHANGE_COLUMNS, [list(c.to_json().values()) for c in changes]) if args.changes \
+            else csv_text(COLUMNS, _rows(points))  # a change's cells: to_json's, in order
+    elif args.format == "json" and args.changes:
+        text = json_text({"metric": args.metric, "change_points": [c.to_json() for c in changes],
+                          "worse": sum(1 for c in changes if c.worse is not False)})
     elif args.format == "json":
-        emit(json_text({"metric": args.metric, "filters": dict(filters), "points": [dict(zip(COLUMNS, r))
-                                                                                   for r in _rows(points)],
-                        "claims": [vars(b) for b in bounds],
-                        "change_points": None if unavailable else [c.to_json() for c in changes],
-                        **({"change_points_unavailable": unavailable} if unavailable else {})}), args.output)
+        text = json_text({"metric": args.metric, "filters": dict(filters),
+                          "points": [dict(zip(COLUMNS, r)) for r in _rows(points)], "claims": [vars(b) for b in bounds],
+                          "change_points": None if unavailable else [c.to_json() for c in changes],
+                          **({"change_points_unavailable": unavailable} if unavailable else {})})
+    elif args.changes:
+        text = f"{heading}\n\n{_changes_md(changes)}\n"
     else:
         table = make_table(COLUMNS, [[c if c is not None else "—" for c in r] for r in _rows(points)],
                            [False] * 6 + [True, False, False, True])
-        # user-given names: text in the heading, never Markdown
-        text = (f"## pytest-genai history: {md_inline(one_line(args.metric))}\n\nstore: {md_inline(one_line(shown))} · "
-                f"{len(points)} value(s) in "
-                f"{len({p.run_id for p in points})} run(s)\n\n" + table.to_markdown() + "\n\n"
+        text = (f"{heading} in {len({p.run_id for p in points})} run(s)\n\n{table.to_markdown()}\n\n"
                 + (f"Change points: not computed ({unavailable})." if unavailable else _changes_md(changes)) + "\n")
-        emit(text, args.output)
+    emit(text, args.output)
     if plot is not None:
         from pytest_genai.report.plots import PlotsUnavailable, trend_plot
 
@@ -215,17 +218,3 @@ def _changes_md(changes: Sequence[Any]) -> str:
                         "direction"], rows, [False, True, False, False, True, True, True, True, False])
     return "Change points (Apache Otava's e-divisive means; each line's new level starts at the run named):\n\n" + \
         table.to_markdown()
-
-
-def _changes_text(args: argparse.Namespace, changes: Sequence[Any], shown: str, n: int) -> str:
-    from pytest_genai.report.export import csv_text, json_text
-    from pytest_genai.tables import md_inline, one_line
-
-    if args.format == "csv":
-        return csv_text(CHANGE_COLUMNS, [list(c.to_json().values()) for c in changes])  # to_json's keys, in order
-    if args.format == "json":
-        return json_text({"metric": args.metric, "change_points": [c.to_json() for c in changes],
-                          "worse": sum(1 for c in changes if c.worse is not False)})
-    return (f"## pytest-genai history --changes: {md_inline(one_line(args.metric))}\n\n"
-            f"store: {md_inline(one_line(shown))} · {n} value(s)\n\n"
-            + _changes_md(changes) + "\n")
