@@ -64,8 +64,7 @@ def _line_key(p: Point) -> tuple[Any, ...]:
 
 
 def _by_line(points: Sequence[Point], item: Callable[[Point], Any]) -> dict[str, list[Any]]:
-    """``item(point)`` of each point (None: left out) by its line's label, one line per (generation, benchmark, model,
-    config), labelled as briefly as keeps the labels distinct."""
+    """``item(point)`` (None: left out) per line (generation, benchmark, model, config), labelled brief but distinct."""
     several = len({(p.benchmark, p.model) for p in points}) > 1
     labels: dict[tuple[Any, ...], str] = {}
     for p in points:

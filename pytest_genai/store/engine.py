@@ -1,9 +1,8 @@
 """Opening a store: the engine, SQLite's WAL journal and lock waits, retries, and the schema-version check.
 
-SQLite: WAL journal; writers start ``BEGIN IMMEDIATE`` so two writers queue instead of failing on a lock upgrade,
-readers a plain ``BEGIN``; a unit of work that meets a locked database is retried from its start. Another
-application's database is never modified.
-"""
+SQLite writers start ``BEGIN IMMEDIATE`` so two writers queue instead of failing on a lock upgrade, readers a plain
+``BEGIN``; a unit of work meeting a locked database is retried from its start. Another application's database is
+never modified."""
 from __future__ import annotations
 
 import datetime
@@ -97,8 +96,7 @@ class Store:
         return self.md.tables[name]
 
     def transaction(self, work: Callable[[Any], T], retries: int = RETRIES, *, write: bool = True) -> T:
-        """``work(connection)`` in one transaction, retried from the start while another writer locks the database;
-        ``write=False`` takes no write lock."""
+        """``work(connection)`` in one transaction, retried while another writer locks the database (or read-only)."""
         from sqlalchemy.exc import OperationalError
 
         if write and self.read_only:
@@ -136,8 +134,7 @@ def utc_now() -> str:
 
 
 def open_store(url: str, *, create: bool = True) -> Store:
-    """Open (and, with ``create``, create or upgrade) the store at ``url``; without ``create`` an unwritable file is
-    opened read-only. Raises :class:`StoreError` naming the store when it cannot be used."""
+    """Open (``create``: create or upgrade) the store at ``url``, else an unwritable file read-only; or a StoreError."""
     try:
         import sqlalchemy as sa
     except ImportError:
@@ -181,8 +178,7 @@ def open_store(url: str, *, create: bool = True) -> Store:
 
 
 def stored_version(conn: Any, md: Any, shown: str = "the store") -> int | None:
-    """The database's ``schema_version`` (None: no ``store_meta`` table); a missing or malformed row is a
-    :class:`StoreError`, since the layout is then unknown."""
+    """The database's ``schema_version`` (None: no ``store_meta`` table); a missing or malformed one is an error."""
     from sqlalchemy import inspect, select
 
     if not inspect(conn).has_table("store_meta"):

@@ -1,8 +1,5 @@
-"""A pytest-benchmark JSON document as the store's rows (pure: no database).
-
-Read by the same reader as ``pytest-genai report`` so a stored benchmark pairs exactly as the file does; rounds,
-intervals, commit and settings are taken from the document beside it.
-"""
+"""A pytest-benchmark JSON document as the store's rows (pure: no database). Read by ``pytest-genai report``'s reader,
+so a stored benchmark pairs exactly as the file does; rounds, intervals, commit and settings come from the document."""
 from __future__ import annotations
 
 import hashlib
@@ -94,8 +91,7 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 def run_rows(doc: Any, source: str, command: str | None = None) -> RunRows:
-    """The rows of one document (:class:`pytest_genai.results.errors.ReportInputError` naming ``source`` when it is
-    not a usable run)."""
+    """The rows of one document (a ReportInputError naming ``source`` when it is not a usable run)."""
     run = run_from_json(doc, source)
     genai, commit, machine = (_dict(doc.get(k)) for k in ("genai", "commit_info", "machine_info"))
     settings = _dict(genai.get("settings"))

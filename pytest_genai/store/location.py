@@ -43,8 +43,7 @@ def given_or_default(url: str | None) -> str:
 
 
 def normalize_url(text: str) -> str:
-    """A SQLAlchemy URL as given (``postgresql+psycopg://...``, ``sqlite:///x.sqlite``); a plain path is a SQLite
-    file (``results.sqlite`` -> ``sqlite:////abs/results.sqlite``)."""
+    """A SQLAlchemy URL as given; a plain path is a SQLite file (``results.sqlite`` -> ``sqlite:////abs/...``)."""
     text = str(text).strip()
     if not text:
         from .errors import StoreError  # a ValueError too: option parsers report it as bad input
@@ -58,8 +57,7 @@ def normalize_url(text: str) -> str:
 
 
 def check_holds_a_file(url: str) -> None:
-    """Refuse a SQLite URL that names no file (SQLite would keep its runs in memory) or that has query arguments
-    SQLite ignores outside a ``file:`` URI."""
+    """Refuse a SQLite URL naming no file (runs kept in memory) or with query arguments SQLite ignores there."""
     from .errors import StoreError
 
     if not is_sqlite(url):

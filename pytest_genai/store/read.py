@@ -256,8 +256,7 @@ def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Any], at: str = "
 
 
 def best_run(runs: Sequence[Run], info: Mapping[str, Any], label: str) -> Run:
-    """One run holding every benchmark of ``runs`` (newest first) with each metric at its best value by its
-    direction in ``info`` (none: the newest); its rounds come from the run its value came from."""
+    """Every benchmark of ``runs`` (newest first), each metric at its best by ``info`` (or newest) with its rounds."""
     chosen: dict[tuple[Any, ...], Record] = {}
     for run in runs:
         for rec in run.records:
@@ -337,8 +336,7 @@ class Bound:
 
 
 def series(store: Store, metric: str, query: StoreQuery) -> tuple[list[Point], list[Bound]]:
-    """Every stored value of ``metric`` on benchmarks matching ``query``'s filters (oldest first), and the bounds
-    of the claims judged on it."""
+    """Every stored value of ``metric`` matching ``query``'s filters (oldest first), and its claims' bounds."""
     from sqlalchemy import select
 
     r, b, d, m, c = (store.table(n) for n in ("runs", "benchmarks", "devices", "metrics", "claims"))
