@@ -39,12 +39,11 @@ def _add(args: argparse.Namespace) -> int:
                 result = add_rows(store, rows, path.name)  # one transaction a run: a run is in, or not at all
                 added += result.new
                 done += 1
-                what = "added as" if result.new else "already stored as"
-                print(f"{path}: {what} run {result.run_id} ({result.rows} rows) in {store.shown}")
+                print(f"{path}: {'added as' if result.new else 'already stored as'} run {result.run_id} "
+                      f"({result.rows} rows) in {store.shown}")
         except KeyboardInterrupt:  # say what is in the store, never a traceback
-            print(f"pytest-genai store: interrupted: {added} of {len(files)} added to {store.shown} "
-                  f"({done - added} already stored); "
-                  "run the same command again to add the rest", file=sys.stderr)
+            print(f"pytest-genai store: interrupted: {added} of {len(files)} added to {store.shown} ({done - added} "
+                  "already stored); run the same command again to add the rest", file=sys.stderr)
             return EXIT_INTERRUPTED
         print(f"{added} run(s) added, {len(files) - added} already stored; store {store.shown}", file=sys.stderr)
     return 0

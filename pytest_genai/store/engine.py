@@ -5,6 +5,7 @@ SQLite writers start ``BEGIN IMMEDIATE`` so two writers queue instead of failing
 never modified."""
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import random
@@ -24,8 +25,6 @@ T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 30_000  # a SQLite writer's wait for another before its unit of work is retried
 RETRIES = 8  # attempts of one unit of work on a locked database
-
-
 READ_ONLY = "genai_read_only"  # execution option: a plain, deferred BEGIN
 
 
@@ -36,9 +35,9 @@ def _sqlite_setup(engine: Any) -> None:
     def _connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # SQLAlchemy issues BEGIN itself (below), pysqlite must not
         cur = dbapi_conn.cursor()  # per-connection settings only: nothing here changes the file
-        cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        cur.execute("PRAGMA foreign_keys = ON")
-        cur.execute("PRAGMA synchronous = NORMAL")  # with WAL: durable at each checkpoint, never corrupt
+        # synchronous=NORMAL with WAL: durable at each checkpoint, never corrupt
+        for pragma in (f"busy_timeout = {BUSY_TIMEOUT_MS}", "foreign_keys = ON", "synchronous = NORMAL"):
+            cur.execute(f"PRAGMA {pragma}")
         cur.close()
 
     @event.listens_for(engine, "begin")
@@ -54,12 +53,9 @@ def _use_wal(engine: Any) -> None:
         raw = engine.raw_connection()
     except DBAPIError:
         return
-    try:
+    # the driver's own error type: busy or locked now; the next writer switches it
+    with contextlib.closing(raw), contextlib.suppress(Exception):
         raw.cursor().execute("PRAGMA journal_mode = WAL")
-    except Exception:  # the driver's own error type: busy or locked now; the next writer switches it
-        pass
-    finally:
-        raw.close()
 
 
 def _read_only_engine(sa: Any, path: str) -> Any:
