@@ -59,17 +59,14 @@ def _when(text: str | None) -> Any:
         return None
 
 
-def _line_key(p: Point) -> tuple[Any, ...]:
-    return (p.generation, p.benchmark, p.model, p.config_id)
-
-
 def _by_line(points: Sequence[Point], item: Callable[[Point], Any]) -> dict[str, list[Any]]:
     """``item(point)`` (None: left out) per line (generation, benchmark, model, config), labelled brief but distinct."""
     several = len({(p.benchmark, p.model) for p in points}) > 1
+    keys = [(p.generation, p.benchmark, p.model, p.config_id) for p in points]
     labels: dict[tuple[Any, ...], str] = {}
-    for p in points:
+    for key, p in zip(keys, points):
         gen = p.generation or "no device"
-        labels.setdefault(_line_key(p), f"{gen} · {p.config_id or p.benchmark}" if several else gen)
+        labels.setdefault(key, f"{gen} · {p.config_id or p.benchmark}" if several else gen)
     taken: dict[str, set[tuple[Any, ...]]] = {}
     for key, label in labels.items():
         taken.setdefault(label, set()).add(key)
@@ -79,9 +76,9 @@ def _by_line(points: Sequence[Point], item: Callable[[Point], Any]) -> dict[str,
             same_benchmark = sum(1 for k in taken[labels[key]] if k[1] == benchmark) > 1
             labels[key] = f"{generation or 'no device'} · {benchmark}" + (f" · {model}" if same_benchmark else "")
     out: dict[str, list[Any]] = {}
-    for p in points:
+    for key, p in zip(keys, points):
         if (x := item(p)) is not None:
-            out.setdefault(labels[_line_key(p)], []).append(x)
+            out.setdefault(labels[key], []).append(x)
     return out
 
 
@@ -97,11 +94,8 @@ def lines(points: Sequence[Point]) -> dict[str, list[tuple[Any, float]]]:
 
 def bands(bounds: Sequence[Bound], generations: set[str | None]) -> list[tuple[str, float | None, float | None]]:
     """Distinct claim bounds on the plotted generations (a claim's bounds once however many runs judged it)."""
-    seen: dict[tuple[str, float | None, float | None], None] = {}
-    for b in bounds:
-        if (b.low is not None or b.high is not None) and (b.generation is None or b.generation in generations):
-            seen.setdefault((b.claim_id, b.low, b.high), None)
-    return list(seen)
+    return list(dict.fromkeys((b.claim_id, b.low, b.high) for b in bounds if (b.low is not None or b.high is not None)
+                              and (b.generation is None or b.generation in generations)))
 
 
 COLUMNS = ("run", "time", "commit", "generation", "benchmark", "model", "value", "unit", "source", "rounds")
