@@ -25,6 +25,7 @@ SELECTORS = ("latest", "best")
 LAST = "last:"
 PREFIX = "store:"
 MIXED = "mixed"
+CORRUPT = "the store row is corrupt: remove the run and add its file again"
 
 
 @dataclass(frozen=True)
@@ -142,15 +143,13 @@ def _loads(text: str | None, where: str = "", kind: type | None = None) -> Any:
         raise StoreError(f"{where}: not valid JSON ({exc}); the store row is corrupt: remove the run "
                          "(`pytest-genai store rm`) and add its file again") from None
     if kind is not None and not isinstance(value, kind):
-        raise StoreError(f"{where}: holds a JSON {type(value).__name__}, expected a {kind.__name__}; the store row "
-                         "is corrupt: remove the run and add its file again")
+        raise StoreError(f"{where}: holds a JSON {type(value).__name__}, expected a {kind.__name__}; {CORRUPT}")
     return value
 
 
 def _number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise StoreError(f"{where}: {value!r} is not a number; the store row is corrupt: remove the run and add its "
-                         "file again")
+        raise StoreError(f"{where}: {value!r} is not a number; {CORRUPT}")
     return float(value)
 
 
@@ -169,16 +168,15 @@ def stored_run(store: Store, run_id: int, query: StoreQuery | None = None) -> Ru
                                .select_from(b.outerjoin(d, d.c.id == b.c.device_id))
                                .where(b.c.run_id == run_id, *where).order_by(b.c.position)).all()
         ids = [row.id for row in benches]
-        metrics: dict[int, list[Any]] = {}
-        claims: dict[int, list[Any]] = {}
-        for table, into in ((m, metrics), (c, claims)) if ids else ():
+        rows: dict[Any, dict[int, list[Any]]] = {m: {}, c: {}}  # each benchmark's metrics and claims
+        for table, into in rows.items() if ids else ():
             for row in conn.execute(select(table).where(table.c.benchmark_id.in_(ids)).order_by(table.c.id)):
                 into.setdefault(row.benchmark_id, []).append(row)
         devices = conn.execute(select(rd.c.spec_json, d.c.kind, d.c.generation, d.c.name)
                                .select_from(rd.join(d, d.c.id == rd.c.device_id))
                                .where(rd.c.run_id == run_id).order_by(rd.c.position)).all()
         at = f"store {store.shown}, run {run_id}"
-        records = tuple(_record(row, metrics.get(row.id, []), claims.get(row.id, []), at) for row in benches)
+        records = tuple(_record(row, rows[m].get(row.id, []), rows[c].get(row.id, []), at) for row in benches)
         device_json = tuple({"kind": x.kind, "generation": x.generation, "name": x.name,
                              **({"spec": _loads(x.spec_json, f"{at}: device spec", dict)} if x.spec_json else {})}
                             for x in devices)
@@ -227,8 +225,7 @@ def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Any], at: str = "
     for x in metrics:
         field = f"{where}, metric {x.name}"
         if x.value is None and not x.nonfinite:
-            raise StoreError(f"{field}: the stored value is NULL; the store row is corrupt: remove the run and add "
-                             "its file again")
+            raise StoreError(f"{field}: the stored value is NULL; {CORRUPT}")
         if x.nonfinite and x.nonfinite not in ("nan", "inf", "-inf"):
             raise StoreError(f"{field}: non-finite marker {x.nonfinite!r} is not nan, inf or -inf; the store row "
                              "is corrupt")
