@@ -92,7 +92,7 @@ class Store:
         return self.md.tables[name]
 
     def transaction(self, work: Callable[[Any], T], retries: int = RETRIES, *, write: bool = True) -> T:
-        """``work(connection)`` in one transaction, retried while another writer locks the database (or read-only)."""
+        """``work(connection)`` in one transaction, retried while another writer locks it; ``write=False``: no lock."""
         from sqlalchemy.exc import OperationalError
 
         if write and self.read_only:

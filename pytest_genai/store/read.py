@@ -41,9 +41,7 @@ class StoreQuery:
 
 def parse_query(text: str) -> StoreQuery:
     """``"generation=a100 latest"`` -> :class:`StoreQuery`; an unknown key or word is an error naming the choices."""
-    body = text.strip()
-    if body.startswith(PREFIX):
-        body = body[len(PREFIX):]
+    body = text.strip().removeprefix(PREFIX)
     filters: list[tuple[str, str]] = []
     selectors: list[str] = []
     mixed = False
