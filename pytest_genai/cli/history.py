@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import math
-from typing import Any, Sequence
+import sys
+from typing import Any, Callable, Sequence
 
 from pytest_genai.store.read import Bound, Point, StoreQuery, series
 
@@ -58,19 +59,14 @@ def _when(text: str | None) -> Any:
         return None
 
 
-def line_label(p: Point, several: bool) -> str:
-    gen = p.generation or "no device"
-    return f"{gen} · {p.config_id or p.benchmark}" if several else gen
-
-
-def _line_key(p: Point) -> tuple[Any, ...]:
-    return (p.generation, p.benchmark, p.model, p.config_id)
-
-
-def _labels(points: Sequence[Point], several: bool) -> dict[tuple[Any, ...], str]:
+def _by_line(points: Sequence[Point], item: Callable[[Point], Any]) -> dict[str, list[Any]]:
+    """``item(point)`` (None: left out) per line (generation, benchmark, model, config), labelled brief but distinct."""
+    several = len({(p.benchmark, p.model) for p in points}) > 1
+    keys = [(p.generation, p.benchmark, p.model, p.config_id) for p in points]
     labels: dict[tuple[Any, ...], str] = {}
-    for p in points:
-        labels.setdefault(_line_key(p), line_label(p, several))
+    for key, p in zip(keys, points):
+        gen = p.generation or "no device"
+        labels.setdefault(key, f"{gen} · {p.config_id or p.benchmark}" if several else gen)
     taken: dict[str, set[tuple[Any, ...]]] = {}
     for key, label in labels.items():
         taken.setdefault(label, set()).add(key)
@@ -79,39 +75,27 @@ def _labels(points: Sequence[Point], several: bool) -> dict[tuple[Any, ...], str
             generation, benchmark, model, _ = key
             same_benchmark = sum(1 for k in taken[labels[key]] if k[1] == benchmark) > 1
             labels[key] = f"{generation or 'no device'} · {benchmark}" + (f" · {model}" if same_benchmark else "")
-    return labels
+    out: dict[str, list[Any]] = {}
+    for key, p in zip(keys, points):
+        if (x := item(p)) is not None:
+            out.setdefault(labels[key], []).append(x)
+    return out
 
 
 def line_points(points: Sequence[Point]) -> dict[str, list[Point]]:
     """The points of each line of :func:`lines`, by its label (oldest first), with their runs."""
-    several = len({(p.benchmark, p.model) for p in points}) > 1
-    labels = _labels(points, several)
-    out: dict[str, list[Point]] = {}
-    for p in points:
-        out.setdefault(labels[_line_key(p)], []).append(p)
-    return out
+    return _by_line(points, lambda p: p)
 
 
 def lines(points: Sequence[Point]) -> dict[str, list[tuple[Any, float]]]:
-    """``(time, value)`` per line, one line per (generation, benchmark, model, config), labelled as briefly as keeps
-    the labels distinct."""
-    several = len({(p.benchmark, p.model) for p in points}) > 1
-    labels = _labels(points, several)
-    out: dict[str, list[tuple[Any, float]]] = {}
-    for p in points:
-        when = _when(p.run_time)
-        if when is not None:
-            out.setdefault(labels[_line_key(p)], []).append((when, p.value))
-    return out
+    """``(time, value)`` per line of :func:`_by_line` (points with an unreadable time left out)."""
+    return _by_line(points, lambda p: None if (when := _when(p.run_time)) is None else (when, p.value))
 
 
 def bands(bounds: Sequence[Bound], generations: set[str | None]) -> list[tuple[str, float | None, float | None]]:
     """Distinct claim bounds on the plotted generations (a claim's bounds once however many runs judged it)."""
-    seen: dict[tuple[str, float | None, float | None], None] = {}
-    for b in bounds:
-        if (b.low is not None or b.high is not None) and (b.generation is None or b.generation in generations):
-            seen.setdefault((b.claim_id, b.low, b.high), None)
-    return list(seen)
+    return list(dict.fromkeys((b.claim_id, b.low, b.high) for b in bounds if (b.low is not None or b.high is not None)
+                              and (b.generation is None or b.generation in generations)))
 
 
 COLUMNS = ("run", "time", "commit", "generation", "benchmark", "model", "value", "unit", "source", "rounds")
@@ -131,20 +115,19 @@ def history_main(argv: Sequence[str] | None = None) -> int:
 def _history(args: argparse.Namespace) -> int:
     from pytest_genai.cli.report import emit, warn
     from pytest_genai.report.export import csv_text, json_text
+    from pytest_genai.report.output import check_distinct, check_outputs, file_stem
     from pytest_genai.tables import make_table, md_inline, one_line
 
     from pytest_genai.store.engine import open_store
     from pytest_genai.store.errors import StoreError
-    from pytest_genai.store.location import default_url, is_sqlite, normalize_url
+    from pytest_genai.store.location import given_or_default
 
     filters = [(k, v) for k, v in (("experiment", args.experiment), ("config", args.config), ("model", args.model),
                                    ("generation", args.device_generation)) if v]
-    url = normalize_url(args.store) if args.store else default_url()
-    from pytest_genai.report.output import check_distinct, check_outputs, file_stem
-
+    url = given_or_default(args.store)
     plot = None if args.no_plot or (args.changes and not args.plot) else (args.plot or default_plot(args.metric))
     # neither the table nor the plot may replace the store, nor one of them the other
-    store_file = [url[len("sqlite:///"):]] if is_sqlite(url) and url.startswith("sqlite:///") else []
+    store_file = [url[len("sqlite:///"):]] if url.startswith("sqlite:///") else []
     check_outputs(args.output, store_file, example=f"history-{file_stem(args.metric)}.{args.format}")
     if plot is not None:
         check_outputs([plot], store_file, option="--plot", example=default_plot(args.metric))
@@ -157,39 +140,39 @@ def _history(args: argparse.Namespace) -> int:
                          + (" matching " + " ".join(f"{k}={v}" for k, v in filters) if filters else "")
                          + "; `pytest-genai store list` shows the runs it holds")
     changes, unavailable = _changes(args, points)
-    if args.changes:
-        emit(_changes_text(args, changes, shown, len(points)), args.output)
-    elif args.format == "csv":
-        emit(csv_text(COLUMNS, _rows(points)), args.output)
+    # user-given names: text in the heading, never Markdown
+    heading = (f"## pytest-genai history{' --changes' if args.changes else ''}: {md_inline(one_line(args.metric))}"
+               f"\n\nstore: {md_inline(one_line(shown))} · {len(points)} value(s)")
+    if args.format == "csv":
+        text = csv_text(CHANGE_COLUMNS, [list(c.to_json().values()) for c in changes]) if args.changes \
+            else csv_text(COLUMNS, _rows(points))  # a change's cells: to_json's, in order
+    elif args.format == "json" and args.changes:
+        text = json_text({"metric": args.metric, "change_points": [c.to_json() for c in changes],
+                          "worse": sum(1 for c in changes if c.worse is not False)})
     elif args.format == "json":
-        emit(json_text({"metric": args.metric, "filters": dict(filters), "points": [dict(zip(COLUMNS, r))
-                                                                                   for r in _rows(points)],
-                        "claims": [vars(b) for b in bounds],
-                        "change_points": None if unavailable else [c.to_json() for c in changes],
-                        **({"change_points_unavailable": unavailable} if unavailable else {})}), args.output)
+        text = json_text({"metric": args.metric, "filters": dict(filters),
+                          "points": [dict(zip(COLUMNS, r)) for r in _rows(points)], "claims": [vars(b) for b in bounds],
+                          "change_points": None if unavailable else [c.to_json() for c in changes],
+                          **({"change_points_unavailable": unavailable} if unavailable else {})})
+    elif args.changes:
+        text = f"{heading}\n\n{_changes_md(changes)}\n"
     else:
         table = make_table(COLUMNS, [[c if c is not None else "—" for c in r] for r in _rows(points)],
                            [False] * 6 + [True, False, False, True])
-        # user-given names: text in the heading, never Markdown
-        text = (f"## pytest-genai history: {md_inline(one_line(args.metric))}\n\nstore: {md_inline(one_line(shown))} · "
-                f"{len(points)} value(s) in "
-                f"{len({p.run_id for p in points})} run(s)\n\n" + table.to_markdown() + "\n\n"
+        text = (f"{heading} in {len({p.run_id for p in points})} run(s)\n\n{table.to_markdown()}\n\n"
                 + (f"Change points: not computed ({unavailable})." if unavailable else _changes_md(changes)) + "\n")
-        emit(text, args.output)
+    emit(text, args.output)
     if plot is not None:
         from pytest_genai.report.plots import PlotsUnavailable, trend_plot
 
-        path = plot
         unit = next((p.unit for p in points if p.unit), "")
         marks = [(c.line, when, c.step) for c in changes if (when := _when(c.run_time)) is not None]
         try:
-            written = trend_plot(lines(points), bands(bounds, {p.generation for p in points}), args.metric, unit, path,
+            written = trend_plot(lines(points), bands(bounds, {p.generation for p in points}), args.metric, unit, plot,
                                  changes=marks)
         except PlotsUnavailable as exc:
             warn([str(exc)])
         else:
-            import sys
-
             print(f"wrote {written}", file=sys.stderr)
     if args.changes and any(c.worse is not False for c in changes):
         return 1  # a step in the bad direction (or any step of a metric without one): CI fails on it
@@ -216,10 +199,6 @@ def _changes(args: argparse.Namespace, points: Sequence[Point]) -> tuple[list[An
         return [], str(exc)
 
 
-def _change_cells(c: Any) -> list[Any]:
-    return [c.line, c.run_id, c.run_time, (c.commit or "")[:12], c.before, c.after, c.step, c.pvalue, c.worse]
-
-
 def _changes_md(changes: Sequence[Any]) -> str:
     from pytest_genai.tables import format_number, make_table
 
@@ -232,17 +211,3 @@ def _changes_md(changes: Sequence[Any]) -> str:
                         "direction"], rows, [False, True, False, False, True, True, True, True, False])
     return "Change points (Apache Otava's e-divisive means; each line's new level starts at the run named):\n\n" + \
         table.to_markdown()
-
-
-def _changes_text(args: argparse.Namespace, changes: Sequence[Any], shown: str, n: int) -> str:
-    from pytest_genai.report.export import csv_text, json_text
-    from pytest_genai.tables import md_inline, one_line
-
-    if args.format == "csv":
-        return csv_text(CHANGE_COLUMNS, [_change_cells(c) for c in changes])
-    if args.format == "json":
-        return json_text({"metric": args.metric, "change_points": [c.to_json() for c in changes],
-                          "worse": sum(1 for c in changes if c.worse is not False)})
-    return (f"## pytest-genai history --changes: {md_inline(one_line(args.metric))}\n\n"
-            f"store: {md_inline(one_line(shown))} · {n} value(s)\n\n"
-            + _changes_md(changes) + "\n")

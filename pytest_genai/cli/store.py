@@ -5,7 +5,7 @@ import argparse
 import sys
 from typing import Any, Sequence
 
-from pytest_genai.store.location import default_url, normalize_url
+from pytest_genai.store.location import given_or_default
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell gives it
 _STORE_HELP = ("the store: a SQLAlchemy URL (sqlite:///PATH, postgresql+psycopg://USER@HOST/DB) or a file path "
@@ -18,17 +18,12 @@ def _parser() -> argparse.ArgumentParser:
     add = sub.add_parser("add", help="add --benchmark-json files or pytest-benchmark storage folders (.benchmarks); "
                                      "a run already stored is skipped")
     add.add_argument("runs", nargs="+", metavar="RUN.json|FOLDER")
-    add.add_argument("--store", metavar="URL", help=_STORE_HELP)
     lst = sub.add_parser("list", help="the stored runs, newest first")
-    lst.add_argument("--store", metavar="URL", help=_STORE_HELP)
-    lst.add_argument("--format", choices=("md", "csv", "json"), default="md")
     info = sub.add_parser("info", help="where the store is, its schema version and its rows per table")
-    info.add_argument("--store", metavar="URL", help=_STORE_HELP)
+    for each in (add, lst, info):
+        each.add_argument("--store", metavar="URL", help=_STORE_HELP)
+    lst.add_argument("--format", choices=("md", "csv", "json"), default="md")
     return p
-
-
-def _url(args: argparse.Namespace) -> str:
-    return normalize_url(args.store) if args.store else default_url()
 
 
 def _add(args: argparse.Namespace) -> int:
@@ -38,18 +33,17 @@ def _add(args: argparse.Namespace) -> int:
     # every file read and checked before anything is written: one bad file in a folder adds none of them
     files = [(path, read_rows(path)) for path in run_files(args.runs)]
     added = done = 0
-    with open_store(_url(args)) as store:
+    with open_store(given_or_default(args.store)) as store:
         try:
             for path, rows in files:
                 result = add_rows(store, rows, path.name)  # one transaction a run: a run is in, or not at all
                 added += result.new
                 done += 1
-                what = "added as" if result.new else "already stored as"
-                print(f"{path}: {what} run {result.run_id} ({result.rows} rows) in {store.shown}")
+                print(f"{path}: {'added as' if result.new else 'already stored as'} run {result.run_id} "
+                      f"({result.rows} rows) in {store.shown}")
         except KeyboardInterrupt:  # say what is in the store, never a traceback
-            print(f"pytest-genai store: interrupted: {added} of {len(files)} added to {store.shown} "
-                  f"({done - added} already stored); "
-                  "run the same command again to add the rest", file=sys.stderr)
+            print(f"pytest-genai store: interrupted: {added} of {len(files)} added to {store.shown} ({done - added} "
+                  "already stored); run the same command again to add the rest", file=sys.stderr)
             return EXIT_INTERRUPTED
         print(f"{added} run(s) added, {len(files) - added} already stored; store {store.shown}", file=sys.stderr)
     return 0
@@ -62,7 +56,7 @@ def _list(args: argparse.Namespace) -> int:
     from pytest_genai.store.engine import open_store
     from pytest_genai.store.read import run_summaries
 
-    with open_store(_url(args), create=False) as store:
+    with open_store(given_or_default(args.store), create=False) as store:
         runs = run_summaries(store)
         print(f"store {store.shown}: {len(runs)} run(s)", file=sys.stderr)  # stdout stays the table alone
     columns = ["id", "time", "commit", "scale", "generations", "benchmarks", "source"]
@@ -86,7 +80,7 @@ def table_counts(store: Any) -> dict[str, int]:
 def _info(args: argparse.Namespace) -> int:
     from pytest_genai.store.engine import open_store, stored_version
 
-    with open_store(_url(args), create=False) as store:
+    with open_store(given_or_default(args.store), create=False) as store:
         version = store.read(lambda conn: stored_version(conn, store.md, store.shown))
         print(f"store: {store.shown}\nschema version: {version}")
         for name, n in table_counts(store).items():

@@ -1,9 +1,5 @@
-"""Change points in a metric's stored history (``pytest-genai history METRIC``, ``--changes``): where a series shifted,
-by how much, and how significant the shift is.
-
-The detection is Apache Otava's (``otava.analysis.compute_change_points``, e-divisive means) with its own defaults.
-Without apache-otava, ``--changes`` is an error, never a silent "no change".
-"""
+"""Change points in a metric's stored history (``pytest-genai history``): where a series shifted, by how much, how
+significantly. Apache Otava's e-divisive means with its defaults; without it ``--changes`` is an error, never "none"."""
 from __future__ import annotations
 
 import math

@@ -1,11 +1,11 @@
 """Opening a store: the engine, SQLite's WAL journal and lock waits, retries, and the schema-version check.
 
-SQLite: WAL journal; writers start ``BEGIN IMMEDIATE`` so two writers queue instead of failing on a lock upgrade,
-readers a plain ``BEGIN``; a unit of work that meets a locked database is retried from its start. Another
-application's database is never modified.
-"""
+SQLite writers start ``BEGIN IMMEDIATE`` so two writers queue instead of failing on a lock upgrade, readers a plain
+``BEGIN``; a unit of work meeting a locked database is retried from its start. Another application's database is
+never modified."""
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import random
@@ -25,17 +25,6 @@ T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 30_000  # a SQLite writer's wait for another before its unit of work is retried
 RETRIES = 8  # attempts of one unit of work on a locked database
-
-
-def _sqlalchemy() -> Any:
-    try:
-        import sqlalchemy
-    except ImportError:
-        raise StoreError("the results store needs SQLAlchemy: pip install 'pytest-genai[store]' (or pip install "
-                         "sqlalchemy; plus psycopg for PostgreSQL)") from None
-    return sqlalchemy
-
-
 READ_ONLY = "genai_read_only"  # execution option: a plain, deferred BEGIN
 
 
@@ -46,9 +35,9 @@ def _sqlite_setup(engine: Any) -> None:
     def _connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # SQLAlchemy issues BEGIN itself (below), pysqlite must not
         cur = dbapi_conn.cursor()  # per-connection settings only: nothing here changes the file
-        cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        cur.execute("PRAGMA foreign_keys = ON")
-        cur.execute("PRAGMA synchronous = NORMAL")  # with WAL: durable at each checkpoint, never corrupt
+        # synchronous=NORMAL with WAL: durable at each checkpoint, never corrupt
+        for pragma in (f"busy_timeout = {BUSY_TIMEOUT_MS}", "foreign_keys = ON", "synchronous = NORMAL"):
+            cur.execute(f"PRAGMA {pragma}")
         cur.close()
 
     @event.listens_for(engine, "begin")
@@ -64,12 +53,9 @@ def _use_wal(engine: Any) -> None:
         raw = engine.raw_connection()
     except DBAPIError:
         return
-    try:
+    # the driver's own error type: busy or locked now; the next writer switches it
+    with contextlib.closing(raw), contextlib.suppress(Exception):
         raw.cursor().execute("PRAGMA journal_mode = WAL")
-    except Exception:  # the driver's own error type: busy or locked now; the next writer switches it
-        pass
-    finally:
-        raw.close()
 
 
 def _read_only_engine(sa: Any, path: str) -> Any:
@@ -77,19 +63,16 @@ def _read_only_engine(sa: Any, path: str) -> Any:
     import sqlite3
     from urllib.parse import quote
 
-    from sqlalchemy.pool import NullPool
-
-    folder_writable = os.access(os.path.dirname(path) or ".", os.W_OK)
-    immutable = not folder_writable and not os.path.exists(path + "-wal")
+    immutable = not os.access(os.path.dirname(path) or ".", os.W_OK) and not os.path.exists(path + "-wal")
     uri = f"file:{quote(path)}?mode=ro" + ("&immutable=1" if immutable else "")
     return sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True, check_same_thread=False),
-                            poolclass=NullPool, future=True)
+                            poolclass=sa.pool.NullPool, future=True)
 
 
 def _locked(exc: BaseException) -> bool:
     text = str(getattr(exc, "orig", exc)).lower()
-    return "database is locked" in text or "database is busy" in text or "deadlock detected" in text \
-        or "could not serialize" in text
+    return any(s in text for s in ("database is locked", "database is busy", "deadlock detected",
+                                   "could not serialize"))
 
 
 @dataclass
@@ -109,8 +92,7 @@ class Store:
         return self.md.tables[name]
 
     def transaction(self, work: Callable[[Any], T], retries: int = RETRIES, *, write: bool = True) -> T:
-        """``work(connection)`` in one transaction, retried from the start while another writer locks the database;
-        ``write=False`` takes no write lock."""
+        """``work(connection)`` in one transaction, retried while another writer locks it; ``write=False``: no lock."""
         from sqlalchemy.exc import OperationalError
 
         if write and self.read_only:
@@ -148,21 +130,22 @@ def utc_now() -> str:
 
 
 def open_store(url: str, *, create: bool = True) -> Store:
-    """Open (and, with ``create``, create or upgrade) the store at ``url``; without ``create`` an unwritable file is
-    opened read-only. Raises :class:`StoreError` naming the store when it cannot be used."""
-    sa = _sqlalchemy()
+    """Open (``create``: create or upgrade) the store at ``url``, else an unwritable file read-only; or a StoreError."""
+    try:
+        import sqlalchemy as sa
+    except ImportError:
+        raise StoreError("the results store needs SQLAlchemy: pip install 'pytest-genai[store]' (or pip install "
+                         "sqlalchemy; plus psycopg for PostgreSQL)") from None
     check_holds_a_file(url)
     shown = store_label(url)
     path = sqlite_file(url) if is_sqlite(url) else None
     read_only = False
     if path is not None and not path.startswith("file:"):
         folder = Path(path).parent
-        if not folder.exists():
-            if not create:
-                raise StoreError(f"store {shown}: no such database; add runs with `pytest-genai store add RUN.json`")
-            folder.mkdir(parents=True, exist_ok=True)
-        elif not create and not Path(path).exists():
+        if not create and not Path(path).exists():
             raise StoreError(f"store {shown}: no such database; add runs with `pytest-genai store add RUN.json`")
+        if not folder.exists():  # a new store's folder (a file there: opening it names the error)
+            folder.mkdir(parents=True, exist_ok=True)
         read_only = not create and not (os.access(path, os.W_OK) and os.access(folder, os.W_OK))
     try:
         engine = _read_only_engine(sa, os.path.abspath(path)) if read_only else sa.create_engine(url, future=True)
@@ -191,8 +174,7 @@ def open_store(url: str, *, create: bool = True) -> Store:
 
 
 def stored_version(conn: Any, md: Any, shown: str = "the store") -> int | None:
-    """The database's ``schema_version`` (None: no ``store_meta`` table); a missing or malformed row is a
-    :class:`StoreError`, since the layout is then unknown."""
+    """The database's ``schema_version`` (None: no ``store_meta`` table); a missing or malformed one is an error."""
     from sqlalchemy import inspect, select
 
     if not inspect(conn).has_table("store_meta"):
@@ -216,6 +198,7 @@ def _check_schema(store: Store, conn: Any, create: bool, write: bool) -> bool:
     from sqlalchemy import inspect
 
     version = stored_version(conn, store.md, store.shown)
+    meta = store.table("store_meta")
     if version is None:
         others = sorted(inspect(conn).get_table_names())
         if others:  # another application's database: never a table of ours in it
@@ -224,11 +207,11 @@ def _check_schema(store: Store, conn: Any, create: bool, write: bool) -> bool:
                              f"tables {listed}); pytest-genai adds nothing to it — give a new file or an empty "
                              "database (--store URL)")
         if not create:
-            raise StoreError(f"store {store.shown}: holds no pytest-genai store; add runs with `pytest-genai store add`")
+            raise StoreError(f"store {store.shown}: holds no pytest-genai store; add runs with "
+                             "`pytest-genai store add`")
         if not write:
             return False
         store.md.create_all(conn)
-        meta = store.table("store_meta")
         conn.execute(meta.insert(), [{"key": "schema_version", "value": str(SCHEMA_VERSION)},
                                      {"key": "created_by", "value": f"pytest-genai {__version__}"},
                                      {"key": "created_time", "value": utc_now()}])
@@ -253,8 +236,5 @@ def _check_schema(store: Store, conn: Any, create: bool, write: bool) -> bool:
                              f"pytest-genai {__version__}; open it with the version that wrote it")
         step(conn)
         version += 1
-    meta = store.table("store_meta")
-    from sqlalchemy import update
-
-    conn.execute(update(meta).where(meta.c.key == "schema_version").values(value=str(version)))
+    conn.execute(meta.update().where(meta.c.key == "schema_version").values(value=str(version)))
     return True

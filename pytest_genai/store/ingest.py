@@ -1,8 +1,5 @@
-"""A pytest-benchmark JSON document as the store's rows (pure: no database).
-
-Read by the same reader as ``pytest-genai report`` so a stored benchmark pairs exactly as the file does; rounds,
-intervals, commit and settings are taken from the document beside it.
-"""
+"""A pytest-benchmark JSON document as the store's rows (pure: no database). Read by ``pytest-genai report``'s reader,
+so a stored benchmark pairs exactly as the file does; rounds, intervals, commit and settings come from the document."""
 from __future__ import annotations
 
 import hashlib
@@ -73,20 +70,15 @@ def _float(value: Any) -> float | None:
         return None
 
 
-def _float_list(value: Any) -> tuple[float, ...] | None:
-    """Every value of a non-empty list as a float, else None (as the file reader ignores odd rounds)."""
-    if not isinstance(value, list) or not value:
-        return None
-    out = [_float(v) for v in value]
-    return None if any(v is None for v in out) else tuple(out)  # type: ignore[arg-type]
-
-
 def _metric_rows(record: Record, bench: Mapping[str, Any]) -> tuple[MetricRow, ...]:
     out = []
     for name, value in record.metrics.items():
         rounds, interval = recorded_spread(bench, name)
+        # every round as a float, else none (as the file reader ignores odd rounds)
+        floats = tuple(_float(v) for v in rounds) if isinstance(rounds, list) else ()
         out.append(MetricRow(name, float(value), record.units.get(name), record.sources.get(name),
-                             _float_list(rounds), interval if isinstance(interval, dict) else None))
+                             floats if floats and None not in floats else None,  # type: ignore[arg-type]
+                             interval if isinstance(interval, dict) else None))
     return tuple(out)
 
 
@@ -94,30 +86,27 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def run_rows(doc: Any, source: str, command: str | None = None) -> RunRows:
-    """The rows of one document (:class:`pytest_genai.results.errors.ReportInputError` naming ``source`` when it is
-    not a usable run)."""
+    """The rows of one document (a ReportInputError naming ``source`` when it is not a usable run)."""
     run = run_from_json(doc, source)
-    genai = doc.get("genai") if isinstance(doc.get("genai"), dict) else {}
-    commit = doc.get("commit_info") if isinstance(doc.get("commit_info"), dict) else {}
-    machine = doc.get("machine_info") if isinstance(doc.get("machine_info"), dict) else {}
-    settings = genai.get("settings") if isinstance(genai.get("settings"), dict) else {}
+    genai, commit, machine = (_dict(doc.get(k)) for k in ("genai", "commit_info", "machine_info"))
+    settings = _dict(genai.get("settings"))
     row = {
         "run_time": run.datetime,
-        "commit_id": _text(commit.get("id")),
-        "commit_time": _text(commit.get("time")),
         "commit_dirty": commit.get("dirty") if isinstance(commit.get("dirty"), bool) else None,
-        "branch": _text(commit.get("branch")),
         "command": command,
         "json_schema": _text(genai.get("schema")) or (SCHEMA if any(r.experiment for r in run.records) else None),
-        "pytest_benchmark_version": _text(doc.get("version")),
-        "claims_mode": _text(genai.get("claims_mode")),
-        "scale": _text(settings.get("scale")),
-        "node": _text(machine.get("node")),
         "source": source,
-        "stack_json": canonical(run.stack) if run.stack else None,
-        "settings_json": canonical(settings) if settings else None,
-        "absent_json": canonical(dict(run.absent)) if run.absent else None,
+        **{column: _text(where.get(key)) for column, where, key in (
+            ("commit_id", commit, "id"), ("commit_time", commit, "time"), ("branch", commit, "branch"),
+            ("pytest_benchmark_version", doc, "version"), ("claims_mode", genai, "claims_mode"),
+            ("scale", settings, "scale"), ("node", machine, "node"))},
+        **{f"{key}_json": canonical(value) if value else None
+           for key, value in (("stack", run.stack), ("settings", settings), ("absent", dict(run.absent)))},
     }
     devices = []
     for d in run.devices:
@@ -146,16 +135,11 @@ def number_from(value: float | None, nonfinite: str | None) -> float | None:
 
 
 def claim_numbers(claim: Mapping[str, Any], keys: Sequence[str]) -> list[float | None]:
-    out: list[float | None] = []
-    for key in keys:
-        v = _float(claim.get(key))
-        out.append(v if v is not None and math.isfinite(v) else None)
-    return out
+    """The claim's numbers under ``keys``; None for a missing or non-finite one."""
+    return [v if v is not None and math.isfinite(v) else None for v in (_float(claim.get(k)) for k in keys)]
 
 
 def claim_text(claim: Mapping[str, Any], key: str) -> str | None:
     """A claim's text field as text (a JSON list or object where text belongs is stored as its JSON)."""
     v = claim.get(key)
-    if v is None or isinstance(v, str):
-        return v
-    return canonical(v)
+    return v if v is None or isinstance(v, str) else canonical(v)

@@ -37,9 +37,13 @@ def file_url(path: str) -> str:
     return "sqlite:///" + quote(os.path.abspath(os.path.expanduser(path)), safe="/")
 
 
+def given_or_default(url: str | None) -> str:
+    """The store a ``--store URL`` option names: ``url`` when given, else :func:`default_url`."""
+    return normalize_url(url) if url else default_url()
+
+
 def normalize_url(text: str) -> str:
-    """A SQLAlchemy URL as given (``postgresql+psycopg://...``, ``sqlite:///x.sqlite``); a plain path is a SQLite
-    file (``results.sqlite`` -> ``sqlite:////abs/results.sqlite``)."""
+    """A SQLAlchemy URL as given; a plain path is a SQLite file (``results.sqlite`` -> ``sqlite:////abs/...``)."""
     text = str(text).strip()
     if not text:
         from .errors import StoreError  # a ValueError too: option parsers report it as bad input
@@ -53,27 +57,24 @@ def normalize_url(text: str) -> str:
 
 
 def check_holds_a_file(url: str) -> None:
-    """Refuse a SQLite URL that names no file (SQLite would keep its runs in memory) or that has query arguments
-    SQLite ignores outside a ``file:`` URI."""
+    """Refuse a SQLite URL naming no file (runs kept in memory) or with query arguments SQLite ignores there."""
+    from .errors import StoreError
+
     if not is_sqlite(url):
         return
     rest = url.split("://", 1)[1]
     path, _, query = rest[1:].partition("?") if rest.startswith("/") else ("", "", rest.partition("?")[2])
-    memory = (not path.strip() or path == ":memory:" or path.startswith("file::memory:")
-              or (path.startswith("file:") and re.search(r"(^|&)mode=memory(&|$)", query + "&" + path.partition("?")[2])))
+    memory = (not path.strip() or path == ":memory:" or path.startswith("file::memory:") or (
+        path.startswith("file:") and re.search(r"(^|&)mode=memory(&|$)", query + "&" + path.partition("?")[2])))
     if memory:
-        from .errors import StoreError
-
         raise StoreError(f"store {store_label(url)}: names no database file (SQLite would keep the runs in memory and "
                          "lose them at exit; is a variable in the URL unset?); give sqlite:///PATH or a file path")
     ignored = sorted(set(re.findall(r"(?:^|&)([^=&]+)", query)) - _DRIVER_ARGS) if query else []
     uri = bool(re.search(r"(^|&)uri=(true|1)(&|$)", query, re.IGNORECASE))
     if (ignored and not uri) or (uri and not path.startswith("file:")):
-        from .errors import StoreError
-
-        raise StoreError(f"store {store_label(url)}: SQLite reads {', '.join(ignored) or 'uri'} only "
-                         "in a file: URI with uri=true; here the file would be opened as if they were not there (mode=ro would still write); give "
-                         "sqlite:///file:PATH?mode=ro&uri=true, or the file's path alone")
+        raise StoreError(f"store {store_label(url)}: SQLite reads {', '.join(ignored) or 'uri'} only in a file: URI "
+                         "with uri=true; here the file would be opened as if they were not there (mode=ro would still "
+                         "write); give sqlite:///file:PATH?mode=ro&uri=true, or the file's path alone")
 
 
 # the query arguments SQLAlchemy's pysqlite driver takes without ``uri=true``

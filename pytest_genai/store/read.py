@@ -25,6 +25,7 @@ SELECTORS = ("latest", "best")
 LAST = "last:"
 PREFIX = "store:"
 MIXED = "mixed"
+CORRUPT = "the store row is corrupt: remove the run and add its file again"
 
 
 @dataclass(frozen=True)
@@ -37,15 +38,10 @@ class StoreQuery:
     def text(self) -> str:
         return " ".join([f"{k}={v}" for k, v in self.filters] + [self.selector] + ([MIXED] if self.mixed else []))
 
-    def value(self, key: str) -> str | None:
-        return next((v for k, v in self.filters if k == key), None)
-
 
 def parse_query(text: str) -> StoreQuery:
     """``"generation=a100 latest"`` -> :class:`StoreQuery`; an unknown key or word is an error naming the choices."""
-    body = text.strip()
-    if body.startswith(PREFIX):
-        body = body[len(PREFIX):]
+    body = text.strip().removeprefix(PREFIX)
     filters: list[tuple[str, str]] = []
     selectors: list[str] = []
     mixed = False
@@ -81,66 +77,62 @@ def parse_query(text: str) -> StoreQuery:
 def looks_like_query(text: str) -> bool:
     """Does ``text`` read as a store query (``store:...``, a ``key=value`` word, or only ``latest``/``best``)?"""
     words = text.strip().split()
-    if not words:
-        return False
-    if text.strip().startswith(PREFIX):
-        return True
-    return all("=" in w or w.lower() in SELECTORS + (MIXED,) or w.lower().startswith(LAST) for w in words)
+    return bool(words) and (text.strip().startswith(PREFIX) or all(
+        "=" in w or w.lower() in SELECTORS + (MIXED,) or w.lower().startswith(LAST) for w in words))
 
 
-def _benchmark_where(store: Store, query: StoreQuery) -> list[Any]:
-    b, d = store.table("benchmarks"), store.table("devices")
+def _where(store: Store, query: StoreQuery, runs: bool = True) -> list[Any]:
+    """The SQL conditions of ``query``'s filters on :func:`_joined` (``runs=False``: its benchmark filters only)."""
+    r, b, d = (store.table(n) for n in ("runs", "benchmarks", "devices"))
     columns = {"generation": d.c.generation, "kind": d.c.kind, "device": d.c.name, "experiment": b.c.experiment,
-               "model": b.c.model, "config": b.c.config_id}
-    return [columns[k] == v for k, v in query.filters if k in BENCHMARK_FILTERS]
-
-
-def _run_where(store: Store, query: StoreQuery) -> list[Any]:
-    r = store.table("runs")
+               "model": b.c.model, "config": b.c.config_id, "branch": r.c.branch, "scale": r.c.scale, "node": r.c.node}
     out = []
     for key, value in query.filters:
-        if key == "run":
+        if key == "run" and runs:
             if not (value.isascii() and value.isdigit()):
                 raise StoreError(f"store query {query.text!r}: run={value} is not a run id (an integer; "
                                  "`pytest-genai store list` shows them)")
             out.append(r.c.id == int(value))
-        elif key == "commit":
-            # a literal prefix: never LIKE wildcards
-            out.append(r.c.commit_id.startswith(value, autoescape=True))
-        elif key in ("branch", "scale", "node"):
-            out.append(getattr(r.c, key) == value)
+        elif key == "commit" and runs:
+            out.append(r.c.commit_id.startswith(value, autoescape=True))  # a literal prefix: never LIKE wildcards
+        elif key in columns and (runs or key in BENCHMARK_FILTERS):
+            out.append(columns[key] == value)
     return out
+
+
+def _joined(store: Store, table: Any = None) -> Any:
+    """``table`` (default: benchmarks) joined to its benchmark's run and device, the columns :func:`_where` names."""
+    r, b, d = (store.table(n) for n in ("runs", "benchmarks", "devices"))
+    base = b if table is None else table.join(b, b.c.id == table.c.benchmark_id)
+    return base.join(r, r.c.id == b.c.run_id).outerjoin(d, d.c.id == b.c.device_id)
 
 
 def time_key(text: str | None) -> float:
     """An ISO 8601 run time as epoch seconds, for ordering runs across offsets (no offset: UTC; unreadable: oldest)."""
     import datetime as dt
 
-    if not text:
-        return -math.inf
     try:
-        when = dt.datetime.fromisoformat(text.strip())
+        when = dt.datetime.fromisoformat(text.strip()) if text else None
     except ValueError:
+        when = None
+    if when is None:
         return -math.inf
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.timezone.utc)
-    return when.timestamp()
+    return (when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)).timestamp()
 
 
 def matching_runs(store: Store, query: StoreQuery) -> list[int]:
     """Ids of the runs with a benchmark matching ``query``, newest first (run time, then id)."""
     from sqlalchemy import select
 
-    r, b, d = store.table("runs"), store.table("benchmarks"), store.table("devices")
-    stmt = (select(r.c.id).distinct().select_from(r.join(b, b.c.run_id == r.c.id).outerjoin(d, d.c.id == b.c.device_id))
-            .where(*_run_where(store, query), *_benchmark_where(store, query)))
-    rows = store.read(lambda conn: conn.execute(stmt.add_columns(r.c.run_time)).all())
+    r = store.table("runs")
+    stmt = select(r.c.id, r.c.run_time).distinct().select_from(_joined(store)).where(*_where(store, query))
+    rows = store.read(lambda conn: conn.execute(stmt).all())
     rows.sort(key=lambda row: (time_key(row.run_time), row.id), reverse=True)
     return [row.id for row in rows]
 
 
 def _loads(text: str | None, where: str = "", kind: type | None = None) -> Any:
-    """A stored JSON field (``{}`` where empty); invalid JSON or not a ``kind`` is a :class:`StoreError` naming ``where``."""
+    """A stored JSON field (``{}`` where empty); invalid JSON or not a ``kind`` is a :class:`StoreError`."""
     if not text:
         return {}
     try:
@@ -149,15 +141,13 @@ def _loads(text: str | None, where: str = "", kind: type | None = None) -> Any:
         raise StoreError(f"{where}: not valid JSON ({exc}); the store row is corrupt: remove the run "
                          "(`pytest-genai store rm`) and add its file again") from None
     if kind is not None and not isinstance(value, kind):
-        raise StoreError(f"{where}: holds a JSON {type(value).__name__}, expected a {kind.__name__}; the store row "
-                         "is corrupt: remove the run and add its file again")
+        raise StoreError(f"{where}: holds a JSON {type(value).__name__}, expected a {kind.__name__}; {CORRUPT}")
     return value
 
 
 def _number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise StoreError(f"{where}: {value!r} is not a number; the store row is corrupt: remove the run and add its "
-                         "file again")
+        raise StoreError(f"{where}: {value!r} is not a number; {CORRUPT}")
     return float(value)
 
 
@@ -165,9 +155,8 @@ def stored_run(store: Store, run_id: int, query: StoreQuery | None = None) -> Ru
     """Run ``run_id`` as a :class:`Run` (only the benchmarks ``query``'s benchmark filters keep)."""
     from sqlalchemy import select
 
-    r, b, d = store.table("runs"), store.table("benchmarks"), store.table("devices")
-    m, c, rd = store.table("metrics"), store.table("claims"), store.table("run_devices")
-    where = _benchmark_where(store, query) if query else []
+    r, b, d, m, c, rd = (store.table(n) for n in ("runs", "benchmarks", "devices", "metrics", "claims", "run_devices"))
+    where = _where(store, query, runs=False) if query else []
 
     def read(conn: Any) -> Run:
         run = conn.execute(select(r).where(r.c.id == run_id)).first()
@@ -177,18 +166,15 @@ def stored_run(store: Store, run_id: int, query: StoreQuery | None = None) -> Ru
                                .select_from(b.outerjoin(d, d.c.id == b.c.device_id))
                                .where(b.c.run_id == run_id, *where).order_by(b.c.position)).all()
         ids = [row.id for row in benches]
-        metrics: dict[int, list[Any]] = {}
-        claims: dict[int, list[dict[str, Any]]] = {}
-        if ids:
-            for row in conn.execute(select(m).where(m.c.benchmark_id.in_(ids)).order_by(m.c.id)):
-                metrics.setdefault(row.benchmark_id, []).append(row)
-            for row in conn.execute(select(c).where(c.c.benchmark_id.in_(ids)).order_by(c.c.id)):
-                claims.setdefault(row.benchmark_id, []).append(_claim(row))
+        rows: dict[Any, dict[int, list[Any]]] = {m: {}, c: {}}  # each benchmark's metrics and claims
+        for table, into in rows.items() if ids else ():
+            for row in conn.execute(select(table).where(table.c.benchmark_id.in_(ids)).order_by(table.c.id)):
+                into.setdefault(row.benchmark_id, []).append(row)
         devices = conn.execute(select(rd.c.spec_json, d.c.kind, d.c.generation, d.c.name)
                                .select_from(rd.join(d, d.c.id == rd.c.device_id))
                                .where(rd.c.run_id == run_id).order_by(rd.c.position)).all()
         at = f"store {store.shown}, run {run_id}"
-        records = tuple(_record(row, metrics.get(row.id, []), claims.get(row.id, []), at) for row in benches)
+        records = tuple(_record(row, rows[m].get(row.id, []), rows[c].get(row.id, []), at) for row in benches)
         device_json = tuple({"kind": x.kind, "generation": x.generation, "name": x.name,
                              **({"spec": _loads(x.spec_json, f"{at}: device spec", dict)} if x.spec_json else {})}
                             for x in devices)
@@ -205,23 +191,9 @@ def last_runs(store: Store, ids: Sequence[int], count: int, query: StoreQuery) -
 
     chosen = list(ids[:count])
     runs = [stored_run(store, i, query) for i in chosen]
-    if not query.mixed:
-        _one_device_model(runs, query)
-    label = f"store runs {', '.join(map(str, chosen))} ({query.text}: {len(chosen)} run(s), newest first)"
-    combined = combine_runs(runs, label)
-    if len(chosen) < count:
-        short = (f"store query {query.text!r}: {store.shown} holds {len(chosen)} matching run(s), not {count}; the "
-                 f"baseline is run(s) {', '.join(map(str, chosen))}"
-                 + (" — one run has no spread between runs, so its rows are judged as against one run" if len(chosen) == 1
-                    else ""))
-        combined = dataclasses.replace(combined, warnings=combined.warnings + (short,))
-    return combined
-
-
-def _one_device_model(runs: Sequence[Run], query: StoreQuery) -> None:
     # a spread between device models is the hardware's, and it would widen every interval
     seen: dict[tuple[Any, ...], dict[str, str]] = {}
-    for run in runs:
+    for run in runs if not query.mixed else ():
         for rec in run.records:
             if rec.device is None:
                 continue
@@ -232,16 +204,18 @@ def _one_device_model(runs: Sequence[Run], query: StoreQuery) -> None:
                 raise StoreError(f"store query {query.text!r}: benchmark {rec.label} ran on different device models "
                                  f"in these runs ({both}); add device=NAME to the query to take one model, or the "
                                  "word 'mixed' to accept the spread between models")
+    combined = combine_runs(runs, f"store runs {', '.join(map(str, chosen))} ({query.text}: {len(chosen)} run(s), "
+                                  "newest first)")
+    if len(chosen) < count:
+        short = (f"store query {query.text!r}: {store.shown} holds {len(chosen)} matching run(s), not {count}; the "
+                 f"baseline is run(s) {', '.join(map(str, chosen))}"
+                 + (" — one run has no spread between runs, so its rows are judged as against one run"
+                    if len(chosen) == 1 else ""))
+        combined = dataclasses.replace(combined, warnings=combined.warnings + (short,))
+    return combined
 
 
-def _claim(row: Any) -> dict[str, Any]:
-    return {"id": row.claim_id, "metric": row.metric, "measured": row.measured, "min": row.bound_min,
-            "max": row.bound_max, "paper": row.paper, "verdict": row.verdict, "message": row.message,
-            "basis": row.basis,
-            "interval": _loads(row.interval_json, f"store claim {row.claim_id}: interval", dict) or None}
-
-
-def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Mapping[str, Any]], at: str = "store") -> Record:
+def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Any], at: str = "store") -> Record:
     """One stored benchmark as a :class:`Record`, as its file would load; a corrupt row is a :class:`StoreError`."""
     device = None if row.kind is None else DeviceRef(row.kind, row.generation, row.device_name or "")
     where = f"{at}, benchmark {row.name}"
@@ -249,14 +223,12 @@ def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Mapping[str, Any]
     for x in metrics:
         field = f"{where}, metric {x.name}"
         if x.value is None and not x.nonfinite:
-            raise StoreError(f"{field}: the stored value is NULL; the store row is corrupt: remove the run and add "
-                             "its file again")
+            raise StoreError(f"{field}: the stored value is NULL; {CORRUPT}")
         if x.nonfinite and x.nonfinite not in ("nan", "inf", "-inf"):
             raise StoreError(f"{field}: non-finite marker {x.nonfinite!r} is not nan, inf or -inf; the store row "
                              "is corrupt")
         values[x.name] = number_from(_number(x.value, field) if x.value is not None else None, x.nonfinite)
-        these = _loads(x.rounds_json, f"{field}: rounds", list) or []
-        these = tuple(_number(v, f"{field}: a round") for v in these)
+        these = tuple(_number(v, f"{field}: a round") for v in _loads(x.rounds_json, f"{field}: rounds", list) or [])
         if len(these) >= 2:
             rounds[x.name] = these
         interval = _loads(x.interval_json, f"{field}: interval", dict)
@@ -264,29 +236,29 @@ def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Mapping[str, Any]
         if ends and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in ends) \
                 and ends[0] <= ends[1]:
             intervals[x.name] = (float(ends[0]), float(ends[1]))
+    claimed = tuple({"id": c.claim_id, "metric": c.metric, "measured": c.measured, "min": c.bound_min,
+                     "max": c.bound_max, "paper": c.paper, "verdict": c.verdict, "message": c.message, "basis": c.basis,
+                     "interval": _loads(c.interval_json, f"store claim {c.claim_id}: interval", dict) or None}
+                    for c in claims)
     return Record(
         name=row.name, fullname=row.fullname or row.name, experiment=row.experiment, device=device, model=row.model,
         config=_loads(row.config_json, f"{where}: config", dict), metrics=values,
         sources={x.name: x.source for x in metrics if x.source}, units={x.name: x.unit for x in metrics if x.unit},
-        claims=tuple(claims), labels=_loads(row.labels_json, f"{where}: labels", dict),
+        claims=claimed, labels=_loads(row.labels_json, f"{where}: labels", dict),
         attachments=_loads(row.attachments_json, f"{where}: attachments", dict), param=row.param,
         environment=_loads(row.environment_json, f"{where}: environment", dict),
         timing=_loads(row.timing_json, f"{where}: timing", dict), rounds=rounds, intervals=intervals)
 
 
 def best_run(runs: Sequence[Run], info: Mapping[str, Any], label: str) -> Run:
-    """One run holding every benchmark of ``runs`` (newest first) with each metric at its best value by its
-    direction in ``info`` (none: the newest); its rounds come from the run its value came from."""
+    """Every benchmark of ``runs`` (newest first), each metric at its best by ``info`` (or newest) with its rounds."""
     chosen: dict[tuple[Any, ...], Record] = {}
-    order: list[tuple[Any, ...]] = []
     for run in runs:
         for rec in run.records:
             key = (rec.key, None if rec.device is None else (rec.device.kind, rec.device.generation))
-            if key not in chosen:
-                chosen[key] = rec
-                order.append(key)
+            have = chosen.setdefault(key, rec)
+            if have is rec:
                 continue
-            have = chosen[key]
             metrics, rounds, timing = dict(have.metrics), dict(have.rounds), have.timing
             for name, value in rec.metrics.items():
                 direction = getattr(info.get(name), "direction", None)
@@ -302,10 +274,10 @@ def best_run(runs: Sequence[Run], info: Mapping[str, Any], label: str) -> Run:
                     rounds.pop(name, None)
                 if name == BENCH_MEDIAN_METRIC:
                     timing = rec.timing
-            chosen[key] = dataclasses.replace(have, metrics=metrics, rounds=rounds, timing=timing,
-                                              sources={**rec.sources, **have.sources}, units={**rec.units, **have.units})
+            chosen[key] = dataclasses.replace(have, metrics=metrics, rounds=rounds, timing=timing, units={
+                **rec.units, **have.units}, sources={**rec.sources, **have.sources})
     newest = runs[0]
-    return Run(label, tuple(chosen[k] for k in order), newest.devices, (), newest.datetime, newest.absent, newest.stack)
+    return Run(label, tuple(chosen.values()), newest.devices, (), newest.datetime, newest.absent, newest.stack)
 
 
 def query_run(store: Store, text: str, info: Mapping[str, Any] | None = None, exclude_hash: str | None = None) -> Run:
@@ -359,47 +331,32 @@ class Bound:
 
 
 def series(store: Store, metric: str, query: StoreQuery) -> tuple[list[Point], list[Bound]]:
-    """Every stored value of ``metric`` on benchmarks matching ``query``'s filters (oldest first), and the bounds
-    of the claims judged on it."""
+    """Every stored value of ``metric`` matching ``query``'s filters (oldest first), and its claims' bounds."""
     from sqlalchemy import select
 
     r, b, d, m, c = (store.table(n) for n in ("runs", "benchmarks", "devices", "metrics", "claims"))
-    stmt = (select(r.c.id.label("run_id"), r.c.run_time, r.c.commit_id, d.c.kind, d.c.generation, b.c.name,
-                   b.c.config_id, b.c.model, m.c.value, m.c.nonfinite, m.c.unit, m.c.source, m.c.rounds_json)
-            .select_from(m.join(b, b.c.id == m.c.benchmark_id).join(r, r.c.id == b.c.run_id)
-                         .outerjoin(d, d.c.id == b.c.device_id))
-            .where(m.c.name == metric, *_run_where(store, query), *_benchmark_where(store, query)))
+    where = _where(store, query)
+    stmt = (select(r.c.id, r.c.run_time, r.c.commit_id, d.c.kind, d.c.generation, b.c.name, b.c.config_id, b.c.model,
+                   m.c.value, m.c.nonfinite, m.c.unit, m.c.source, m.c.rounds_json)
+            .select_from(_joined(store, m)).where(m.c.name == metric, *where))
     bounds = (select(c.c.claim_id, c.c.basis, c.c.bound_min, c.c.bound_max, d.c.generation).distinct()
-              .select_from(c.join(b, b.c.id == c.c.benchmark_id).join(r, r.c.id == b.c.run_id)
-                           .outerjoin(d, d.c.id == b.c.device_id))
-              .where(c.c.metric == metric, c.c.verdict != "not_applicable", *_run_where(store, query),
-                     *_benchmark_where(store, query)))
-
-    def read(conn: Any) -> tuple[list[Any], list[Any]]:
-        return conn.execute(stmt).all(), conn.execute(bounds).all()
-
-    rows, claim_rows = store.read(read)
-    points = [Point(x.run_id, x.run_time, x.commit_id, x.kind, x.generation, x.name, x.config_id, x.model,
-                    number_from(x.value, x.nonfinite), x.unit, x.source, len(json.loads(x.rounds_json or "[]")))
-              for x in rows]
+              .select_from(_joined(store, c)).where(c.c.metric == metric, c.c.verdict != "not_applicable", *where))
+    rows, claim_rows = store.read(lambda conn: (conn.execute(stmt).all(), conn.execute(bounds).all()))
+    points = [Point(*x[:8], number_from(x.value, x.nonfinite), x.unit, x.source,
+                    len(json.loads(x.rounds_json or "[]"))) for x in rows]
     points.sort(key=lambda p: (time_key(p.run_time), p.run_id, p.benchmark))
-    return points, [Bound(x.claim_id, x.basis, x.bound_min, x.bound_max, x.generation) for x in claim_rows]
+    return points, [Bound(*x) for x in claim_rows]
 
 
 def run_summaries(store: Store) -> list[dict[str, Any]]:
     """One line per stored run (newest first): id, time, commit, generations, benchmarks, source."""
     from sqlalchemy import func, select
 
-    r, b, d = store.table("runs"), store.table("benchmarks"), store.table("devices")
-    stmt = (select(r.c.id, r.c.run_time, r.c.commit_id, r.c.scale, r.c.source, func.count(b.c.id).label("n"))
-            .select_from(r.outerjoin(b, b.c.run_id == r.c.id)).group_by(r.c.id, r.c.run_time, r.c.commit_id,
-                                                                         r.c.scale, r.c.source))
+    r, b, d = (store.table(n) for n in ("runs", "benchmarks", "devices"))
+    columns = (r.c.id, r.c.run_time, r.c.commit_id, r.c.scale, r.c.source)
+    stmt = select(*columns, func.count(b.c.id).label("n")).select_from(r.outerjoin(b, b.c.run_id == r.c.id))
     gens = select(b.c.run_id, d.c.generation).distinct().select_from(b.join(d, d.c.id == b.c.device_id))
-
-    def read(conn: Any) -> tuple[list[Any], list[Any]]:
-        return conn.execute(stmt).all(), conn.execute(gens).all()
-
-    rows, gen_rows = store.read(read)
+    rows, gen_rows = store.read(lambda conn: (conn.execute(stmt.group_by(*columns)).all(), conn.execute(gens).all()))
     by_run: dict[int, list[str]] = {}
     for x in gen_rows:
         by_run.setdefault(x.run_id, []).append(x.generation)

@@ -10,6 +10,7 @@ from pytest_genai.results.storage import LATEST, is_storage_id, machine_id, reso
 from pytest_genai.results.runs import Run, load_run
 
 from .errors import StoreError
+from .location import given_or_default
 from .read import looks_like_query, query_run
 
 STORAGE_PREFIX = "storage:"
@@ -22,12 +23,6 @@ def _storage_form(text: str) -> str | None:
     return word if is_storage_id(word) and word != LATEST else None
 
 
-def _store_url(store_url: str | None) -> str:
-    from .location import default_url, normalize_url
-
-    return normalize_url(store_url) if store_url else default_url()
-
-
 def input_files(text: str, store_url: str | None) -> list[str]:
     """The files reading ``text`` reads, for refusing an output path that names one; [] where unresolved."""
     if Path(text).exists():
@@ -36,14 +31,10 @@ def input_files(text: str, store_url: str | None) -> list[str]:
     try:
         if ident is not None:
             return [str(resolve_storage_id(ident, None, machine_id(), os.getcwd()))]
-        if looks_like_query(text.strip()):
-            from .location import is_sqlite
-
-            url = _store_url(store_url)
-            return [url[len("sqlite:///"):]] if is_sqlite(url) and url.startswith("sqlite:///") else []
+        url = given_or_default(store_url) if looks_like_query(text.strip()) else ""
     except (StoreError, ValueError, OSError):
         return []
-    return []
+    return [url[len("sqlite:///"):]] if url.startswith("sqlite:///") else []
 
 
 def file_content_hash(path: str) -> str | None:
@@ -70,7 +61,7 @@ def load_ref(text: str, store_url: str | None, info: Mapping[str, Any] | None = 
     if looks_like_query(word):
         from .engine import open_store
 
-        with open_store(_store_url(store_url), create=False) as store:
+        with open_store(given_or_default(store_url), create=False) as store:
             return query_run(store, word, info, exclude_hash)
     if not any(c in word for c in "/\\") and not word.endswith(".json"):
         raise StoreError(f"{text}: neither a run file, a pytest-benchmark storage id (0003, storage:latest) nor a "

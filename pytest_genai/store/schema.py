@@ -1,8 +1,5 @@
-"""The store's tables (SQLAlchemy Core, the same on SQLite and PostgreSQL) and their versioned migrations.
-
-Opening a store upgrades an older ``store_meta.schema_version`` through :data:`MIGRATIONS` and refuses a newer one:
-a pytest-genai that does not know a layout must not write into it.
-"""
+"""The store's tables (SQLAlchemy Core, the same on SQLite and PostgreSQL) and their versioned migrations: opening a
+store upgrades an older ``store_meta.schema_version``, and refuses a newer one (an unknown layout is never written)."""
 from __future__ import annotations
 
 from typing import Any, Callable

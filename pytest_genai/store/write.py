@@ -45,22 +45,27 @@ def check_columns(table: Any, rows: Iterable[Mapping[str, Any]]) -> None:
 
 
 def _device_id(conn: Any, store: Store, kind: str, generation: str, name: str,
-               known: dict[tuple[str, str, str], int] | None = None) -> int:
+               known: dict[tuple[str, str, str], int]) -> int:
     """The ``devices`` row id of (kind, generation, name), added when new; ``known`` caches ids per transaction."""
     from sqlalchemy import select
 
     key = (kind, generation, name)
-    if known is not None and key in known:
-        return known[key]
-    t = store.table("devices")
-    check_columns(t, [{"kind": kind, "generation": generation, "name": name}])  # before the lookup: it sends them too
-    where = (t.c.kind == kind) & (t.c.generation == generation) & (t.c.name == name)
-    found = conn.execute(select(t.c.id).where(where)).scalar()
-    if found is None:
-        found = conn.execute(t.insert().values(kind=kind, generation=generation, name=name)).inserted_primary_key[0]
-    if known is not None:
+    if key not in known:
+        t = store.table("devices")
+        check_columns(t, [{"kind": kind, "generation": generation, "name": name}])  # before the lookup: it sends them
+        found = conn.execute(select(t.c.id).where(t.c.kind == kind, t.c.generation == generation, t.c.name == name)
+                             ).scalar()
+        if found is None:
+            found = conn.execute(t.insert().values(kind=kind, generation=generation, name=name)).inserted_primary_key[0]
         known[key] = int(found)
-    return int(found)
+    return known[key]
+
+
+def _put(conn: Any, store: Store, name: str, rows: list[dict[str, Any]]) -> None:
+    """Check, then insert ``rows`` into table ``name`` with one executemany (an INSERT per row is slow)."""
+    check_columns(store.table(name), rows)
+    if rows:
+        conn.execute(store.table(name).insert(), rows)
 
 
 def _insert(conn: Any, store: Store, rows: RunRows) -> tuple[int, bool]:
@@ -74,13 +79,10 @@ def _insert(conn: Any, store: Store, rows: RunRows) -> tuple[int, bool]:
     run_id = int(conn.execute(runs.insert().values(content_hash=rows.content_hash, added_time=utc_now(),
                                                    **rows.run)).inserted_primary_key[0])
     known: dict[tuple[str, str, str], int] = {}
-    if rows.devices:
-        check_columns(store.table("run_devices"), [
-            {"spec_source": d["spec_source"], "spec_json": d["spec_json"]} for d in rows.devices])
-        conn.execute(store.table("run_devices").insert(), [
-            {"run_id": run_id, "position": i, "spec_source": d["spec_source"], "spec_json": d["spec_json"],
-             "device_id": _device_id(conn, store, d["kind"], d["generation"], d["name"], known)}
-            for i, d in enumerate(rows.devices)])
+    _put(conn, store, "run_devices", [
+        {"run_id": run_id, "position": i, "spec_source": d["spec_source"], "spec_json": d["spec_json"],
+         "device_id": _device_id(conn, store, d["kind"], d["generation"], d["name"], known)}
+        for i, d in enumerate(rows.devices)])
     bench_rows = []
     for position, b in enumerate(rows.benchmarks):
         rec = b.record
@@ -90,48 +92,34 @@ def _insert(conn: Any, store: Store, rows: RunRows) -> tuple[int, bool]:
         bench_rows.append(dict(
             run_id=run_id, position=position, name=rec.name, fullname=rec.fullname, param=rec.param,
             experiment=rec.experiment, model=rec.model, config_id=config_id, config_json=canonical(rec.config),
-            environment_json=canonical(rec.environment) if rec.environment else None,
-            labels_json=canonical(rec.labels) if rec.labels else None,
-            attachments_json=canonical(rec.attachments) if rec.attachments else None,
-            timing_json=canonical(rec.timing) if rec.timing else None, device_id=device))
-    # one executemany, then the ids by position: an INSERT per benchmark is slow
-    t = store.table("benchmarks")
-    ids: list[int] = []
-    check_columns(t, bench_rows)
-    if bench_rows:
-        from sqlalchemy import select
-
-        conn.execute(t.insert(), bench_rows)
-        ids = conn.execute(select(t.c.id).where(t.c.run_id == run_id).order_by(t.c.position)).scalars().all()
+            device_id=device, **{f"{k}_json": canonical(getattr(rec, k)) if getattr(rec, k) else None
+                                 for k in ("environment", "labels", "attachments", "timing")}))
+    _put(conn, store, "benchmarks", bench_rows)
+    t = store.table("benchmarks")  # the new ids by position
+    ids = conn.execute(select(t.c.id).where(t.c.run_id == run_id).order_by(t.c.position)).scalars().all() \
+        if bench_rows else []
     bench_ids: dict[str, int] = {}
     metric_rows = []
     for b, bid in zip(rows.benchmarks, ids):
-        rec = b.record
-        bench_ids.setdefault(rec.fullname, int(bid))
+        bench_ids.setdefault(b.record.fullname, int(bid))
         for m in b.metrics:
             value, nonfinite = number_columns(m.value)
             metric_rows.append({"benchmark_id": bid, "name": m.name, "value": value, "nonfinite": nonfinite,
                                 "unit": m.unit, "source": m.source,
                                 "rounds_json": json.dumps(list(m.rounds)) if m.rounds else None,
                                 "interval_json": canonical(m.interval) if m.interval else None})
-    check_columns(store.table("metrics"), metric_rows)
-    if metric_rows:
-        conn.execute(store.table("metrics").insert(), metric_rows)
-    if rows.claims:
-        claim_rows = []
-        for c in rows.claims:
-            measured, lo, hi, paper = claim_numbers(c.claim, ("measured", "min", "max", "paper"))
-            interval = c.claim.get("interval")
-            # by position: one node id may name two benchmarks (one test on two devices)
-            bid = int(ids[c.position]) if c.position is not None else bench_ids.get(c.fullname or "")
-            claim_rows.append({"run_id": run_id, "benchmark_id": bid,
-                               "claim_id": str(c.claim.get("id", "")), "metric": claim_text(c.claim, "metric"),
-                               "measured": measured, "bound_min": lo, "bound_max": hi, "paper": paper,
-                               "verdict": claim_text(c.claim, "verdict"), "basis": claim_text(c.claim, "basis"),
-                               "message": claim_text(c.claim, "message"),
-                               "interval_json": canonical(interval) if isinstance(interval, dict) else None})
-        check_columns(store.table("claims"), claim_rows)
-        conn.execute(store.table("claims").insert(), claim_rows)
+    _put(conn, store, "metrics", metric_rows)
+    claim_rows = []
+    for c in rows.claims:
+        measured, lo, hi, paper = claim_numbers(c.claim, ("measured", "min", "max", "paper"))
+        interval = c.claim.get("interval")
+        # by position: one node id may name two benchmarks (one test on two devices)
+        bid = int(ids[c.position]) if c.position is not None else bench_ids.get(c.fullname or "")
+        claim_rows.append({"run_id": run_id, "benchmark_id": bid, "claim_id": str(c.claim.get("id", "")),
+                           "measured": measured, "bound_min": lo, "bound_max": hi, "paper": paper,
+                           **{k: claim_text(c.claim, k) for k in ("metric", "verdict", "basis", "message")},
+                           "interval_json": canonical(interval) if isinstance(interval, dict) else None})
+    _put(conn, store, "claims", claim_rows)
     return run_id, True
 
 
@@ -159,8 +147,7 @@ def read_rows(path: str | os.PathLike[str], command: str | None = None) -> RunRo
 
 
 def read_document(path: str | os.PathLike[str]) -> Any:
-    """The run file ``path`` as a document, validated as ``pytest-genai report`` reads it; read once (it may be a pipe)."""
-    from pytest_genai.results.errors import ReportInputError
+    """The run file ``path`` as a document, validated as ``pytest-genai report`` reads it; read once (maybe a pipe)."""
     from pytest_genai.results.runs import load_run, run_from_bytes
 
     try:
@@ -175,12 +162,9 @@ def read_document(path: str | os.PathLike[str]) -> Any:
         raise ReportInputError(f"{path}: invalid JSON ({exc})") from None
 
 
-def add_file(store: Store, path: str | os.PathLike[str], command: str | None = None,
-             doc: Any = None) -> Added:
+def add_file(store: Store, path: str | os.PathLike[str], command: str | None = None, doc: Any = None) -> Added:
     """Add the run file ``path`` (``doc``: its document when :func:`read_document` has read it already)."""
-    if doc is None:
-        doc = read_document(path)
-    return add_document(store, doc, os.path.basename(path), command)
+    return add_document(store, read_document(path) if doc is None else doc, os.path.basename(path), command)
 
 
 def run_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
