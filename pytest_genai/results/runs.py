@@ -64,16 +64,14 @@ class Record:
     labels: Mapping[str, str] = field(default_factory=dict)
     attachments: Mapping[str, Any] = field(default_factory=dict)
     param: str | None = None
-    # where and how it ran (paths, threads, rank placement, ...): shown when two runs differ, never matched on
+    # environment: where and how it ran (paths, threads, ...), shown when two runs differ, never matched on; timing:
+    # pytest-benchmark's round-time statistics (s; all but the median compared only where a threshold names them);
+    # rounds: each round's value (``metric_rounds``, ``stats.data``); intervals: a metric's own (``metric_intervals``);
+    # run_rounds: a baseline of several runs (``last:5``): each run's rounds (else its one value), newest first
     environment: Mapping[str, Any] = field(default_factory=dict)
-    # pytest-benchmark's round-time statistics (seconds); only the median is a metric of every comparison, the
-    # others are compared when a threshold names them (``mean:5%``)
     timing: Mapping[str, float] = field(default_factory=dict)
-    # every round's value of a metric, where the run recorded two or more (``metric_rounds``, ``stats.data``)
     rounds: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
-    # a metric's own interval where the run recorded one without rounds (``metric_intervals``)
     intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
-    # a baseline of several runs (``last:5``): each run's rounds of a metric (else its one value), newest first
     run_rounds: Mapping[str, tuple[tuple[float, ...], ...]] = field(default_factory=dict)
 
     @property
@@ -104,10 +102,8 @@ class Record:
 def model_label(model: str | None, config: Mapping[str, Any]) -> str:
     """``llama-3.1-8b (tiny random)``: a model that ran random weights says so, with its scale (``full`` reads
     ``full-size``); ``—`` for none. Display only: the recorded name stays the matching key."""
-    if not model:
-        return "—"
-    if config.get("weights") != "random":
-        return model
+    if not model or config.get("weights") != "random":
+        return model or "—"
     scale = config.get("scale")
     return f"{model} ({'full-size' if scale == 'full' else scale} random)" if isinstance(scale, str) else (
         f"{model} (random)")
@@ -160,9 +156,9 @@ def _need(ok: Any, message: str) -> None:
         raise ReportInputError(message)
 
 
-def _of(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...], empty: Any) -> Any:
-    """``obj[key]`` where it is a ``kind``, else ``empty``: for parts of a file that are optional."""
-    value = obj.get(key)
+def _of(obj: Any, key: str, kind: type | tuple[type, ...] = object, empty: Any = None) -> Any:
+    """``obj[key]`` where ``obj`` is a mapping and that a ``kind``, else ``empty``: for the optional parts of a file."""
+    value = obj.get(key) if isinstance(obj, Mapping) else None
     return value if isinstance(value, kind) else empty
 
 
@@ -191,7 +187,11 @@ def run_from_bytes(raw: bytes, p: str | os.PathLike[str]) -> Run:
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        hint = _json_hint(text, exc)
+        body = text.strip()
+        hint = ("it is not JSON; pass the file written by pytest --benchmark-json" if not body.startswith(("{", "["))
+                else "the file ends early — it looks truncated (was the run interrupted, or the disk full?)"
+                if exc.pos >= len(body) - 1 or exc.msg.startswith("Unterminated string") else
+                f"the JSON is malformed; {_REWRITE}")
         raise ReportInputError(f"{p}: invalid JSON at line {exc.lineno}, column {exc.colno} ({exc.msg}): {hint}") from None
     except RecursionError:
         raise ReportInputError(f"{p}: the JSON is nested too deeply to read; {_REWRITE}") from None
@@ -216,15 +216,6 @@ def _check_depth(obj: Any, source: str) -> None:
         stack.extend((v, depth + 1, f"{where}.{k}" if isinstance(node, dict) else f"{where}[{k}]") for k, v in items)
 
 
-def _json_hint(text: str, exc: json.JSONDecodeError) -> str:
-    body = text.strip()
-    if not body.startswith(("{", "[")):
-        return "it is not JSON; pass the file written by pytest --benchmark-json"
-    if exc.pos >= len(body) - 1 or exc.msg.startswith("Unterminated string"):
-        return "the file ends early — it looks truncated (was the run interrupted, or the disk full?)"
-    return f"the JSON is malformed; {_REWRITE}"
-
-
 def run_from_json(obj: Any, source: str) -> Run:
     """Validate an already-parsed pytest-benchmark JSON document (``source`` names it in messages)."""
     _need(isinstance(obj, dict), f"{source}: top level is a JSON {type(obj).__name__}, expected an object with a "
@@ -236,7 +227,7 @@ def run_from_json(obj: Any, source: str) -> Run:
     _check_depth(obj, source)
     warnings: list[str] = []
     records = tuple(records_from_benchmarks(benchmarks, source, warnings))
-    info = _of(_of(obj, "machine_info", dict, {}), "genai", dict, {})
+    info = _of(_of(obj, "machine_info"), "genai", dict, {})
     devices = tuple(d for d in _of(info, "devices", list, []) if isinstance(d, dict))
     absent = {str(k): str(v) for k, v in _of(info, "absent", dict, {}).items()}
     return Run(source, records, devices, tuple(warnings), _of(obj, "datetime", str, None), absent,
@@ -296,8 +287,7 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
 
 
 def metrics_json(measurements: Mapping[str, Measurement]) -> dict[str, dict[str, Any]]:
-    """The JSON contract's per-metric objects (``metrics``, ``metric_sources``, ``metric_units``, ``metric_rounds``,
-    ``metric_intervals``) of a benchmark's measurements: the one writer of what :func:`metrics_from_json` reads."""
+    """The JSON contract's per-metric objects (``metrics``, ``metric_units``, ...), as :func:`metrics_from_json` reads."""
     return {"metrics": {n: m.value for n, m in measurements.items()},
             "metric_sources": {n: m.source for n, m in measurements.items()},
             "metric_units": {n: m.unit or "" for n, m in measurements.items()},
@@ -306,21 +296,19 @@ def metrics_json(measurements: Mapping[str, Measurement]) -> dict[str, dict[str,
 
 
 def genai_of(bench: Any) -> dict[str, Any] | None:
-    """The ``extra_info["genai"]`` object of a pytest-benchmark entry (its JSON, or the ``benchmark`` fixture while it
-    runs); None where it has none."""
-    extra = bench.get("extra_info") if isinstance(bench, Mapping) else getattr(bench, "extra_info", None)
-    return _of(extra, "genai", dict, None) if isinstance(extra, Mapping) else None
+    """The ``extra_info["genai"]`` object of a pytest-benchmark entry or ``benchmark`` fixture; None where none."""
+    return _of(_of(bench, "extra_info") if isinstance(bench, Mapping) else getattr(bench, "extra_info", None), "genai",
+               dict)
 
 
 def benchmark_json(name: str, genai: Mapping[str, Any], fullname: str | None = None, **fields: Any) -> dict[str, Any]:
-    """A pytest-benchmark entry carrying ``genai`` (``fields``: ``param``, ``stats``, ...), as
-    :func:`records_from_benchmarks` reads it."""
+    """A pytest-benchmark entry carrying ``genai`` (``fields``: ``param``, ``stats``, ...)."""
     return {"name": name, "fullname": fullname or name, **fields, "extra_info": {"genai": genai}}
 
 
 def recorded_metrics(genai: Mapping[str, Any]) -> dict[str, Measurement]:
-    """Each metric of a genai object with its source and unit as written (None where none), unchecked and under the
-    name it was recorded with: for the session's own checks and summary (reports read :func:`metrics_from_json`)."""
+    """Each metric of a genai object with its source and unit as written (None where none), unchecked: for the
+    session's own checks and summary (reports read :func:`metrics_from_json`)."""
     sources, units = genai.get("metric_sources") or {}, genai.get("metric_units") or {}
     return {n: Measurement(v, sources.get(n), units.get(n)) for n, v in (genai.get("metrics") or {}).items()}
 
@@ -328,12 +316,9 @@ def recorded_metrics(genai: Mapping[str, Any]) -> dict[str, Measurement]:
 def recorded_spread(bench: Mapping[str, Any], name: str) -> tuple[Any, Any]:
     """Metric ``name``'s rounds and interval in a benchmark entry, as written (``stats.data`` are
     :data:`BENCH_MEDIAN_METRIC`'s rounds), for keeping verbatim; :func:`metrics_from_json` reads them checked."""
-    genai, stats = genai_of(bench) or {}, bench.get("stats")
-    rounds, intervals = genai.get("metric_rounds"), genai.get("metric_intervals")
-    if name == BENCH_MEDIAN_METRIC:
-        rounds = {name: stats.get("data")} if isinstance(stats, dict) else None
-    return (rounds.get(name) if isinstance(rounds, dict) else None,
-            intervals.get(name) if isinstance(intervals, dict) else None)
+    genai = genai_of(bench) or {}
+    rounds = (_of(bench.get("stats"), "data") if name == BENCH_MEDIAN_METRIC else _of(genai.get("metric_rounds"), name))
+    return rounds, _of(genai.get("metric_intervals"), name)
 
 
 def metrics_from_json(genai: Mapping[str, Any], where: str, warnings: list[str], median: float | None,

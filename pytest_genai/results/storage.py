@@ -1,8 +1,5 @@
-"""pytest-benchmark storage ids as baselines: ``--genai-baseline 0003`` or ``--genai-baseline latest``.
-
-The words ``--benchmark-compare`` takes resolve to one file of ``<storage>/<machine_id>/NNNN_<name>.json``, as
-pytest-benchmark resolves them; only ``file://`` storage is read.
-"""
+"""pytest-benchmark storage ids as baselines (``--genai-baseline 0003``, ``latest``): the words ``--benchmark-compare``
+takes, resolved as pytest-benchmark does to one ``<storage>/<machine_id>/NNNN_<name>.json``; ``file://`` only."""
 from __future__ import annotations
 
 import os
