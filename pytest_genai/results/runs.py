@@ -287,7 +287,7 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
 
 
 def metrics_json(measurements: Mapping[str, Measurement]) -> dict[str, dict[str, Any]]:
-    """The JSON contract's per-metric objects (``metrics``, ``metric_units``, ...), as :func:`metrics_from_json` reads."""
+    """The JSON contract's per-metric objects (``metrics``, ``metric_units``, ...): the writer of what is read back."""
     return {"metrics": {n: m.value for n, m in measurements.items()},
             "metric_sources": {n: m.source for n, m in measurements.items()},
             "metric_units": {n: m.unit or "" for n, m in measurements.items()},
