@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import statistics
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -155,8 +156,6 @@ class BaselinePlugin:
     def gate_undecided(self, name: str, genai: Mapping[str, Any], metric: str, rounds: list[float]) -> bool | None:
         """Would the gate row for ``metric`` read inconclusive on ``rounds`` in a way more rounds could change? None
         where the baseline has no counterpart or no rounds for it."""
-        import statistics
-
         was = recorded_metrics(genai).get(metric)
         now = Measurement(statistics.median(rounds), (was and was.source) or "measured", was and was.unit,
                           tuple(rounds))
@@ -178,9 +177,7 @@ class BaselinePlugin:
         if call.when != "call" or not report.passed:
             return report
         bench = getattr(item, "funcargs", {}).get("benchmark")
-        if bench is None:
-            return report
-        result = self.compare_item(item.nodeid, item.name, bench)
+        result = None if bench is None else self.compare_item(item.nodeid, item.name, bench)
         if result is not None and result.regressions:
             report.outcome = "failed"
             report.longrepr = regression_message(result, self.baseline.source)
@@ -202,9 +199,8 @@ class BaselinePlugin:
                 f"; inconclusive: {undecided}" if undecided else "")
             device = r.baseline.device.generation if r.baseline.device else "—"
             rows.append([r.nodeid, device, str(len(r.metrics)), worst_text, status])
-        table = make_table(["benchmark", "baseline device", "metrics", "largest worsening", "status"], rows,
-                           [False, False, True, False, False])
-        return table.to_markdown()
+        return make_table(["benchmark", "baseline device", "metrics", "largest worsening", "status"], rows,
+                          [False, False, True, False, False]).to_markdown()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         tr = terminalreporter

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import warnings
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Mapping
 
 import pytest
 
@@ -21,20 +21,13 @@ _LOG = logger(__name__)
 _MODELED_WORDS = ("modeled", "predicted")
 
 
-def _problems(metrics: Iterable[tuple[str, Any]], why: Callable[[str, Any], str | None]) -> list[str]:
-    """``name: why`` of each metric ``why`` finds a problem with."""
-    return [f"{name}: {problem}" for name, m in metrics if (problem := why(name, m))]
-
-
 def run_source_problems(genai: Mapping[str, Any], registry: Mapping[str, Any]) -> list[str]:
     """Every metric of one benchmark's ``extra_info["genai"]`` whose recorded source breaks :func:`source_problem`
     (or has none): the checker a run's JSON goes through."""
-    def why(name: str, m: Measurement) -> str | None:
-        known = registry.get(name)
-        return ("no source recorded" if m.source is None else
-                source_problem(name, m.source, known.source if known is not None else None))
-
-    return _problems(recorded_metrics(genai).items(), why)
+    found = {name: "no source recorded" if m.source is None else
+             source_problem(name, m.source, getattr(registry.get(name), "source", None))
+             for name, m in recorded_metrics(genai).items()}
+    return [f"{name}: {why}" for name, why in found.items() if why]
 
 
 def source_problem(name: str, source: str, registered: str | None) -> str | None:
@@ -63,16 +56,13 @@ def result_problems(result: Any, registry: Mapping[str, Any] | None = None) -> l
     from pytest_genai.claims import load_metrics
 
     registry = load_metrics() if registry is None else registry
-
-    def why(name: str, m: Any) -> str | None:
+    found = {}
+    for name, m in result.metrics.items():
         known = registry.get(name)
-        if not isinstance(m, Measurement) or m.source is None:
-            return "not a Measurement with an explicit source"
-        if known is None or not known.unit:
-            return "not registered with a unit (claims/data/metrics_*.toml)"
-        return source_problem(name, m.source, known.source)
-
-    return _problems(result.metrics.items(), why)
+        found[name] = ("not a Measurement with an explicit source" if not isinstance(m, Measurement) or m.source is None
+                       else "not registered with a unit (claims/data/metrics_*.toml)" if known is None or not known.unit
+                       else source_problem(name, m.source, known.source))
+    return [f"{name}: {why}" for name, why in found.items() if why]
 
 
 def _as_number(value: Any) -> Any:

@@ -181,13 +181,11 @@ def run_from_bytes(raw: bytes, p: str | os.PathLike[str]) -> Run:
     p = Path(p)
     _need(raw.strip(), f"{p}: the file is empty (was the pytest run interrupted before it wrote its JSON?)")
     try:
-        text = raw.decode("utf-8-sig")  # a UTF-8 byte-order mark (Windows editors, PowerShell) is accepted
+        obj = json.loads(raw.decode("utf-8-sig"))  # a UTF-8 byte-order mark (Windows editors, PowerShell) is accepted
     except UnicodeDecodeError as exc:
         raise ReportInputError(f"{p}: not UTF-8 text (byte {exc.start}); pass the JSON written by --benchmark-json") from None
-    try:
-        obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        body = text.strip()
+        body = exc.doc.strip()
         hint = ("it is not JSON; pass the file written by pytest --benchmark-json" if not body.startswith(("{", "["))
                 else "the file ends early — it looks truncated (was the run interrupted, or the disk full?)"
                 if exc.pos >= len(body) - 1 or exc.msg.startswith("Unterminated string") else
