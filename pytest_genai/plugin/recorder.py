@@ -178,11 +178,9 @@ class GenaiRecorder:
             raise TypeError(f"genai.record: {type(result).__name__} has no 'metrics' mapping")
         sources = getattr(result, "sources", None) or {}
         for name, item in metrics.items():
-            if isinstance(item, Measurement):
-                self.metric(name, item.value, source=item.source or sources.get(name), unit=item.unit,
-                            rounds=item.rounds, interval=item.interval)
-            else:
-                self.metric(name, item, source=sources.get(name))
+            m = item if isinstance(item, Measurement) else Measurement(item)
+            self.metric(name, m.value, source=m.source or sources.get(name), unit=m.unit, rounds=m.rounds,
+                        interval=m.interval)
         for name, text in (getattr(result, "labels", None) or {}).items():
             self.label(name, text)
         for name, obj in (getattr(result, "attachments", None) or {}).items():
@@ -309,9 +307,8 @@ class GenaiRecorder:
             raise ValueError("genai.check(value=...) takes exactly one claim id")
         claims = self._state.claims()
         data = self.data
-        stall_share = self._stall_share
-        if stall_share is None:  # checked without genai.record: the window up to now
-            stall_share = self._read_contention()
+        # checked without genai.record: the window up to now
+        stall_share = self._read_contention() if self._stall_share is None else self._stall_share
         declared = set(self._declared())
         verdicts = []
         for cid in claim_ids:
