@@ -66,8 +66,7 @@ def result_problems(result: Any, registry: Mapping[str, Any] | None = None) -> l
 
 
 def _as_number(value: Any) -> Any:
-    """A numpy / torch scalar as a Python float (as ``genai.metric`` records it); anything else as given, for the
-    verdict to refuse with its own message."""
+    """A numpy / torch scalar as a float (as ``genai.metric`` records it); anything else as given, for the verdict."""
     if isinstance(value, (int, float)):
         return value
     try:
@@ -124,8 +123,7 @@ class GenaiRecorder:
         ``genai_device``); ``measured_here=False``: numbers another machine wrote, so no CPU contention here."""
         from pytest_genai.identity import merge_environment, split_config, split_model
 
-        if experiment is None:
-            experiment = self._default_experiment()
+        experiment = self._default_experiment() if experiment is None else experiment
         if not experiment or not isinstance(experiment, str):
             raise ValueError("genai.start: 'experiment' must be a non-empty string, e.g. 'quant'")
         if device is None and "genai_device" in getattr(self._request, "fixturenames", ()):

@@ -234,8 +234,7 @@ def run_from_json(obj: Any, source: str) -> Run:
 
 def records_from_benchmarks(benchmarks: Iterable[Any], source: str, warnings: list[str] | None = None) -> list[Record]:
     """Turn pytest-benchmark "benchmarks" entries into :class:`Record`; ``warnings`` collects non-fatal problems."""
-    sink = warnings if warnings is not None else []
-    return [_record(bench, source, index, sink) for index, bench in enumerate(benchmarks)]
+    return [_record(bench, source, i, [] if warnings is None else warnings) for i, bench in enumerate(benchmarks)]
 
 
 def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
