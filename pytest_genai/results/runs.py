@@ -349,10 +349,8 @@ def _kept(recorded: Any, metrics: Mapping[str, float], read: Callable[[Any], Any
 
 def _float(value: Any) -> float | None:
     """A JSON number as a float; None for anything else (a bool, a string, an integer too large for a float)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
     try:
-        return float(value)
+        return None if isinstance(value, bool) or not isinstance(value, (int, float)) else float(value)
     except OverflowError:
         return None
 
