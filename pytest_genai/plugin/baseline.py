@@ -1,15 +1,12 @@
-"""``--genai-baseline prev.json``: compare each benchmark's metrics with a previous run while pytest runs.
-
-After a benchmark's call phase passes, its metrics are compared with the baseline run's benchmark of the same
-(experiment, config, model), as ``pytest-genai gate`` compares them; a regression becomes an ordinary test failure
-with a short message, an undecided row is listed as inconclusive, never a failure.
-"""
+"""``--genai-baseline prev.json``: compare each benchmark's metrics with a previous run's, as ``pytest-genai gate``
+does, after its call phase passes; a regression fails the test, an undecided row is listed, never a failure."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 import os
+import statistics
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -66,8 +63,7 @@ def regression_message(result: InlineResult, baseline_source: str) -> str:
 
 def _stats_dict(bench: Any) -> dict[str, float] | None:
     """The round-time statistics a field:N% threshold may name (pytest-benchmark's Stats attributes)."""
-    meta = getattr(bench, "stats", None)
-    stats = getattr(meta, "stats", None)
+    stats = getattr(getattr(bench, "stats", None), "stats", None)
     if stats is None:
         return None
     out: dict[str, Any] = {}
@@ -92,58 +88,42 @@ def _claims_experiments() -> set[str]:
 
 
 def _baseline_file(config: Any, path: str) -> str:
-    """``path``, or the pytest-benchmark storage run the option names (``0003``, ``latest``) when no such file exists."""
+    """``path``, or the pytest-benchmark storage run (``0003``, ``latest``) it names where no such file exists; never
+    the file --benchmark-json names, which this run would overwrite."""
+    from pytest_genai.plugin.outputs import STDOUT, benchmark_json_path, same_path
     from pytest_genai.results.storage import is_storage_id, machine_id, resolve_storage_id
 
-    raw = config.getoption("genai_baseline", None) if config is not None else None
-    if not isinstance(raw, str) or not is_storage_id(raw) or os.path.isfile(path):
+    if config is None:  # built outside a pytest session (tests): no options, no --benchmark-json
         return path
-    storage = config.getoption("benchmark_storage", None)
-    return str(resolve_storage_id(raw, storage, machine_id(), config.invocation_params.dir))
-
-
-def _refuse_overwrite(config: pytest.Config, baseline_path: str) -> None:
-    """--benchmark-json naming the baseline file would replace the run this one is compared with."""
-    from pytest_genai.plugin.outputs import STDOUT, benchmark_json_path, same_path
-
-    if config is None:  # built outside a pytest session (tests): there is no --benchmark-json
-        return
-    out = benchmark_json_path(config.getoption("benchmark_json", None), config.invocation_params.dir)
-    if out not in (None, STDOUT) and same_path(out, baseline_path):
-        raise pytest.UsageError(f"--genai-baseline {baseline_path}: is the same file as --benchmark-json {out}; this "
+    raw, cwd = config.getoption("genai_baseline", None), config.invocation_params.dir
+    if isinstance(raw, str) and is_storage_id(raw) and not os.path.isfile(path):
+        path = str(resolve_storage_id(raw, config.getoption("benchmark_storage", None), machine_id(), cwd))
+    out = benchmark_json_path(config.getoption("benchmark_json", None), cwd)
+    if out not in (None, STDOUT) and same_path(out, path):
+        raise pytest.UsageError(f"--genai-baseline {path}: is the same file as --benchmark-json {out}; this "
                                 "run would overwrite its own baseline — write the new run to another path")
+    return path
 
 
 class BaselinePlugin:
     """Registered by the plugin as ``BaselinePlugin(config, baseline_path, thresholds_text)``."""
 
-    def __init__(
-        self,
-        config: pytest.Config,
-        baseline_path: str,
-        thresholds_text: str | None = None,
-        info: Mapping[str, MetricInfo] | None = None,
-        run_noise: Any = None,
-    ) -> None:
+    def __init__(self, config: pytest.Config, baseline_path: str, thresholds_text: str | None = None,
+                 info: Mapping[str, MetricInfo] | None = None, run_noise: Any = None) -> None:
         self.config = config
         try:
             baseline_path = _baseline_file(config, baseline_path)
-            _refuse_overwrite(config, baseline_path)
             self.baseline = load_run(baseline_path)
             # a baseline file is one run: launches of the same code move it by the measured run noise
             self.thresholds = dataclasses.replace(parse_thresholds(thresholds_text, option="--genai-max-regression"),
                                                   run_noise=run_noise or measured_run_noise())
-        except (ReportInputError, ThresholdError) as exc:
-            raise pytest.UsageError(f"--genai-baseline: {exc}") from None
-        if not self.baseline.records:
-            raise pytest.UsageError(f"--genai-baseline: {baseline_path}: the baseline run contains no benchmarks")
-        self.warnings: list[str] = list(self.baseline.warnings)
-        if info is None:
-            info, warning = default_metric_info()
-            if warning:
-                self.warnings.append(warning)
-        self.info = info
-        try:
+            if not self.baseline.records:
+                raise pytest.UsageError(f"--genai-baseline: {baseline_path}: the baseline run contains no benchmarks")
+            self.warnings: list[str] = list(self.baseline.warnings)
+            if info is None:
+                info, warning = default_metric_info()
+                self.warnings.extend([warning] if warning else [])
+            self.info = info
             check_unique(self.baseline)  # two baseline benchmarks that cannot be told apart would match nothing
             # names are checked against the registry and the baseline (this run's metrics are not known yet)
             metrics = set(info) | {m for r in self.baseline.records for m in r.metrics}
@@ -159,32 +139,31 @@ class BaselinePlugin:
         if genai is None:
             return None
         try:
-            (record,) = records_from_benchmarks([benchmark_json(name, genai, nodeid, stats=_stats_dict(bench))],
-                                                "this run")
+            record, base = self._paired(benchmark_json(name, genai, nodeid, stats=_stats_dict(bench)))
         except ReportInputError as exc:
             self.warnings.append(f"{nodeid}: not compared with the baseline: {exc}")
             return None
-        matching = match_records(self.baseline.records, [record])
-        base = next((p.baseline for p in matching.pairs), None)
         metrics = compare_records(base, record, self.info, self.thresholds) if base is not None else ()
         result = InlineResult(nodeid, record, base, metrics)
         self.results.append(result)
         return result
 
+    def _paired(self, bench: Mapping[str, Any]) -> tuple[Record, Record | None]:
+        """This run's record of a benchmark entry and the baseline's it matches (None for none)."""
+        (record,) = records_from_benchmarks([bench], "this run")
+        return record, next((p.baseline for p in match_records(self.baseline.records, [record]).pairs), None)
+
     def gate_undecided(self, name: str, genai: Mapping[str, Any], metric: str, rounds: list[float]) -> bool | None:
         """Would the gate row for ``metric`` read inconclusive on ``rounds`` in a way more rounds could change? None
         where the baseline has no counterpart or no rounds for it."""
-        import statistics
-
         was = recorded_metrics(genai).get(metric)
         now = Measurement(statistics.median(rounds), (was and was.source) or "measured", was and was.unit,
                           tuple(rounds))
         data = {**genai, **metrics_json({metric: now}), "attachments": {}, "claims": []}
         try:
-            (record,) = records_from_benchmarks([benchmark_json(name, data)], "this run")
+            record, base = self._paired(benchmark_json(name, data))
         except ReportInputError:
             return None
-        base = next((p.baseline for p in match_records(self.baseline.records, [record]).pairs), None)
         if base is None or len(base.rounds.get(metric, ())) < 2:
             return None
         rows = [m for m in compare_records(base, record, self.info, self.thresholds) if m.metric == metric]
@@ -198,9 +177,7 @@ class BaselinePlugin:
         if call.when != "call" or not report.passed:
             return report
         bench = getattr(item, "funcargs", {}).get("benchmark")
-        if bench is None:
-            return report
-        result = self.compare_item(item.nodeid, item.name, bench)
+        result = None if bench is None else self.compare_item(item.nodeid, item.name, bench)
         if result is not None and result.regressions:
             report.outcome = "failed"
             report.longrepr = regression_message(result, self.baseline.source)
@@ -222,9 +199,8 @@ class BaselinePlugin:
                 f"; inconclusive: {undecided}" if undecided else "")
             device = r.baseline.device.generation if r.baseline.device else "—"
             rows.append([r.nodeid, device, str(len(r.metrics)), worst_text, status])
-        table = make_table(["benchmark", "baseline device", "metrics", "largest worsening", "status"], rows,
-                           [False, False, True, False, False])
-        return table.to_markdown()
+        return make_table(["benchmark", "baseline device", "metrics", "largest worsening", "status"], rows,
+                          [False, False, True, False, False]).to_markdown()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         tr = terminalreporter

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import statistics
 import warnings
 from typing import Any, Mapping
 
@@ -17,19 +18,16 @@ from pytest_genai.results.measurement import Measurement, Result  # noqa: F401  
 from pytest_genai.results.runs import metrics_json, recorded_metrics
 
 _LOG = logger(__name__)
+_MODELED_WORDS = ("modeled", "predicted")
 
 
 def run_source_problems(genai: Mapping[str, Any], registry: Mapping[str, Any]) -> list[str]:
     """Every metric of one benchmark's ``extra_info["genai"]`` whose recorded source breaks :func:`source_problem`
     (or has none): the checker a run's JSON goes through."""
-    problems = []
-    for name, m in recorded_metrics(genai).items():
-        known = registry.get(name)
-        why = ("no source recorded" if m.source is None else
-               source_problem(name, m.source, known.source if known is not None else None))
-        if why:
-            problems.append(f"{name}: {why}")
-    return problems
+    found = {name: "no source recorded" if m.source is None else
+             source_problem(name, m.source, getattr(registry.get(name), "source", None))
+             for name, m in recorded_metrics(genai).items()}
+    return [f"{name}: {why}" for name, why in found.items() if why]
 
 
 def source_problem(name: str, source: str, registered: str | None) -> str | None:
@@ -39,7 +37,7 @@ def source_problem(name: str, source: str, registered: str | None) -> str | None
         return f"source must be one of {SOURCES}, got {source!r}"
     if registered is not None and source != registered:
         return f"the metric registry fixes its source as {registered!r}, not {source!r}"
-    says_modeled = any(word in name for word in ("modeled", "predicted"))
+    says_modeled = any(word in name for word in _MODELED_WORDS)
     if source == "modeled" and not says_modeled:
         return f"a modeled number must say so in its name (e.g. '{name}_modeled')"
     if says_modeled and source != "modeled":
@@ -52,37 +50,30 @@ def source_problem(name: str, source: str, registered: str | None) -> str | None
 
 
 def result_problems(result: Any, registry: Mapping[str, Any] | None = None) -> list[str]:
-    """What is wrong with each metric of an experiment's ``result`` (a :class:`pytest_genai.results.measurement.Result`), for its
-    tests: not a ``Measurement`` with an explicit source, not registered with a unit, or a source the recorder would
-    refuse (:func:`source_problem`). Empty when ``genai.record(result)`` records every metric as built."""
+    """What is wrong with each metric of an experiment's ``result`` (a :class:`Result`), for its tests: not a
+    ``Measurement`` with an explicit source, not registered with a unit, or a source the recorder would refuse
+    (:func:`source_problem`). Empty when ``genai.record(result)`` records every metric as built."""
     from pytest_genai.claims import load_metrics
-    from pytest_genai.results.measurement import Measurement
 
     registry = load_metrics() if registry is None else registry
-    problems = []
+    found = {}
     for name, m in result.metrics.items():
         known = registry.get(name)
-        if not isinstance(m, Measurement) or m.source is None:
-            problems.append(f"{name}: not a Measurement with an explicit source")
-        elif known is None or not known.unit:
-            problems.append(f"{name}: not registered with a unit (claims/data/metrics_*.toml)")
-        else:
-            why = source_problem(name, m.source, known.source)
-            if why:
-                problems.append(f"{name}: {why}")
-    return problems
-
+        found[name] = ("not a Measurement with an explicit source" if not isinstance(m, Measurement) or m.source is None
+                       else "not registered with a unit (claims/data/metrics_*.toml)" if known is None or not known.unit
+                       else source_problem(name, m.source, known.source))
+    return [f"{name}: {why}" for name, why in found.items() if why]
 
 
 def _as_number(value: Any) -> Any:
-    """A numpy / torch scalar as a Python float (as ``genai.metric`` records it); anything else as given, for the
-    verdict to refuse with its own message."""
-    if isinstance(value, bool) or isinstance(value, (int, float)):
+    """A numpy / torch scalar as a float (as ``genai.metric`` records it); anything else as given, for the verdict."""
+    if isinstance(value, (int, float)):
         return value
     try:
         return float(value)
     except (TypeError, ValueError):
         return value
+
 
 class GenaiWarning(UserWarning):
     pass
@@ -100,24 +91,20 @@ def jsonable(value: Any) -> Any:
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [jsonable(v) for v in value]
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        return value
-    return str(value)
+    return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
 
 
 class GenaiRecorder:
     """Records one benchmark's domain results (see README, "JSON contract")."""
 
     def __init__(self, request: pytest.FixtureRequest, state: Any):
+        from pytest_genai.runtime.pressure import Window
+
         self._request = request
         self._state = state
         self._device: Device | None = None
         self._data: dict[str, Any] | None = None
         self._measurements: dict[str, Measurement] = {}  # as recorded; the JSON's metric objects derive from them
-        from pytest_genai.runtime.pressure import Window
-
         # CPU contention over the test, from its setup (benchmarks may measure before genai.start) to genai.record
         self._window = Window.open()
         self._stall_share: float | None = None  # its reading at record() (or check())
@@ -132,49 +119,44 @@ class GenaiRecorder:
 
     def start(self, experiment: str | None = None, device: Device | None = None, config: Any = None,
               model: str | None = None, *, measured_here: bool = True) -> "GenaiRecorder":
-        """Begin this benchmark's record. ``experiment`` defaults to the registered experiment of the test's file
-        (``pytest_genai/experiments.py``), ``device`` to the test's ``genai_device`` parameter.
+        """Begin this benchmark's record (``experiment``: the test file's registered one, ``device``: its
+        ``genai_device``); ``measured_here=False``: numbers another machine wrote, so no CPU contention here."""
+        from pytest_genai.identity import merge_environment, split_config, split_model
 
-        ``measured_here=False``: the numbers are read from files another machine wrote (vendor run logs and
-        profiles), so this machine's CPU contention is neither recorded nor used in their verdicts."""
-        if experiment is None:
-            experiment = self._default_experiment()
+        experiment = self._default_experiment() if experiment is None else experiment
         if not experiment or not isinstance(experiment, str):
             raise ValueError("genai.start: 'experiment' must be a non-empty string, e.g. 'quant'")
         if device is None and "genai_device" in getattr(self._request, "fixturenames", ()):
             device = self._request.getfixturevalue("genai_device")
-        from pytest_genai.identity import merge_environment, split_config, split_model
-
-        benchmark = self._request.getfixturevalue("benchmark")
         self._device = device
-        data = benchmark.extra_info.setdefault("genai", {})
+        data = self._request.getfixturevalue("benchmark").extra_info.setdefault("genai", {})
         # What the benchmark is (config: matched across runs) vs where/how it ran here (environment: paths, threads,
         # rank placement; shown by compare/gate, never matched on) — pytest_genai.identity.
         full = jsonable(config) if config is not None else {}
         split = split_config(full) if isinstance(full, dict) else None
         model, model_env = split_model(model)
-        data.update(
-            schema=SCHEMA,
-            experiment=experiment,
-            device=None if device is None else {"kind": device.kind, "generation": device.generation, "name": device.name},
-            model=model,
-            config=full if split is None else split.identity,
-            environment=merge_environment(split.environment if split else {}, model_env),
-        )
+        data.update(schema=SCHEMA, experiment=experiment, model=model,
+                    device=None if device is None else {"kind": device.kind, "generation": device.generation,
+                                                        "name": device.name},
+                    config=full if split is None else split.identity,
+                    environment=merge_environment(split.environment if split else {}, model_env))
         for key, empty in {**metrics_json(self._measurements), "labels": {}, "attachments": {}, "claims": []}.items():
             data.setdefault(key, empty)
         self._data = data
         if not measured_here:
             self._window, self._stall_share = None, None
             data["attachments"].pop("cpu_contention", None)
-        _LOG.info("%s on %s: recording %s", experiment, data["device"]["generation"] if data["device"] else "-",
-                  self._request.node.name)
+        _LOG.info("%s on %s: recording %s", experiment, self._generation, self._request.node.name)
         self._state.records.append({"name": self._request.node.name, "fullname": self._request.node.nodeid,
                                     "extra_info": {"genai": data}})
         if not self._reference_registered:  # judged at teardown, when every metric of the record is in
             self._request.addfinalizer(self._check_reference)
             self._reference_registered = True
         return self
+
+    @property
+    def _generation(self) -> str:
+        return self._device.generation if self._device else "-"
 
     def _default_experiment(self) -> str:
         from pytest_genai.experiments import for_benchmark_file
@@ -187,19 +169,16 @@ class GenaiRecorder:
         return experiment.name
 
     def record(self, result: Any) -> None:
-        """Record every metric, label and attachment of an experiment's result (:class:`Result`, or any object with
-        a ``metrics`` mapping of numbers or :class:`Measurement`, and optional ``labels``, ``attachments`` and
-        ``sources``)."""
+        """Record every metric, label and attachment of a :class:`Result` (or any object with ``metrics``, and
+        optional ``labels``, ``attachments`` and ``sources``, mappings)."""
         metrics = getattr(result, "metrics", None)
         if not isinstance(metrics, Mapping):
             raise TypeError(f"genai.record: {type(result).__name__} has no 'metrics' mapping")
         sources = getattr(result, "sources", None) or {}
         for name, item in metrics.items():
-            if isinstance(item, Measurement):
-                self.metric(name, item.value, source=item.source or sources.get(name), unit=item.unit,
-                            rounds=item.rounds, interval=item.interval)
-            else:
-                self.metric(name, item, source=sources.get(name))
+            m = item if isinstance(item, Measurement) else Measurement(item)
+            self.metric(name, m.value, source=m.source or sources.get(name), unit=m.unit, rounds=m.rounds,
+                        interval=m.interval)
         for name, text in (getattr(result, "labels", None) or {}).items():
             self.label(name, text)
         for name, obj in (getattr(result, "attachments", None) or {}).items():
@@ -217,20 +196,13 @@ class GenaiRecorder:
 
     def metric(self, name: str, value: float, *, source: str | None = None, unit: str | None = None,
                rounds: Any = None, interval: Interval | None = None) -> float:
-        """Record a number. ``source="modeled"`` for anything computed from a model rather than measured (its name
-        must say so), ``"spec"`` for a datasheet number; default: ``"spec"`` for names ending in ``_spec``, else
-        ``"measured"``.
-
-        ``rounds``: the value of every interleaved round (recorded in ``metric_rounds``); the confidence interval of
-        their median is then recorded in ``metric_intervals`` and timing claims are judged on it. ``interval``:
-        an interval computed otherwise (e.g. a bootstrap over two runs' step times), recorded as given.
-        """
-        registry = self._state.metrics()
-        known = registry.get(name)
+        """Record a number: ``source`` ``"modeled"`` (its name says so), ``"spec"`` (datasheet) or by default from the
+        registry or name; ``rounds``: every round's value (claims are judged on their median's interval)."""
+        known = self._state.metrics().get(name)
         registered = known.source if known is not None else None
         if source is None:
             source = registered or ("spec" if name.endswith("_spec") else
-                                    "modeled" if any(w in name for w in ("modeled", "predicted")) else "measured")
+                                    "modeled" if any(w in name for w in _MODELED_WORDS) else "measured")
         problem = source_problem(name, source, registered)
         if source == "reference":  # published numbers live in reference runs, beside the session's, never in them
             problem = ("'reference' labels a vendor's published number (`pytest-genai reference runs`); record what "
@@ -255,8 +227,7 @@ class GenaiRecorder:
         rounds = None if rounds is None else tuple(float(r) for r in rounds)
         if interval is None and rounds is not None and len(rounds) >= 2:
             interval = median_interval(rounds)
-        unit = unit or (known.unit if known else "")
-        self._measurements[name] = Measurement(value, source, unit, rounds, interval)
+        self._measurements[name] = Measurement(value, source, unit or (known.unit if known else ""), rounds, interval)
         data.update(metrics_json(self._measurements))
         return value
 
@@ -269,8 +240,7 @@ class GenaiRecorder:
     # -- rounds ----------------------------------------------------------------------------------------------
     @property
     def rounds_policy(self) -> Any:
-        """This session's :class:`pytest_genai.runtime.rounds.RoundsPolicy` (``--genai-rounds``,
-        ``--genai-time-budget``): pass it to the timing loop with :meth:`decided` as its test."""
+        """This session's ``RoundsPolicy`` (``--genai-rounds``, ``--genai-time-budget``), with :meth:`decided`."""
         from pytest_genai.plugin.options import resolve
         from pytest_genai.runtime.rounds import FIXED, RoundsPolicy
 
@@ -278,28 +248,19 @@ class GenaiRecorder:
         return RoundsPolicy(mode=resolve(config, "rounds") or FIXED, budget_s=resolve(config, "time_budget"))
 
     def decided(self, metric: str, rounds: Any, *claim_ids: str) -> bool:
-        """Would more rounds of ``metric`` change nothing? False while one of ``claim_ids`` (default: every claim
-        this test declares on ``metric``) reads inconclusive on these rounds' median interval; and while, with
-        ``--genai-baseline``, this benchmark's gate row for ``metric`` does, or, without a baseline row, the
-        median's interval is wider than half the metric's gate threshold (5% by default: a later gate could not
-        decide it). CPU contention is left out: it makes a verdict inconclusive however many rounds are taken."""
+        """Would more rounds of ``metric`` change nothing? Not while a claim on it (or the baseline's gate row, else
+        the metric's gate threshold) reads inconclusive on these rounds; CPU contention is left out."""
         values = [float(r) for r in rounds]
         if len(values) < 2:
             return False
         claims = self._state.claims()
-        ids = claim_ids or tuple(cid for mark in self._request.node.iter_markers("claims") for cid in mark.args
-                                 if cid in claims and claims[cid].metric == metric)
+        ids = claim_ids or tuple(cid for cid in self._declared() if cid in claims and claims[cid].metric == metric)
         data = self.data
-        device = self._device
-        import statistics
-
         interval = median_interval(values)
         for cid in ids:
             claim = claims[cid]
-            ok, _why = claim.applies_to(device_kind=device.kind if device else None,
-                                        generation=device.generation if device else None, model=data.get("model"),
-                                        experiment=data.get("experiment"), config=data.get("config"))
-            if ok and check_value(claim, statistics.median(values), interval).verdict == INCONCLUSIVE:
+            if self._applies(claim)[0] and check_value(claim, statistics.median(values),
+                                                       interval).verdict == INCONCLUSIVE:
                 return False
         baseline = self._request.config.pluginmanager.get_plugin("genai-baseline")
         undecided = (None if baseline is None else
@@ -314,28 +275,39 @@ class GenaiRecorder:
         return precise_for_gate(values, limit)
 
     def note_rounds(self, metric: str, outcome: Any) -> None:
-        """Record how the rounds behind ``metric`` were taken (a
-        :class:`pytest_genai.runtime.rounds.RoundsOutcome`) in the JSON's ``rounds``."""
+        """Record how the rounds behind ``metric`` were taken (a ``RoundsOutcome``) in the JSON's ``rounds``."""
         self.data.setdefault("rounds", {})[metric] = outcome.to_json()
 
     # -- claims ----------------------------------------------------------------------------------------------
-    def check(self, *claim_ids: str, value: float | None = None) -> list[Any]:
-        """Check claims by id against the recorded metric each names (or ``value``, with a single id).
+    def _declared(self) -> list[str]:
+        """The claim ids of this test's ``@pytest.mark.claims(...)``."""
+        return [cid for mark in self._request.node.iter_markers("claims") for cid in mark.args]
 
-        Out-of-scope claims are recorded as ``not_applicable``. All failures are reported together; the test
-        fails unless ``--genai-claims=report``.
-        """
+    def _applies(self, claim: Any) -> tuple[bool, str]:
+        """Whether ``claim``'s scope holds this record, and why not."""
+        device, data = self._device, self.data
+        return claim.applies_to(device_kind=device.kind if device else None,
+                                generation=device.generation if device else None, model=data.get("model"),
+                                experiment=data.get("experiment"), config=data.get("config"))
+
+    def _tally(self, verdict: Any, entry: Mapping[str, Any], stall: float | None) -> None:
+        """A verdict for the closing table, with the stall share where it made a timing verdict inconclusive."""
+        self._state.verdicts.append({**entry, "device": self._generation, "nodeid": self._request.node.nodeid,
+                                     "cpu_stall": stall})
+        _LOG.info("claim %s: %s", verdict.id, verdict.message)
+
+    def check(self, *claim_ids: str, value: float | None = None) -> list[Any]:
+        """Check claims by id against the metric each names (or ``value``, with one id); out-of-scope ones read
+        ``not_applicable``, and all failures fail the test together unless ``--genai-claims=report``."""
         if not claim_ids:
             raise ValueError("genai.check needs at least one claim id")
         if value is not None and len(claim_ids) != 1:
             raise ValueError("genai.check(value=...) takes exactly one claim id")
         claims = self._state.claims()
         data = self.data
-        device = self._device
-        stall_share = self._stall_share
-        if stall_share is None:  # checked without genai.record: the window up to now
-            stall_share = self._read_contention()
-        declared = {cid for mark in self._request.node.iter_markers("claims") for cid in mark.args}
+        # checked without genai.record: the window up to now
+        stall_share = self._read_contention() if self._stall_share is None else self._stall_share
+        declared = set(self._declared())
         verdicts = []
         for cid in claim_ids:
             claim = claims.get(cid)
@@ -344,13 +316,7 @@ class GenaiRecorder:
             if cid not in declared:
                 raise ValueError(f"claim {cid} is checked but not declared: add it to this test's "
                                  f"@pytest.mark.claims(...) so claim coverage (pytest-genai claims --coverage) sees it")
-            ok, why = claim.applies_to(
-                device_kind=device.kind if device else None,
-                generation=device.generation if device else None,
-                model=data.get("model"),
-                experiment=data.get("experiment"),
-                config=data.get("config"),
-            )
+            ok, why = self._applies(claim)
             if not ok:
                 verdicts.append(not_applicable(claim, why))
                 continue
@@ -359,8 +325,8 @@ class GenaiRecorder:
             if measured is None:
                 if recorded is None:
                     raise ValueError(
-                        f"claim {cid} checks metric {claim.metric!r}, which this test has not recorded "
-                        f"(recorded: {', '.join(sorted(self._measurements)) or 'none'}); call genai.metric({claim.metric!r}, ...) first"
+                        f"claim {cid} checks metric {claim.metric!r}, which this test has not recorded (recorded: "
+                        f"{', '.join(sorted(self._measurements)) or 'none'}); call genai.metric({claim.metric!r}, ...) first"
                     )
                 measured, interval = recorded.value, recorded.interval
             elif recorded is None:
@@ -368,47 +334,34 @@ class GenaiRecorder:
             else:
                 measured = _as_number(measured)
             verdicts.append(check_value(claim, measured, interval, stall_share=stall_share))
-        device_text = device.generation if device else "-"
         for verdict in verdicts:
             entry = verdict.to_json()
             data["claims"].append(entry)
             if verdict.verdict == "not_applicable":
                 self._state.not_applicable += 1
             else:
-                # the stall share where it made a timing verdict inconclusive, for the closing table
-                stall = contended_share(data["attachments"]) if claims[verdict.id].timing else None
-                self._state.verdicts.append({**entry, "device": device_text, "nodeid": self._request.node.nodeid,
-                                             "cpu_stall": stall})
-                _LOG.info("claim %s: %s", verdict.id, verdict.message)
+                self._tally(verdict, entry, contended_share(data["attachments"]) if claims[verdict.id].timing else None)
         failures = [v.message for v in verdicts if failing(v.verdict, v.basis, self._state.claims_mode)]
         if failures:
             pytest.fail("\n".join(failures), pytrace=False)
         return verdicts
 
-
     def _check_reference(self) -> None:
-        """Add the ``reference`` verdicts of a published row with this benchmark's identity (never a failure;
-        :mod:`pytest_genai.plugin.reference_verdicts`); a verdict of the same claim recorded before is replaced."""
+        """Add (replacing) the ``reference`` verdicts of a published row with this benchmark's identity."""
+        from pytest_genai.plugin.options import resolve
         from pytest_genai.plugin.reference_verdicts import reference_verdicts
 
         data = self.data
-        nodeid = self._request.node.nodeid
-        device = self._device.generation if self._device else "-"
-        from pytest_genai.plugin.options import resolve
-
         extra = resolve(self._request.config, "reference_rows") or ""
-        for verdict in reference_verdicts(data, nodeid, self._stall_share, extra):
+        for verdict in reference_verdicts(data, self._request.node.nodeid, self._stall_share, extra):
             entry = verdict.to_json()
             data["claims"][:] = [c for c in data["claims"] if c.get("id") != verdict.id] + [entry]
-            stall = contended_share(data["attachments"])
-            self._state.verdicts.append({**entry, "device": device, "nodeid": nodeid, "cpu_stall": stall})
-            _LOG.info("claim %s: %s", verdict.id, verdict.message)
+            self._tally(verdict, entry, contended_share(data["attachments"]))
 
 
 def failing(verdict: str, basis: str, mode: str) -> bool:
-    """Does this verdict fail its test? ``report``: never. ``enforce``: a failed paper or physics claim.
-    ``strict``: also an inconclusive one. A missed ``target`` (our own goal) or ``reference`` (a vendor's published
-    number) is recorded and shown, never a failure."""
+    """Does this verdict fail its test? ``report``: never; ``enforce``: a failed claim; ``strict``: also an
+    inconclusive one. A missed ``target`` or ``reference`` claim is recorded and shown, never a failure."""
     if mode == "report" or basis in REPORT_ONLY_BASES:
         return False
     return verdict == FAIL or (mode == "strict" and verdict == INCONCLUSIVE)

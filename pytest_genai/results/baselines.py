@@ -1,20 +1,14 @@
-"""A baseline formed from several runs (``--baseline "generation=h100 last:5"``): one run whose benchmarks carry every
-run's values, so the gate can judge each metric against the spread between runs, not only the rounds inside one.
-
-Each metric's value is the median of the runs' values, its rounds the newest run's, and
-:attr:`.runs.Record.run_rounds` every run's rounds, newest first.
-"""
+"""A baseline formed from several runs (``--baseline "generation=h100 last:5"``): one run whose benchmarks carry each
+metric's median over the runs, the newest run's rounds and every run's (``Record.run_rounds``), so the gate judges
+each metric against the spread between runs, not only the rounds inside one."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 from typing import Any, Sequence
 
 from .runs import Record, Run
-
-
-def _key(rec: Record) -> tuple[Any, ...]:
-    return rec.key, None if rec.device is None else (rec.device.kind, rec.device.generation)
 
 
 def _factor(unit: str, target: str, name: str, rec: Record, label: str) -> float:
@@ -33,26 +27,17 @@ def combine_runs(runs: Sequence[Run], label: str) -> Run:
     """One baseline :class:`Run` from ``runs`` (newest first), labelled ``label``."""
     if not runs:
         raise ValueError("combine_runs needs at least one run")
-    groups: dict[tuple[Any, ...], list[Record]] = {}
-    order: list[tuple[Any, ...]] = []
-    for run in runs:
-        for rec in run.records:
-            key = _key(rec)
-            if key not in groups:
-                groups[key] = []
-                order.append(key)
-            groups[key].append(rec)
+    groups: dict[tuple[Any, ...], list[Record]] = {}  # in first-seen order
+    for rec in (rec for run in runs for rec in run.records):
+        groups.setdefault((rec.key, rec.device and (rec.device.kind, rec.device.generation)), []).append(rec)
     records = []
-    for key in order:
-        recs = groups[key]
+    for recs in groups.values():
         newest = recs[0]
-        names = list(dict.fromkeys(m for r in recs for m in r.metrics))
         metrics: dict[str, float] = {}
         run_rounds: dict[str, tuple[tuple[float, ...], ...]] = {}
         units_of: dict[str, str] = {}
-        for name in names:
-            finite = [r for r in recs if name in r.metrics and r.metrics[name] == r.metrics[name]
-                      and abs(r.metrics[name]) != float("inf")]
+        for name in dict.fromkeys(m for r in recs for m in r.metrics):
+            finite = [r for r in recs if name in r.metrics and math.isfinite(r.metrics[name])]
             if not finite:
                 metrics[name] = next(r.metrics[name] for r in recs if name in r.metrics)
                 continue
@@ -68,6 +53,5 @@ def combine_runs(runs: Sequence[Run], label: str) -> Run:
             newest, metrics=metrics, run_rounds=run_rounds,
             sources={k: v for r in reversed(recs) for k, v in r.sources.items()},
             units={**{k: v for r in reversed(recs) for k, v in r.units.items()}, **units_of}))
-    first = runs[0]
-    warnings = tuple(w for run in runs for w in run.warnings)
+    first, warnings = runs[0], tuple(w for run in runs for w in run.warnings)
     return Run(label, tuple(records), first.devices, warnings, first.datetime, first.absent, first.stack)

@@ -1,9 +1,5 @@
-"""What an experiment hands the recorder: its numbers (each with its source, unit, rounds or interval), labels and
-attachments.
-
-Experiments build a :class:`Result`; the benchmark calls ``genai.record(result)``. No pytest, no torch here, so
-experiment packages and their workers can import it.
-"""
+"""What an experiment hands the recorder (``genai.record(result)``): its numbers, each with its source, unit, rounds
+or interval, labels and attachments. No pytest, no torch here, so experiment packages and their workers import it."""
 from __future__ import annotations
 
 import dataclasses
@@ -32,9 +28,7 @@ class Measurement:
 @dataclasses.dataclass(frozen=True)
 class Result:
     """What an experiment returns for recording: metrics (plain numbers or :class:`Measurement`), labels and
-    attachments (JSON-able detail: curves, per-layer loads, the runs compared). ``genai.record(result)`` records
-    every one; any object with ``metrics`` (and optionally ``labels``, ``attachments`` and ``sources``) mappings
-    will do."""
+    attachments (JSON-able detail: curves, per-layer loads, the runs compared)."""
 
     metrics: Mapping[str, Any]
     labels: Mapping[str, str] = dataclasses.field(default_factory=dict)

@@ -1,8 +1,5 @@
-"""Metric directions and units for comparison, read from the suite's metric registry.
-
-Everything in this package takes the registry as an argument; :func:`pytest_genai.claims.default_metric_info` loads
-the suite's one.
-"""
+"""Metric directions and units for comparison, from a metric registry passed in as an argument
+(:func:`pytest_genai.claims.default_metric_info` loads the suite's one)."""
 
 from __future__ import annotations
 
@@ -23,8 +20,7 @@ SPEEDUP_METRIC = "speedup"  # two-run: newer generation's throughput over the ol
 
 @dataclass(frozen=True)
 class MetricInfo:
-    """What the report needs to know about a metric; the fields mean what
-    :class:`pytest_genai.claims.model.MetricDef`'s do."""
+    """What the report needs to know about a metric; the fields mean what ``claims.model.MetricDef``'s do."""
 
     name: str
     unit: str
@@ -39,20 +35,14 @@ class MetricInfo:
 
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
-            raise ValueError(
-                f"metric {self.name!r}: direction {self.direction!r} is not one of {', '.join(DIRECTIONS)}; "
-                "fix the metric's registry entry"
-            )
+            raise ValueError(f"metric {self.name!r}: direction {self.direction!r} is not one of "
+                             f"{', '.join(DIRECTIONS)}; fix the metric's registry entry")
 
 
+# pytest-benchmark's round-time statistics, for thresholds such as ``mean:5%``
 BUILTIN_METRICS: Mapping[str, MetricInfo] = MappingProxyType(
-    {
-        # pytest-benchmark's round-time statistics, for thresholds such as ``mean:5%``
-        bench_stat_metric(f): MetricInfo(bench_stat_metric(f), "s", "lower", timing=True) for f in BENCH_STATS_FIELDS
-    }
-)
-
-# --- units -----------------------------------------------------------------------------------------------------------
+    {bench_stat_metric(f): MetricInfo(bench_stat_metric(f), "s", "lower", timing=True) for f in BENCH_STATS_FIELDS})
+_FLAGS = ("timing", "machine_normalized", "measured_inputs", "optional", "contention_free")
 
 #: Units the gate converts between; any other unit is compared only with itself.
 UNIT_SCALES: Mapping[str, tuple[str, float]] = MappingProxyType({
@@ -90,11 +80,6 @@ def metric_info_from(registry: Mapping[str, Any]) -> dict[str, MetricInfo]:
         get = definition.get if isinstance(definition, Mapping) else lambda k, d=None: getattr(definition, k, d)
         limit = get("max_regression", None)
         out[name] = MetricInfo(name=str(name), unit=str(get("unit", "") or ""), direction=str(get("direction", "none")),
-                               timing=bool(get("timing", False)),
                                max_regression=None if limit is None else float(limit),
-                               machine_normalized=bool(get("machine_normalized", False)),
-                               measured_inputs=bool(get("measured_inputs", False)),
-                               numerator=get("numerator", None) or None,
-                               optional=bool(get("optional", False)),
-                               contention_free=bool(get("contention_free", False)))
+                               numerator=get("numerator", None) or None, **{f: bool(get(f, False)) for f in _FLAGS})
     return out

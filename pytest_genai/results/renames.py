@@ -1,7 +1,5 @@
-"""Metric names a rename retired, read under their current names so old run files still pair with new ones.
-
-Reading maps each old name to its current one and its registry source, so gate, compare, tables and plots see one name.
-"""
+"""Metric names a rename retired, read under their current names (and registry sources) so old run files still pair
+with new ones: gate, compare, tables and plots see one name."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -19,12 +17,8 @@ def current_names(metrics: Mapping[str, float], sources: Mapping[str, str], unit
                   ) -> tuple[dict[str, float], dict[str, str], dict[str, str]]:
     """``metrics``/``sources``/``units`` with retired names replaced (a current name already present wins)."""
     m, s, u = dict(metrics), dict(sources), dict(units)
-    for old, (new, source) in RENAMED.items():
-        if old not in m:
-            continue
-        value = m.pop(old)
-        s.pop(old, None)
-        unit = u.pop(old, None)
+    for old, (new, source) in ((o, n) for o, n in RENAMED.items() if o in m):
+        value, _, unit = m.pop(old), s.pop(old, None), u.pop(old, None)
         if new not in m:
             m[new], s[new] = value, source
             if unit is not None:

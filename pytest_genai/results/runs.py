@@ -13,7 +13,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from pytest_genai import SCHEMA  # the version of the JSON contract this package reads
 from pytest_genai.identity import merge_environment, split_config, split_model
@@ -22,11 +22,11 @@ from .errors import ReportInputError
 from .measurement import Measurement
 from .renames import current_names
 
-BENCH_MEDIAN_METRIC = "benchmark_median_s"
-"""Name under which pytest-benchmark's own median round time (``stats.median``) is exposed."""
-
+BENCH_MEDIAN_METRIC = "benchmark_median_s"  # pytest-benchmark's own median round time (``stats.median``)
+# pytest-benchmark's round-time statistics that ``--benchmark-compare-fail field:N%`` accepts (seconds)
 BENCH_STATS_FIELDS = ("min", "max", "mean", "median", "stddev", "iqr")
-"""pytest-benchmark's round-time statistics that ``--benchmark-compare-fail field:N%`` accepts (seconds)."""
+MAX_DEPTH = 64  # deepest nesting of arrays/objects a run file may have (pytest-benchmark JSON needs fewer than ten)
+_REWRITE = "pass the file exactly as pytest --benchmark-json wrote it"
 
 
 def bench_stat_metric(field: str) -> str:
@@ -56,8 +56,7 @@ class Record:
     experiment: str | None
     device: DeviceRef | None
     model: str | None
-    config: Mapping[str, Any]
-    """The benchmark's identity: what the workload is (:func:`pytest_genai.identity.split_config`)."""
+    config: Mapping[str, Any]  # what the workload is (:func:`pytest_genai.identity.split_config`)
     metrics: Mapping[str, float]
     sources: Mapping[str, str] = field(default_factory=dict)
     units: Mapping[str, str] = field(default_factory=dict)
@@ -65,22 +64,19 @@ class Record:
     labels: Mapping[str, str] = field(default_factory=dict)
     attachments: Mapping[str, Any] = field(default_factory=dict)
     param: str | None = None
+    # environment: where and how it ran (paths, threads, ...), shown when two runs differ, never matched on; timing:
+    # pytest-benchmark's round-time statistics (s; all but the median compared only where a threshold names them);
+    # rounds: each round's value (``metric_rounds``, ``stats.data``); intervals: a metric's own (``metric_intervals``);
+    # run_rounds: a baseline of several runs (``last:5``): each run's rounds (else its one value), newest first
     environment: Mapping[str, Any] = field(default_factory=dict)
-    """Where and how it ran (paths, threads, rank placement, ...): shown when two runs differ, never matched on."""
     timing: Mapping[str, float] = field(default_factory=dict)
-    """pytest-benchmark's round-time statistics (``min``, ``mean``, ...; seconds); only the median is a metric of
-    every comparison, the others are compared when a threshold names them (``mean:5%``)."""
     rounds: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
-    """Every round's value of a metric, where the run recorded two or more (``metric_rounds``, ``stats.data``)."""
     intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
-    """A metric's own interval where the run recorded one without rounds (``metric_intervals``)."""
     run_rounds: Mapping[str, tuple[tuple[float, ...], ...]] = field(default_factory=dict)
-    """A baseline of several runs (``last:5``): each run's rounds of a metric (else its one value), newest first."""
 
     @property
     def config_key(self) -> str:
-        """Canonical text of the config's identity (sorted keys, whole-valued floats as integers), used to match
-        benchmarks across runs."""
+        """Canonical text of the config's identity (sorted keys, whole floats as ints): matches across runs."""
         return json.dumps(_same_numbers(self.config), sort_keys=True, separators=(",", ":"), default=str)
 
     @property
@@ -106,10 +102,8 @@ class Record:
 def model_label(model: str | None, config: Mapping[str, Any]) -> str:
     """``llama-3.1-8b (tiny random)``: a model that ran random weights says so, with its scale (``full`` reads
     ``full-size``); ``—`` for none. Display only: the recorded name stays the matching key."""
-    if not model:
-        return "—"
-    if config.get("weights") != "random":
-        return model
+    if not model or config.get("weights") != "random":
+        return model or "—"
     scale = config.get("scale")
     return f"{model} ({'full-size' if scale == 'full' else scale} random)" if isinstance(scale, str) else (
         f"{model} (random)")
@@ -145,21 +139,27 @@ class Run:
     devices: tuple[Mapping[str, Any], ...] = ()
     warnings: tuple[str, ...] = ()
     datetime: str | None = None
+    # device kinds the session did not find, with the probe's reason (``machine_info.genai.absent``)
     absent: Mapping[str, str] = field(default_factory=dict)
-    """Device kinds the session did not find, with the probe's reason (``machine_info.genai.absent``)."""
-    stack: Mapping[str, Any] = field(default_factory=dict)
-    """The software stack the run used (``machine_info.genai.stack``); empty where the file has none."""
-    commit: Mapping[str, Any] = field(default_factory=dict)
-    """pytest-benchmark's ``commit_info`` (``id``, ``branch``, ``dirty``); empty where the file has none."""
+    stack: Mapping[str, Any] = field(default_factory=dict)  # the software stack used (``machine_info.genai.stack``)
+    commit: Mapping[str, Any] = field(default_factory=dict)  # pytest-benchmark's ``commit_info`` (id, branch, dirty)
 
     @property
     def generations(self) -> tuple[str, ...]:
         """Device generations the run's benchmarks ran on, in first-seen order."""
-        seen: dict[str, None] = {}
-        for rec in self.records:
-            if rec.device is not None:
-                seen.setdefault(rec.device.generation, None)
-        return tuple(seen)
+        return tuple(dict.fromkeys(rec.device.generation for rec in self.records if rec.device is not None))
+
+
+def _need(ok: Any, message: str) -> None:
+    """Raise :class:`ReportInputError` with ``message`` unless ``ok``."""
+    if not ok:
+        raise ReportInputError(message)
+
+
+def _of(obj: Any, key: str, kind: type | tuple[type, ...] = object, empty: Any = None) -> Any:
+    """``obj[key]`` where ``obj`` is a mapping and that a ``kind``, else ``empty``: for the optional parts of a file."""
+    value = obj.get(key) if isinstance(obj, Mapping) else None
+    return value if isinstance(value, kind) else empty
 
 
 def load_run(path: str | os.PathLike[str]) -> Run:
@@ -179,30 +179,25 @@ def load_run(path: str | os.PathLike[str]) -> Run:
 def run_from_bytes(raw: bytes, p: str | os.PathLike[str]) -> Run:
     """:func:`load_run` of a file's bytes already read (a pipe or ``<(...)`` can be read only once)."""
     p = Path(p)
-    if not raw.strip():
-        raise ReportInputError(f"{p}: the file is empty (was the pytest run interrupted before it wrote its JSON?)")
+    _need(raw.strip(), f"{p}: the file is empty (was the pytest run interrupted before it wrote its JSON?)")
     try:
-        text = raw.decode("utf-8-sig")  # a UTF-8 byte-order mark (Windows editors, PowerShell) is accepted
+        obj = json.loads(raw.decode("utf-8-sig"))  # a UTF-8 byte-order mark (Windows editors, PowerShell) is accepted
     except UnicodeDecodeError as exc:
         raise ReportInputError(f"{p}: not UTF-8 text (byte {exc.start}); pass the JSON written by --benchmark-json") from None
-    try:
-        obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        hint = _json_hint(text, exc)
+        body = exc.doc.strip()
+        hint = ("it is not JSON; pass the file written by pytest --benchmark-json" if not body.startswith(("{", "["))
+                else "the file ends early — it looks truncated (was the run interrupted, or the disk full?)"
+                if exc.pos >= len(body) - 1 or exc.msg.startswith("Unterminated string") else
+                f"the JSON is malformed; {_REWRITE}")
         raise ReportInputError(f"{p}: invalid JSON at line {exc.lineno}, column {exc.colno} ({exc.msg}): {hint}") from None
     except RecursionError:
-        raise ReportInputError(
-            f"{p}: the JSON is nested too deeply to read; pass the file exactly as pytest --benchmark-json wrote it"
-        ) from None
+        raise ReportInputError(f"{p}: the JSON is nested too deeply to read; {_REWRITE}") from None
     except MemoryError:
         raise ReportInputError(f"{p}: the JSON is too large to load into memory ({len(raw):,} bytes)") from None
     except ValueError as exc:  # e.g. an integer literal longer than Python's int/str conversion limit
-        raise ReportInputError(f"{p}: invalid JSON ({exc}); pass the file exactly as pytest --benchmark-json wrote it") from None
+        raise ReportInputError(f"{p}: invalid JSON ({exc}); {_REWRITE}") from None
     return run_from_json(obj, str(p))
-
-
-MAX_DEPTH = 64
-"""Deepest nesting of arrays/objects a run file may have (pytest-benchmark JSON needs fewer than ten levels)."""
 
 
 def _check_depth(obj: Any, source: str) -> None:
@@ -210,139 +205,86 @@ def _check_depth(obj: Any, source: str) -> None:
     stack: list[tuple[Any, int, str]] = [(obj, 1, "")]
     while stack:
         node, depth, where = stack.pop()
-        if isinstance(node, dict):
-            children: Iterable[tuple[str, Any]] = ((f"{where}.{k}", v) for k, v in node.items())
-        elif isinstance(node, list):
-            children = ((f"{where}[{i}]", v) for i, v in enumerate(node))
-        else:
+        if not isinstance(node, (dict, list)):
             continue
         if depth > MAX_DEPTH:
-            raise ReportInputError(
-                f"{source}: the JSON is nested more than {MAX_DEPTH} levels deep (at {where.lstrip('.') or 'top level'}); "
-                "pass the file exactly as pytest --benchmark-json wrote it"
-            )
-        stack.extend((child, depth + 1, path) for path, child in children)
-
-
-def _json_hint(text: str, exc: json.JSONDecodeError) -> str:
-    body = text.strip()
-    if not body.startswith(("{", "[")):
-        return "it is not JSON; pass the file written by pytest --benchmark-json"
-    if exc.pos >= len(body) - 1 or exc.msg.startswith("Unterminated string"):
-        return "the file ends early — it looks truncated (was the run interrupted, or the disk full?)"
-    return "the JSON is malformed; pass the file exactly as pytest --benchmark-json wrote it"
+            raise ReportInputError(f"{source}: the JSON is nested more than {MAX_DEPTH} levels deep (at "
+                                   f"{where.lstrip('.') or 'top level'}); {_REWRITE}")
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        stack.extend((v, depth + 1, f"{where}.{k}" if isinstance(node, dict) else f"{where}[{k}]") for k, v in items)
 
 
 def run_from_json(obj: Any, source: str) -> Run:
     """Validate an already-parsed pytest-benchmark JSON document (``source`` names it in messages)."""
-    if not isinstance(obj, dict):
-        raise ReportInputError(
-            f"{source}: top level is a JSON {type(obj).__name__}, expected an object with a 'benchmarks' list "
-            "(pytest-benchmark JSON)"
-        )
-    if "benchmarks" not in obj:
-        raise ReportInputError(
-            f"{source}: no 'benchmarks' list — this is not pytest-benchmark JSON (write it with pytest --benchmark-json FILE)"
-        )
+    _need(isinstance(obj, dict), f"{source}: top level is a JSON {type(obj).__name__}, expected an object with a "
+                                 "'benchmarks' list (pytest-benchmark JSON)")
+    _need("benchmarks" in obj, f"{source}: no 'benchmarks' list — this is not pytest-benchmark JSON (write it with "
+                               "pytest --benchmark-json FILE)")
     benchmarks = obj["benchmarks"]
-    if not isinstance(benchmarks, list):
-        raise ReportInputError(f"{source}: 'benchmarks' is a {type(benchmarks).__name__}, expected a list")
+    _need(isinstance(benchmarks, list), f"{source}: 'benchmarks' is a {type(benchmarks).__name__}, expected a list")
     _check_depth(obj, source)
     warnings: list[str] = []
     records = tuple(records_from_benchmarks(benchmarks, source, warnings))
-    devices: tuple[Mapping[str, Any], ...] = ()
-    absent: dict[str, str] = {}
-    stack: dict[str, Any] = {}
-    machine = obj.get("machine_info")
-    if isinstance(machine, dict) and isinstance(machine.get("genai"), dict):
-        found = machine["genai"].get("devices")
-        if isinstance(found, list):
-            devices = tuple(d for d in found if isinstance(d, dict))
-        missing = machine["genai"].get("absent")
-        if isinstance(missing, dict):
-            absent = {str(k): str(v) for k, v in missing.items()}
-        recorded = machine["genai"].get("stack")
-        if isinstance(recorded, dict):
-            stack = recorded
-    when = obj.get("datetime")
-    commit = obj.get("commit_info") if isinstance(obj.get("commit_info"), dict) else {}
-    return Run(source, records, devices, tuple(warnings), when if isinstance(when, str) else None, absent, stack,
-               commit)
+    info = _of(_of(obj, "machine_info"), "genai", dict, {})
+    devices = tuple(d for d in _of(info, "devices", list, []) if isinstance(d, dict))
+    absent = {str(k): str(v) for k, v in _of(info, "absent", dict, {}).items()}
+    return Run(source, records, devices, tuple(warnings), _of(obj, "datetime", str, None), absent,
+               _of(info, "stack", dict, {}), _of(obj, "commit_info", dict, {}))
 
 
 def records_from_benchmarks(benchmarks: Iterable[Any], source: str, warnings: list[str] | None = None) -> list[Record]:
     """Turn pytest-benchmark "benchmarks" entries into :class:`Record`; ``warnings`` collects non-fatal problems."""
-    sink = warnings if warnings is not None else []
-    return [_record(bench, source, index, sink) for index, bench in enumerate(benchmarks)]
+    return [_record(bench, source, i, [] if warnings is None else warnings) for i, bench in enumerate(benchmarks)]
 
 
 def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
-    if not isinstance(bench, dict):
-        raise ReportInputError(f"{source}: benchmark #{index}: is a JSON {type(bench).__name__}, expected an object")
+    at = f"{source}: benchmark #{index}"
+    _need(isinstance(bench, dict), f"{at}: is a JSON {type(bench).__name__}, expected an object")
     name = bench.get("name")
-    fullname = bench.get("fullname", name)
-    if not isinstance(name, str) or not name:
-        raise ReportInputError(f"{source}: benchmark #{index}: has no 'name' string (not pytest-benchmark JSON?)")
+    _need(isinstance(name, str) and name, f"{at}: has no 'name' string (not pytest-benchmark JSON?)")
     where = f"{source}: benchmark {name!r}"
-    param = bench.get("param")
     extra = bench.get("extra_info") or {}
-    if not isinstance(extra, dict):
-        raise ReportInputError(f"{where}: 'extra_info' is a {type(extra).__name__}, expected an object")
-    timing = _stats_times(bench.get("stats"))
-    median = timing.get("median")
+    _need(isinstance(extra, dict), f"{where}: 'extra_info' is a {type(extra).__name__}, expected an object")
     stats = bench.get("stats")
-    bench_rounds = _round_list(stats.get("data")) if isinstance(stats, dict) and median is not None else None
+    timing = _stats_times(stats)
+    median = timing.get("median")
+    bench_rounds = _round_list(stats.get("data")) if median is not None else None
+    param = bench.get("param")
+    common = dict(name=name, fullname=str(bench.get("fullname", name)), timing=timing,
+                  param=param if isinstance(param, str) else None)
     genai = extra.get("genai")
     if genai is None:  # a plain pytest-benchmark test: its median round time is its one metric
-        return Record(name=name, fullname=str(fullname), experiment=None, device=None, model=None, config={},
-                      param=param if isinstance(param, str) else None, timing=timing,
+        return Record(experiment=None, device=None, model=None, config={}, **common,
                       **metrics_from_json({"metrics": {}}, where, warnings, median, bench_rounds))
-    if not isinstance(genai, dict):
-        raise ReportInputError(f"{where}: extra_info.genai is a {type(genai).__name__}, expected an object")
+    g = f"{where}: extra_info.genai"
+    _need(isinstance(genai, dict), f"{g} is a {type(genai).__name__}, expected an object")
     schema = genai.get("schema")
-    if schema != SCHEMA:
-        shown = "no 'schema' field" if schema is None else f"schema {schema!r}"
-        raise ReportInputError(
-            f"{where}: extra_info.genai has {shown}, but this pytest-genai reads {SCHEMA!r} — "
-            "regenerate the file with this version of pytest-genai, or read it with the version that wrote it"
-        )
-    experiment = genai.get("experiment")
-    if not isinstance(experiment, str) or not experiment:
-        raise ReportInputError(f"{where}: extra_info.genai.experiment must be a non-empty string, got {experiment!r}")
-    device = _device(genai.get("device"), where)
-    model = genai.get("model")
-    if model is not None and not isinstance(model, str):
-        raise ReportInputError(f"{where}: extra_info.genai.model must be a string or null, got {model!r}")
-    config = genai.get("config", {})
-    if config is None:
-        config = {}
-    if not isinstance(config, dict):
-        raise ReportInputError(f"{where}: extra_info.genai.config must be an object, got {type(config).__name__}")
-    recorded_env = genai.get("environment") or {}
-    if not isinstance(recorded_env, dict):
-        raise ReportInputError(
-            f"{where}: extra_info.genai.environment must be an object, got {type(recorded_env).__name__}")
+    shown = "no 'schema' field" if schema is None else f"schema {schema!r}"
+    _need(schema == SCHEMA, f"{g} has {shown}, but this pytest-genai reads {SCHEMA!r} — regenerate the file with "
+                            "this version of pytest-genai, or read it with the version that wrote it")
+    experiment, model = genai.get("experiment"), genai.get("model")
+    _need(isinstance(experiment, str) and experiment, f"{g}.experiment must be a non-empty string, got {experiment!r}")
+    device = _device(genai.get("device"), g)
+    _need(model is None or isinstance(model, str), f"{g}.model must be a string or null, got {model!r}")
+    config = {} if genai.get("config") is None else genai["config"]
+    recorded_env, claims = genai.get("environment") or {}, genai.get("claims") or []
+    attachments = genai.get("attachments") or {}
+    _need(isinstance(config, dict), f"{g}.config must be an object, got {type(config).__name__}")
+    _need(isinstance(recorded_env, dict), f"{g}.environment must be an object, got {type(recorded_env).__name__}")
+    _need(isinstance(claims, list) and all(isinstance(c, dict) for c in claims),
+          f"{g}.claims must be a list of objects")
+    _need(isinstance(attachments, dict), f"{g}.attachments must be an object")
     # split again on reading, so files written before a key was declared environment pair with new ones
     split = split_config(config)
     model, model_env = split_model(model)
-    environment = merge_environment(split.environment, model_env, recorded_env)
-    measured = metrics_from_json(genai, where, warnings, median, bench_rounds)
-    claims = genai.get("claims") or []
-    if not isinstance(claims, list) or not all(isinstance(c, dict) for c in claims):
-        raise ReportInputError(f"{where}: extra_info.genai.claims must be a list of objects")
-    labels = _strings(genai.get("labels") or {}, f"{where}: extra_info.genai.labels")
-    attachments = genai.get("attachments") or {}
-    if not isinstance(attachments, dict):
-        raise ReportInputError(f"{where}: extra_info.genai.attachments must be an object")
-    return Record(name=name, fullname=str(fullname), experiment=experiment, device=device, model=model,
-                  config=split.identity, claims=tuple(claims), labels=labels, attachments=attachments,
-                  param=param if isinstance(param, str) else None, environment=environment, timing=timing, **measured)
+    return Record(experiment=experiment, device=device, model=model, config=split.identity,
+                  claims=tuple(claims), labels=_strings(genai.get("labels") or {}, f"{g}.labels"),
+                  attachments=attachments, environment=merge_environment(split.environment, model_env, recorded_env),
+                  **common, **metrics_from_json(genai, where, warnings, median, bench_rounds))
 
 
 def metrics_json(measurements: Mapping[str, Measurement]) -> dict[str, dict[str, Any]]:
-    """The JSON contract's per-metric objects (``metrics``, ``metric_sources``, ``metric_units``, ``metric_rounds``,
-    ``metric_intervals``) of a benchmark's measurements, each with its source and unit resolved: the one writer of
-    what :func:`metrics_from_json` reads."""
+    """The JSON contract's per-metric objects (``metrics``, ``metric_units``, ...): the writer of what is read back."""
     return {"metrics": {n: m.value for n, m in measurements.items()},
             "metric_sources": {n: m.source for n, m in measurements.items()},
             "metric_units": {n: m.unit or "" for n, m in measurements.items()},
@@ -351,22 +293,19 @@ def metrics_json(measurements: Mapping[str, Measurement]) -> dict[str, dict[str,
 
 
 def genai_of(bench: Any) -> dict[str, Any] | None:
-    """The ``extra_info["genai"]`` object of a pytest-benchmark entry (its JSON, or the ``benchmark`` fixture while it
-    runs); None where it has none."""
-    extra = bench.get("extra_info") if isinstance(bench, Mapping) else getattr(bench, "extra_info", None)
-    genai = extra.get("genai") if isinstance(extra, Mapping) else None
-    return genai if isinstance(genai, dict) else None
+    """The ``extra_info["genai"]`` object of a pytest-benchmark entry or ``benchmark`` fixture; None where none."""
+    return _of(_of(bench, "extra_info") if isinstance(bench, Mapping) else getattr(bench, "extra_info", None), "genai",
+               dict)
 
 
 def benchmark_json(name: str, genai: Mapping[str, Any], fullname: str | None = None, **fields: Any) -> dict[str, Any]:
-    """A pytest-benchmark entry carrying ``genai`` (``fields``: ``param``, ``stats``, ...), as
-    :func:`records_from_benchmarks` reads it."""
+    """A pytest-benchmark entry carrying ``genai`` (``fields``: ``param``, ``stats``, ...)."""
     return {"name": name, "fullname": fullname or name, **fields, "extra_info": {"genai": genai}}
 
 
 def recorded_metrics(genai: Mapping[str, Any]) -> dict[str, Measurement]:
-    """Each metric of a genai object with its source and unit as written (None where none), unchecked and under the
-    name it was recorded with: for the session's own checks and summary (reports read :func:`metrics_from_json`)."""
+    """Each metric of a genai object with its source and unit as written (None where none), unchecked: for the
+    session's own checks and summary (reports read :func:`metrics_from_json`)."""
     sources, units = genai.get("metric_sources") or {}, genai.get("metric_units") or {}
     return {n: Measurement(v, sources.get(n), units.get(n)) for n, v in (genai.get("metrics") or {}).items()}
 
@@ -374,131 +313,94 @@ def recorded_metrics(genai: Mapping[str, Any]) -> dict[str, Measurement]:
 def recorded_spread(bench: Mapping[str, Any], name: str) -> tuple[Any, Any]:
     """Metric ``name``'s rounds and interval in a benchmark entry, as written (``stats.data`` are
     :data:`BENCH_MEDIAN_METRIC`'s rounds), for keeping verbatim; :func:`metrics_from_json` reads them checked."""
-    genai, stats = genai_of(bench) or {}, bench.get("stats")
-    rounds, intervals = genai.get("metric_rounds"), genai.get("metric_intervals")
-    if name == BENCH_MEDIAN_METRIC:
-        rounds = {name: stats.get("data")} if isinstance(stats, dict) else None
-    return (rounds.get(name) if isinstance(rounds, dict) else None,
-            intervals.get(name) if isinstance(intervals, dict) else None)
+    genai = genai_of(bench) or {}
+    rounds = (_of(bench.get("stats"), "data") if name == BENCH_MEDIAN_METRIC else _of(genai.get("metric_rounds"), name))
+    return rounds, _of(genai.get("metric_intervals"), name)
 
 
 def metrics_from_json(genai: Mapping[str, Any], where: str, warnings: list[str], median: float | None,
                       bench_rounds: tuple[float, ...] | None) -> dict[str, Any]:
     """The :class:`Record` metric fields read from what :func:`metrics_json` wrote, with the median round time as
     :data:`BENCH_MEDIAN_METRIC` and retired names read as today's."""
+    g = f"{where}: extra_info.genai"
     if "metrics" not in genai:
-        warnings.append(f"{where}: extra_info.genai has no 'metrics'; only its timing is compared")
-    metrics = _numbers(genai.get("metrics") or {}, f"{where}: extra_info.genai.metrics", warnings)
-    if median is not None and BENCH_MEDIAN_METRIC not in metrics:
-        metrics[BENCH_MEDIAN_METRIC] = median
-    sources = _strings(genai.get("metric_sources") or {}, f"{where}: extra_info.genai.metric_sources")
-    units = _strings(genai.get("metric_units") or {}, f"{where}: extra_info.genai.metric_units")
+        warnings.append(f"{g} has no 'metrics'; only its timing is compared")
+    metrics = _numbers(genai.get("metrics") or {}, f"{g}.metrics", warnings)
+    if median is not None:
+        metrics.setdefault(BENCH_MEDIAN_METRIC, median)
+    sources, units = (_strings(genai.get(key) or {}, f"{g}.{key}") for key in ("metric_sources", "metric_units"))
     metrics, sources, units = current_names(metrics, sources, units)  # runs written before a rename pair with new ones
     if median is not None:
         sources.setdefault(BENCH_MEDIAN_METRIC, "measured")
         units.setdefault(BENCH_MEDIAN_METRIC, "s")
-    return {"metrics": metrics, "sources": sources, "units": units,
-            "rounds": _metric_rounds(genai.get("metric_rounds"), metrics, bench_rounds),
-            "intervals": _metric_intervals(genai.get("metric_intervals"), metrics)}
+    rounds = _kept(genai.get("metric_rounds"), metrics, _round_list)
+    if bench_rounds and BENCH_MEDIAN_METRIC in metrics:
+        rounds[BENCH_MEDIAN_METRIC] = bench_rounds
+    return {"metrics": metrics, "sources": sources, "units": units, "rounds": rounds,
+            "intervals": _kept(genai.get("metric_intervals"), metrics, _ends)}
+
+
+def _kept(recorded: Any, metrics: Mapping[str, float], read: Callable[[Any], Any]) -> dict[str, Any]:
+    """Each entry of ``recorded`` for a kept metric that ``read`` makes sense of (odd ones are ignored: rounds and
+    an interval only ever withhold a verdict)."""
+    pairs = recorded.items() if isinstance(recorded, dict) else ()
+    return {str(name): got for name, value in pairs if name in metrics and (got := read(value))}
+
+
+def _float(value: Any) -> float | None:
+    """A JSON number as a float; None for anything else (a bool, a string, an integer too large for a float)."""
+    try:
+        return None if isinstance(value, bool) or not isinstance(value, (int, float)) else float(value)
+    except OverflowError:
+        return None
 
 
 def _round_list(value: Any) -> tuple[float, ...] | None:
     """Two or more finite numbers (a metric's rounds), else None: odd input is ignored here, never an error."""
-    if not isinstance(value, list) or len(value) < 2:
-        return None
-    out = []
-    for v in value:
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            return None
-        try:
-            f = float(v)
-        except OverflowError:
-            return None
-        if not math.isfinite(f):
-            return None
-        out.append(f)
-    return tuple(out)
+    floats = [_float(v) for v in value] if isinstance(value, list) and len(value) >= 2 else [None]
+    return tuple(floats) if all(f is not None and math.isfinite(f) for f in floats) else None
 
 
-def _metric_rounds(recorded: Any, metrics: Mapping[str, float],
-                   bench_rounds: tuple[float, ...] | None) -> dict[str, tuple[float, ...]]:
-    """The rounds of the metrics this record kept (``metric_rounds``; ``stats.data`` for the median round time)."""
-    out = {}
-    if isinstance(recorded, dict):
-        for name, value in recorded.items():
-            these = _round_list(value)
-            if these and name in metrics:
-                out[str(name)] = these
-    if bench_rounds and BENCH_MEDIAN_METRIC in metrics:
-        out[BENCH_MEDIAN_METRIC] = bench_rounds
-    return out
-
-
-def _metric_intervals(recorded: Any, metrics: Mapping[str, float]) -> dict[str, tuple[float, float]]:
-    """``(lo, hi)`` of each recorded interval; odd entries are ignored (an interval only ever withholds a verdict)."""
-    out = {}
-    if isinstance(recorded, dict):
-        for name, value in recorded.items():
-            ends = _round_list([value.get("lo"), value.get("hi")]) if isinstance(value, dict) else None
-            if ends and name in metrics and ends[0] <= ends[1]:
-                out[str(name)] = ends
-    return out
+def _ends(value: Any) -> tuple[float, ...] | None:
+    """``(lo, hi)`` of a recorded interval, or None."""
+    ends = _round_list([value.get("lo"), value.get("hi")]) if isinstance(value, dict) else None
+    return ends if ends and ends[0] <= ends[1] else None
 
 
 def _stats_times(stats: Any) -> dict[str, float]:
     """The numeric :data:`BENCH_STATS_FIELDS` of a pytest-benchmark ``stats`` object (others are ignored)."""
-    if not isinstance(stats, dict):
-        return {}
-    out: dict[str, float] = {}
-    for name in BENCH_STATS_FIELDS:
-        value = stats.get(name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            try:
-                out[name] = float(value)
-            except OverflowError:  # an integer too large for a float: not a usable time
-                pass
-    return out
+    times = {name: _float(stats.get(name)) for name in BENCH_STATS_FIELDS} if isinstance(stats, dict) else {}
+    return {name: t for name, t in times.items() if t is not None}
 
 
-def _device(obj: Any, where: str) -> DeviceRef | None:
+def _device(obj: Any, g: str) -> DeviceRef | None:
     if obj is None:  # genai.start(device=None): a benchmark not tied to a device
         return None
-    if not isinstance(obj, dict):
-        raise ReportInputError(f"{where}: extra_info.genai.device must be an object with 'kind' and 'generation'")
+    _need(isinstance(obj, dict), f"{g}.device must be an object with 'kind' and 'generation'")
     kind, generation = obj.get("kind"), obj.get("generation")
-    if not isinstance(kind, str) or not kind:
-        raise ReportInputError(f"{where}: extra_info.genai.device.kind must be a non-empty string, got {kind!r}")
-    if not isinstance(generation, str) or not generation:
-        raise ReportInputError(
-            f"{where}: extra_info.genai.device.generation must be a non-empty string, got {generation!r}"
-        )
-    name = obj.get("name") or ""
-    return DeviceRef(kind=kind, generation=generation, name=str(name))
+    _need(isinstance(kind, str) and kind, f"{g}.device.kind must be a non-empty string, got {kind!r}")
+    _need(isinstance(generation, str) and generation,
+          f"{g}.device.generation must be a non-empty string, got {generation!r}")
+    return DeviceRef(kind=kind, generation=generation, name=str(obj.get("name") or ""))
 
 
 def _numbers(obj: Any, where: str, warnings: list[str]) -> dict[str, float]:
-    if not isinstance(obj, dict):
-        raise ReportInputError(f"{where} must be an object of name → number, got {type(obj).__name__}")
+    _need(isinstance(obj, dict), f"{where} must be an object of name → number, got {type(obj).__name__}")
     out: dict[str, float] = {}
     for key, value in obj.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             warnings.append(f"{where}.{key} is {value!r}, not a number; ignored")
             continue
-        if isinstance(value, int):
-            try:
-                float(value)
-            except OverflowError:
-                raise ReportInputError(
-                    f"{where}.{key} is an integer of about {value.bit_length() * 3 // 10 + 1} digits, too large for a float; "
-                    "record it as a float (or in a larger unit) and regenerate the file"
-                ) from None
-        elif not math.isfinite(value):
+        if _float(value) is None:
+            raise ReportInputError(
+                f"{where}.{key} is an integer of about {value.bit_length() * 3 // 10 + 1} digits, too large for a float; "
+                "record it as a float (or in a larger unit) and regenerate the file")
+        if not math.isfinite(value):
             warnings.append(f"{where}.{key} is {value} (not finite)")
         out[str(key)] = value
     return out
 
 
 def _strings(obj: Any, where: str) -> dict[str, str]:
-    if not isinstance(obj, dict):
-        raise ReportInputError(f"{where} must be an object of name → string, got {type(obj).__name__}")
+    _need(isinstance(obj, dict), f"{where} must be an object of name → string, got {type(obj).__name__}")
     return {str(k): str(v) for k, v in obj.items()}

@@ -1,8 +1,5 @@
-"""pytest-benchmark storage ids as baselines: ``--genai-baseline 0003`` or ``--genai-baseline latest``.
-
-The words ``--benchmark-compare`` takes resolve to one file of ``<storage>/<machine_id>/NNNN_<name>.json``, as
-pytest-benchmark resolves them; only ``file://`` storage is read.
-"""
+"""pytest-benchmark storage ids as baselines (``--genai-baseline 0003``, ``latest``): the words ``--benchmark-compare``
+takes, resolved as pytest-benchmark does to one ``<storage>/<machine_id>/NNNN_<name>.json``; ``file://`` only."""
 from __future__ import annotations
 
 import os
@@ -22,20 +19,14 @@ def is_storage_id(text: str | None) -> bool:
     return bool(text) and (text.strip() == LATEST or bool(_ID.fullmatch(text.strip())))
 
 
-def storage_folder(storage: str | None, machine_id: str, cwd: str | os.PathLike[str]) -> Path:
-    url = str(storage or DEFAULT_STORAGE)
-    if "://" not in url:
-        url = "file://" + url
+def resolve_storage_id(ident: str, storage: str | None, machine_id: str, cwd: str | os.PathLike[str]) -> Path:
+    """The saved run that ``ident`` names (see the module); one line naming the storage folder when there is none."""
+    ident, url = ident.strip(), str(storage or DEFAULT_STORAGE)
+    url = url if "://" in url else "file://" + url
     if not url.startswith("file://"):
         raise ReportInputError(f"--benchmark-storage {url}: only file:// storage can hold a --genai-baseline run; "
                                "give the run's JSON file instead")
-    return (Path(cwd) / os.path.expanduser(url[len("file://"):]) / machine_id).resolve()
-
-
-def resolve_storage_id(ident: str, storage: str | None, machine_id: str, cwd: str | os.PathLike[str]) -> Path:
-    """The saved run that ``ident`` names (see the module); one line naming the storage folder when there is none."""
-    ident = ident.strip()
-    folder = storage_folder(storage, machine_id, cwd)
+    folder = (Path(cwd) / os.path.expanduser(url[len("file://"):]) / machine_id).resolve()
     runs = sorted(folder.glob(_RUN_GLOB), key=lambda p: p.name) if folder.is_dir() else []
     held = ", ".join(p.name for p in runs[-5:]) if runs else "no saved runs"
     hint = "save runs with --benchmark-autosave or --benchmark-save NAME, or give a --benchmark-json file"
