@@ -63,8 +63,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def _asked_on_command_line(config: pytest.Config) -> bool:
-    """A ``--genai-*`` option, ``-p pytest_genai.plugin`` or a path to this suite's benchmarks on the command line
-    (read before pytest parses it)."""
+    """A ``--genai-*`` option, ``-p pytest_genai.plugin`` or a path to this suite's benchmarks on the command line."""
     args = [str(arg) for arg in config.invocation_params.args]
     return any(arg.startswith("--genai-") or arg.replace("=", "") == "-ppytest_genai.plugin"
                or (arg == "pytest_genai.plugin" and prev == "-p") for prev, arg in zip([""] + args, args)) \
@@ -72,8 +71,7 @@ def _asked_on_command_line(config: pytest.Config) -> bool:
 
 
 def _opted_in(config: pytest.Config) -> bool:
-    """Did this session ask for pytest-genai on the command line or in its ini? An exported ``GENAI_*`` variable alone
-    must not act in another project's session."""
+    """Did the command line or ini ask for pytest-genai? (A ``GENAI_*`` variable alone must not act elsewhere.)"""
     if OPTED_IN not in config.stash:
         config.stash[OPTED_IN] = _asked_on_command_line(config) or any(
             _ini_set(config, ini) for _o, _e, ini, _p, _d in SETTINGS.values() if ini)
@@ -103,12 +101,17 @@ def _names_benchmarks(args: list[str], base: Any) -> bool:
     return False
 
 
-def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
-    config = pluginmanager.get_plugin("pytestconfig")
-    if config is not None and _asked_on_command_line(config):  # else pytest-benchmark's option stays its own
+def _atomic_benchmark_json(config: pytest.Config | None, parser: Any) -> None:
+    """Make --benchmark-json atomic (before pytest parses it) where the session asked for pytest-genai; else
+    pytest-benchmark's option stays its own."""
+    if config is not None and parser is not None and _asked_on_command_line(config):
         from pytest_genai.plugin.outputs import make_benchmark_json_atomic
 
-        make_benchmark_json_atomic(parser)  # when pytest-benchmark registered first; else pytest_plugin_registered
+        make_benchmark_json_atomic(parser)
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    _atomic_benchmark_json(pluginmanager.get_plugin("pytestconfig"), parser)  # pytest-benchmark registered first
     group = parser.getgroup("genai", "pytest-genai: generative-AI benchmarks on accelerators")
     for name, (option, env, ini, _parser, _default) in SETTINGS.items():
         text = _HELP[name] + (f" [env {env}]" if env else "")
@@ -119,15 +122,10 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
 
 
 def pytest_plugin_registered(plugin: Any, manager: pytest.PytestPluginManager) -> None:
-    """pytest-benchmark registered after this plugin: make its --benchmark-json atomic now (before parsing)."""
+    """pytest-benchmark registered after this plugin: make its --benchmark-json atomic now."""
     if getattr(plugin, "__name__", "") == "pytest_benchmark.plugin":
         config = manager.get_plugin("pytestconfig")
-        asked = config is not None and _asked_on_command_line(config)
-        parser = getattr(config, "_parser", None) if asked else None  # pytest's, before it parses the command line
-        if parser is not None:
-            from pytest_genai.plugin.outputs import make_benchmark_json_atomic
-
-            make_benchmark_json_atomic(parser)
+        _atomic_benchmark_json(config, getattr(config, "_parser", None))  # pytest's parser
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -139,8 +137,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _activate(config: pytest.Config) -> SessionState:
-    """Validate every setting and set the session up, at configure time when it opted in, else at its first genai
-    test; until then the plugin does nothing."""
+    """Validate every setting and set the session up: at configure time if it opted in, else at its first genai test."""
     if STATE in config.stash:
         return config.stash[STATE]
     if ACTIVATION_ERROR in config.stash:
@@ -157,7 +154,6 @@ def _activate(config: pytest.Config) -> SessionState:
             raise pytest.UsageError(f"{source_of(config, 'require')}: {', '.join(left_out)} required but not among "
                                     f"{source_of(config, 'devices')} ({', '.join(state.selected_kinds)}); add "
                                     f"{', '.join(left_out)} there or drop it from the requirement")
-        _check_one_timing_process(config, settings)
         config.stash[BENCHMARK_JSON] = _check_outputs(config, settings)
         baseline = settings["baseline"]
         if given(config, "time_budget") and settings["rounds"] != "auto":  # else silently ignored
@@ -197,31 +193,27 @@ def _check_required_present(config: pytest.Config) -> None:
         raise pytest.UsageError(f"{source_of(config, 'require')}: " + "; ".join(problems))
 
 
-def _check_one_timing_process(config: pytest.Config, settings: dict[str, Any]) -> None:
-    """Refuse, at start, outputs that pytest-xdist or ``--benchmark-disable`` would leave empty."""
-    if hasattr(config, "workerinput"):  # a worker: its controller checked
-        return
+def _check_outputs(config: pytest.Config, settings: dict[str, Any]) -> str | None:
+    """The absolute --benchmark-json path. Outputs are refused now, not after every benchmark ran, when they cannot be
+    written, are the run's inputs or other outputs, or would be left empty (pytest-xdist, --benchmark-disable)."""
+    from pytest_genai.plugin.outputs import STDOUT, benchmark_json_path, clashing_input, output_file_problem, same_path
+    from pytest_genai.store.location import sqlite_file
+
     saved = ["--benchmark-json"] if config.getoption("benchmark_json", None) is not None else []
     saved += [SETTINGS["store"][0]] if settings["store"] else []
     outputs = saved + [SETTINGS[name][0] for name in ("report", "plots", "baseline") if settings[name]]
-    if config.getoption("dist", "no") != "no" and outputs:
+    worker = hasattr(config, "workerinput")  # its controller checked
+    if not worker and config.getoption("dist", "no") != "no" and outputs:
         raise pytest.UsageError(
             f"{', '.join(outputs)} with pytest-xdist (-n/--dist {config.getoption('dist')}): each worker keeps "
             "its own results and pytest-benchmark times nothing in parallel workers, so they would be written "
             "empty; run the benchmarks in one process (drop -n)")
-    if config.getoption("benchmark_disable", False) and not config.getoption("benchmark_enable", False) and saved:
+    if not worker and config.getoption("benchmark_disable", False) and not config.getoption("benchmark_enable", False) \
+            and saved:
         raise pytest.UsageError(
             f"{', '.join(saved)} with --benchmark-disable: the benchmarks run once, untimed, and none is saved, "
             "so they would be written empty; drop --benchmark-disable (--genai-report and --genai-plots work "
             "without timings)")
-
-
-def _check_outputs(config: pytest.Config, settings: dict[str, Any]) -> str | None:
-    """The absolute --benchmark-json path. It and --genai-report are refused now (not after every benchmark ran) when
-    they cannot be written or are one of the run's inputs or other outputs (the --genai-store file above all)."""
-    from pytest_genai.plugin.outputs import STDOUT, benchmark_json_path, clashing_input, output_file_problem, same_path
-    from pytest_genai.store.location import sqlite_file
-
     path = benchmark_json_path(config.getoption("benchmark_json", None), config.invocation_params.dir)
     store = sqlite_file(settings["store"])
     if path not in (None, STDOUT):
@@ -290,9 +282,8 @@ def _kinds_needed(item: pytest.Item) -> list[str]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark each item with its experiment and the device kinds it needs (so ``-m quant`` or ``-m hpu`` selects it)
-    and skip absent kinds now, before any fixture builds a model; a broken kind's fixture errors instead. The first
-    genai test collected activates the plugin in a session that did not opt in at start."""
+    """Mark each item with its experiment and device kinds (for ``-m quant``, ``-m hpu``) and skip absent kinds now,
+    before any fixture builds a model (a broken kind's fixture errors); the first genai test may activate the plugin."""
     if STATE not in config.stash:
         if ACTIVATION_ERROR not in config.stash and not any(map(_is_genai_test, items)):
             return  # another project's session: nothing to do
@@ -374,8 +365,7 @@ def genai_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
 # -- reporting -----------------------------------------------------------------------------------------------
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
-    """Add up each test's setup, call and teardown wall time (shown beside its metrics, written into its JSON).
-    Returns None: pytest's own implementation still makes the report."""
+    """Add up each test's setup, call and teardown wall time; returns None, so pytest still makes the report."""
     if STATE in item.config.stash:
         walls = item.config.stash[STATE].test_wall_s
         walls[item.nodeid] = walls.get(item.nodeid, 0.0) + call.duration
@@ -394,8 +384,7 @@ def _header_line(config: pytest.Config) -> str:
 
 
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
-    """After collection (probes run when the first test needs a device): one line per broken kind that a selected
-    test needs. A session activated by its collected tests gets the header line here."""
+    """One line per broken kind a selected test needs (and the header, where collection activated the plugin)."""
     if STATE not in config.stash:
         return []
     header = [] if _opted_in(config) else [_header_line(config)]
@@ -435,13 +424,10 @@ def pytest_benchmark_update_json(config: pytest.Config, benchmarks: Any, output_
     if STATE not in config.stash:
         return
     state = config.stash[STATE]
-    output_json["genai"] = {
-        "schema": SCHEMA,
-        "claims_mode": state.claims_mode,
-        "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in resolve_all(config).items()
-                     if k not in ("baseline", "store", "run_noise")},
-        "claims": state.verdicts,
-    }
+    settings = {k: (list(v) if isinstance(v, tuple) else v) for k, v in resolve_all(config).items()
+                if k not in ("baseline", "store", "run_noise")}
+    output_json["genai"] = {"schema": SCHEMA, "claims_mode": state.claims_mode, "settings": settings,
+                            "claims": state.verdicts}
     for bench in output_json.get("benchmarks", []):
         genai = (bench.get("extra_info") or {}).get("genai")
         wall = state.test_wall_s.get(bench.get("fullname", ""))
@@ -459,9 +445,8 @@ def pytest_sessionfinish_empty_benchmark_json(session: pytest.Session) -> Any:
 
 
 def _write_empty_benchmark_json(config: pytest.Config) -> None:
-    """Write a valid, empty --benchmark-json through pytest-benchmark's hooks where every benchmark was skipped
-    (``-m hpu`` on a node without Gaudi), which it would not write; its handle is then cleared so it does not warn
-    that nothing was saved."""
+    """Write a valid, empty --benchmark-json where every benchmark was skipped (``-m hpu`` without Gaudi), which
+    pytest-benchmark would not write; its handle is cleared so it does not warn that nothing was saved."""
     bs = getattr(config, "_benchmarksession", None)
     handle = getattr(bs, "json", None)
     path = config.stash.get(BENCHMARK_JSON, None)  # the path the user gave, resolved at configure time
@@ -491,8 +476,8 @@ PREVIOUS_SIGTERM = pytest.StashKey[Any]()
 
 
 def _sigterm_as_interrupt(config: pytest.Config) -> None:
-    """SIGTERM (a CI timeout, a Slurm preemption) stops the session as Ctrl-C does, so the results so far are still
-    written; only in the main thread, and only where nothing else handles SIGTERM already."""
+    """SIGTERM (a CI timeout, a Slurm preemption) stops the session as Ctrl-C does, so the results so far are written;
+    only in the main thread, and only where nothing else handles SIGTERM already."""
     import signal
     import threading
 
@@ -517,26 +502,21 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         warm.shutdown()
 
 
-def _plotted(benchmarks: list[dict[str, Any]]) -> list[Any]:
-    """The session's benchmarks as records; one that cannot be read is skipped with a warning."""
+def _write_plots(config: pytest.Config, state: SessionState, plots: str, written: list[Any]) -> list[str]:
+    """The session's plots; a benchmark that cannot be read is left out with a warning."""
     import warnings
 
+    from pytest_genai.report.plots import write_plots
     from pytest_genai.results.errors import ReportInputError
     from pytest_genai.results.runs import records_from_benchmarks
 
-    out = []
-    for bench in benchmarks:
+    records = []
+    for bench in state.records:
         try:
-            out += records_from_benchmarks([bench], "plots")
+            records += records_from_benchmarks([bench], "plots")
         except ReportInputError as exc:
             warnings.warn(f"pytest-genai plots: skipped a benchmark: {exc}", stacklevel=2)
-    return out
-
-
-def _write_plots(config: pytest.Config, state: SessionState, plots: str, written: list[Any]) -> list[str]:
-    from pytest_genai.report.plots import write_plots
-
-    written += write_plots(_plotted(state.records), plots)
+    written += write_plots(records, plots)
     return [f"genai plot: {path}" for path in written]
 
 
