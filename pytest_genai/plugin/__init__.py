@@ -291,7 +291,14 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if REQUIRE_CHECKED not in config.stash:  # activated during collection: sessionstart could not check
         _check_required_present(config)
     state = config.stash[STATE]
-    _validate_claim_markers(state, items)
+    for item, mark in [(item, mark) for item in items for mark in item.iter_markers("claims")]:
+        unknown = [cid for cid in mark.args if cid not in state.claims()]
+        bad_kinds = [k for k in mark.kwargs.get("kinds", ()) if k not in KINDS]
+        if unknown or bad_kinds or not mark.kwargs.get("kinds"):  # stop the session with one line naming them
+            what = (f"unknown claim id(s) {', '.join(unknown)}" if unknown else
+                    f"unknown device kind(s) {bad_kinds}" if bad_kinds else "no kinds=(...) given")
+            raise pytest.UsageError(f"{item.nodeid.split('[')[0]}: claims marker: {what}; claim ids are listed by "
+                                    f"`pytest-genai claims`, kinds are {', '.join(KINDS)}")
     for item in items:
         experiment, kinds = _experiment(item), _kinds_needed(item)
         for marker in ([experiment.marker] if experiment is not None else []) + kinds:
@@ -300,18 +307,6 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         reasons = [reason for reason in map(state.skip_reason, kinds) if reason]
         if reasons:
             item.add_marker(pytest.mark.skip(reason="; ".join(reasons)))
-
-
-def _validate_claim_markers(state: SessionState, items: list[pytest.Item]) -> None:
-    """Unknown claim ids or device kinds in ``claims`` markers stop the session with one line naming them."""
-    for item, mark in [(item, mark) for item in items for mark in item.iter_markers("claims")]:
-        unknown = [cid for cid in mark.args if cid not in state.claims()]
-        bad_kinds = [k for k in mark.kwargs.get("kinds", ()) if k not in KINDS]
-        if unknown or bad_kinds or not mark.kwargs.get("kinds"):
-            what = (f"unknown claim id(s) {', '.join(unknown)}" if unknown else
-                    f"unknown device kind(s) {bad_kinds}" if bad_kinds else "no kinds=(...) given")
-            raise pytest.UsageError(f"{item.nodeid.split('[')[0]}: claims marker: {what}; claim ids are listed by "
-                                    f"`pytest-genai claims`, kinds are {', '.join(KINDS)}")
 
 
 # -- fixtures ------------------------------------------------------------------------------------------------

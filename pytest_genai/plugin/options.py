@@ -174,10 +174,9 @@ def parse_model(text: str) -> str:
     parts = [part.strip() for part in str(text).split(",") if part.strip()]
     if not parts:
         raise ValueError("an empty model list; give a model folder or a cached Hugging Face id")
-    for part in parts:
-        problem = option_problem(part)
-        if problem:
-            raise ValueError(problem)
+    problem = next(filter(None, map(option_problem, parts)), None)
+    if problem:
+        raise ValueError(problem)
     return ",".join(parts)
 
 

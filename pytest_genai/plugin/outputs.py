@@ -12,17 +12,14 @@ def benchmark_json_path(value: Any, base: str | os.PathLike) -> str | None:
     """The absolute path ``--benchmark-json`` names (a path, or a handle named relative to ``base``), or STDOUT."""
     if value is None:
         return None
+    name = getattr(value, "name", None)  # a file object's
     if isinstance(value, (str, bytes, os.PathLike)):
-        raw: Any = os.fsdecode(value)
-    else:  # a file object
-        raw = getattr(value, "name", None)
-        if isinstance(raw, bytes):
-            raw = os.fsdecode(raw)
-        if not isinstance(raw, str) or raw.startswith("<"):  # '<stdout>', or an fd number: no path to write
-            return STDOUT
-    if raw == STDOUT:
+        raw = os.fsdecode(value)
+    elif not isinstance(name, (str, bytes)) or os.fsdecode(name).startswith("<"):  # '<stdout>', an fd: no path
         return STDOUT
-    return os.path.normpath(os.path.join(os.fspath(base), os.path.expanduser(raw)))
+    else:
+        raw = os.fsdecode(name)
+    return STDOUT if raw == STDOUT else os.path.normpath(os.path.join(os.fspath(base), os.path.expanduser(raw)))
 
 
 def output_file_problem(path: str) -> str | None:
