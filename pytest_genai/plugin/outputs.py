@@ -46,7 +46,10 @@ def same_path(a: str, b: str) -> bool:
 
 def clashing_input(output: str, inputs: Iterable[tuple[str, str | None]]) -> str | None:
     """The option of the first ``(option, path)`` in ``inputs`` that names the same file as ``output``."""
-    return next((option for option, path in inputs if path and path != STDOUT and same_path(output, path)), None)
+    for option, path in inputs:
+        if path and path != STDOUT and same_path(output, path):
+            return option
+    return None
 
 
 def node_path(raw: str, env: Any = None) -> str:
