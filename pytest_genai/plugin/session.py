@@ -56,13 +56,11 @@ class SessionState:
     def device(self, kind: str) -> Device:
         """The first device of ``kind`` (the CPU's spec measured once); raises :class:`DeviceBroken` or LookupError."""
         if kind not in self._devices:
-            result = self.probe_results().get(kind)
-            if result is None:  # a pytest_genai_probes hook removed it
-                raise LookupError(f"{kind}: no probe registered")
-            if result.broken:
+            result = self.probe_results().get(kind)  # None: a pytest_genai_probes hook removed it
+            if result is not None and result.broken:
                 raise DeviceBroken(broken_message(result))
-            if not result.devices:
-                raise LookupError(skip_reason(result))
+            if result is None or not result.devices:
+                raise LookupError(self.skip_reason(kind))
             device = result.devices[0]
             if device.kind == "cpu" and device.spec is None:
                 from pytest_genai.devices.cpu_probe import measure_cpu_spec
