@@ -149,11 +149,12 @@ def parse_positive_int(text: str) -> int:
 
 
 def parse_bool(text: str) -> bool:
-    value = {**dict.fromkeys(("1", "true", "yes", "on"), True),
-             **dict.fromkeys(("0", "false", "no", "off", ""), False)}.get(text.strip().lower())
-    if value is None:
-        raise ValueError(f"{text!r} is not a yes/no value; use yes or no")
-    return value
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"{text!r} is not a yes/no value; use yes or no")
 
 
 SCALES = ("tiny", "small", "full")

@@ -90,13 +90,15 @@ class SessionState:
 
     # -- claims ----------------------------------------------------------------------------------------------
     def claims(self) -> dict[str, Any]:
-        from pytest_genai.claims import load_claims
+        if self._claims is None:
+            from pytest_genai.claims import load_claims
 
-        self._claims = {c.id: c for c in load_claims()} if self._claims is None else self._claims
+            self._claims = {c.id: c for c in load_claims()}
         return self._claims
 
     def metrics(self) -> dict[str, Any]:
-        from pytest_genai.claims import load_metrics
+        if self._metrics is None:
+            from pytest_genai.claims import load_metrics
 
-        self._metrics = load_metrics() if self._metrics is None else self._metrics
+            self._metrics = load_metrics()
         return self._metrics
