@@ -1,6 +1,4 @@
-"""The pytest plugin: options, markers, device fixtures, collection-time skips, report header/summary and the
-pytest-benchmark JSON hooks. Hooks only; the work lives in the package's other modules, one a job. Imports nothing
-heavy."""
+"""The pytest plugin's hooks, options, markers and fixtures; the work lives in the package's other modules."""
 from __future__ import annotations
 
 import sys
@@ -19,16 +17,17 @@ OPTED_IN = pytest.StashKey[bool]()
 ACTIVATION_ERROR = pytest.StashKey[pytest.UsageError]()
 REQUIRE_CHECKED = pytest.StashKey[bool]()
 BENCHMARK_JSON = pytest.StashKey["str | None"]()  # absolute --benchmark-json path, "-" for stdout
-EXPERIMENT_MARKERS = experiments.markers()  # derived from the one table of experiments
-#: The benchmarks that check this suite against other tools and bare code paths rather than run a paper's experiment.
-SELFCHECK_MARKER = "selfcheck"
-SELFCHECK_TEXT = ("checks the suite itself against other tools and bare code paths (lm-eval, torchao, INC, a bare "
-                  "torchrun script, a bare timing loop, the memory bandwidth); not a paper experiment: "
-                  "-m 'cpu and not selfcheck and not extension' runs the papers' experiments alone")
-#: Rows beyond the papers' plans; the README's main job leaves them out with the self-checks.
-EXTENSION_MARKER = "extension"
-EXTENSION_TEXT = ("a row beyond the papers' plans (Paper A's weight-only FP8, FP8-compute and prune-then-quantize rows): "
-                  "-m 'cpu and not selfcheck and not extension' runs the papers' experiments alone")
+_ALONE = "-m 'cpu and not selfcheck and not extension' runs the papers' experiments alone"
+#: The experiments' markers, then self-checks against other tools and rows beyond the papers' plans (the README's
+#: main job leaves both out).
+MARKERS = {
+    **experiments.markers(),
+    "selfcheck": "checks the suite itself against other tools and bare code paths (lm-eval, torchao, INC, a bare "
+                 f"torchrun script, a bare timing loop, the memory bandwidth); not a paper experiment: {_ALONE}",
+    "extension": "a row beyond the papers' plans (Paper A's weight-only FP8, FP8-compute and prune-then-quantize "
+                 f"rows): {_ALONE}",
+    "claims(*ids, kinds=())": "the claim ids this benchmark checks and the device kinds it checks them on "
+                              "(genai.check refuses undeclared ids; pytest-genai claims --coverage lists them)"}
 _HELP = {
     "devices": "device kinds to run genai_device-parametrized tests on, comma separated (default: all kinds; absent ones skip with the reason, broken ones (the SDK imports but its probe raises) error)",
     "require": "device kinds that must be present, comma separated (e.g. hpu): an absent or broken one stops the session at start with its reason, so a CI job on a Gaudi node cannot pass having run nothing (default: none)",
@@ -64,8 +63,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def _asked_on_command_line(config: pytest.Config) -> bool:
-    """A ``--genai-*`` option, ``-p pytest_genai.plugin`` or a path to this suite's benchmarks on the command line
-    (read before pytest parses it)."""
+    """A ``--genai-*`` option, ``-p pytest_genai.plugin`` or a path to this suite's benchmarks on the command line."""
     args = [str(arg) for arg in config.invocation_params.args]
     return any(arg.startswith("--genai-") or arg.replace("=", "") == "-ppytest_genai.plugin"
                or (arg == "pytest_genai.plugin" and prev == "-p") for prev, arg in zip([""] + args, args)) \
@@ -73,8 +71,7 @@ def _asked_on_command_line(config: pytest.Config) -> bool:
 
 
 def _opted_in(config: pytest.Config) -> bool:
-    """Did this session ask for pytest-genai on the command line or in its ini? An exported ``GENAI_*`` variable alone
-    must not act in another project's session."""
+    """Did the command line or ini ask for pytest-genai? (A ``GENAI_*`` variable alone must not act elsewhere.)"""
     if OPTED_IN not in config.stash:
         config.stash[OPTED_IN] = _asked_on_command_line(config) or any(
             _ini_set(config, ini) for _o, _e, ini, _p, _d in SETTINGS.values() if ini)
@@ -92,30 +89,29 @@ def _names_benchmarks(args: list[str], base: Any) -> bool:
     """A path argument that is this suite's ``benchmarks/`` folder or a registered benchmark file in it."""
     import os
 
-    for arg in args:
-        if arg.startswith("-"):
-            continue
-        path = os.path.join(os.fspath(base), arg.split("::")[0])
-        if os.path.basename(os.path.normpath(path)) == "benchmarks" and os.path.isdir(path):
-            files = [name for exp in experiments.EXPERIMENTS for name in exp.benchmarks]
+    files = [name for exp in experiments.EXPERIMENTS for name in exp.benchmarks]
+    for arg in (arg for arg in args if not arg.startswith("-")):
+        path = os.path.normpath(os.path.join(os.fspath(base), arg.split("::")[0]))
+        if os.path.basename(path) == "benchmarks" and os.path.isdir(path):
             if any(os.path.isfile(os.path.join(path, name)) for name in files):
                 return True
-        elif os.path.basename(os.path.dirname(os.path.normpath(path))) == "benchmarks" and \
+        elif os.path.basename(os.path.dirname(path)) == "benchmarks" and \
                 experiments.for_benchmark_file(os.path.basename(path)) is not None:
             return True
     return False
 
 
-def _pytestconfig(manager: pytest.PytestPluginManager) -> pytest.Config | None:
-    return manager.get_plugin("pytestconfig")
+def _atomic_benchmark_json(config: pytest.Config | None, parser: Any) -> None:
+    """Make --benchmark-json atomic (before pytest parses it) where the session asked for pytest-genai; else
+    pytest-benchmark's option stays its own."""
+    if config is not None and parser is not None and _asked_on_command_line(config):
+        from pytest_genai.plugin.outputs import make_benchmark_json_atomic
+
+        make_benchmark_json_atomic(parser)
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
-    from pytest_genai.plugin.outputs import make_benchmark_json_atomic
-
-    config = _pytestconfig(pluginmanager)
-    if config is not None and _asked_on_command_line(config):  # else pytest-benchmark's option stays its own
-        make_benchmark_json_atomic(parser)  # when pytest-benchmark registered first; else pytest_plugin_registered
+    _atomic_benchmark_json(pluginmanager.get_plugin("pytestconfig"), parser)  # pytest-benchmark registered first
     group = parser.getgroup("genai", "pytest-genai: generative-AI benchmarks on accelerators")
     for name, (option, env, ini, _parser, _default) in SETTINGS.items():
         text = _HELP[name] + (f" [env {env}]" if env else "")
@@ -125,23 +121,23 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
             parser.addini(ini, _HELP[name], default=None)
 
 
+def pytest_plugin_registered(plugin: Any, manager: pytest.PytestPluginManager) -> None:
+    """pytest-benchmark registered after this plugin: make its --benchmark-json atomic now."""
+    if getattr(plugin, "__name__", "") == "pytest_benchmark.plugin":
+        config = manager.get_plugin("pytestconfig")
+        _atomic_benchmark_json(config, getattr(config, "_parser", None))  # pytest's parser
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    for kind in KINDS:
-        config.addinivalue_line("markers", f"{kind}: runs on a {kind} device ({ENABLE_HINTS[kind]})")
-    for marker, text in EXPERIMENT_MARKERS.items():
+    markers = {**{kind: f"runs on a {kind} device ({ENABLE_HINTS[kind]})" for kind in KINDS}, **MARKERS}
+    for marker, text in markers.items():
         config.addinivalue_line("markers", f"{marker}: {text}")
-    config.addinivalue_line("markers", f"{SELFCHECK_MARKER}: {SELFCHECK_TEXT}")
-    config.addinivalue_line("markers", f"{EXTENSION_MARKER}: {EXTENSION_TEXT}")
-    config.addinivalue_line(
-        "markers", "claims(*ids, kinds=()): the claim ids this benchmark checks and the device kinds it checks them on "
-        "(genai.check refuses undeclared ids; pytest-genai claims --coverage lists them)")
     if _opted_in(config):
         _activate(config)
 
 
 def _activate(config: pytest.Config) -> SessionState:
-    """Validate every setting and set the session up, at configure time when it opted in, else at its first genai
-    test; until then the plugin does nothing."""
+    """Validate every setting and set the session up: at configure time if it opted in, else at its first genai test."""
     if STATE in config.stash:
         return config.stash[STATE]
     if ACTIVATION_ERROR in config.stash:
@@ -150,23 +146,24 @@ def _activate(config: pytest.Config) -> SessionState:
         try:
             state = SessionState(config, claims_mode=resolve(config, "claims"),
                                  selected_kinds=resolve(config, "devices"))
-            resolve_all(config)  # validate every setting now, naming where a bad value came from
+            settings = resolve_all(config)  # validate every setting now, naming where a bad value came from
         except SettingError as exc:
             raise pytest.UsageError(str(exc)) from None
-        _check_required_selected(config, state)
-        _check_one_timing_process(config)
-        benchmark_json = _checked_benchmark_json(config)
-        config.stash[BENCHMARK_JSON] = benchmark_json
-        _check_report_path(config)
-        if given(config, "time_budget") and resolve(config, "rounds") != "auto":  # else silently ignored
+        left_out = [kind for kind in settings["require"] if kind not in state.selected_kinds]
+        if left_out:  # a required kind that --genai-devices leaves out could never run
+            raise pytest.UsageError(f"{source_of(config, 'require')}: {', '.join(left_out)} required but not among "
+                                    f"{source_of(config, 'devices')} ({', '.join(state.selected_kinds)}); add "
+                                    f"{', '.join(left_out)} there or drop it from the requirement")
+        config.stash[BENCHMARK_JSON] = _check_outputs(config, settings)
+        baseline = settings["baseline"]
+        if given(config, "time_budget") and settings["rounds"] != "auto":  # else silently ignored
             raise pytest.UsageError(f"{source_of(config, 'time_budget')}: the time budget applies to --genai-rounds "
                                     "auto, which is not given (each benchmark runs its own rounds); add --genai-rounds "
                                     "auto")
-        baseline = resolve(config, "baseline")
         if given(config, "run_noise") and not baseline:
             raise pytest.UsageError(f"{source_of(config, 'run_noise')}: the run noise applies to a comparison with "
                                     "--genai-baseline, which is not given; add --genai-baseline BASE.json")
-        if resolve(config, "max_regression") and not baseline:
+        if settings["max_regression"] and not baseline:
             raise pytest.UsageError("--genai-max-regression: thresholds apply to a comparison with --genai-baseline, "
                                     "which is not given (nothing would be gated); add --genai-baseline BASE.json")
     except pytest.UsageError as exc:
@@ -177,131 +174,84 @@ def _activate(config: pytest.Config) -> SessionState:
     if baseline:
         from pytest_genai.plugin.baseline import BaselinePlugin
 
-        config.pluginmanager.register(
-            BaselinePlugin(config, baseline, resolve(config, "max_regression"), run_noise=resolve(config, "run_noise")),
-            "genai-baseline"
-        )
+        plugin = BaselinePlugin(config, baseline, settings["max_regression"], run_noise=settings["run_noise"])
+        config.pluginmanager.register(plugin, "genai-baseline")
     return state
-
-
-def _active(config: pytest.Config) -> bool:
-    return STATE in config.stash
-
-
-def _check_required_selected(config: pytest.Config, state: SessionState) -> None:
-    """A required kind that --genai-devices leaves out could never run: a contradiction, stopped now."""
-    left_out = [kind for kind in resolve(config, "require") if kind not in state.selected_kinds]
-    if left_out:
-        raise pytest.UsageError(f"{source_of(config, 'require')}: {', '.join(left_out)} required but not among "
-                                f"{source_of(config, 'devices')} ({', '.join(state.selected_kinds)}); add "
-                                f"{', '.join(left_out)} there or drop it from the requirement")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """--genai-require: probe the required kinds before collection; an absent or broken one stops the session."""
-    if _active(session.config):
+    if STATE in session.config.stash:
         _check_required_present(session.config)
 
 
 def _check_required_present(config: pytest.Config) -> None:
     config.stash[REQUIRE_CHECKED] = True
     required = resolve(config, "require")
-    if required:
-        problems = _state(config).required_problems(required)
-        if problems:
-            raise pytest.UsageError(f"{source_of(config, 'require')}: " + "; ".join(problems))
+    problems = config.stash[STATE].required_problems(required) if required else []
+    if problems:
+        raise pytest.UsageError(f"{source_of(config, 'require')}: " + "; ".join(problems))
 
 
-def _check_one_timing_process(config: pytest.Config) -> None:
-    """Refuse, at start, outputs that pytest-xdist or ``--benchmark-disable`` would leave empty."""
-    if hasattr(config, "workerinput"):  # a worker: its controller checked
-        return
-    saved = ["--benchmark-json"] if config.getoption("benchmark_json", None) is not None else []
-    saved += [SETTINGS["store"][0]] if resolve(config, "store") else []
-    if config.getoption("dist", "no") != "no":
-        outputs = saved + [SETTINGS[name][0] for name in ("report", "plots", "baseline") if resolve(config, name)]
-        if outputs:
-            raise pytest.UsageError(
-                f"{', '.join(outputs)} with pytest-xdist (-n/--dist {config.getoption('dist')}): each worker keeps "
-                "its own results and pytest-benchmark times nothing in parallel workers, so they would be written "
-                "empty; run the benchmarks in one process (drop -n)")
-    outputs = saved
-    if config.getoption("benchmark_disable", False) and not config.getoption("benchmark_enable", False) and outputs:
-        raise pytest.UsageError(
-            f"{', '.join(outputs)} with --benchmark-disable: the benchmarks run once, untimed, and none is saved, "
-            "so they would be written empty; drop --benchmark-disable (--genai-report and --genai-plots work "
-            "without timings)")
-
-
-def _checked_benchmark_json(config: pytest.Config) -> str | None:
-    """The absolute path of --benchmark-json, refused now (not after every benchmark ran) when it cannot be written."""
-    from pytest_genai.plugin.outputs import STDOUT, benchmark_json_path, output_file_problem, same_path
-
-    path = benchmark_json_path(config.getoption("benchmark_json", None), config.invocation_params.dir)
-    problem = output_file_problem(path) if path not in (None, STDOUT) else None
-    if problem:
-        raise pytest.UsageError(f"--benchmark-json {path}: {problem}")
-    store = _store_file(config) if path not in (None, STDOUT) else None
-    if store and same_path(path, store):
-        raise pytest.UsageError(f"--benchmark-json {path}: is the --genai-store database; writing the JSON there "
-                                "would overwrite every stored run — choose another path")
-    return path
-
-
-def _store_file(config: pytest.Config) -> str | None:
-    """The SQLite file of --genai-store, when it is one (an output written there would replace the stored runs)."""
+def _check_outputs(config: pytest.Config, settings: dict[str, Any]) -> str | None:
+    """The absolute --benchmark-json path. Outputs are refused now, not after every benchmark ran, when they cannot be
+    written, are the run's inputs or other outputs, or would be left empty (pytest-xdist, --benchmark-disable)."""
+    from pytest_genai.plugin.outputs import STDOUT, benchmark_json_path, clashing_input, output_file_problem, same_path
     from pytest_genai.store.location import sqlite_file
 
-    return sqlite_file(resolve(config, "store"))
-
-
-def _check_report_path(config: pytest.Config) -> None:
-    """--genai-report must be a writable file that is none of the run's inputs or other outputs."""
-    from pytest_genai.plugin.outputs import clashing_input, output_file_problem
-
-    report = resolve(config, "report")
+    saved = ["--benchmark-json"] if config.getoption("benchmark_json", None) is not None else []
+    saved += [SETTINGS["store"][0]] if settings["store"] else []
+    outputs = saved + [SETTINGS[name][0] for name in ("report", "plots", "baseline") if settings[name]]
+    worker = hasattr(config, "workerinput")  # its controller checked
+    if not worker and config.getoption("dist", "no") != "no" and outputs:
+        raise pytest.UsageError(
+            f"{', '.join(outputs)} with pytest-xdist (-n/--dist {config.getoption('dist')}): each worker keeps "
+            "its own results and pytest-benchmark times nothing in parallel workers, so they would be written "
+            "empty; run the benchmarks in one process (drop -n)")
+    if not worker and config.getoption("benchmark_disable", False) and not config.getoption("benchmark_enable", False) \
+            and saved:
+        raise pytest.UsageError(
+            f"{', '.join(saved)} with --benchmark-disable: the benchmarks run once, untimed, and none is saved, "
+            "so they would be written empty; drop --benchmark-disable (--genai-report and --genai-plots work "
+            "without timings)")
+    path = benchmark_json_path(config.getoption("benchmark_json", None), config.invocation_params.dir)
+    store = sqlite_file(settings["store"])
+    if path not in (None, STDOUT):
+        problem = output_file_problem(path)
+        if problem:
+            raise pytest.UsageError(f"--benchmark-json {path}: {problem}")
+        if store and same_path(path, store):
+            raise pytest.UsageError(f"--benchmark-json {path}: is the --genai-store database; writing the JSON there "
+                                    "would overwrite every stored run — choose another path")
+    report = settings["report"]
     if not report:
-        return
-    others = [("--benchmark-json", config.stash[BENCHMARK_JSON])]
-    others += [(SETTINGS[name][0], resolve(config, name))
-               for name in ("baseline", "plots", "data_dir", "dabench_profiles", "model")]
-    others.append(("--genai-store", _store_file(config)))
+        return path
+    others = [("--benchmark-json", path), *((SETTINGS[name][0], settings[name]) for name in
+                                          ("baseline", "plots", "data_dir", "dabench_profiles", "model"))]
     where = source_of(config, "report")  # GENAI_REPORT set in the environment is named as such, not as the option
-    clash = clashing_input(report, others)
+    clash = clashing_input(report, others + [("--genai-store", store)])
     if clash:
         raise pytest.UsageError(f"{where} {report}: is the same path as {clash}; writing the report there would "
                                 "overwrite it — choose another path")
     problem = output_file_problem(report)
     if problem:
         raise pytest.UsageError(f"{where} {report}: {problem}")
-
-
-def pytest_plugin_registered(plugin: Any, manager: pytest.PytestPluginManager) -> None:
-    """pytest-benchmark registered after this plugin: make its --benchmark-json atomic now (before parsing)."""
-    if getattr(plugin, "__name__", "") == "pytest_benchmark.plugin":
-        from pytest_genai.plugin.outputs import make_benchmark_json_atomic
-
-        config = _pytestconfig(manager)
-        asked = config is not None and _asked_on_command_line(config)
-        parser = getattr(config, "_parser", None) if asked else None  # pytest's, before it parses the command line
-        if parser is not None:
-            make_benchmark_json_atomic(parser)
-
-
-def _state(config: pytest.Config) -> SessionState:
-    return config.stash[STATE]
+    return path
 
 
 #: A test that requests one of these fixtures (this plugin's, not another's of the same name) is a genai test.
 GENAI_FIXTURES = ("genai", "genai_device", "genai_settings", *KINDS)
 
 
-def _is_genai_test(item: pytest.Item) -> bool:
+def _experiment(item: pytest.Item) -> Any:
+    """The experiment of a test in a registered benchmark file (``benchmarks/<file>``), else None."""
     path = getattr(item, "path", None)
+    return experiments.for_benchmark_file(path.name) if path is not None and path.parent.name == "benchmarks" else None
+
+
+def _is_genai_test(item: pytest.Item) -> bool:
     return (any(name in getattr(item, "fixturenames", ()) and _is_ours(item, name) for name in GENAI_FIXTURES)
-            or item.get_closest_marker("claims") is not None
-            or (path is not None and path.parent.name == "benchmarks"
-                and experiments.for_benchmark_file(path.name) is not None))
+            or item.get_closest_marker("claims") is not None or _experiment(item) is not None)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -319,71 +269,44 @@ def _is_ours(item: Any, fixture_name: str) -> bool:
     """True when ``fixture_name`` resolves to this plugin's fixture (other plugins may define 'cuda' or 'ipu')."""
     info = getattr(item, "_fixtureinfo", None)
     defs = info.name2fixturedefs.get(fixture_name) if info is not None else None
-    if not defs:
-        return False
-    return getattr(defs[-1].func, "__module__", "") == __name__
+    return bool(defs) and getattr(defs[-1].func, "__module__", "") == __name__
 
 
 def _kinds_needed(item: pytest.Item) -> list[str]:
-    kinds = []
     callspec = getattr(item, "callspec", None)
-    if callspec is not None and "genai_device" in callspec.params and _is_ours(item, "genai_device"):
-        kinds.append(callspec.params["genai_device"])
-    for kind in KINDS:
-        if kind in getattr(item, "fixturenames", ()) and _is_ours(item, kind):
-            kinds.append(kind)
+    kinds = [callspec.params["genai_device"]] if "genai_device" in getattr(callspec, "params", {}) \
+        and _is_ours(item, "genai_device") else []
+    kinds += [kind for kind in KINDS if kind in getattr(item, "fixturenames", ()) and _is_ours(item, kind)]
     return list(dict.fromkeys(kinds))
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark each item with the device kinds it needs (so ``-m hpu`` selects them) and skip absent ones now,
-    before any fixture builds a model. Broken kinds are not skipped: their device fixture errors. The first genai
-    test collected activates the plugin in a session that did not opt in at start."""
-    if not _active(config):
+    """Mark each item with its experiment and device kinds (for ``-m quant``, ``-m hpu``) and skip absent kinds now,
+    before any fixture builds a model (a broken kind's fixture errors); the first genai test may activate the plugin."""
+    if STATE not in config.stash:
         if ACTIVATION_ERROR not in config.stash and not any(map(_is_genai_test, items)):
             return  # another project's session: nothing to do
         _activate(config)
     if REQUIRE_CHECKED not in config.stash:  # activated during collection: sessionstart could not check
         _check_required_present(config)
-    state = _state(config)
-    _validate_claim_markers(state, items)
-    for item in items:
-        _mark_experiment(item)
-        kinds = _kinds_needed(item)
-        for kind in kinds:
-            if item.get_closest_marker(kind) is None:
-                item.add_marker(getattr(pytest.mark, kind))
-        reasons = [reason for reason in map(state.skip_reason, kinds) if reason]
-        if reasons:
-            item.add_marker(pytest.mark.skip(reason="; ".join(reasons)))
-
-
-def _mark_experiment(item: pytest.Item) -> None:
-    """A test in a registered benchmark file (``benchmarks/<file>``) carries its experiment's marker, so ``-m quant``
-    selects every A1 benchmark whether or not the file marks it."""
-    path = getattr(item, "path", None)
-    if path is None or path.parent.name != "benchmarks":
-        return
-    experiment = experiments.for_benchmark_file(path.name)
-    if experiment is not None and item.get_closest_marker(experiment.marker) is None:
-        item.add_marker(getattr(pytest.mark, experiment.marker))
-
-
-def _validate_claim_markers(state: SessionState, items: list[pytest.Item]) -> None:
-    """Unknown claim ids or device kinds in ``claims`` markers stop the session with one line naming them."""
-    marked = [(item, mark) for item in items for mark in item.iter_markers("claims")]
-    if not marked:
-        return
-    known = state.claims()
-    for item, mark in marked:
-        unknown = [cid for cid in mark.args if cid not in known]
+    state = config.stash[STATE]
+    for item, mark in [(item, mark) for item in items for mark in item.iter_markers("claims")]:
+        unknown = [cid for cid in mark.args if cid not in state.claims()]
         bad_kinds = [k for k in mark.kwargs.get("kinds", ()) if k not in KINDS]
-        if unknown or bad_kinds or not mark.kwargs.get("kinds"):
+        if unknown or bad_kinds or not mark.kwargs.get("kinds"):  # stop the session with one line naming them
             what = (f"unknown claim id(s) {', '.join(unknown)}" if unknown else
                     f"unknown device kind(s) {bad_kinds}" if bad_kinds else "no kinds=(...) given")
             raise pytest.UsageError(f"{item.nodeid.split('[')[0]}: claims marker: {what}; claim ids are listed by "
                                     f"`pytest-genai claims`, kinds are {', '.join(KINDS)}")
+    for item in items:
+        experiment, kinds = _experiment(item), _kinds_needed(item)
+        for marker in ([experiment.marker] if experiment is not None else []) + kinds:
+            if item.get_closest_marker(marker) is None:
+                item.add_marker(getattr(pytest.mark, marker))
+        reasons = [reason for reason in map(state.skip_reason, kinds) if reason]
+        if reasons:
+            item.add_marker(pytest.mark.skip(reason="; ".join(reasons)))
 
 
 # -- fixtures ------------------------------------------------------------------------------------------------
@@ -397,12 +320,7 @@ def _device_fixture(kind: str):
     return pytest.fixture(scope="session", name=kind)(fixture)
 
 
-cpu = _device_fixture("cpu")
-cuda = _device_fixture("cuda")
-hpu = _device_fixture("hpu")
-wse = _device_fixture("wse")
-rdu = _device_fixture("rdu")
-ipu = _device_fixture("ipu")
+cpu, cuda, hpu, wse, rdu, ipu = map(_device_fixture, KINDS)
 
 
 @pytest.fixture(scope="session")
@@ -442,78 +360,69 @@ def genai_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
 # -- reporting -----------------------------------------------------------------------------------------------
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
-    """Add up each test's setup, call and teardown wall time (shown beside its metrics, written into its JSON).
-    Returns None: pytest's own implementation still makes the report."""
+    """Add up each test's setup, call and teardown wall time; returns None, so pytest still makes the report."""
     if STATE in item.config.stash:
-        walls = _state(item.config).test_wall_s
+        walls = item.config.stash[STATE].test_wall_s
         walls[item.nodeid] = walls.get(item.nodeid, 0.0) + call.duration
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    if not _active(config):  # activated later by a collected genai test: the header follows collection
-        return []
-    return [_header_line(config)]
+    # activated later by a collected genai test: the header follows collection
+    return [_header_line(config)] if STATE in config.stash else []
 
 
 def _header_line(config: pytest.Config) -> str:
-    state = _state(config)
-    data_dir = resolve(config, "data_dir")
-    return (
-        f"genai: devices {','.join(state.selected_kinds)} (detected when first needed); "
-        f"claims {state.claims_mode}; data: "
-        + (f"{data_dir}" if data_dir else "no --genai-data-dir: Hugging Face cache, else the embedded slice (tiny scale)")
-    )
+    state, data_dir = config.stash[STATE], resolve(config, "data_dir")
+    return (f"genai: devices {','.join(state.selected_kinds)} (detected when first needed); "
+            f"claims {state.claims_mode}; data: "
+            + (data_dir or "no --genai-data-dir: Hugging Face cache, else the embedded slice (tiny scale)"))
 
 
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
-    """After collection (probes run when the first test needs a device): one line per broken kind that a selected
-    test needs. A session activated by its collected tests gets the header line here."""
-    if not _active(config):
+    """One line per broken kind a selected test needs (and the header, where collection activated the plugin)."""
+    if STATE not in config.stash:
         return []
     header = [] if _opted_in(config) else [_header_line(config)]
     needed = {kind for item in items for kind in _kinds_needed(item)}
-    return header + [f"genai: {kind} broken ({error}): its tests error; repair it or deselect them with -m \"not {kind}\""
-            for kind, error in _state(config).broken().items() if kind in needed]
+    return header + [f"genai: {kind} broken ({error}): its tests error; repair it or deselect them with "
+                     f"-m \"not {kind}\"" for kind, error in config.stash[STATE].broken().items() if kind in needed]
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    if not _active(config):
+    if STATE not in config.stash:
         return
     from pytest_genai.plugin.summary import claims_table, contention_line, metrics_table
 
-    state = _state(config)
+    state = config.stash[STATE]
+    tables = [(state.records, "metrics (main metric per benchmark; pytest-genai report for all)",
+               lambda: metrics_table(state.records, state.metrics(), state.test_wall_s)),
+              (state.verdicts or state.not_applicable, "claims",
+               lambda: claims_table(state.verdicts, state.not_applicable))]
+    for shown, title, lines in tables:
+        if shown:
+            terminalreporter.write_sep("=", f"pytest-genai {title}")
+            for line in lines():
+                terminalreporter.write_line(line)
     contention = contention_line(state.records)
-    if state.records:
-        terminalreporter.write_sep("=", "pytest-genai metrics (main metric per benchmark; pytest-genai report for all)")
-        for line in metrics_table(state.records, state.metrics(), state.test_wall_s):
-            terminalreporter.write_line(line)
-    if state.verdicts or state.not_applicable:
-        terminalreporter.write_sep("=", "pytest-genai claims")
-        for line in claims_table(state.verdicts, state.not_applicable):
-            terminalreporter.write_line(line)
     if contention:  # last, beside the verdicts it qualifies
         terminalreporter.write_line(contention, yellow=True, bold=True)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict[str, Any]) -> None:
-    if not _active(config):  # another project's benchmarks: their JSON stays pytest-benchmark's own
-        return
-    machine_info["genai"] = _state(config).machine_info()
+    if STATE in config.stash:  # else another project's benchmarks: their JSON stays pytest-benchmark's own
+        machine_info["genai"] = config.stash[STATE].machine_info()
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_benchmark_update_json(config: pytest.Config, benchmarks: Any, output_json: dict[str, Any]) -> None:
-    if not _active(config):
+    if STATE not in config.stash:
         return
-    state = _state(config)
-    output_json["genai"] = {
-        "schema": SCHEMA,
-        "claims_mode": state.claims_mode,
-        "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in resolve_all(config).items()
-                     if k not in ("baseline", "store", "run_noise")},
-        "claims": state.verdicts,
-    }
+    state = config.stash[STATE]
+    settings = {k: (list(v) if isinstance(v, tuple) else v) for k, v in resolve_all(config).items()
+                if k not in ("baseline", "store", "run_noise")}
+    output_json["genai"] = {"schema": SCHEMA, "claims_mode": state.claims_mode, "settings": settings,
+                            "claims": state.verdicts}
     for bench in output_json.get("benchmarks", []):
         genai = (bench.get("extra_info") or {}).get("genai")
         wall = state.test_wall_s.get(bench.get("fullname", ""))
@@ -531,12 +440,12 @@ def pytest_sessionfinish_empty_benchmark_json(session: pytest.Session) -> Any:
 
 
 def _write_empty_benchmark_json(config: pytest.Config) -> None:
-    """Write a valid, empty --benchmark-json through pytest-benchmark's hooks where every benchmark was skipped
-    (``-m hpu`` on a node without Gaudi), which it would not write; its handle is then cleared so it does not warn
-    that nothing was saved."""
+    """Write a valid, empty --benchmark-json where every benchmark was skipped (``-m hpu`` without Gaudi), which
+    pytest-benchmark would not write; its handle is cleared so it does not warn that nothing was saved."""
     bs = getattr(config, "_benchmarksession", None)
     handle = getattr(bs, "json", None)
-    if bs is None or handle is None or bs.benchmarks:
+    path = config.stash.get(BENCHMARK_JSON, None)  # the path the user gave, resolved at configure time
+    if bs is None or handle is None or bs.benchmarks or path is None:
         return
     commit_info = config.hook.pytest_benchmark_generate_commit_info(config=config)
     output = config.hook.pytest_benchmark_generate_json(
@@ -546,18 +455,15 @@ def _write_empty_benchmark_json(config: pytest.Config) -> None:
     from pytest_genai.atomic import write_json_atomic
     from pytest_genai.plugin.outputs import STDOUT
 
-    path = config.stash.get(BENCHMARK_JSON, None)  # the path the user gave, resolved at configure time
     if path == STDOUT:  # --benchmark-json -: argparse gave pytest-benchmark the binary stdout
         import json
 
         handle.write((json.dumps(output, indent=4, default=str) + "\n").encode())
         handle.flush()
-    elif path is not None:
+    else:
         write_json_atomic(path, output)
         if hasattr(handle, "close"):  # the file argparse opened (now replaced by the atomic write)
             handle.close()
-    else:
-        return
     bs.json = None
 
 
@@ -565,14 +471,13 @@ PREVIOUS_SIGTERM = pytest.StashKey[Any]()
 
 
 def _sigterm_as_interrupt(config: pytest.Config) -> None:
-    """SIGTERM (a CI timeout, a Slurm preemption) stops the session as Ctrl-C does, so the results so far are still
-    written; only in the main thread, and only where nothing else handles SIGTERM already."""
+    """SIGTERM (a CI timeout, a Slurm preemption) stops the session as Ctrl-C does, so the results so far are written;
+    only in the main thread, and only where nothing else handles SIGTERM already."""
     import signal
     import threading
 
-    if hasattr(config, "workerinput") or threading.current_thread() is not threading.main_thread():
-        return
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+    if hasattr(config, "workerinput") or threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return
 
     def handler(signum: int, frame: object) -> None:
@@ -592,73 +497,62 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         warm.shutdown()
 
 
-def _output_failed(reporter: Any, output: str, exc: BaseException, expected: tuple[type, ...]) -> None:
-    """One red line naming a session-end output that was not written (an unexpected error with its type)."""
-    why = str(exc) if isinstance(exc, expected) else f"{type(exc).__name__}: {exc}"
-    if reporter is not None:
-        reporter.write_line(f"genai: {output}: {why}", red=True)
-
-
-def _plotted(benchmarks: list[dict[str, Any]]) -> list[Any]:
-    """The session's benchmarks as records; one that cannot be read is skipped with a warning."""
+def _write_plots(config: pytest.Config, state: SessionState, plots: str, written: list[Any]) -> list[str]:
+    """The session's plots; a benchmark that cannot be read is left out with a warning."""
     import warnings
 
+    from pytest_genai.report.plots import write_plots
     from pytest_genai.results.errors import ReportInputError
     from pytest_genai.results.runs import records_from_benchmarks
 
-    out = []
-    for bench in benchmarks:
+    records = []
+    for bench in state.records:
         try:
-            out += records_from_benchmarks([bench], "plots")
+            records += records_from_benchmarks([bench], "plots")
         except ReportInputError as exc:
             warnings.warn(f"pytest-genai plots: skipped a benchmark: {exc}", stacklevel=2)
-    return out
+    written += write_plots(records, plots)
+    return [f"genai plot: {path}" for path in written]
+
+
+def _write_report(config: pytest.Config, state: SessionState, report: str, written: list[Any]) -> list[str]:
+    from pytest_genai.plugin.session_report import write_session_report
+
+    path = write_session_report(config, state, report, written, config.stash.get(BENCHMARK_JSON, None))
+    return [f"genai report: {path}"]
+
+
+def _store(config: pytest.Config, state: SessionState, store: str, written: list[Any]) -> list[str]:
+    from pytest_genai.plugin.store_run import store_session
+    from pytest_genai.store.location import store_label
+
+    added = store_session(config, state, store, config.stash.get(BENCHMARK_JSON, None))
+    return [] if added is None else [f"genai store: run {added.run_id} "
+                                     + ("added to " if added.new else "already stored in ") + store_label(store)]
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The session-end outputs; one that fails is one red line, and the others, the results and exit status stand."""
     config = session.config
     if STATE not in config.stash:
         return
-    plots = resolve(config, "plots")
-    state = _state(config)
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    written = []
-    if plots and state.records:
+    from pytest_genai.results.errors import ReportInputError
+    from pytest_genai.store.errors import StoreError
+
+    state, reporter = config.stash[STATE], config.pluginmanager.get_plugin("terminalreporter")
+    written: list[Any] = []  # the plots, which the report shows
+    outputs = [("plots", _write_plots, "--genai-plots {}: no plots written", (ImportError, OSError)),
+               ("report", _write_report, "--genai-report {}: no report written", (ReportInputError, OSError)),
+               ("store", _store, "--genai-store: run not stored", (StoreError, OSError))]
+    for name, write, failed, expected in outputs:
+        value = resolve(config, name)
+        if not value or (name == "plots" and not state.records) \
+                or (name != "plots" and hasattr(config, "workerinput")):  # xdist workers: the controller writes them
+            continue
         try:
-            from pytest_genai.report.plots import write_plots
-
-            written = write_plots(_plotted(state.records), plots)
-        except Exception as exc:  # no matplotlib, an unwritable folder, a plot that fails: the results stand
-            _output_failed(reporter, f"--genai-plots {plots}: no plots written", exc, (ImportError, OSError))
-        if reporter is not None:
-            for path in written:
-                reporter.write_line(f"genai plot: {path}")
-    report = resolve(config, "report")
-    if report and not hasattr(config, "workerinput"):  # xdist workers: the controller writes it
-        from pytest_genai.results.errors import ReportInputError
-
-        try:
-            from pytest_genai.plugin.session_report import write_session_report
-
-            path = write_session_report(config, state, report, written, config.stash.get(BENCHMARK_JSON, None))
-        except Exception as exc:  # say so; the run's results and exit status stand
-            _output_failed(reporter, f"--genai-report {report}: no report written", exc, (ReportInputError, OSError))
-        else:
-            if reporter is not None:
-                reporter.write_line(f"genai report: {path}")
-    store = resolve(config, "store")
-    if store and not hasattr(config, "workerinput"):
-        from pytest_genai.store.errors import StoreError
-
-        try:
-            from pytest_genai.plugin.store_run import store_session
-
-            added = store_session(config, state, store, config.stash.get(BENCHMARK_JSON, None))
-        except Exception as exc:  # say so; the run's JSON, results and exit status stand
-            _output_failed(reporter, "--genai-store: run not stored", exc, (StoreError, OSError))
-        else:
-            if reporter is not None and added is not None:
-                from pytest_genai.store.location import store_label
-
-                reporter.write_line(f"genai store: run {added.run_id} "
-                                    + ("added to " if added.new else "already stored in ") + store_label(store))
+            lines, red = write(config, state, value, written), False
+        except Exception as exc:  # no matplotlib, an unwritable folder, a store that cannot be reached...
+            why = str(exc) if isinstance(exc, expected) else f"{type(exc).__name__}: {exc}"
+            lines, red = [f"genai: {failed.format(value)}: {why}"], True
+        for line in lines if reporter is not None else ():
+            reporter.write_line(line, red=red)

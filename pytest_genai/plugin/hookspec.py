@@ -2,8 +2,5 @@
 
 
 def pytest_genai_probes(config, probes):
-    """Add, replace or remove device probes before detection.
-
-    ``probes`` maps a device kind to a callable returning a :class:`pytest_genai.devices.ProbeResult`; change it in
-    place.
-    """
+    """Add, replace or remove device probes before detection: ``probes`` maps a kind to a callable returning a
+    :class:`pytest_genai.devices.ProbeResult`; change it in place."""

@@ -23,22 +23,26 @@ def _shown(text: Any) -> str:
     return repr(text) if len(text) <= 40 else repr(text[:40]) + "..."
 
 
+def _comma_list(text: Any, known: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
+    """``"a, B,a"`` → the names in order, lower case, without repeats, and those of them not in ``known``."""
+    names = tuple(dict.fromkeys(t.strip().lower() for t in str(text).split(",") if t.strip()))
+    return names, [name for name in names if name not in known]
+
+
 def parse_devices(text: str) -> tuple[str, ...]:
     """``"cuda,hpu"`` → ``("cuda", "hpu")``; ``"all"`` → every kind. Unknown names are an error naming them."""
-    text = text.strip()
-    if text.lower() in ("", "all"):
+    if text.strip().lower() in ("", "all"):
         return KINDS
-    kinds = tuple(dict.fromkeys(t.strip().lower() for t in text.split(",") if t.strip()))
-    bad = [k for k in kinds if k not in KINDS]
+    kinds, bad = _comma_list(text, KINDS)
     if bad:
-        raise ValueError(f"unknown device kind(s) {', '.join(map(repr, bad))}; use a comma list of {', '.join(KINDS)} or 'all'")
+        raise ValueError(f"unknown device kind(s) {', '.join(map(repr, bad))}; use a comma list of "
+                         f"{', '.join(KINDS)} or 'all'")
     return kinds
 
 
 def parse_require(text: str) -> tuple[str, ...]:
     """``--genai-require``: ``"hpu"`` or ``"cuda,hpu"`` → the kinds that must be present (no ``all``)."""
-    kinds = tuple(dict.fromkeys(t.strip().lower() for t in str(text).split(",") if t.strip()))
-    bad = [k for k in kinds if k not in KINDS]
+    kinds, bad = _comma_list(text, KINDS)
     if not kinds or bad:
         raise ValueError(f"{text!r}: not device kinds; use a comma list of {', '.join(KINDS)}, e.g. hpu or cuda,hpu")
     return kinds
@@ -90,8 +94,7 @@ def parse_plots_dir(text: str) -> str:
 
 
 def parse_time_budget(text: str) -> float:
-    """``--genai-time-budget``: :func:`~pytest_genai.runtime.rounds.parse_duration`, finite and at most
-    :data:`MAX_TIME_BUDGET_S`."""
+    """``--genai-time-budget``: a duration (``60s``, ``2m``), finite and at most :data:`MAX_TIME_BUDGET_S`."""
     seconds = parse_duration(text)
     if not seconds <= MAX_TIME_BUDGET_S:
         raise ValueError(f"{_shown(text)} is more than a day per benchmark; write e.g. 60s, 2m or 90 (seconds)")
@@ -117,22 +120,22 @@ def parse_max_regression(text: str) -> str:
     return text
 
 
-def parse_profiles_dir(text: str) -> str:
-    """``--genai-dabench-profiles``: a folder that exists (a misspelled one would skip every vendor test)."""
+def _existing_dir(text: str, hint: str) -> str:
     path = parse_path(text)
     if not os.path.isdir(path):
-        raise ValueError(f"{path}: no such folder; give the folder holding the vendor runs' <kind>/ folders "
-                         "(docs/dabench_level2.md), or leave it unset")
+        raise ValueError(f"{path}: no such folder; give the folder {hint}")
     return path
+
+
+def parse_profiles_dir(text: str) -> str:
+    """``--genai-dabench-profiles``: a folder that exists (a misspelled one would skip every vendor test)."""
+    return _existing_dir(text, "holding the vendor runs' <kind>/ folders (docs/dabench_level2.md), or leave it unset")
 
 
 def parse_data_dir(text: str) -> str:
     """``--genai-data-dir``: a folder that exists, made absolute; never a silent fallback to other data."""
-    path = parse_path(text)
-    if not os.path.isdir(path):
-        raise ValueError(f"{path}: no such folder; give the folder `pytest-genai data fetch DIR` wrote (or a copy "
-                         "laid out like shared/data), or leave it unset to use the embedded evaluation slice")
-    return path
+    return _existing_dir(text, "`pytest-genai data fetch DIR` wrote (or a copy laid out like shared/data), or leave "
+                               "it unset to use the embedded evaluation slice")
 
 
 def parse_positive_int(text: str) -> int:
@@ -172,10 +175,9 @@ def parse_model(text: str) -> str:
     parts = [part.strip() for part in str(text).split(",") if part.strip()]
     if not parts:
         raise ValueError("an empty model list; give a model folder or a cached Hugging Face id")
-    for part in parts:
-        problem = option_problem(part)
-        if problem:
-            raise ValueError(problem)
+    problem = next(filter(None, map(option_problem, parts)), None)
+    if problem:
+        raise ValueError(problem)
     return ",".join(parts)
 
 
@@ -185,11 +187,10 @@ FINETUNE_METHODS = ("full", "lora")
 
 def parse_finetune_methods(text: str) -> tuple[str, ...]:
     """``--genai-finetune-methods``: a comma-separated subset of full, lora (order kept, repeats dropped)."""
-    methods = tuple(m.strip().lower() for m in str(text).split(",") if m.strip())
-    bad = [m for m in methods if m not in FINETUNE_METHODS]
+    methods, bad = _comma_list(text, FINETUNE_METHODS)
     if not methods or bad:
         raise ValueError(f"{text!r}: use a comma-separated subset of {', '.join(FINETUNE_METHODS)} (e.g. full,lora)")
-    return tuple(dict.fromkeys(methods))
+    return methods
 
 
 def parse_timeout(text: str) -> float:
@@ -206,7 +207,7 @@ def parse_timeout(text: str) -> float:
 
 def parse_store(text: str) -> str:
     """``--genai-store``: a SQLAlchemy URL, or a file path for a SQLite store (made absolute)."""
-    from pytest_genai.store.location import normalize_url, store_label
+    from pytest_genai.store.location import normalize_url, sqlite_file, store_label
 
     url = normalize_url(text)
     try:  # checked now: a URL no dialect serves was found only after every benchmark ran ("run not stored")
@@ -218,8 +219,6 @@ def parse_store(text: str) -> str:
     except Exception as exc:  # ArgumentError (not a URL), NoSuchModuleError (no such dialect)
         raise ValueError(f"{store_label(url)}: not a database URL SQLAlchemy can open ({type(exc).__name__}); give "
                          "sqlite:///PATH, postgresql+psycopg://USER@HOST/DB or a file path") from None
-    from pytest_genai.store.location import sqlite_file
-
     path = sqlite_file(url)
     if path and os.path.isdir(path):  # found only at the session's end before ("run not stored")
         raise ValueError(f"{path}: is a folder, not a database file; give a file path, e.g. {path.rstrip('/')}"
@@ -291,17 +290,8 @@ def given(config: Any, name: str) -> bool:
     return _given_value(config, name)[0] is not None
 
 
-def _ini(config: Any, ini: str) -> Any:
-    """``config.getini(ini)``; a native-TOML value that is not a string is a setting error naming it."""
-    try:
-        return config.getini(ini)
-    except TypeError as exc:
-        raise SettingError(f"ini setting {ini}: {exc}; write the value as a string, e.g. {ini} = \"200\"") from None
-
-
 def resolve_all(config: Any, env: Any = None) -> dict[str, Any]:
-    """Every setting (see :func:`resolve`); in a multi-node Slurm step, unset ``nnodes`` and ``rdzv_endpoint`` come
-    from Slurm."""
+    """Every setting (see :func:`resolve`); in a Slurm step, unset ``nnodes`` and ``rdzv_endpoint`` come from Slurm."""
     values = {name: resolve(config, name) for name in SETTINGS}
     if not given(config, "nnodes") and not given(config, "rdzv_endpoint"):
         from pytest_genai.runtime import slurm
@@ -323,7 +313,10 @@ def _given_value(config: Any, name: str) -> tuple[Any, str | None]:
         return raw, f"command-line option {option}"
     if env and os.environ.get(env):
         return os.environ[env], f"environment variable {env}"
-    value = _ini(config, ini) if ini else None
+    try:
+        value = config.getini(ini) if ini else None
+    except TypeError as exc:  # a native-TOML value that is not a string
+        raise SettingError(f"ini setting {ini}: {exc}; write the value as a string, e.g. {ini} = \"200\"") from None
     return (value, f"ini setting {ini}") if value else (None, None)
 
 
@@ -334,12 +327,10 @@ def source_of(config: Any, name: str) -> str:
 
 def resolve(config: Any, name: str) -> Any:
     """The value of setting ``name``: command line, then environment, then ini file, then the default."""
-    _option, _env, _ini_key, parser, default = SETTINGS[name]
+    parser, default = SETTINGS[name][3:]
     raw, where = _given_value(config, name)
-    if raw is None:
-        return default
-    if parser is None or not isinstance(raw, str):
-        return raw
+    if raw is None or parser is None or not isinstance(raw, str):
+        return default if raw is None else raw
     try:
         return parser(raw)
     except ValueError as exc:

@@ -1,7 +1,7 @@
-"""The run's output files: the real path behind ``--benchmark-json``, and the configure-time checks that an output
-can be written (and is not one of the run's inputs), so a long benchmark run never ends by losing its results."""
+"""The run's output files: ``--benchmark-json``'s real path, and start-time checks that an output can be written."""
 from __future__ import annotations
 
+import io
 import os
 from typing import Any, Iterable
 
@@ -9,21 +9,17 @@ STDOUT = "-"
 
 
 def benchmark_json_path(value: Any, base: str | os.PathLike) -> str | None:
-    """The absolute path that ``--benchmark-json`` names, whether pytest-benchmark stored a path or a file handle
-    (whose ``name`` is the path as typed, relative to ``base``); :data:`STDOUT` for ``-``; None when not given."""
+    """The absolute path ``--benchmark-json`` names (a path, or a handle named relative to ``base``), or STDOUT."""
     if value is None:
         return None
+    name = getattr(value, "name", None)  # a file object's
     if isinstance(value, (str, bytes, os.PathLike)):
-        raw: Any = os.fsdecode(value)
-    else:  # a file object
-        raw = getattr(value, "name", None)
-        if isinstance(raw, bytes):
-            raw = os.fsdecode(raw)
-        if not isinstance(raw, str) or raw.startswith("<"):  # '<stdout>', or an fd number: no path to write
-            return STDOUT
-    if raw == STDOUT:
+        raw = os.fsdecode(value)
+    elif not isinstance(name, (str, bytes)) or os.fsdecode(name).startswith("<"):  # '<stdout>', an fd: no path
         return STDOUT
-    return os.path.normpath(os.path.join(os.fspath(base), os.path.expanduser(raw)))
+    else:
+        raw = os.fsdecode(name)
+    return STDOUT if raw == STDOUT else os.path.normpath(os.path.join(os.fspath(base), os.path.expanduser(raw)))
 
 
 def output_file_problem(path: str) -> str | None:
@@ -31,9 +27,9 @@ def output_file_problem(path: str) -> str | None:
     folder = os.path.dirname(path) or "."
     if os.path.isdir(path):
         return "is a folder; give a file path"
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        return f"{folder} is not a folder; choose another path"
     if not os.path.isdir(folder):
-        if os.path.exists(folder):
-            return f"{folder} is not a folder; choose another path"
         return f"the folder {folder} does not exist; create it first (mkdir -p {folder}) or choose another path"
     if not os.access(folder, os.W_OK | os.X_OK):
         return f"the folder {folder} is not writable; choose a writable path"
@@ -57,8 +53,7 @@ def clashing_input(output: str, inputs: Iterable[tuple[str, str | None]]) -> str
 
 
 def node_path(raw: str, env: Any = None) -> str:
-    """``{node}`` in an output path becomes this node's rank (``SLURM_NODEID``, torchrun's ``NODE_RANK``, else 0),
-    so ``srun pytest ... --benchmark-json 'results/run-{node}.json'`` writes one file per node."""
+    """``{node}`` in an output path becomes this node's rank (``SLURM_NODEID``, ``NODE_RANK``, else 0)."""
     if "{node}" not in raw:
         return raw
     from pytest_genai.runtime.slurm import node_label
@@ -67,13 +62,13 @@ def node_path(raw: str, env: Any = None) -> str:
 
 
 class AtomicJsonOutput:
-    """What ``--benchmark-json PATH`` gives pytest-benchmark instead of ``argparse.FileType('wb')``, which truncates
-    the file at start-up: the file is replaced atomically at the end, so a killed run never leaves a 0-byte file."""
+    """``--benchmark-json PATH``'s type instead of ``argparse.FileType('wb')``, which truncates the file at start-up:
+    the file is replaced atomically at the end, so a killed run never leaves a 0-byte file."""
 
     def __init__(self, raw: str) -> None:
         self.name = raw  # as typed, like a file object's name
         self.path = os.path.abspath(os.path.expanduser(raw))
-        self._buffer: Any = None
+        self._buffer = io.BytesIO()
 
     @classmethod
     def from_arg(cls, raw: str) -> Any:
@@ -90,37 +85,32 @@ class AtomicJsonOutput:
         return self.name
 
     def __enter__(self) -> "AtomicJsonOutput":
-        import io
-
         self._buffer = io.BytesIO()
         return self
 
     def write(self, data: bytes) -> int:
-        if self._buffer is None:
-            self.__enter__()
         return self._buffer.write(data)
 
     def flush(self) -> None:
         pass
 
     def close(self) -> None:
-        if self._buffer is not None and self._buffer.tell():
+        if self._buffer.tell():
             from pytest_genai.atomic import write_bytes_atomic
 
             write_bytes_atomic(self.path, self._buffer.getvalue())
-        self._buffer = None
+        self._buffer = io.BytesIO()
 
     def __exit__(self, exc_type: Any, *rest: Any) -> bool:
         if exc_type is None:
             self.close()
-        self._buffer = None
+        self._buffer = io.BytesIO()
         return False
 
 
 def make_benchmark_json_atomic(parser: Any) -> bool:
     """Swap ``--benchmark-json``'s argparse type for :class:`AtomicJsonOutput` (True when the option was found)."""
-    optparser = getattr(parser, "optparser", None)
-    for action in getattr(optparser, "_actions", ()):
+    for action in getattr(getattr(parser, "optparser", None), "_actions", ()):
         if "--benchmark-json" in action.option_strings:
             action.type = AtomicJsonOutput.from_arg
             return True

@@ -1,7 +1,4 @@
-"""``reference`` verdicts in a session: a benchmark that matches a published row gets that row's verdict in its
-``claims``, judged as ``pytest-genai reference check`` judges a run file; never a failed test. The rows are the
-shipped ones plus those of the files ``GENAI_REFERENCE_ROWS`` names (``os.pathsep``-joined).
-"""
+"""``reference`` verdicts in a session, as ``pytest-genai reference check`` judges a run file; never a failed test."""
 from __future__ import annotations
 
 import functools
@@ -33,16 +30,11 @@ def _counterparts(extra: str) -> tuple[Any, ...]:
     return tuple(counterparts(rows))
 
 
-def session_counterparts(extra: str | None = None) -> tuple[Any, ...]:
-    """The counterparts this session judges against (``extra``: rows files, default ``GENAI_REFERENCE_ROWS``'s)."""
-    return _counterparts(os.environ.get(ROWS_ENV, "") if extra is None else extra)
-
-
 def reference_verdicts(genai: Mapping[str, Any], name: str, stall_share: float | None = None,
                        extra: str | None = None) -> list[Any]:
-    """The ``reference`` verdicts of one benchmark's ``extra_info["genai"]``; ``stall_share``: the test's CPU
-    contention; ``extra``: the session's ``--genai-reference-rows``."""
-    found = [c for c in session_counterparts(extra) if c.row.experiment == genai.get("experiment")]
+    """The verdicts of the shipped rows and ``extra``'s (default: ``GENAI_REFERENCE_ROWS``'s) on one benchmark."""
+    extra = os.environ.get(ROWS_ENV, "") if extra is None else extra
+    found = [c for c in _counterparts(extra) if c.row.experiment == genai.get("experiment")]
     if not found or not genai.get("metrics"):
         return []
     from pytest_genai.reference.claims import check_run

@@ -42,17 +42,11 @@ class SessionState:
     def required_problems(self, kinds: tuple[str, ...]) -> list[str]:
         """One line per required kind that is absent or broken, naming why."""
         results = self.probe_results()
-        problems = []
-        for kind in kinds:
-            result = results.get(kind)
-            if result is None:
-                problems.append(f"{kind} is required but has no probe registered")
-            elif result.broken:
-                problems.append(f"{kind} is required but broken ({result.error}); repair the driver or SDK "
-                                "installation (`pytest-genai devices` reruns the probe)")
-            elif not result.available:
-                problems.append(f"{kind} is required but absent ({result.reason}); to enable: {ENABLE_HINTS[kind]}")
-        return problems
+        return [f"{kind} is required but has no probe registered" if r is None else
+                f"{kind} is required but broken ({r.error}); repair the driver or SDK installation "
+                "(`pytest-genai devices` reruns the probe)" if r.broken else
+                f"{kind} is required but absent ({r.reason}); to enable: {ENABLE_HINTS[kind]}"
+                for kind, r in zip(kinds, map(results.get, kinds)) if r is None or r.broken or not r.available]
 
     def broken(self) -> dict[str, str]:
         """Kind -> the probe's error, for the kinds whose probe failed; empty when no probe has run yet."""
@@ -62,13 +56,11 @@ class SessionState:
     def device(self, kind: str) -> Device:
         """The first device of ``kind`` (the CPU's spec measured once); raises :class:`DeviceBroken` or LookupError."""
         if kind not in self._devices:
-            result = self.probe_results().get(kind)
-            if result is None:  # a pytest_genai_probes hook removed it
-                raise LookupError(f"{kind}: no probe registered")
-            if result.broken:
+            result = self.probe_results().get(kind)  # None: a pytest_genai_probes hook removed it
+            if result is not None and result.broken:
                 raise DeviceBroken(broken_message(result))
-            if not result.devices:
-                raise LookupError(skip_reason(result))
+            if result is None or not result.devices:
+                raise LookupError(self.skip_reason(kind))
             device = result.devices[0]
             if device.kind == "cpu" and device.spec is None:
                 from pytest_genai.devices.cpu_probe import measure_cpu_spec
@@ -78,12 +70,9 @@ class SessionState:
         return self._devices[kind]
 
     def machine_info(self) -> dict[str, Any]:
-        found, absent = [], {}
-        for kind, result in self.probe_results().items():
-            if result.available:
-                found.extend(d.to_json() for d in result.devices)
-            else:
-                absent[kind] = result.reason
+        results = self.probe_results()
+        found = [d.to_json() for result in results.values() if result.available for d in result.devices]
+        absent = {kind: result.reason for kind, result in results.items() if not result.available}
         for entry in found:  # the CPU's measured spec, if it was measured this session
             dev = self._devices.get(entry["kind"])
             if dev is not None and dev.index == entry["index"] and dev.spec is not None:

@@ -1,7 +1,4 @@
-"""``--genai-store URL``: this session's run written into the results store after pytest-benchmark wrote its JSON
-(so a store that cannot be reached never costs the JSON); the stored document is the ``--benchmark-json`` file's
-where there is one, so a later ``store add`` of it is a no-op.
-"""
+"""``--genai-store URL``: this session's run stored after its JSON was written (an unreachable store never costs it)."""
 from __future__ import annotations
 
 import os
@@ -18,10 +15,9 @@ def session_command(args: Any) -> str:
 
 
 def store_session(config: Any, state: Any, url: str, benchmark_json: str | None) -> Added | None:
-    """Add this session's run to the store at ``url``; None when no benchmark ran (nothing to store)."""
+    """Add this session's run (the --benchmark-json file, if any) to the store at ``url``; None when none ran."""
     from pytest_genai.plugin.outputs import STDOUT
     from pytest_genai.plugin.session_report import SESSION_SOURCE, session_json
-
     from pytest_genai.store.engine import open_store
     from pytest_genai.store.write import add_document, add_file
 

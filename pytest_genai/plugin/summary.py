@@ -1,15 +1,11 @@
-"""The terminal summary's closing tables: claim verdicts and each benchmark's main metric (rendered by
-:func:`pytest_genai.tables.text_table`)."""
+"""The terminal summary's closing tables: claim verdicts and each benchmark's main metric."""
 from __future__ import annotations
 
+import collections
 from typing import Any, Iterable, Mapping
 
 from pytest_genai.results.runs import genai_of, recorded_metrics
 from pytest_genai.tables import bound_text, text_table
-
-
-def _bound(v: dict[str, Any]) -> str:
-    return bound_text(v.get("min"), v.get("max"))
 
 
 def _interval(v: dict[str, Any]) -> str:
@@ -24,24 +20,18 @@ def _interval(v: dict[str, Any]) -> str:
 BASIS_ORDER = {"paper": 0, "physics": 1, "target": 2, "reference": 3}
 
 
-def _verdict(v: dict[str, Any]) -> str:
-    stall = v.get("cpu_stall")
-    return v["verdict"].upper() + (f" (CPU stall {stall:.0%})" if stall is not None else "")
-
-
 def claims_table(verdicts: list[dict[str, Any]], not_applicable: int = 0) -> list[str]:
     """The closing table of claim verdicts, paper claims first."""
     rows = []
     for v in sorted(verdicts, key=lambda v: BASIS_ORDER.get(v.get("basis", "paper"), 3)):
-        measured = v.get("measured")
+        measured, stall = v.get("measured"), v.get("cpu_stall")
         rows.append([v["id"], v.get("basis", "paper"), v.get("device", "-"),
-                     "-" if measured is None else f"{measured:.4g}", _interval(v), _bound(v),
-                     _verdict(v), v.get("nodeid", "").split("::")[-1]])
+                     "-" if measured is None else f"{measured:.4g}", _interval(v),
+                     bound_text(v.get("min"), v.get("max")),
+                     v["verdict"].upper() + (f" (CPU stall {stall:.0%})" if stall is not None else ""),
+                     v.get("nodeid", "").split("::")[-1]])
     lines = text_table(["claim", "basis", "device", "measured", "interval (level)", "bound", "verdict", "test"], rows)
-    counts: dict[str, int] = {}
-    for v in verdicts:
-        key = f"{v.get('basis', 'paper')} {v['verdict']}"
-        counts[key] = counts.get(key, 0) + 1
+    counts = collections.Counter(f"{v.get('basis', 'paper')} {v['verdict']}" for v in verdicts)
     summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
     lines.append(f"{len(verdicts)} claim checks ({summary}); {not_applicable} not_applicable checks not shown "
                  "(scoped to another device, model or config; listed in each benchmark's JSON)")
@@ -53,36 +43,28 @@ def contention_line(records: Iterable[Mapping[str, Any]]) -> str | None:
     from pytest_genai.claims.check import contended_share, contention_note
 
     records = list(records)
-    shares = {}
-    for record in records:
-        share = contended_share((genai_of(record) or {}).get("attachments"))
-        if share is not None:
-            shares[record.get("fullname", record.get("name", "?"))] = share
-    return contention_note(shares, len(records))
+    names = [record.get("fullname", record.get("name", "?")) for record in records]
+    shares = [contended_share((genai_of(record) or {}).get("attachments")) for record in records]
+    return contention_note({name: share for name, share in zip(names, shares) if share is not None}, len(records))
 
 
 def main_metric(metrics: Mapping[str, Any]) -> str | None:
     """A benchmark's main metric: its quality, else its throughput, else its first one (None without any)."""
     from pytest_genai.results.registry import QUALITY_METRICS, THROUGHPUT_METRICS
 
-    for name in QUALITY_METRICS + THROUGHPUT_METRICS:
-        if name in metrics:
-            return name
-    return next(iter(metrics), None)
+    return next((name for name in QUALITY_METRICS + THROUGHPUT_METRICS if name in metrics), next(iter(metrics), None))
 
 
 def metrics_table(records: Iterable[Mapping[str, Any]], registry: Mapping[str, Any] | None = None,
                   walls: Mapping[str, float] | None = None) -> list[str]:
     """One row per benchmark: its main metric, and the test's wall seconds from ``walls`` by node id."""
-    rows = []
-    walls = walls or {}
+    rows, walls = [], walls or {}
     for record in records:
         wall = walls.get(record.get("fullname", ""))
         wall_text = "-" if wall is None else f"{wall:.1f}"
         genai = genai_of(record) or {}
         measured = recorded_metrics(genai)
-        name = main_metric(measured)
-        device = (genai.get("device") or {}).get("generation", "-")
+        name, device = main_metric(measured), (genai.get("device") or {}).get("generation", "-")
         if name is None:
             rows.append([record.get("name", "?"), device, "-", "-", "", "no metric recorded", wall_text])
             continue
