@@ -249,3 +249,16 @@ def test_the_gaudi_leg_runs_last_in_ci_from_its_lock_and_its_stand_in_never_ship
     shipped = find_packages(str(ROOT), include=include)
     assert shipped and not [p for p in shipped if "habana" in p or p.startswith("tests")]
     assert (ROOT / "tests" / "gaudi_standin" / "habana_frameworks" / "__init__.py").is_file()
+
+
+def test_every_mutation_still_targets_code_that_exists_once():
+    # The mutation check breaks code by literal replacement; code that moved makes its mutation a silent no-op.
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import mutation_check
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    for mutation in mutation_check.MUTATIONS:
+        text = (ROOT / mutation.file).read_text(encoding="utf-8")
+        assert text.count(mutation.old) == 1, f"{mutation.name}: its code is not in {mutation.file} exactly once"
+        assert all((ROOT / t).exists() for t in mutation.tests), mutation.name
