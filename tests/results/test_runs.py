@@ -197,6 +197,19 @@ def test_metrics_json_is_what_metrics_from_json_reads_back() -> None:
     assert warnings == []
 
 
+def test_a_record_hands_each_metric_as_one_measurement() -> None:
+    from pytest_genai.results.measurement import Measurement
+
+    entry = bench("test_q", metrics={"tokens_per_s": 100.0, "loss": 1.0}, sources={"tokens_per_s": "measured"},
+                  units={"tokens_per_s": "tokens/s"})
+    entry["extra_info"]["genai"]["metric_rounds"] = {"tokens_per_s": [99.0, 101.0]}
+    entry["extra_info"]["genai"]["metric_intervals"] = {"tokens_per_s": {"lo": 98.0, "hi": 102.0}}
+    (rec,) = run_from_json(run_doc([entry]), "x").records
+    tps = Measurement(100.0, "measured", "tokens/s", (99.0, 101.0), (98.0, 102.0))
+    assert rec.measurement("tokens_per_s") == tps and rec.measurement("gone") is None
+    assert rec.measurements == {"tokens_per_s": tps, "loss": Measurement(1.0, rec.sources.get("loss"))}
+
+
 def test_a_benchmark_entry_and_its_metrics_as_written() -> None:
     """The unchecked accessors: the genai object of an entry or a fixture, each metric's source and unit as written
     (None where none), and a metric's rounds and interval verbatim (``stats.data`` for the median round time)."""
