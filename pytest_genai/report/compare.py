@@ -207,7 +207,6 @@ class Sides:
 def normalise(base: Record, cur: Record, name: str, registered: str, timing_field: str = "") -> Sides:
     """``name``'s two sides in the registry's unit ``registered`` where both convert to it, as recorded where both
     spell an unknown unit alike, else refused. ``timing_field``: the pytest-benchmark statistic ``name`` stands for."""
-    # a side without the metric: the pytest-benchmark statistic it stands for, else none
     b, c = (r.measurement(name) or Measurement(r.timing.get(timing_field), unit=r.units.get(name)) for r in (base, cur))
     b_unit, c_unit = b.unit or registered, c.unit or registered
     target = registered or c_unit or b_unit

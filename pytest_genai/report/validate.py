@@ -18,10 +18,9 @@ def check_consistent(run: Run, info: Mapping[str, Any]) -> None:
     """Raise :class:`ReportInputError` at the first metric of ``run`` that cannot be a measurement: a non-positive
     or non-finite time, or a value outside its own rounds or its own interval."""
     for rec in run.records:
-        for name, m in rec.measurements.items():
-            where = f"{run.source}: benchmark {rec.label}, metric {name}"
-            value, rounds, ends = m.value, m.rounds, m.interval
-            unit = m.unit or getattr(info.get(name), "unit", "") or ""
+        for name, value in rec.metrics.items():
+            where, m = f"{run.source}: benchmark {rec.label}, metric {name}", rec.measurement(name)
+            unit, rounds, ends = m.unit or getattr(info.get(name), "unit", "") or "", m.rounds, m.interval
             if unit and UNIT_SCALES.get(unit.strip(), ("",))[0] == "time":
                 if value is None or not math.isfinite(value) or value <= 0:
                     raise ReportInputError(f"{where}: a time of {value} {unit} is not a measurement; record a "

@@ -8,13 +8,12 @@ import math
 import statistics
 from typing import Any, Sequence
 
+from .errors import ReportInputError
+from .registry import unit_factor
 from .runs import Record, Run
 
 
 def _factor(unit: str, target: str, name: str, rec: Record, label: str) -> float:
-    from .errors import ReportInputError
-    from .registry import unit_factor
-
     factor = unit_factor(unit, target) if unit and target else 1.0
     if factor is None:
         raise ReportInputError(f"{label}: benchmark {rec.label}, metric {name}: the runs record it in {unit!r} and "
@@ -32,7 +31,6 @@ def combine_runs(runs: Sequence[Run], label: str) -> Run:
         groups.setdefault((rec.key, rec.device and (rec.device.kind, rec.device.generation)), []).append(rec)
     records = []
     for recs in groups.values():
-        newest = recs[0]
         metrics: dict[str, float] = {}
         run_rounds: dict[str, tuple[tuple[float, ...], ...]] = {}
         units_of: dict[str, str] = {}
@@ -41,8 +39,8 @@ def combine_runs(runs: Sequence[Run], label: str) -> Run:
             if not finite:
                 metrics[name] = next(r.metrics[name] for r in recs if name in r.metrics)
                 continue
-            # the newest run's unit labels the baseline row
-            unit = next((m.unit for m in (newest.measurement(name), finite[0][1]) if m and m.unit), "")
+            # the newest run's (recs[0]) unit labels the baseline row
+            unit = next((m.unit for m in (recs[0].measurement(name), finite[0][1]) if m and m.unit), "")
             factors = [_factor(m.unit or unit, unit, name, r, label) for r, m in finite]
             metrics[name] = statistics.median(m.value * f for (_, m), f in zip(finite, factors))
             if len(finite) >= 2:
@@ -50,7 +48,7 @@ def combine_runs(runs: Sequence[Run], label: str) -> Run:
                                          for (_, m), f in zip(finite, factors))
             units_of[name] = unit
         records.append(dataclasses.replace(
-            newest, metrics=metrics, run_rounds=run_rounds,
+            recs[0], metrics=metrics, run_rounds=run_rounds,
             sources={k: v for r in reversed(recs) for k, v in r.sources.items()},
             units={**{k: v for r in reversed(recs) for k, v in r.units.items()}, **units_of}))
     first, warnings = runs[0], tuple(w for run in runs for w in run.warnings)

@@ -103,11 +103,6 @@ class Record:
         maps = (self.sources, self.units, self.rounds, self.intervals)
         return Measurement(self.metrics[name], *(m.get(name) for m in maps)) if name in self.metrics else None
 
-    @property
-    def measurements(self) -> dict[str, Measurement]:
-        """Every metric's :meth:`measurement`, in recorded order."""
-        return {name: m for name in self.metrics if (m := self.measurement(name)) is not None}
-
 
 def model_label(model: str | None, config: Mapping[str, Any]) -> str:
     """``llama-3.1-8b (tiny random)``: a model that ran random weights says so, with its scale (``full`` reads
