@@ -40,11 +40,11 @@ def pairs(runs: Iterable[Any], found: Sequence[Counterpart]) -> list[Pair]:
                 verdict = check_record(record, c)
                 if verdict is None:
                     continue
-                rounds = record.rounds.get(c.metric)
-                iv = median_interval(rounds) if rounds else None
+                m = record.measurement(c.metric)  # a verdict: the record has the metric
+                iv = median_interval(m.rounds) if m.rounds else None
                 generation = record.device.generation if record.device else "-"
                 out.append(Pair(run.source, f"{record.label} · {generation}", c.metric,
-                                c.row.units.get(c.metric, ""), record.metrics[c.metric],
+                                c.row.units.get(c.metric, ""), m.value,
                                 iv.lo if iv else None, iv.hi if iv else None, c.published, c.claim().min or 0.0,
                                 verdict.verdict, c.row.provenance.text()))
     return out

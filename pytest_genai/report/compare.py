@@ -18,6 +18,7 @@ from pytest_genai.stats import Interval, bootstrap_ratio_interval, run_spread_in
 from .decision import ALPHA, IMPROVED, INCONCLUSIVE, UNCHANGED, decide, ratio_verdict, z_ppf
 from .deltas import is_regression, relative_change
 from .matching import Pair, match_records
+from pytest_genai.results.measurement import Measurement
 from pytest_genai.results.registry import UNIT_SCALES, MetricInfo, unit_factor
 from pytest_genai.results.runs import Record, Run
 from .thresholds import Thresholds
@@ -206,26 +207,25 @@ class Sides:
 def normalise(base: Record, cur: Record, name: str, registered: str, timing_field: str = "") -> Sides:
     """``name``'s two sides in the registry's unit ``registered`` where both convert to it, as recorded where both
     spell an unknown unit alike, else refused. ``timing_field``: the pytest-benchmark statistic ``name`` stands for."""
-    b_unit, c_unit = base.units.get(name) or registered, cur.units.get(name) or registered
+    b, c = (r.measurement(name) or Measurement(r.timing.get(timing_field), unit=r.units.get(name)) for r in (base, cur))
+    b_unit, c_unit = b.unit or registered, c.unit or registered
     target = registered or c_unit or b_unit
     if b_unit == c_unit and unit_factor(b_unit, target) is None:
         target = b_unit
     bf, cf = (unit_factor(u, target) if u and target else 1.0 for u in (b_unit, c_unit))
-    b_val, c_val = (r.metrics.get(name, r.timing.get(timing_field)) for r in (base, cur))
     if bf is None or cf is None:
         why = (f"the baseline records it in {b_unit!r}, the current run in {c_unit!r}"
                + (f" (the registry: {registered!r})" if registered and registered not in (b_unit, c_unit) else "")
                + ": no known conversion, so the values are not compared — record both in one unit")
-        return Sides(target, b_val, c_val, note=why, refused=True)
+        return Sides(target, b.value, c.value, note=why, refused=True)
 
     def scale(x: Any, f: float) -> Any:  # a value, or a sequence of them
         return x if x is None or f == 1.0 else x * f if isinstance(x, (int, float)) else tuple(v * f for v in x)
 
     notes = [f"the {side}'s {unit} converted to {target}"
              for side, unit, f in (("baseline", b_unit, bf), ("current run", c_unit, cf)) if f != 1.0]
-    return Sides(target, scale(b_val, bf), scale(c_val, cf),
-                 (scale(base.rounds.get(name), bf), scale(cur.rounds.get(name), cf)),
-                 (scale(base.intervals.get(name), bf), scale(cur.intervals.get(name), cf)),
+    return Sides(target, scale(b.value, bf), scale(c.value, cf), (scale(b.rounds, bf), scale(c.rounds, cf)),
+                 (scale(b.interval, bf), scale(c.interval, cf)),
                  tuple(tuple(scale(r, bf)) for r in base.run_rounds.get(name, ())), _join(*notes))
 
 

@@ -46,11 +46,10 @@ def compare_many(runs: Sequence[Run], metrics: Sequence[str] = (), labels: Seque
     for rec in first.records:
         recs = [p.get(id(rec)) for p in partner]
         for name in dict.fromkeys(m for r in recs if r is not None for m in r.metrics if not metrics or m in metrics):
-            have = [r for r in recs if r is not None and name in r.metrics]
-            unit = next((r.units[name] for r in have if r.units.get(name)), "")
-            source = "/".join(sorted({r.sources.get(name, "measured") for r in have}))
-            values = tuple(None if r is None else r.metrics.get(name) for r in recs)
-            rows.append(MultiRow(rec.label, rec.experiment, name, unit, source, values))
+            ms = [r and r.measurement(name) for r in recs]  # None where the run has no such benchmark or metric
+            unit = next((m.unit for m in ms if m and m.unit), "")
+            source = "/".join(sorted({"measured" if m.source is None else m.source for m in ms if m}))
+            rows.append(MultiRow(rec.label, rec.experiment, name, unit, source, tuple(m and m.value for m in ms)))
     lonely = sum(all(id(r) not in p for p in partner[1:]) for r in first.records) if len(runs) > 1 else 0
     names = list(labels) if labels else ["+".join(g) if (g := r.generations) else "no device" for r in runs]
     if len(set(names)) < len(names):  # two runs on one generation: number them

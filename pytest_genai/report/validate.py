@@ -19,9 +19,8 @@ def check_consistent(run: Run, info: Mapping[str, Any]) -> None:
     or non-finite time, or a value outside its own rounds or its own interval."""
     for rec in run.records:
         for name, value in rec.metrics.items():
-            where = f"{run.source}: benchmark {rec.label}, metric {name}"
-            unit = rec.units.get(name) or getattr(info.get(name), "unit", "") or ""
-            rounds = rec.rounds.get(name)
+            where, m = f"{run.source}: benchmark {rec.label}, metric {name}", rec.measurement(name)
+            unit, rounds, ends = m.unit or getattr(info.get(name), "unit", "") or "", m.rounds, m.interval
             if unit and UNIT_SCALES.get(unit.strip(), ("",))[0] == "time":
                 if value is None or not math.isfinite(value) or value <= 0:
                     raise ReportInputError(f"{where}: a time of {value} {unit} is not a measurement; record a "
@@ -35,7 +34,6 @@ def check_consistent(run: Run, info: Mapping[str, Any]) -> None:
                 raise ReportInputError(f"{where}: the value {value:g} lies outside its own rounds "
                                        f"[{min(rounds):g}, {max(rounds):g}]; record the statistic of the rounds "
                                        "(their median) as the value, or the rounds of that value")
-            ends = rec.intervals.get(name)
             if ends and not _inside(value, ends[0], ends[1]):
                 raise ReportInputError(f"{where}: the value {value:g} lies outside its own interval "
                                        f"[{ends[0]:g}, {ends[1]:g}] (metric_intervals); record the interval of that "

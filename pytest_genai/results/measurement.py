@@ -22,7 +22,7 @@ class Measurement:
     source: str | None = None  # measured / modeled / spec / config; None: the registry's, else from the name
     unit: str | None = None
     rounds: tuple[float, ...] | None = None  # every interleaved round's value (its median interval is recorded)
-    interval: Interval | None = None
+    interval: Interval | tuple[float, float] | None = None  # a Record's: the recorded (lo, hi)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -98,6 +98,11 @@ class Record:
         """The model as a person reads it: :func:`model_label`."""
         return model_label(self.model, self.config)
 
+    def measurement(self, name: str) -> Measurement | None:
+        """Metric ``name`` with its source, unit, rounds and interval (its ``(lo, hi)``); None where not recorded."""
+        maps = (self.sources, self.units, self.rounds, self.intervals)
+        return Measurement(self.metrics[name], *(m.get(name) for m in maps)) if name in self.metrics else None
+
 
 def model_label(model: str | None, config: Mapping[str, Any]) -> str:
     """``llama-3.1-8b (tiny random)``: a model that ran random weights says so, with its scale (``full`` reads

@@ -7,7 +7,8 @@ import pytest
 
 from pytest_genai.results.errors import ReportInputError
 from pytest_genai.report.matching import match_records
-from pytest_genai.results.runs import BENCH_MEDIAN_METRIC, load_run, run_from_json
+from pytest_genai.results.measurement import Measurement
+from pytest_genai.results.runs import BENCH_MEDIAN_METRIC, Record, load_run, run_from_json
 
 from .runfiles import bench, run_doc, write_run
 
@@ -180,7 +181,6 @@ def test_rounds_are_read_where_two_or_more_finite_numbers_were_recorded() -> Non
 
 def test_metrics_json_is_what_metrics_from_json_reads_back() -> None:
     """The recorder's writer and the reader are one pair: each measurement comes back whole."""
-    from pytest_genai.results.measurement import Measurement
     from pytest_genai.results.runs import metrics_from_json, metrics_json
     from pytest_genai.stats import median_interval
 
@@ -197,12 +197,18 @@ def test_metrics_json_is_what_metrics_from_json_reads_back() -> None:
     assert warnings == []
 
 
+def test_a_record_hands_each_metric_as_one_measurement() -> None:
+    rec = Record("t", "t", "x", None, None, {}, {"tps": 100.0, "loss": 1.0}, {"tps": "measured"}, {"tps": "tokens/s"},
+                 rounds={"tps": (99.0, 101.0)}, intervals={"tps": (98.0, 102.0)})
+    assert rec.measurement("tps") == Measurement(100.0, "measured", "tokens/s", (99.0, 101.0), (98.0, 102.0))
+    assert rec.measurement("loss") == Measurement(1.0) and rec.measurement("gone") is None
+
+
 def test_a_benchmark_entry_and_its_metrics_as_written() -> None:
     """The unchecked accessors: the genai object of an entry or a fixture, each metric's source and unit as written
     (None where none), and a metric's rounds and interval verbatim (``stats.data`` for the median round time)."""
     from types import SimpleNamespace
 
-    from pytest_genai.results.measurement import Measurement
     from pytest_genai.results.runs import benchmark_json, genai_of, recorded_metrics, recorded_spread
 
     genai = {"metrics": {"a": 1.0, "b": 2}, "metric_sources": {"a": "measured"}, "metric_units": {"a": "s"},
