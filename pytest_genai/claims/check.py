@@ -13,7 +13,6 @@ from pytest_genai.claims.model import Claim
 from pytest_genai.stats import Interval
 
 PASS, FAIL, INCONCLUSIVE, NOT_APPLICABLE = "pass", "fail", "inconclusive", "not_applicable"
-VERDICTS = (PASS, FAIL, INCONCLUSIVE, NOT_APPLICABLE)
 #: Past this CPU-stall share a timing verdict reads inconclusive: the interval covers noise between rounds, not a load.
 CONTENDED_SHARE = 0.3
 #: An interval with lower coverage decides nothing (the median's interval reaches 94% only from 5 rounds).
@@ -59,10 +58,8 @@ def _outside(claim: Claim, x: float) -> str | None:
 
 def check_value(claim: Claim, measured: float, interval: Interval | None = None,
                 stall_share: float | None = None) -> Verdict:
-    """Compare ``measured`` (and, for timing claims, its ``interval``) with the claim's inclusive bounds.
-
-    ``stall_share``: the share of the measurement a task waited for a CPU (None: unknown).
-    """
+    """Compare ``measured`` (and its ``interval`` over rounds) with the claim's inclusive bounds; ``stall_share``: the
+    share of the measurement a task waited for a CPU (None: unknown)."""
     number = isinstance(measured, (int, float)) and not isinstance(measured, bool)
     detail = claim.paper_text or (f"paper value {claim.paper_value:g}" if claim.paper_value is not None else "")
     suffix = f" ({claim.source}: {detail})" if detail and claim.basis == "paper" else f" ({claim.source})"
@@ -117,8 +114,7 @@ def _examples_hint(claim: Claim, interval: Interval) -> str:
 
 
 def contended_share(attachments: Mapping[str, Any] | None) -> float | None:
-    """A benchmark's CPU-stall share (its ``cpu_contention`` attachment) when past :data:`CONTENDED_SHARE`, else
-    None (idle, or not measured: no PSI, or numbers read from another machine's files)."""
+    """A benchmark's CPU-stall share (``cpu_contention`` attachment) past :data:`CONTENDED_SHARE`, else None."""
     reading = (attachments or {}).get("cpu_contention")
     share = reading.get("stall_share_measured") if isinstance(reading, Mapping) else None
     if isinstance(share, (int, float)) and not isinstance(share, bool) and share > CONTENDED_SHARE:
@@ -127,8 +123,7 @@ def contended_share(attachments: Mapping[str, Any] | None) -> float | None:
 
 
 def contention_note(shares: Mapping[str, float], benchmarks: int) -> str | None:
-    """One line for a run's summary: how many of its ``benchmarks`` were measured contended (``shares``: name ->
-    stall share past :data:`CONTENDED_SHARE`) and what that does to their verdicts; None when none was."""
+    """A run summary's line on its contended benchmarks (``shares``: name -> stall share), None when none was."""
     if not shares:
         return None
     lo, hi = min(shares.values()), max(shares.values())

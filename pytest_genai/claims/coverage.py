@@ -33,24 +33,19 @@ def claim_kinds(claim: Claim) -> set[str] | None:
     from pytest_genai.devices.specs import load_specs
 
     specs = load_specs()
-    kinds = set()
     for name in claim.devices:
-        if name in KINDS:
-            kinds.add(name)
-        elif name in specs:
-            kinds.add(specs[name].kind)
-        else:
+        if name not in KINDS and name not in specs:
             raise ValueError(f"claim {claim.id}: device {name!r} is neither a device kind ({', '.join(KINDS)}) nor "
                              f"a generation in devices/data/specs.toml")
-    return kinds
+    return {name if name in KINDS else specs[name].kind for name in claim.devices}
 
 
 def checkers_by_claim(markers: Iterable[Mapping[str, Any]]) -> dict[str, list[Checker]]:
     """``{claim id: [Checker, ...]}`` from collected markers ``{"test", "ids", "kinds"}``."""
     out: dict[str, list[Checker]] = {}
     for m in markers:
+        checker = Checker(m["test"], tuple(m["kinds"]))
         for cid in m["ids"]:
-            checker = Checker(m["test"], tuple(m["kinds"]))
             if checker not in out.setdefault(cid, []):
                 out[cid].append(checker)
     return out

@@ -30,8 +30,6 @@ SOURCES = ("measured", "modeled", "spec", "config", "reference")
 EXPERIMENTS = NAMES  # a claim's ``experiment`` must be one of them
 BASIS_WORDS = {"target": "project target, not a paper claim", "physics": "physics check, not a paper claim",
                "reference": "a vendor's published measurement, not a paper claim"}
-_BASIS_HINT = (" (paper: the paper's number or statement; target: our goal; physics: a check any correct measurement "
-               "passes; reference: a vendor's published number)")
 
 
 class ClaimsError(ValueError):
@@ -54,10 +52,6 @@ class MetricDef:
     numerator: str | None = None
     optional: bool = False  # recorded only where the machine can measure it: absent is listed, not failed
     contention_free: bool = False  # an instruction count: the gate's pressure rule does not hold it back
-
-    @property
-    def higher_is_better(self) -> bool | None:
-        return {"higher": True, "lower": False}.get(self.direction)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,17 +157,15 @@ def _text(entry: Mapping[str, Any], field: str, where: str, hint: str = "", empt
     return value
 
 
-def _bool(entry: Mapping[str, Any], field: str, where: str, default: bool = False) -> bool:
+def _field(entry: Mapping[str, Any], field: str, where: str, ok: Any, wants: str = "", default: Any = None) -> Any:
+    """``entry[field]`` (``default`` when absent) if ``ok`` (a test, or the allowed values) accepts it."""
     value = entry.get(field, default)
-    if not isinstance(value, bool):
-        raise ClaimsError(f"{where}: field {field!r} must be true or false, got {value!r}")
+    if not (ok(value) if callable(ok) else value in ok):
+        raise ClaimsError(f"{where}: field {field!r} {wants or f'must be one of {ok}'}, got {value!r}")
     return value
 
 
-def _choice(value: Any, choices: tuple[str, ...], where: str, field: str, hint: str = "") -> Any:
-    if value not in choices:
-        raise ClaimsError(f"{where}: field {field!r} must be one of {choices}{hint}, got {value!r}")
-    return value
+_TRUE_FALSE = (lambda value: isinstance(value, bool), "must be true or false")
 
 
 def _tables(data: Mapping[str, Any], file: str, what: str, key: str, allowed: set[str],
@@ -200,23 +192,17 @@ def parse_metrics(data: Mapping[str, Any], file: str) -> dict[str, MetricDef]:
     metrics: dict[str, MetricDef] = {}
     allowed = {f.name for f in dataclasses.fields(MetricDef)}
     for entry, name, where in _tables(data, file, "metric", "name", allowed, "defined twice in the same file"):
-        direction = _choice(entry.get("direction"), DIRECTIONS, where, "direction")
+        direction = _field(entry, "direction", where, DIRECTIONS)
         unit = _text(entry, "unit", where, " (use \"1\" for a dimensionless ratio)", empty=True)
-        flags = {flag: _bool(entry, flag, where) for flag in ("timing", "machine_normalized", "measured_inputs",
-                                                               "optional", "contention_free")}
-        source = entry.get("source")
-        if source is not None:
-            _choice(source, SOURCES, where, "source")
-        limit = entry.get("max_regression")
-        if limit is not None and not (_number(limit) and 0 <= limit < 1):
-            raise ClaimsError(f"{where}: field 'max_regression' must be a fraction in [0, 1) (0.005 = 0.5%), "
-                              f"got {limit!r}")
+        flags = {flag: _field(entry, flag, where, *_TRUE_FALSE, default=False)
+                 for flag in ("timing", "machine_normalized", "measured_inputs", "optional", "contention_free")}
+        source = _field(entry, "source", where, lambda v: v is None or v in SOURCES, f"must be one of {SOURCES}")
+        limit = _field(entry, "max_regression", where, lambda v: v is None or (_number(v) and 0 <= v < 1),
+                       "must be a fraction in [0, 1) (0.005 = 0.5%)")
         if flags["machine_normalized"] and not flags["timing"]:
             raise ClaimsError(f"{where}: 'machine_normalized = true' is for a timing ratio; add 'timing = true'")
-        numerator = entry.get("numerator")
-        if numerator is not None and (not isinstance(numerator, str) or not numerator or numerator == name):
-            raise ClaimsError(f"{where}: field 'numerator' must name another metric (\"achieved_tflops\"), "
-                              f"got {numerator!r}")
+        numerator = _field(entry, "numerator", where, lambda v: v is None or isinstance(v, str) and v not in ("", name),
+                           "must name another metric (\"achieved_tflops\")")
         metrics[name] = MetricDef(name, unit, direction, str(entry.get("description", "")), source=source,
                                   max_regression=None if limit is None else float(limit), numerator=numerator,
                                   **flags)
@@ -267,23 +253,15 @@ def parse_claims(data: Mapping[str, Any], file: str, metrics: Mapping[str, Metri
             raise ClaimsError(f"{where}: needs a bound: field 'min' and/or 'max'")
         if lo is not None and hi is not None and lo > hi:
             raise ClaimsError(f"{where}: field 'min' ({lo}) is greater than field 'max' ({hi})")
-        kind = _choice(entry.get("kind", "value"), CLAIM_KINDS, where, "kind")
+        kind = _field(entry, "kind", where, CLAIM_KINDS, default="value")
         if kind == "generation" and not (entry.get("from_generation") and entry.get("to_generation")):
             raise ClaimsError(f"{where}: a generation claim needs fields 'from_generation' and 'to_generation'")
-        _check_generations(entry, where)
-        where_cfg = entry.get("where", {})
-        if not isinstance(where_cfg, dict):
-            raise ClaimsError(f"{where}: field 'where' must be a table of config key = value")
-        experiment = entry.get("experiment")
-        if experiment is not None and experiment not in EXPERIMENTS:
-            raise ClaimsError(f"{where}: field 'experiment' is {experiment!r}, not an experiment the benchmarks "
-                              f"record; use one of {', '.join(EXPERIMENTS)} (or leave it out for any)")
-        _check_where(where_cfg, experiment, where)
-        devices = _str_tuple(entry.get("devices"), where, "devices")
-        _check_devices(devices, where)
+        experiment, where_cfg, devices = _check_scope(entry, where)
         section = _text(entry, "section", where, " (e.g. \"A1\")")
-        basis = _choice(entry.get("basis"), BASES, where, "basis", _BASIS_HINT)
-        timing = _bool(entry, "timing", where, metric.timing)
+        basis = _field(entry, "basis", where, BASES, f"must be one of {BASES} (paper: the paper's number or statement; "
+                       "target: our goal; physics: a check any correct measurement passes; reference: a vendor's "
+                       "published number)")
+        timing = _field(entry, "timing", where, *_TRUE_FALSE, default=metric.timing)
         if metric.timing and not timing:
             raise ClaimsError(f"{where}: field 'timing' is false but metric {metric_name!r} is a timing metric; "
                               "leave the field out (a claim can mark its measurement as timed, not unmark it)")
@@ -304,10 +282,27 @@ def parse_claims(data: Mapping[str, Any], file: str, metrics: Mapping[str, Metri
     return claims
 
 
-def _check_where(where_cfg: Mapping[str, Any], experiment: str | None, where: str) -> None:
+def _check_scope(entry: Mapping[str, Any], where: str) -> tuple[str | None, dict[str, Any], tuple[str, ...]]:
+    """A claim's ``experiment``, ``where`` and ``devices``, and its generations, checked against what the suite knows:
+    a misspelled name fails loading instead of never applying."""
     from pytest_genai import experiments
+    from pytest_genai.devices.device import KINDS
+    from pytest_genai.devices.specs import load_specs
 
-    # a misspelled key fails loading instead of never applying
+    generations = sorted(load_specs())
+    for field in ("from_generation", "to_generation"):
+        value = entry.get(field)
+        if value is not None and (not isinstance(value, str)
+                                  or not any(g == value or g.startswith(f"{value}-") for g in generations)):
+            raise ClaimsError(f"{where}: field {field!r} is {value!r}, no device generation of devices/data/specs.toml "
+                              "(nor a family of them, as a100 is of a100-sxm4-80gb); use one of "
+                              f"{', '.join(generations)}")
+    where_cfg, experiment = entry.get("where", {}), entry.get("experiment")
+    if not isinstance(where_cfg, dict):
+        raise ClaimsError(f"{where}: field 'where' must be a table of config key = value")
+    if experiment is not None and experiment not in EXPERIMENTS:
+        raise ClaimsError(f"{where}: field 'experiment' is {experiment!r}, not an experiment the benchmarks "
+                          f"record; use one of {', '.join(EXPERIMENTS)} (or leave it out for any)")
     rows = [experiments.get(experiment)] if experiment else list(experiments.EXPERIMENTS)
     known = sorted({key for row in rows for key in row.config_keys})
     unknown = sorted(set(where_cfg) - set(known))
@@ -322,28 +317,12 @@ def _check_where(where_cfg: Mapping[str, Any], experiment: str | None, where: st
                               f"(e.g. {key} = {{ min = 2 }})")
         for bound in required.values():
             _float(bound, where, f"where.{key}")
-
-
-def _check_generations(entry: Mapping[str, Any], where: str) -> None:
-    from pytest_genai.devices.specs import load_specs
-
-    known = sorted(load_specs())
-    for field in ("from_generation", "to_generation"):
-        value = entry.get(field)
-        if value is not None and (not isinstance(value, str)
-                                  or not any(g == value or g.startswith(f"{value}-") for g in known)):
-            raise ClaimsError(f"{where}: field {field!r} is {value!r}, no device generation of devices/data/specs.toml "
-                              f"(nor a family of them, as a100 is of a100-sxm4-80gb); use one of {', '.join(known)}")
-
-
-def _check_devices(devices: tuple[str, ...], where: str) -> None:
-    from pytest_genai.devices.device import KINDS
-    from pytest_genai.devices.specs import load_specs
-
-    bad = [d for d in devices if d not in KINDS and d not in load_specs()]
+    devices = _str_tuple(entry.get("devices"), where, "devices")
+    bad = [d for d in devices if d not in KINDS and d not in generations]
     if bad:
         raise ClaimsError(f"{where}: field 'devices' names unknown device(s) {bad}; use kinds ({', '.join(KINDS)}) or "
-                          f"generations of devices/data/specs.toml ({', '.join(sorted(load_specs()))})")
+                          f"generations of devices/data/specs.toml ({', '.join(generations)})")
+    return experiment, where_cfg, devices
 
 
 def _read_dir(directory: str | Path | None) -> list[tuple[str, dict[str, Any]]]:
