@@ -132,25 +132,15 @@ def bootstrap_medians_interval(groups: Sequence[Sequence[float]], statistic: Cal
                       resamples, level, min(len(g) for g in samples), f"{method}, percentile bootstrap", keep=value)
 
 
-def _log_binom_pmf(k: int, n: int, p: float) -> float:
-    if p <= 0.0:
-        return 0.0 if k == 0 else -math.inf
-    if p >= 1.0:
-        return 0.0 if k == n else -math.inf
-    return (math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
-            + k * math.log(p) + (n - k) * math.log1p(-p))
-
-
 def binom_cdf(k: int, n: int, p: float) -> float:
     """``P(X <= k)`` for ``X ~ Binomial(n, p)``, summed exactly in log space (no scipy needed)."""
-    if k < 0:
+    if k < 0 or (k < n and p >= 1.0):
         return 0.0
-    if k >= n:
+    if k >= n or p <= 0.0:
         return 1.0
-    terms = [_log_binom_pmf(i, n, p) for i in range(k + 1)]
+    terms = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * math.log(p)
+             + (n - i) * math.log1p(-p) for i in range(k + 1)]
     top = max(terms)
-    if top == -math.inf:
-        return 0.0
     return min(1.0, math.exp(top) * math.fsum(math.exp(t - top) for t in terms))
 
 
@@ -234,21 +224,20 @@ def examples_to_decide(to_wrong: int, to_right: int, n: int, lo: float | None, h
     return high
 
 
-def _t_pdf(x: float, df: int) -> float:
-    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
-    return c * (1 + x * x / df) ** (-(df + 1) / 2)
-
-
 @functools.lru_cache(maxsize=64)  # one per (level, run count): the gate asks the same for every metric
 def t_quantile(p: float, df: int) -> float:
     """The ``p`` quantile (0.5 < p < 1) of Student's t with ``df`` degrees of freedom (bisection on a Simpson CDF)."""
     if not 0.5 < p < 1 or df < 1:
         raise ValueError(f"t_quantile needs 0.5 < p < 1 and df >= 1, got p={p}, df={df}")
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+
+    def pdf(x: float) -> float:
+        return c * (1 + x * x / df) ** (-(df + 1) / 2)
 
     def cdf(t: float) -> float:
         h = t / 4000
-        total = _t_pdf(0.0, df) + _t_pdf(t, df)
-        total += sum((4 if i % 2 else 2) * _t_pdf(i * h, df) for i in range(1, 4000))
+        total = pdf(0.0) + pdf(t)
+        total += sum((4 if i % 2 else 2) * pdf(i * h) for i in range(1, 4000))
         return 0.5 + total * h / 3
 
     lo, hi = 0.0, 1.0

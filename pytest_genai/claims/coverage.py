@@ -1,8 +1,6 @@
-"""Which benchmark checks which claim, on which device kinds, read from the ``claims`` markers::
-
-    @pytest.mark.claims("B2.cpu_dp_weak_scaling", kinds=("cpu",))
-
-``genai.check`` refuses an undeclared id, so the markers are the truth about coverage.
+"""Which benchmark checks which claim, on which device kinds, read from the ``claims`` markers
+(``@pytest.mark.claims("B2.cpu_dp_weak_scaling", kinds=("cpu",))``): ``genai.check`` refuses an undeclared id, so the
+markers are the truth about coverage.
 """
 from __future__ import annotations
 
@@ -15,8 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from pytest_genai.claims.model import Claim
-
-GATE = "pytest-genai gate"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,9 +48,9 @@ def checkers_by_claim(markers: Iterable[Mapping[str, Any]]) -> dict[str, list[Ch
 
 
 def checked_on(claim: Claim, checkers: Sequence[Checker]) -> list[str]:
-    """The benchmarks (``test [kinds]``) that can check ``claim``; ``[GATE]`` for generation claims."""
+    """The benchmarks (``test [kinds]``) that can check ``claim``; the gate for generation claims."""
     if claim.kind == "generation":
-        return [GATE]
+        return ["pytest-genai gate"]
     wanted = claim_kinds(claim)
     return [f"{c.test} [{','.join(sorted(set(c.kinds) & wanted) if wanted else c.kinds)}]" for c in checkers
             if wanted is None or set(c.kinds) & wanted]

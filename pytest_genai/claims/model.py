@@ -1,13 +1,9 @@
 """Claims and metric definitions as data: loading and validating the TOML files in ``claims/data``.
 
-* ``metrics_*.toml`` — ``[[metric]]`` tables: ``name``, ``unit``, ``direction`` (higher | lower | none),
-  ``description`` and the flags of :class:`MetricDef`.
-* ``paper_*.toml`` — one file per paper: ``paper`` and ``title``, then ``[[claim]]`` tables, each with a ``basis``:
-  ``paper``, ``target`` (our goal), ``physics`` (any correct measurement passes) or ``reference`` (a vendor's
-  published number). Only ``paper`` claims are attributed to the paper; ``target`` and ``reference`` never fail a
-  test. ``timing = true`` on a claim marks a shared metric as timed here.
-
-Every loading error names the file, the claim (or metric) and the field.
+``metrics_*.toml`` holds ``[[metric]]`` tables (the fields of :class:`MetricDef`); each ``paper_*.toml`` a ``paper``
+and ``[[claim]]`` tables, each with a ``basis``: ``paper``, ``target`` (our goal), ``physics`` (any correct measurement
+passes) or ``reference`` (a vendor's published number). Only ``paper`` claims are attributed to the paper; ``target``
+and ``reference`` never fail a test. Every loading error names the file, the claim (or metric) and the field.
 """
 from __future__ import annotations
 
