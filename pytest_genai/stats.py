@@ -1,10 +1,7 @@
 """Confidence intervals for timing verdicts: pure functions, no numpy or scipy needed.
 
-* :func:`median_interval` — paired, interleaved rounds (the per-round ratio cancels slow drifts of machine load);
-* :func:`bootstrap_ratio_interval` — two unpaired samples, seeded so a verdict is reproducible from its JSON;
-* :func:`hierarchical_ratio_interval` — each side measured in several separate jobs;
-* :func:`bootstrap_medians_interval` — a statistic over several subtasks' medians;
-* :func:`paired_drop_interval` — a paired accuracy drop; :func:`run_spread_interval` — a baseline of several runs.
+Paired, interleaved rounds get :func:`median_interval` (the per-round ratio cancels slow drifts of machine load);
+bootstraps are seeded so a verdict is reproducible from its JSON.
 """
 from __future__ import annotations
 
@@ -53,13 +50,11 @@ def median_coverage(n: int, k: int) -> float:
     """Coverage of ``[x(k), x(n+1-k)]`` for the median of ``n`` i.i.d. values: ``1 - 2 P(Bin(n, 1/2) <= k-1)``."""
     if not 1 <= k <= (n + 1) // 2:
         raise ValueError(f"k={k} must be in 1..{(n + 1) // 2} for n={n}")
-    tail = sum(math.comb(n, i) for i in range(k)) / 2**n
-    return 1.0 - 2.0 * tail
+    return 1.0 - 2.0 * (sum(math.comb(n, i) for i in range(k)) / 2**n)
 
 
 def median_interval(values: Sequence[float], level: float = LEVEL) -> Interval:
-    """The order-statistic interval ``[x(k), x(n+1-k)]`` of the median of ``values`` (one per round), with the largest
-    ``k`` whose coverage reaches ``level``; too few rounds give ``[min, max]`` at their real coverage."""
+    """Order-statistic interval ``[x(k), x(n+1-k)]`` of the median, largest ``k`` reaching ``level`` (or ``k = 1``)."""
     xs = sorted(_finite(values, "median_interval"))
     n = len(xs)
     if n < 2:
@@ -72,39 +67,35 @@ def median_interval(values: Sequence[float], level: float = LEVEL) -> Interval:
     return Interval(xs[k - 1], xs[n - k], median_coverage(n, k), n, "median of rounds, order statistics")
 
 
-def _percentile_ends(ordered: Sequence[float], level: float) -> tuple[float, float]:
-    """The two-sided ``level`` percentile ends of sorted bootstrap ``ordered`` values."""
-    n, tail = len(ordered), (1.0 - level) / 2
-    return ordered[max(0, math.floor(tail * n))], ordered[min(n - 1, math.ceil((1.0 - tail) * n) - 1)]
+def _bootstrap(draw: Callable[[], float], resamples: int, level: float, n: int, method: str,
+               keep: float | None = None) -> Interval:
+    """Percentile interval of ``resamples`` draws (widened to hold ``keep``), its level capped at ``1 - 2^(1-n)``:
+    the coverage of ``n`` values' ``[min, max]`` for their median bounds what a bootstrap of so few values covers."""
+    ordered, tail = sorted(draw() for _ in range(resamples)), (1.0 - level) / 2
+    lo = ordered[max(0, math.floor(tail * resamples))]
+    hi = ordered[min(resamples - 1, math.ceil((1.0 - tail) * resamples) - 1)]
+    if keep is not None:
+        lo, hi = min(lo, keep), max(hi, keep)
+    return Interval(lo, hi, min(level, median_coverage(n, 1)), n, method)
 
 
 def bootstrap_ratio_interval(num: Sequence[float], den: Sequence[float], level: float = LEVEL,
                              resamples: int = 2000, seed: int = 0) -> Interval:
-    """Percentile bootstrap interval of ``median(num) / median(den)`` for two unpaired samples.
-
-    Its level is capped at the coverage of the smaller side's ``[min, max]`` for its median (``1 - 2^(1-n)``), which
-    bounds what a bootstrap of so few values can cover."""
+    """Percentile bootstrap interval of ``median(num) / median(den)`` for two unpaired samples."""
     a, b = _finite(num, "bootstrap numerator"), _finite(den, "bootstrap denominator")
     if len(a) < 2 or len(b) < 2:
         raise ValueError(f"bootstrap_ratio_interval needs at least 2 values per side, got {len(a)} and {len(b)}")
     if min(b) <= 0:
         raise ValueError("bootstrap_ratio_interval: the denominator sample must be positive")
     rng = random.Random(seed)
-    ratios = sorted(
-        statistics.median(rng.choices(a, k=len(a))) / statistics.median(rng.choices(b, k=len(b)))
-        for _ in range(resamples)
-    )
-    lo, hi = _percentile_ends(ratios, level)
-    n = min(len(a), len(b))
-    return Interval(lo, hi, min(level, median_coverage(n, 1)), n, "ratio of medians, percentile bootstrap")
+    return _bootstrap(lambda: statistics.median(rng.choices(a, k=len(a))) / statistics.median(rng.choices(b, k=len(b))),
+                      resamples, level, min(len(a), len(b)), "ratio of medians, percentile bootstrap")
 
 
 def hierarchical_ratio_interval(num_groups: Sequence[Sequence[float]], den_groups: Sequence[Sequence[float]],
                                 level: float = LEVEL, resamples: int = 2000, seed: int = 0) -> Interval:
-    """Percentile interval of ``mean(job medians of num) / mean(job medians of den)``, each side a list of jobs.
-
-    Two-stage bootstrap, seeded: jobs with replacement, then each drawn job's values, so a load change between jobs
-    widens the interval. Its level is capped as :func:`bootstrap_ratio_interval`'s, by the side with fewer jobs."""
+    """Interval of ``mean(job medians of num) / mean(job medians of den)`` by a two-stage bootstrap (jobs, then each
+    drawn job's values), so a load change between jobs widens it."""
     sides = []
     for what, groups in (("numerator", num_groups), ("denominator", den_groups)):
         jobs = [_finite(g, f"hierarchical bootstrap {what}") for g in groups]
@@ -120,21 +111,15 @@ def hierarchical_ratio_interval(num_groups: Sequence[Sequence[float]], den_group
         picked = rng.choices(jobs, k=len(jobs))
         return statistics.fmean(statistics.median(rng.choices(j, k=len(j))) for j in picked)
 
-    ratios = sorted(draw(sides[0]) / draw(sides[1]) for _ in range(resamples))
-    lo, hi = _percentile_ends(ratios, level)
-    jobs = min(len(sides[0]), len(sides[1]))
-    return Interval(lo, hi, min(level, median_coverage(jobs, 1)), jobs,
-                    "ratio of mean job medians, two-stage bootstrap (jobs, then steps)")
+    return _bootstrap(lambda: draw(sides[0]) / draw(sides[1]), resamples, level, min(map(len, sides)),
+                      "ratio of mean job medians, two-stage bootstrap (jobs, then steps)")
 
 
 def bootstrap_medians_interval(groups: Sequence[Sequence[float]], statistic: Callable[[list[float]], float],
                                level: float = LEVEL, resamples: int = 2000, seed: int = 0,
                                method: str = "statistic of medians") -> Interval:
-    """Percentile bootstrap interval of ``statistic([median(g) for g in groups])``, each group its own sample,
-    redrawn with replacement in every resample; it always includes the statistic's own value.
-
-    Conservative for a max on purpose: a bias correction would hide a slow spell instead of widening for it. The
-    level is capped as :func:`bootstrap_ratio_interval`'s, by the smallest group."""
+    """Bootstrap interval of ``statistic([median(g) for g in groups])``, always holding the statistic's own value:
+    conservative for a max on purpose (a bias correction would hide a slow spell instead of widening for it)."""
     samples = [_finite(g, f"bootstrap group #{i}") for i, g in enumerate(groups)]
     if not samples or min(len(g) for g in samples) < 2:
         raise ValueError(f"bootstrap_medians_interval needs at least one group of at least 2 values per group, "
@@ -143,35 +128,19 @@ def bootstrap_medians_interval(groups: Sequence[Sequence[float]], statistic: Cal
         raise ValueError(f"level={level} must be between 0 and 1")
     value = float(statistic([statistics.median(g) for g in samples]))
     rng = random.Random(seed)
-    values = sorted(float(statistic([statistics.median(rng.choices(g, k=len(g))) for g in samples]))
-                    for _ in range(resamples))
-    lo, hi = _percentile_ends(values, level)
-    n = min(len(g) for g in samples)
-    return Interval(min(lo, value), max(hi, value), min(level, median_coverage(n, 1)), n,
-                    f"{method}, percentile bootstrap")
-
-# --- paired accuracy: exact tests on the answers that changed ------------------------------------------------------
-
-
-def _log_binom_pmf(k: int, n: int, p: float) -> float:
-    if p <= 0.0:
-        return 0.0 if k == 0 else -math.inf
-    if p >= 1.0:
-        return 0.0 if k == n else -math.inf
-    return (math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
-            + k * math.log(p) + (n - k) * math.log1p(-p))
+    return _bootstrap(lambda: float(statistic([statistics.median(rng.choices(g, k=len(g))) for g in samples])),
+                      resamples, level, min(len(g) for g in samples), f"{method}, percentile bootstrap", keep=value)
 
 
 def binom_cdf(k: int, n: int, p: float) -> float:
     """``P(X <= k)`` for ``X ~ Binomial(n, p)``, summed exactly in log space (no scipy needed)."""
-    if k < 0:
+    if k < 0 or (k < n and p >= 1.0):
         return 0.0
-    if k >= n:
+    if k >= n or p <= 0.0:
         return 1.0
-    terms = [_log_binom_pmf(i, n, p) for i in range(k + 1)]
+    terms = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * math.log(p)
+             + (n - i) * math.log1p(-p) for i in range(k + 1)]
     top = max(terms)
-    if top == -math.inf:
-        return 0.0
     return min(1.0, math.exp(top) * math.fsum(math.exp(t - top) for t in terms))
 
 
@@ -179,18 +148,14 @@ def _bisect(f, lo: float, hi: float) -> float:
     """The root of a function increasing from ``f(lo) <= 0`` to ``f(hi) >= 0`` (to 1e-12)."""
     for _ in range(200):
         mid = (lo + hi) / 2
-        if f(mid) < 0:
-            lo = mid
-        else:
-            hi = mid
+        lo, hi = (mid, hi) if f(mid) < 0 else (lo, mid)
         if hi - lo < 1e-12:
             break
     return (lo + hi) / 2
 
 
 def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
-    """Exact (Clopper-Pearson) two-sided interval of a binomial proportion from ``k`` successes in ``n`` trials:
-    ``lo`` solves ``P(X >= k | lo) = alpha/2``, ``hi`` solves ``P(X <= k | hi) = alpha/2`` (0 and 1 at the edges)."""
+    """Exact (Clopper-Pearson) two-sided interval of a binomial proportion from ``k`` successes in ``n`` trials."""
     if not (isinstance(k, int) and isinstance(n, int)) or n < 1 or not 0 <= k <= n:
         raise ValueError(f"clopper_pearson needs integers 0 <= k <= n and n >= 1, got k={k!r}, n={n!r}")
     if not 0 < level < 1:
@@ -202,8 +167,7 @@ def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]
 
 
 def mcnemar_exact_p(to_wrong: int, to_right: int) -> float:
-    """McNemar's exact test: the two-sided binomial p-value that the discordant pairs (answers right in one run and
-    wrong in the other) split evenly, ``min(1, 2 P(X <= min(b, c)))`` with ``X ~ Binomial(b + c, 1/2)``."""
+    """McNemar's exact two-sided p-value that the discordant pairs split evenly: ``min(1, 2 P(X <= min(b, c)))``."""
     if to_wrong < 0 or to_right < 0:
         raise ValueError(f"discordant counts must be >= 0, got {to_wrong} and {to_right}")
     n = to_wrong + to_right
@@ -213,15 +177,10 @@ def mcnemar_exact_p(to_wrong: int, to_right: int) -> float:
 
 
 def paired_drop_interval(to_wrong: int, to_right: int, n: int, level: float = LEVEL) -> Interval:
-    """Exact confidence interval of a paired accuracy drop ``(b - c) / n`` from ``b`` answers that turned wrong and
-    ``c`` that turned right among ``n`` examples scored by both runs.
+    """Exact interval of a paired accuracy drop ``(b - c) / n``: ``b`` answers turned wrong, ``c`` right, of ``n``.
 
-    The drop is ``pi * (2 theta - 1)`` with ``pi`` the share of discordant examples and ``theta`` the share of them
-    that turned wrong. ``theta`` gets the exact binomial (McNemar) interval on the discordant pairs, ``pi`` the exact
-    interval over all ``n``, each at ``1 - (1 - level) / 2`` so both hold together with at least ``level`` (Bonferroni);
-    the drop's interval is the range of ``pi * (2 theta - 1)`` over that box: conservative and exact, and
-    ``[-pi_hi, pi_hi]`` with no discordant pair. The method text names McNemar's exact p-value.
-    """
+    The drop is ``pi * (2 theta - 1)`` (``pi``: discordant share, ``theta``: their share turned wrong); each gets an
+    exact interval at ``1 - (1 - level) / 2`` (Bonferroni), and the drop's is its range over that box."""
     if n < 1 or to_wrong < 0 or to_right < 0 or to_wrong + to_right > n:
         raise ValueError(f"paired_drop_interval: need 0 <= to_wrong + to_right <= n and n >= 1, got "
                          f"to_wrong={to_wrong}, to_right={to_right}, n={n}")
@@ -231,9 +190,8 @@ def paired_drop_interval(to_wrong: int, to_right: int, n: int, level: float = LE
     th_lo, th_hi = clopper_pearson(to_wrong, discordant, each) if discordant else (0.0, 1.0)
     corners_hi = (pi_lo * (2 * th_hi - 1), pi_hi * (2 * th_hi - 1))
     corners_lo = (pi_lo * (2 * th_lo - 1), pi_hi * (2 * th_lo - 1))
-    p = mcnemar_exact_p(to_wrong, to_right)
     return Interval(min(corners_lo), max(corners_hi), level, n,
-                    f"McNemar exact, discordant {to_wrong}/{to_right}, p={p:.2g}")
+                    f"McNemar exact, discordant {to_wrong}/{to_right}, p={mcnemar_exact_p(to_wrong, to_right):.2g}")
 
 
 def paired_counts(interval: Interval) -> tuple[int, int] | None:
@@ -247,8 +205,7 @@ def paired_counts(interval: Interval) -> tuple[int, int] | None:
 
 def examples_to_decide(to_wrong: int, to_right: int, n: int, lo: float | None, hi: float | None,
                        level: float = LEVEL, limit: int = 1_000_000) -> int | None:
-    """About how many examples the same flip rates need before :func:`paired_drop_interval` lies wholly inside the
-    bounds ``[lo, hi]`` or wholly past one of them (None: not within ``limit``, e.g. a drop right at a bound)."""
+    """About how many examples the same flip rates need to decide ``[lo, hi]`` (None: not within ``limit``)."""
     def decides(total: int) -> bool:
         iv = paired_drop_interval(round(to_wrong * total / n), round(to_right * total / n), total, level)
         inside = (lo is None or iv.lo >= lo) and (hi is None or iv.hi <= hi)
@@ -267,25 +224,20 @@ def examples_to_decide(to_wrong: int, to_right: int, n: int, lo: float | None, h
     return high
 
 
-# --- a baseline of several runs: their spread between runs --------------------------------------------------------
-
-
-def _t_pdf(x: float, df: int) -> float:
-    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
-    return c * (1 + x * x / df) ** (-(df + 1) / 2)
-
-
 @functools.lru_cache(maxsize=64)  # one per (level, run count): the gate asks the same for every metric
 def t_quantile(p: float, df: int) -> float:
     """The ``p`` quantile (0.5 < p < 1) of Student's t with ``df`` degrees of freedom (bisection on a Simpson CDF)."""
     if not 0.5 < p < 1 or df < 1:
         raise ValueError(f"t_quantile needs 0.5 < p < 1 and df >= 1, got p={p}, df={df}")
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+
+    def pdf(x: float) -> float:
+        return c * (1 + x * x / df) ** (-(df + 1) / 2)
 
     def cdf(t: float) -> float:
-        steps = 4000
-        h = t / steps
-        total = _t_pdf(0.0, df) + _t_pdf(t, df)
-        total += sum((4 if i % 2 else 2) * _t_pdf(i * h, df) for i in range(1, steps))
+        h = t / 4000
+        total = pdf(0.0) + pdf(t)
+        total += sum((4 if i % 2 else 2) * pdf(i * h) for i in range(1, 4000))
         return 0.5 + total * h / 3
 
     lo, hi = 0.0, 1.0
@@ -296,11 +248,8 @@ def t_quantile(p: float, df: int) -> float:
 
 def run_spread_interval(current: Sequence[float], baseline_runs: Sequence[Sequence[float]],
                         level: float = LEVEL) -> Interval:
-    """Prediction interval of ``median(current) / baseline`` when the baseline is ``N >= 2`` separate runs (each a list
-    of its rounds, or its one value): rounds inside one run understate the variance between runs.
-
-    On the log scale, with ``m_j`` the runs' medians and ``s`` their standard deviation:
-    ``log median(current) - mean(log m_j) +- t(1 - (1 - level)/2, N - 1) * s * sqrt(1 + 1/N)``."""
+    """Prediction interval of ``median(current) / baseline`` over ``N >= 2`` baseline runs (rounds inside one run
+    understate the variance between runs): ``log ratio +- t(N - 1) * s * sqrt(1 + 1/N)`` on log run medians."""
     runs = [_finite(r, "run_spread_interval baseline run") for r in baseline_runs]
     cur = _finite(current, "run_spread_interval current")
     if len(runs) < 2 or any(not r for r in runs) or not cur:

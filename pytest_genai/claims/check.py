@@ -13,7 +13,6 @@ from pytest_genai.claims.model import Claim
 from pytest_genai.stats import Interval
 
 PASS, FAIL, INCONCLUSIVE, NOT_APPLICABLE = "pass", "fail", "inconclusive", "not_applicable"
-VERDICTS = (PASS, FAIL, INCONCLUSIVE, NOT_APPLICABLE)
 #: Past this CPU-stall share a timing verdict reads inconclusive: the interval covers noise between rounds, not a load.
 CONTENDED_SHARE = 0.3
 #: An interval with lower coverage decides nothing (the median's interval reaches 94% only from 5 rounds).
@@ -41,14 +40,15 @@ class Verdict:
         return dataclasses.asdict(self)
 
 
-def _suffix(claim: Claim) -> str:
-    if claim.basis != "paper":
-        return f" ({claim.source})"
-    detail = claim.paper_text or (f"paper value {claim.paper_value:g}" if claim.paper_value is not None else "")
-    return f" ({claim.source}: {detail})" if detail else f" ({claim.source})"
+def _verdict(claim: Claim, measured: float | None, kind: str, message: str,
+             interval: Interval | None = None) -> Verdict:
+    return Verdict(claim.id, claim.metric, measured, claim.min, claim.max,
+                   claim.paper_value if claim.basis == "paper" else None, kind, message, claim.basis,
+                   None if interval is None else interval.to_json())
 
 
 def _outside(claim: Claim, x: float) -> str | None:
+    """Which bound ``x`` is past (``< min 0.9``), the same text for any ``x`` past it; None within the bounds."""
     if claim.min is not None and x < claim.min:
         return f"< min {claim.min:.4g}"
     if claim.max is not None and x > claim.max:
@@ -58,55 +58,45 @@ def _outside(claim: Claim, x: float) -> str | None:
 
 def check_value(claim: Claim, measured: float, interval: Interval | None = None,
                 stall_share: float | None = None) -> Verdict:
-    """Compare ``measured`` (and, for timing claims, its ``interval``) with the claim's inclusive bounds.
+    """Compare ``measured`` (and its ``interval`` over rounds) with the claim's inclusive bounds; ``stall_share``: the
+    share of the measurement a task waited for a CPU (None: unknown)."""
+    number = isinstance(measured, (int, float)) and not isinstance(measured, bool)
+    detail = claim.paper_text or (f"paper value {claim.paper_value:g}" if claim.paper_value is not None else "")
+    suffix = f" ({claim.source}: {detail})" if detail and claim.basis == "paper" else f" ({claim.source})"
 
-    ``stall_share``: the share of the measurement a task waited for a CPU (None: unknown).
-    """
     def verdict(kind: str, message: str) -> Verdict:
-        value = float(measured) if isinstance(measured, (int, float)) and not isinstance(measured, bool) else None
-        return Verdict(claim.id, claim.metric, value, claim.min, claim.max,
-                       claim.paper_value if claim.basis == "paper" else None, kind, message + _suffix(claim),
-                       claim.basis, None if interval is None else interval.to_json())
+        return _verdict(claim, float(measured) if number else None, kind, message + suffix, interval)
 
-    head = f"claim {claim.id}: measured "
-    if isinstance(measured, bool) or not isinstance(measured, (int, float)):
+    head, within = f"claim {claim.id}: measured ", f"within {claim.bound_text()}"
+    if not number:
         return verdict(FAIL, f"{head}{measured!r} is not a number")
     if not math.isfinite(measured):
         return verdict(FAIL, f"{head}{measured} is not finite")
     shown = f"{measured:.4g}"
-    if interval is not None:
-        span = f"{head}{shown}, interval {interval.text()}"
-        lo_out, hi_out = _outside(claim, interval.lo), _outside(claim, interval.hi)
-        decides = (lo_out is None and hi_out is None) or bool(lo_out and hi_out and lo_out[0] == hi_out[0])
-        if decides and interval.level < MIN_LEVEL:
-            return verdict(INCONCLUSIVE, f"{span}: a {interval.level:.0%} interval (under {MIN_LEVEL:.0%}) is too "
-                                         f"wide a net to judge {claim.bound_text()}; record 5 rounds or more")
-        point_out = _outside(claim, measured)
-        if decides and (point_out and point_out[0]) != (lo_out and lo_out[0]):
-            # value and interval come from different statistics: either verdict would contradict one of them
-            where = f"{shown} {point_out}" if point_out else f"{shown} within {claim.bound_text()}"
-            return verdict(INCONCLUSIVE, f"{span}: the value ({where}) and its interval disagree about "
-                                         f"{claim.bound_text()}; record the value of the statistic the interval is "
-                                         "for")
-        contended = claim.timing and stall_share is not None and stall_share > CONTENDED_SHARE
-        if decides and contended:
-            where = (lo_out if lo_out and lo_out[0] == '>' else hi_out) if lo_out else f"within {claim.bound_text()}"
-            return verdict(INCONCLUSIVE, f"{span} {where}, but a task waited for a CPU {stall_share:.0%} of the "
-                                         f"measurement (over {CONTENDED_SHARE:.0%}): a contended machine can neither "
-                                         "pass nor fail a timing claim")
-        if lo_out and hi_out and lo_out[0] == hi_out[0]:  # both ends past the same bound
-            return verdict(FAIL, f"{span} {lo_out if lo_out[0] == '>' else hi_out}")
-        if lo_out is None and hi_out is None:
-            return verdict(PASS, f"{span} within {claim.bound_text()}")
-        return verdict(INCONCLUSIVE, f"{span} straddles {claim.bound_text()}: noise could put it on either side"
-                                     + _examples_hint(claim, interval))
-    if claim.timing:
+    point_out = _outside(claim, measured)
+    if interval is None and claim.timing:
         return verdict(INCONCLUSIVE, f"{head}{shown} from one value; a timing claim needs several rounds to judge "
                                      f"noise against {claim.bound_text()}")
-    outside = _outside(claim, measured)
-    if outside:
-        return verdict(FAIL, f"{head}{shown} {outside}")
-    return verdict(PASS, f"{head}{shown} within {claim.bound_text()}")
+    if interval is None:
+        return verdict(FAIL if point_out else PASS, f"{head}{shown} {point_out or within}")
+    span = f"{head}{shown}, interval {interval.text()}"
+    out = _outside(claim, interval.lo)
+    if out != _outside(claim, interval.hi):  # the interval crosses a bound
+        return verdict(INCONCLUSIVE, f"{span} straddles {claim.bound_text()}: noise could put it on either side"
+                                     + _examples_hint(claim, interval))
+    if interval.level < MIN_LEVEL:
+        return verdict(INCONCLUSIVE, f"{span}: a {interval.level:.0%} interval (under {MIN_LEVEL:.0%}) is too "
+                                     f"wide a net to judge {claim.bound_text()}; record 5 rounds or more")
+    if point_out != out:
+        # value and interval come from different statistics: either verdict would contradict one of them
+        return verdict(INCONCLUSIVE, f"{span}: the value ({shown} {point_out or within}) and its interval disagree "
+                                     f"about {claim.bound_text()}; record the value of the statistic the interval is "
+                                     "for")
+    if claim.timing and stall_share is not None and stall_share > CONTENDED_SHARE:
+        return verdict(INCONCLUSIVE, f"{span} {out or within}, but a task waited for a CPU {stall_share:.0%} of the "
+                                     f"measurement (over {CONTENDED_SHARE:.0%}): a contended machine can neither "
+                                     "pass nor fail a timing claim")
+    return verdict(FAIL if out else PASS, f"{span} {out or within}")
 
 
 def _examples_hint(claim: Claim, interval: Interval) -> str:
@@ -117,16 +107,14 @@ def _examples_hint(claim: Claim, interval: Interval) -> str:
     if counts is None or interval.n < 1:
         return ""
     needed = examples_to_decide(*counts, interval.n, claim.min, claim.max, interval.level)
+    rates = f"; at these flip rates ({counts[0]} to wrong, {counts[1]} to right of {interval.n})"
     if needed is None:
-        return (f"; at these flip rates ({counts[0]} to wrong, {counts[1]} to right of {interval.n}) no example count "
-                "up to a million decides it")
-    return (f"; at these flip rates ({counts[0]} to wrong, {counts[1]} to right of {interval.n}) about {needed:,} "
-            "examples would decide it (--genai-limit, or --genai-scale full)")
+        return f"{rates} no example count up to a million decides it"
+    return f"{rates} about {needed:,} examples would decide it (--genai-limit, or --genai-scale full)"
 
 
 def contended_share(attachments: Mapping[str, Any] | None) -> float | None:
-    """A benchmark's CPU-stall share (its ``cpu_contention`` attachment) when past :data:`CONTENDED_SHARE`, else
-    None (idle, or not measured: no PSI, or numbers read from another machine's files)."""
+    """A benchmark's CPU-stall share (``cpu_contention`` attachment) past :data:`CONTENDED_SHARE`, else None."""
     reading = (attachments or {}).get("cpu_contention")
     share = reading.get("stall_share_measured") if isinstance(reading, Mapping) else None
     if isinstance(share, (int, float)) and not isinstance(share, bool) and share > CONTENDED_SHARE:
@@ -135,8 +123,7 @@ def contended_share(attachments: Mapping[str, Any] | None) -> float | None:
 
 
 def contention_note(shares: Mapping[str, float], benchmarks: int) -> str | None:
-    """One line for a run's summary: how many of its ``benchmarks`` were measured contended (``shares``: name ->
-    stall share past :data:`CONTENDED_SHARE`) and what that does to their verdicts; None when none was."""
+    """A run summary's line on its contended benchmarks (``shares``: name -> stall share), None when none was."""
     if not shares:
         return None
     lo, hi = min(shares.values()), max(shares.values())
@@ -148,6 +135,5 @@ def contention_note(shares: Mapping[str, float], benchmarks: int) -> str | None:
 
 
 def not_applicable(claim: Claim, why: str) -> Verdict:
-    return Verdict(claim.id, claim.metric, None, claim.min, claim.max,
-                   claim.paper_value if claim.basis == "paper" else None, NOT_APPLICABLE,
-                   f"claim {claim.id}: not applicable ({why})", claim.basis)
+    """The verdict of a claim out of scope for a measurement, and ``why``."""
+    return _verdict(claim, None, NOT_APPLICABLE, f"claim {claim.id}: not applicable ({why})")

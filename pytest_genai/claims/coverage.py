@@ -1,8 +1,6 @@
-"""Which benchmark checks which claim, on which device kinds, read from the ``claims`` markers::
-
-    @pytest.mark.claims("B2.cpu_dp_weak_scaling", kinds=("cpu",))
-
-``genai.check`` refuses an undeclared id, so the markers are the truth about coverage.
+"""Which benchmark checks which claim, on which device kinds, read from the ``claims`` markers
+(``@pytest.mark.claims("B2.cpu_dp_weak_scaling", kinds=("cpu",))``): ``genai.check`` refuses an undeclared id, so the
+markers are the truth about coverage.
 """
 from __future__ import annotations
 
@@ -15,8 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from pytest_genai.claims.model import Claim
-
-GATE = "pytest-genai gate"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,33 +29,28 @@ def claim_kinds(claim: Claim) -> set[str] | None:
     from pytest_genai.devices.specs import load_specs
 
     specs = load_specs()
-    kinds = set()
     for name in claim.devices:
-        if name in KINDS:
-            kinds.add(name)
-        elif name in specs:
-            kinds.add(specs[name].kind)
-        else:
+        if name not in KINDS and name not in specs:
             raise ValueError(f"claim {claim.id}: device {name!r} is neither a device kind ({', '.join(KINDS)}) nor "
                              f"a generation in devices/data/specs.toml")
-    return kinds
+    return {name if name in KINDS else specs[name].kind for name in claim.devices}
 
 
 def checkers_by_claim(markers: Iterable[Mapping[str, Any]]) -> dict[str, list[Checker]]:
     """``{claim id: [Checker, ...]}`` from collected markers ``{"test", "ids", "kinds"}``."""
     out: dict[str, list[Checker]] = {}
     for m in markers:
+        checker = Checker(m["test"], tuple(m["kinds"]))
         for cid in m["ids"]:
-            checker = Checker(m["test"], tuple(m["kinds"]))
             if checker not in out.setdefault(cid, []):
                 out[cid].append(checker)
     return out
 
 
 def checked_on(claim: Claim, checkers: Sequence[Checker]) -> list[str]:
-    """The benchmarks (``test [kinds]``) that can check ``claim``; ``[GATE]`` for generation claims."""
+    """The benchmarks (``test [kinds]``) that can check ``claim``; the gate for generation claims."""
     if claim.kind == "generation":
-        return [GATE]
+        return ["pytest-genai gate"]
     wanted = claim_kinds(claim)
     return [f"{c.test} [{','.join(sorted(set(c.kinds) & wanted) if wanted else c.kinds)}]" for c in checkers
             if wanted is None or set(c.kinds) & wanted]
