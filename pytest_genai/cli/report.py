@@ -66,12 +66,6 @@ def warn(lines: Sequence[str]) -> None:
         print(f"warning: {line}", file=sys.stderr)
 
 
-def _metric_info() -> dict[str, MetricInfo]:
-    info, warning = default_metric_info()
-    warn([warning] if warning else [])
-    return info
-
-
 def _prepare(args: argparse.Namespace) -> tuple[Thresholds, dict[str, MetricInfo], list[Run]]:
     """compare's and gate's thresholds (--max-regression, --run-noise), metric registry and runs (each a file, a
     pytest-benchmark storage id or a store query), refused when -o names one of them, a run has indistinguishable
@@ -88,7 +82,8 @@ def _prepare(args: argparse.Namespace) -> tuple[Thresholds, dict[str, MetricInfo
     except ValueError as exc:
         raise ReportInputError(str(exc)) from None
     thresholds = dataclasses.replace(parse_thresholds(args.max_regression, option="--max-regression"), run_noise=noise)
-    info = _metric_info()
+    info, warning = default_metric_info()
+    warn([warning] if warning else [])
     refs = _refs(args)
     if len(refs) < 2:  # gate's parser has already refused anything but two
         raise ReportInputError("give at least two runs to compare (baseline first)")
@@ -171,7 +166,8 @@ def _report(args: argparse.Namespace) -> int:
     check_outputs(args.output, [args.run])
     run = _load_nonempty(args.run, "report's")
     warn(run.warnings)
-    info = _metric_info()
+    info, warning = default_metric_info()
+    warn([warning] if warning else [])
     claims, warning = claims_by_id()
     notes = [warning] if warning else []
     fmt = args.format or "md"
@@ -243,20 +239,18 @@ def _pair_parser(gate: bool) -> argparse.ArgumentParser:
         p.add_argument("--metric", action="append", default=[], metavar="NAME",
                        help="only this metric (repeatable); gives the side-by-side table also for two runs")
         return p
-    p.add_argument("--allow-missing", action="store_true",
-                   help="do not fail when a benchmark of the baseline, or a metric with a direction of a matched one, "
-                        "is missing from the current run")
-    p.add_argument("--strict", action="store_true",
-                   help="also fail when a metric without a direction of a matched baseline benchmark is missing from "
-                        "the current run")
-    p.add_argument("--strict-inconclusive", action="store_true",
-                   help="also fail (exit 1) on a row the rule cannot decide against its threshold (inconclusive: "
-                        "listed without this flag, exit 0 within the threshold, 3 past it)")
-    p.add_argument("--allow-undecided", action="store_true",
-                   help="exit 0, not 3, when nothing regressed but a row past its threshold could not be decided "
-                        "(noise, too few rounds, CPU contention): the rows are still listed")
-    p.add_argument("--no-claims", action="store_true",
-                   help="do not check generation claims when the runs are on different device generations")
+    for flag, text in (
+            ("--allow-missing", "do not fail when a benchmark of the baseline, or a metric with a direction of a "
+                                "matched one, is missing from the current run"),
+            ("--strict", "also fail when a metric without a direction of a matched baseline benchmark is missing from "
+                         "the current run"),
+            ("--strict-inconclusive", "also fail (exit 1) on a row the rule cannot decide against its threshold "
+                                      "(inconclusive: listed without this flag, exit 0 within the threshold, 3 past "
+                                      "it)"),
+            ("--allow-undecided", "exit 0, not 3, when nothing regressed but a row past its threshold could not be "
+                                  "decided (noise, too few rounds, CPU contention): the rows are still listed"),
+            ("--no-claims", "do not check generation claims when the runs are on different device generations")):
+        p.add_argument(flag, action="store_true", help=text)
     p.add_argument("--baseline", metavar="RUN", default=None,
                    help="the baseline, e.g. from the results store: 'generation=h100 best', latest, run=12 (then give "
                         "only the current run)")
@@ -351,16 +345,12 @@ def _export(args: argparse.Namespace, comparison: Any, thresholds: Thresholds, e
 
     rows = comparison_rows(comparison, None if args.all else lambda mc: (
         mc.status in FAILING or mc.status == INCONCLUSIVE or mc.improved_past_limit))
-    if args.format == "csv":
-        emit(rows_csv(rows), args.output)
-        return
-    doc = {"baseline": comparison.baseline.source, "current": comparison.current.source,
-           "thresholds": thresholds.id, "counts": _counts(comparison), "verdicts": verdict_counts(comparison),
-           **extra, "rows": rows,
-           "only_baseline": [r.label for r in comparison.only_baseline],
-           "only_current": [r.label for r in comparison.only_current],
-           "stack_differences": comparison.stack_differences}
-    emit(json_text(doc), args.output)
+    emit(rows_csv(rows) if args.format == "csv" else json_text({
+        "baseline": comparison.baseline.source, "current": comparison.current.source, "thresholds": thresholds.id,
+        "counts": _counts(comparison), "verdicts": verdict_counts(comparison), **extra, "rows": rows,
+        "only_baseline": [r.label for r in comparison.only_baseline],
+        "only_current": [r.label for r in comparison.only_current],
+        "stack_differences": comparison.stack_differences}), args.output)
 
 
 def _compare(args: argparse.Namespace) -> int:
