@@ -67,7 +67,7 @@ class GateResult:
     @property
     def undecided(self) -> list[tuple[PairComparison, MetricComparison]]:
         """Inconclusive rows whose change is past the threshold: neither passed nor failed (exit 3)."""
-        return [(pc, m) for pc, m in self.comparison.metrics_where(INCONCLUSIVE) if m.undecided]
+        return [(pc, m) for pc, m in self.inconclusive if m.undecided]
 
     @property
     def exit_code(self) -> int:
@@ -86,9 +86,9 @@ class GateResult:
                 for c in self.generation_checks if c.verdict == "fail"]
         for rec in () if self.allow_missing else self.comparison.only_baseline:
             nearest = nearest_difference(rec, self.comparison.only_current)
-            out.append(Failure(rec.label, "*", "benchmark of the baseline missing from the current run (--allow-missing "
-                               "accepts that)" + (f"; the nearest current benchmark differs in: {nearest}" if nearest
-                                                  else ""), _device_text(rec)))
+            out.append(Failure(rec.label, "*", "benchmark of the baseline missing from the current run "
+                               "(--allow-missing accepts that)" + (f"; the nearest current benchmark differs in: "
+                                                                   f"{nearest}" if nearest else ""), _device_text(rec)))
         return tuple(out)
 
     @property
