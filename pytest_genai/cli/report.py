@@ -14,13 +14,13 @@ import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, TextIO
+from typing import Any, Callable, Mapping, Sequence
 
 from pytest_genai.results.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, ReportInputError
 from pytest_genai.report.matching import check_unique
 from pytest_genai.report.output import check_outputs, names_in, write_output
 from pytest_genai.results.registry import MetricInfo
-from pytest_genai.claims import claims_by_id, default_metric_info
+from pytest_genai.claims import claims_by_id, default_metric_info, load_claims
 from pytest_genai.results.runs import Run, load_run
 from pytest_genai.report.thresholds import ThresholdError, Thresholds, parse_thresholds
 
@@ -61,35 +61,53 @@ def _load_nonempty(path: str, role: str) -> Run:
     return run
 
 
-def warn(lines: Sequence[str], stream: TextIO | None = None) -> None:
+def warn(lines: Sequence[str]) -> None:
     for line in lines:
-        print(f"warning: {line}", file=stream or sys.stderr)
-
-
-def _metric_info() -> dict[str, MetricInfo]:
-    info, warning = default_metric_info()
-    warn([warning] if warning else [])
-    return info
+        print(f"warning: {line}", file=sys.stderr)
 
 
 def _prepare(args: argparse.Namespace) -> tuple[Thresholds, dict[str, MetricInfo], list[Run]]:
-    """compare's and gate's thresholds (--max-regression, --run-noise), metric registry and runs; a threshold or
-    --metric naming no known metric (or experiment) is a usage error, not an empty table."""
+    """compare's and gate's thresholds (--max-regression, --run-noise), metric registry and runs (each a file, a
+    pytest-benchmark storage id or a store query), refused when -o names one of them, a run has indistinguishable
+    benchmarks, or a threshold or --metric names no known metric (or experiment): a usage error, not an empty table."""
     import difflib
 
     from pytest_genai.report.run_noise import parse_run_noise
+    from pytest_genai.report.validate import check_consistent
+    from pytest_genai.store.read import looks_like_query
+    from pytest_genai.store.refs import file_content_hash, input_files, load_ref
 
     try:
         noise = parse_run_noise(args.run_noise)
     except ValueError as exc:
         raise ReportInputError(str(exc)) from None
     thresholds = dataclasses.replace(parse_thresholds(args.max_regression, option="--max-regression"), run_noise=noise)
-    info = _metric_info()
-    if len(_refs(args)) < 2:  # gate's parser has already refused anything but two
+    info, warning = default_metric_info()
+    warn([warning] if warning else [])
+    refs = _refs(args)
+    if len(refs) < 2:  # gate's parser has already refused anything but two
         raise ReportInputError("give at least two runs to compare (baseline first)")
-    runs = _load_runs(args, info)
+    check_outputs(args.output, [f for r in refs for f in input_files(r, args.store)])
+    roles = ["baseline"] + ["current" if len(refs) == 2 else f"#{i + 2}" for i in range(len(refs) - 1)]
+    # a baseline store query never picks the current run file's own stored copy (--genai-store stored it last)
+    exclude = (file_content_hash(refs[1]) if len(refs) == 2 and not Path(refs[0]).exists()
+               and looks_like_query(refs[0].strip()) and Path(refs[1]).is_file() else None)
+    runs = []
+    for i, (ref, role) in enumerate(zip(refs, roles)):
+        run = (_load_nonempty(ref, role) if Path(ref).exists()
+               else load_ref(ref, args.store, info, exclude if i == 0 else None))
+        if not run.records:  # a file without benchmarks has already been refused, with the reasons
+            raise ReportInputError(f"{ref}: the {role} run contains no benchmarks")
+        runs.append(run)
+    for run in runs:
+        check_unique(run)
+        check_consistent(run, info)
+    warn([w for run in runs for w in run.warnings])
     recorded = {m for run in runs for r in run.records for m in r.metrics}
-    known, experiments = set(info) | recorded, _known_experiments(runs)
+    experiments = {r.experiment for run in runs for r in run.records if r.experiment}
+    with contextlib.suppress(Exception):  # claims data unavailable: the runs' own experiments are still known
+        experiments |= {c.experiment for c in load_claims() if getattr(c, "experiment", None)}
+    known = set(info) | recorded
     thresholds.check_known(known, experiments, option="--max-regression")
     # nothing drops by 100% or more: such a threshold would let a higher-is-better metric never regress
     for metric in sorted(m for m in recorded if getattr(info.get(m), "direction", None) == "higher"):
@@ -109,55 +127,20 @@ def _prepare(args: argparse.Namespace) -> tuple[Thresholds, dict[str, MetricInfo
 
 def emit(text: str, outputs: Sequence[str]) -> None:
     """``text`` on stdout, then into every ``-o`` file; a closed stdout (``| head``) still lets the files be written."""
+    text = text if text.endswith("\n") else text + "\n"
     try:  # stdout first: an -o file that cannot be written must not lose the verdict
-        print(text, end="" if text.endswith("\n") else "\n")
+        print(text, end="")
         sys.stdout.flush()
     except BrokenPipeError:
         from pytest_genai.cli import quiet_stdout
 
         quiet_stdout()  # so that the interpreter's final flush does not fail again
     for out in outputs:
-        write_output(out, text if text.endswith("\n") else text + "\n")
+        write_output(out, text)
 
 
 def _refs(args: argparse.Namespace) -> list[str]:
     return ([args.baseline] if getattr(args, "baseline", None) else []) + list(args.runs)
-
-
-def _load_runs(args: argparse.Namespace, info: Mapping[str, MetricInfo]) -> list[Run]:
-    """The runs of compare/gate (each a file, a pytest-benchmark storage id or a store query), refused when -o names
-    one of them or a run has indistinguishable benchmarks."""
-    from pytest_genai.report.validate import check_consistent
-    from pytest_genai.store.read import looks_like_query
-    from pytest_genai.store.refs import file_content_hash, input_files, load_ref
-
-    refs = _refs(args)
-    check_outputs(args.output, [f for r in refs for f in input_files(r, args.store)])
-    roles = ["baseline"] + ["current" if len(refs) == 2 else f"#{i + 2}" for i in range(len(refs) - 1)]
-    # a baseline store query never picks the current run file's own stored copy (--genai-store stored it last)
-    exclude = (file_content_hash(refs[1]) if len(refs) == 2 and not Path(refs[0]).exists()
-               and looks_like_query(refs[0].strip()) and Path(refs[1]).is_file() else None)
-    runs = []
-    for i, (ref, role) in enumerate(zip(refs, roles)):
-        run = (_load_nonempty(ref, role) if Path(ref).exists()
-               else load_ref(ref, args.store, info, exclude if i == 0 else None))
-        if not run.records:  # a file without benchmarks has already been refused, with the reasons
-            raise ReportInputError(f"{ref}: the {role} run contains no benchmarks")
-        runs.append(run)
-    for run in runs:
-        check_unique(run)
-        check_consistent(run, info)
-    warn([w for run in runs for w in run.warnings])
-    return runs
-
-
-def _known_experiments(runs: Sequence[Run]) -> set[str]:
-    names = {r.experiment for run in runs for r in run.records if r.experiment}
-    with contextlib.suppress(Exception):  # claims data unavailable: the runs' own experiments are still known
-        from pytest_genai.claims import load_claims
-
-        names |= {c.experiment for c in load_claims() if getattr(c, "experiment", None)}
-    return names
 
 
 def _report_parser() -> argparse.ArgumentParser:
@@ -183,12 +166,13 @@ def _report(args: argparse.Namespace) -> int:
     check_outputs(args.output, [args.run])
     run = _load_nonempty(args.run, "report's")
     warn(run.warnings)
-    info = _metric_info()
+    info, warning = default_metric_info()
+    warn([warning] if warning else [])
     claims, warning = claims_by_id()
     notes = [warning] if warning else []
+    fmt = args.format or "md"
     targets: list[tuple[Path | None, str]] = [
-        (Path(out), _SUFFIX_FORMATS.get(Path(out).suffix.lower(), args.format or "md")) for out in args.output]
-    targets = targets or [(None, args.format or "md")]
+        (Path(out), _SUFFIX_FORMATS.get(Path(out).suffix.lower(), fmt)) for out in args.output] or [(None, fmt)]
     with tempfile.TemporaryDirectory(prefix="pytest-genai-plots-") as tmp:
         images: list[Path] = []
         if args.plots is not None or any(fmt == "html" for _, fmt in targets):
@@ -255,20 +239,18 @@ def _pair_parser(gate: bool) -> argparse.ArgumentParser:
         p.add_argument("--metric", action="append", default=[], metavar="NAME",
                        help="only this metric (repeatable); gives the side-by-side table also for two runs")
         return p
-    p.add_argument("--allow-missing", action="store_true",
-                   help="do not fail when a benchmark of the baseline, or a metric with a direction of a matched one, "
-                        "is missing from the current run")
-    p.add_argument("--strict", action="store_true",
-                   help="also fail when a metric without a direction of a matched baseline benchmark is missing from "
-                        "the current run")
-    p.add_argument("--strict-inconclusive", action="store_true",
-                   help="also fail (exit 1) on a row the rule cannot decide against its threshold (inconclusive: "
-                        "listed without this flag, exit 0 within the threshold, 3 past it)")
-    p.add_argument("--allow-undecided", action="store_true",
-                   help="exit 0, not 3, when nothing regressed but a row past its threshold could not be decided "
-                        "(noise, too few rounds, CPU contention): the rows are still listed")
-    p.add_argument("--no-claims", action="store_true",
-                   help="do not check generation claims when the runs are on different device generations")
+    for flag, text in (
+            ("--allow-missing", "do not fail when a benchmark of the baseline, or a metric with a direction of a "
+                                "matched one, is missing from the current run"),
+            ("--strict", "also fail when a metric without a direction of a matched baseline benchmark is missing from "
+                         "the current run"),
+            ("--strict-inconclusive", "also fail (exit 1) on a row the rule cannot decide against its threshold "
+                                      "(inconclusive: listed without this flag, exit 0 within the threshold, 3 past "
+                                      "it)"),
+            ("--allow-undecided", "exit 0, not 3, when nothing regressed but a row past its threshold could not be "
+                                  "decided (noise, too few rounds, CPU contention): the rows are still listed"),
+            ("--no-claims", "do not check generation claims when the runs are on different device generations")):
+        p.add_argument(flag, action="store_true", help=text)
     p.add_argument("--baseline", metavar="RUN", default=None,
                    help="the baseline, e.g. from the results store: 'generation=h100 best', latest, run=12 (then give "
                         "only the current run)")
@@ -276,10 +258,9 @@ def _pair_parser(gate: bool) -> argparse.ArgumentParser:
     return p
 
 
-def _header(baseline: Run, current: Run, thresholds: Thresholds) -> str:
-    return (f"baseline: {baseline.source} ({len(baseline.records)} benchmark(s)) · "
-            f"current: {current.source} ({len(current.records)} benchmark(s)) · thresholds: {thresholds.id} · "
-            f"{thresholds.run_noise.label}")
+def _header(labels: Sequence[str], runs: Sequence[Run], thresholds: Thresholds | None = None) -> str:
+    text = " · ".join(f"{label}: {run.source} ({len(run.records)} benchmark(s))" for label, run in zip(labels, runs))
+    return text + (f" · thresholds: {thresholds.id} · {thresholds.run_noise.label}" if thresholds else "")
 
 
 def verdict_counts(comparison: Any) -> dict[str, dict[str, int]]:
@@ -364,53 +345,39 @@ def _export(args: argparse.Namespace, comparison: Any, thresholds: Thresholds, e
 
     rows = comparison_rows(comparison, None if args.all else lambda mc: (
         mc.status in FAILING or mc.status == INCONCLUSIVE or mc.improved_past_limit))
-    if args.format == "csv":
-        emit(rows_csv(rows), args.output)
-        return
-    doc = {"baseline": comparison.baseline.source, "current": comparison.current.source,
-           "thresholds": thresholds.id, "counts": _counts(comparison), "verdicts": verdict_counts(comparison),
-           **extra, "rows": rows,
-           "only_baseline": [r.label for r in comparison.only_baseline],
-           "only_current": [r.label for r in comparison.only_current],
-           "stack_differences": comparison.stack_differences}
-    emit(json_text(doc), args.output)
-
-
-def _compare_many(args: argparse.Namespace, runs: Sequence[Run]) -> int:
-    """Three or more runs: one side-by-side table, ratios to the first (:mod:`.multi`)."""
-    from pytest_genai.report.export import csv_text, json_text
-    from pytest_genai.report.multi import as_json, compare_many, flat_rows, headers, markdown_table
-
-    mc = compare_many(runs, args.metric)
-    if args.format == "csv":
-        emit(csv_text(headers(mc), flat_rows(mc)), args.output)
-    elif args.format == "json":
-        emit(json_text(as_json(mc)), args.output)
-    else:
-        parts = ["## pytest-genai compare",
-                 " · ".join(f"{label}: {run.source} ({len(run.records)} benchmark(s))"
-                            for label, run in zip(mc.labels, runs)),
-                 markdown_table(mc).to_markdown() if mc.rows else "No metric to show.",
-                 f"{len(mc.rows)} row(s); ratios are to the first run ({mc.labels[0]}); {mc.unmatched[0]} benchmark(s) "
-                 f"of the first run in no other run, {sum(mc.unmatched[1:])} benchmark(s) of later runs with no "
-                 "counterpart in the first (not shown)"]
-        emit("\n\n".join(parts), args.output)
-    return EXIT_OK
+    emit(rows_csv(rows) if args.format == "csv" else json_text({
+        "baseline": comparison.baseline.source, "current": comparison.current.source, "thresholds": thresholds.id,
+        "counts": _counts(comparison), "verdicts": verdict_counts(comparison), **extra, "rows": rows,
+        "only_baseline": [r.label for r in comparison.only_baseline],
+        "only_current": [r.label for r in comparison.only_current],
+        "stack_differences": comparison.stack_differences}), args.output)
 
 
 def _compare(args: argparse.Namespace) -> int:
     from pytest_genai.report.compare import compare_runs
+    from pytest_genai.report.export import csv_text, json_text
+    from pytest_genai.report.multi import as_json, compare_many, flat_rows, headers, markdown_table
     from pytest_genai.report.views import comparison_table
 
     thresholds, info, runs = _prepare(args)
-    if len(runs) > 2 or args.metric:
-        return _compare_many(args, runs)
+    if len(runs) > 2 or args.metric:  # one side-by-side table, ratios to the first (:mod:`.multi`)
+        mc = compare_many(runs, args.metric)
+        if args.format == "md":
+            emit("\n\n".join([
+                "## pytest-genai compare", _header(mc.labels, runs),
+                markdown_table(mc).to_markdown() if mc.rows else "No metric to show.",
+                f"{len(mc.rows)} row(s); ratios are to the first run ({mc.labels[0]}); {mc.unmatched[0]} benchmark(s) "
+                f"of the first run in no other run, {sum(mc.unmatched[1:])} benchmark(s) of later runs with no "
+                "counterpart in the first (not shown)"]), args.output)
+        else:
+            emit(csv_text(headers(mc), flat_rows(mc)) if args.format == "csv" else json_text(as_json(mc)), args.output)
+        return EXIT_OK
     baseline, current = runs
     comparison = compare_runs(baseline, current, info, thresholds)
     if args.format != "md":
         _export(args, comparison, thresholds, {})
         return EXIT_OK
-    parts = ["## pytest-genai compare", _header(baseline, current, thresholds)]
+    parts = ["## pytest-genai compare", _header(("baseline", "current"), runs, thresholds)]
     if not comparison.pairs:
         parts.append("No benchmark of the current run matches one of the baseline by (experiment, config identity, "
                      "model).")
@@ -429,13 +396,11 @@ def compare_main(argv: Sequence[str] | None = None) -> int:
 def _gate(args: argparse.Namespace) -> int:
     from pytest_genai.report.compare import MISSING_BASELINE, MISSING_CURRENT
     from pytest_genai.report.gate import gate_runs
-    from pytest_genai.report.views import comparison_table, failures_table, generation_table
+    from pytest_genai.report.views import comparison_table, generation_table
 
     thresholds, info, (baseline, current) = _prepare(args)  # run_command has refused anything but two runs
     try:  # pytest_genai.claims is imported above, so only its data can fail here
-        from pytest_genai.claims import load_claims
-
-        claims = [] if args.no_claims else [c for c in load_claims() if getattr(c, "kind", "value") == "generation"]
+        claims = [] if args.no_claims else [c for c in load_claims() if c.kind == "generation"]
     except Exception as exc:  # malformed claims data must not let a gate pass silently
         raise ReportInputError(f"claims data could not be loaded: {exc} (or pass --no-claims)") from None
     result = gate_runs(baseline, current, info, thresholds, claims, strict=args.strict,
@@ -446,19 +411,19 @@ def _gate(args: argparse.Namespace) -> int:
         raise ReportInputError(f"no benchmark of {current.source} matches one of {baseline.source} by (experiment, "
                                "config, model): nothing to gate — were both runs made with the same selection and "
                                "configs?")
-    failures, code = result.failures, result.exit_code
+    code = result.exit_code
     if args.format != "md":
         _export(args, comparison, thresholds, {
             "verdict": {EXIT_REGRESSION: "fail", EXIT_UNDECIDED: "undecided"}.get(code, "pass"), "exit_code": code,
             "failures": [{"benchmark": f.benchmark, "device": f.device, "metric": f.metric, "why": f.reason}
-                         for f in failures],
+                         for f in result.failures],
             **{key: [{"benchmark": pc.pair.current.label, "metric": m.metric, "why": m.note} for pc, m in found]
                for key, found in (("undecided", result.undecided), ("inconclusive", result.inconclusive))},
             "strict_inconclusive": args.strict_inconclusive, "allow_undecided": args.allow_undecided,
             "generation_checks": [dict(vars(c)) for c in result.generation_checks], "notes": list(result.notes)})
         return code
-    counts = _counts(comparison)
-    parts = [_gate_headline(result, code), "## pytest-genai gate", _header(baseline, current, thresholds)]
+    headline, verdict = _verdict(result, code, _counts(comparison), args.strict_inconclusive)
+    parts = [headline, "## pytest-genai gate", _header(("baseline", "current"), (baseline, current), thresholds)]
     if args.all:
         parts.append(comparison_table(comparison, strict=args.strict, allow_missing=args.allow_missing).to_markdown())
     if result.generation_checks:
@@ -467,23 +432,12 @@ def _gate(args: argparse.Namespace) -> int:
     parts += _summary_sections(comparison, rows=not args.all, regressions=False,
                                skip_baseline_only=not args.allow_missing)
     parts += [f"Note: {n}" for n in result.notes]
-    missing_optional = [(pc, m) for pc in comparison.pairs for m in pc.metrics
-                        if m.optional and m.status in (MISSING_CURRENT, MISSING_BASELINE)]
+    one_sided = comparison.metrics_where((MISSING_CURRENT, MISSING_BASELINE))
+    missing_optional = [(pc, m) for pc, m in one_sided if m.optional]
     if missing_optional:
         parts.append("Optional metrics recorded on one side only (listed, not failed): " + "; ".join(
             f"{pc.pair.current.label} {m.metric} ({m.status})" for pc, m in missing_optional))
-    if failures:
-        parts += [f"**FAIL**: {len(failures)} failure(s): regressed metrics, failed generation claims or missing "
-                  "benchmarks" + (", inconclusive rows (--strict-inconclusive)" if args.strict_inconclusive else ""),
-                  failures_table(result).to_markdown(), counts]
-    elif code == EXIT_UNDECIDED or result.undecided:
-        parts.append(f"**UNDECIDED**: {counts}; no regression decided; {len(result.undecided)} row(s) past the "
-                     "threshold undecided, listed above" + (" (--allow-undecided: exit 0)" if code == EXIT_OK else ""))
-    else:
-        undecided = len(result.inconclusive)
-        parts.append(f"**PASS**: {counts}; no regression"
-                     + (f" decided; {undecided} inconclusive row(s) within the threshold listed above "
-                        "(--strict-inconclusive fails them)" if undecided else ""))
+    parts += verdict
     if not args.all:
         parts.append(_ALL_HINT)
     emit("\n\n".join(parts), args.output)
@@ -498,15 +452,23 @@ _UNDECIDED_CAUSES = (  # (words of an undecided row's note, the cause the headli
 )
 
 
-def _gate_headline(result: Any, code: int) -> str:
-    """The gate's first line: its verdict, and for an undecided one, how many rows, why, and what to do."""
+def _verdict(result: Any, code: int, counts: str, strict_inconclusive: bool) -> tuple[str, list[str]]:
+    """The gate's first line (its verdict, and for an undecided one, how many rows, why, and what to do) and its
+    closing parts (the verdict with the counts)."""
+    from pytest_genai.report.views import failures_table
+
+    undecided, listed = result.undecided, len(result.inconclusive)
     if code == EXIT_REGRESSION:
-        return f"**FAIL** (exit 1): {len(result.failures)} failure(s), listed below"
-    undecided = result.undecided
+        return (f"**FAIL** (exit 1): {len(result.failures)} failure(s), listed below",
+                [f"**FAIL**: {len(result.failures)} failure(s): regressed metrics, failed generation claims or missing "
+                 "benchmarks" + (", inconclusive rows (--strict-inconclusive)" if strict_inconclusive else ""),
+                 failures_table(result).to_markdown(), counts])
     if not undecided:
-        listed = len(result.inconclusive)
-        return "**PASS** (exit 0): no regression" + (
-            f"; {listed} inconclusive row(s) within the threshold listed below" if listed else "")
+        return ("**PASS** (exit 0): no regression"
+                + (f"; {listed} inconclusive row(s) within the threshold listed below" if listed else ""),
+                [f"**PASS**: {counts}; no regression" + (f" decided; {listed} inconclusive row(s) within the threshold "
+                                                          "listed above (--strict-inconclusive fails them)"
+                                                          if listed else "")])
     causes = Counter(next((cause for words, cause in _UNDECIDED_CAUSES if words in m.note),
                           "noise for the rounds recorded") for _, m in undecided).most_common()
     why = ", ".join(f"{n} by {cause}" for cause, n in causes)
@@ -516,7 +478,9 @@ def _gate_headline(result: Any, code: int) -> str:
               "launches" if causes[0][0] == "noise between launches" else
               "record more rounds a side (--genai-rounds auto) or gate against several runs (--baseline 'last:3')")
     return (f"{head}: nothing regressed, but {len(undecided)} row(s) past the threshold could not be decided "
-            f"({why}); {remedy}")
+            f"({why}); {remedy}",
+            [f"**UNDECIDED**: {counts}; no regression decided; {len(undecided)} row(s) past the threshold undecided, "
+             "listed above" + (" (--allow-undecided: exit 0)" if code == EXIT_OK else "")])
 
 
 def gate_main(argv: Sequence[str] | None = None) -> int:

@@ -180,8 +180,7 @@ def decide(baseline: Sequence[float], current: Sequence[float], direction: str, 
     verdict = (REGRESSED if p_worse < alpha and past else IMPROVED if p_better < alpha and -w > m + tol
                else UNCHANGED if p_within <= alpha else INCONCLUSIVE)
     q = t_ppf(1 - alpha, df) if interval else math.nan  # no interval: nan ends
-    lo, hi = diff - q * se, diff + q * se
-    lo, hi = (math.exp(lo), math.exp(hi)) if scale == LOG else (lo, hi)
+    lo, hi = (math.exp(diff - q * se), math.exp(diff + q * se)) if positive else (diff - q * se, diff + q * se)
     return Decision(verdict, ratio, lo, hi, 1 - 2 * alpha, df, p_worse, past, scale, min(len(b), len(c)),
                     launch_share)
 

@@ -6,6 +6,7 @@ A pair across device generations is checked on its measured speedup against the 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -66,7 +67,7 @@ class GateResult:
     @property
     def undecided(self) -> list[tuple[PairComparison, MetricComparison]]:
         """Inconclusive rows whose change is past the threshold: neither passed nor failed (exit 3)."""
-        return [(pc, m) for pc, m in self.comparison.metrics_where(INCONCLUSIVE) if m.undecided]
+        return [(pc, m) for pc, m in self.inconclusive if m.undecided]
 
     @property
     def exit_code(self) -> int:
@@ -85,9 +86,9 @@ class GateResult:
                 for c in self.generation_checks if c.verdict == "fail"]
         for rec in () if self.allow_missing else self.comparison.only_baseline:
             nearest = nearest_difference(rec, self.comparison.only_current)
-            out.append(Failure(rec.label, "*", "benchmark of the baseline missing from the current run (--allow-missing "
-                               "accepts that)" + (f"; the nearest current benchmark differs in: {nearest}" if nearest
-                                                  else ""), _device_text(rec)))
+            out.append(Failure(rec.label, "*", "benchmark of the baseline missing from the current run "
+                               "(--allow-missing accepts that)" + (f"; the nearest current benchmark differs in: "
+                                                                   f"{nearest}" if nearest else ""), _device_text(rec)))
         return tuple(out)
 
     @property
@@ -134,77 +135,41 @@ def _norm(text: Any) -> str:
     return str(text or "").strip().lower()
 
 
-def _generations_match(claim: Any, baseline_gen: str, current_gen: str) -> bool:
-    matches = getattr(claim, "matches_generations", None)
-    if callable(matches):  # the claims model's own rule (``a100`` also matches ``a100-sxm4-80gb``)
-        return bool(matches(_norm(baseline_gen), _norm(current_gen)))
-    return _norm(claim.from_generation) == _norm(baseline_gen) and _norm(claim.to_generation) == _norm(current_gen)
+def check_generation(claim: Any, pc: PairComparison, info: Mapping[str, MetricInfo]) -> GenerationCheck | None:
+    """Check ``claim`` on one pair; None when the pair records no metric the speedup can be computed from.
 
+    The speedup is the two-run ratio of the claim's own metric, or for ``speedup`` of the first throughput both runs
+    recorded, else of the median round time (same work per round); judged on its bootstrap interval (of the median
+    rounds' ratio) where both runs recorded two or more rounds of it, else on its value."""
+    from pytest_genai.claims import check_value
+    from pytest_genai.stats import bootstrap_ratio_interval
 
-def generation_claims_for(claims: Sequence[Any], from_gen: str, to_gen: str, record: Record) -> list[Any]:
-    """Generation claims in scope for ``record`` moving ``from_gen`` → ``to_gen`` (experiment, models, ``where``)."""
-    def applies(claim: Any) -> bool:
-        if getattr(claim, "kind", "value") != "generation" or not _generations_match(claim, from_gen, to_gen):
-            return False
-        experiment = getattr(claim, "experiment", None)
-        models = {m.lower() for m in (getattr(claim, "models", ()) or ())}
-        where = getattr(claim, "where", None) or {}
-        return ((not experiment or record.experiment == experiment)
-                and (not models or (record.model or "").lower() in models)
-                and not any(record.config.get(k) != v for k, v in where.items()))
-
-    return [claim for claim in claims if applies(claim)]
-
-
-def speedup_basis(claim_metric: str, base: Record, cur: Record,
-                  info: Mapping[str, MetricInfo]) -> tuple[str, str] | None:
-    """The recorded metric (and its direction) whose two-run ratio is the claim's speedup: the claim's own metric, or
-    for ``speedup`` the first throughput both runs recorded, else the median round time (same work per round)."""
-    if claim_metric != SPEEDUP_METRIC:
-        direction = info[claim_metric].direction if claim_metric in info else None
-        candidates = [(claim_metric, direction)] if direction in ("higher", "lower") else []
+    base, cur = pc.pair.baseline, pc.pair.current
+    if claim.metric != SPEEDUP_METRIC:
+        direction = info[claim.metric].direction if claim.metric in info else None
+        candidates = [(claim.metric, direction)] if direction in ("higher", "lower") else []
     else:
         candidates = [(m, "higher") for m in THROUGHPUT_METRICS] + [(BENCH_MEDIAN_METRIC, "lower")]
-    return next(((m, d) for m, d in candidates if m in base.metrics and m in cur.metrics), None)
-
-
-def check_generation(claim: Any, pc: PairComparison, info: Mapping[str, MetricInfo]) -> GenerationCheck | None:
-    """Check ``claim`` on one pair; None when the pair records no metric the speedup can be computed from."""
-    base, cur = pc.pair.baseline, pc.pair.current
-    basis = speedup_basis(claim.metric, base, cur, info)
+    basis = next(((m, d) for m, d in candidates if m in base.metrics and m in cur.metrics), None)
     if basis is None:
         return None
-    from pytest_genai.claims import check_value
-
     metric, direction = basis
     b, c = base.metrics[metric], cur.metrics[metric]
     s = speedup(float(b), float(c), direction)
-    interval = speedup_interval(base.rounds.get(metric), cur.rounds.get(metric), direction)
+    interval = None
+    base_rounds, cur_rounds = base.rounds.get(metric) or (), cur.rounds.get(metric) or ()
+    if len(base_rounds) >= 2 and len(cur_rounds) >= 2:
+        num, den = (cur_rounds, base_rounds) if direction == "higher" else (base_rounds, cur_rounds)
+        with contextlib.suppress(ValueError):  # a non-positive round: no ratio to bootstrap
+            interval = bootstrap_ratio_interval(num, den)
     verdict = check_value(claim, s, interval)
-    frm, to = (base.device.generation if base.device else ""), (cur.device.generation if cur.device else "")
-    moved = f"{frm}→{to}" if base.device and cur.device else "?"
-    source = getattr(claim, "source", None) or f"Paper {getattr(claim, 'paper', '?')}"
-    text = getattr(claim, "paper_text", "") or ""
+    frm, to = base.device.generation, cur.device.generation  # gate_runs checks pairs across two generations only
     return GenerationCheck(
         claim_id=claim.id, benchmark=cur.label, metric=metric, from_generation=frm, to_generation=to, baseline=b,
-        current=c, speedup=s, min=getattr(claim, "min", None), max=getattr(claim, "max", None),
-        paper=f"{source}: {text}" if text else str(source), verdict=verdict.verdict,
-        message=f"{moved} speedup of {metric}: {verdict.message}",
+        current=c, speedup=s, min=claim.min, max=claim.max,
+        paper=f"{claim.source}: {claim.paper_text}" if claim.paper_text else claim.source, verdict=verdict.verdict,
+        message=f"{frm}→{to} speedup of {metric}: {verdict.message}",
         interval=None if interval is None else interval.to_json())
-
-
-def speedup_interval(base_rounds: Any, cur_rounds: Any, direction: str) -> Any:
-    """The bootstrap interval of the speedup (ratio of the two runs' median rounds, oriented by ``direction``) when
-    both runs recorded two or more rounds of the metric, else None (the speedup is then judged on its value)."""
-    if len(base_rounds or ()) < 2 or len(cur_rounds or ()) < 2:
-        return None
-    from pytest_genai.stats import bootstrap_ratio_interval
-
-    num, den = (cur_rounds, base_rounds) if direction == "higher" else (base_rounds, cur_rounds)
-    try:
-        return bootstrap_ratio_interval(num, den)
-    except ValueError:  # a non-positive round: no ratio to bootstrap
-        return None
 
 
 def gate_runs(baseline: Run, current: Run, info: Mapping[str, MetricInfo], thresholds: Thresholds,
@@ -222,7 +187,12 @@ def gate_runs(baseline: Run, current: Run, info: Mapping[str, MetricInfo], thres
             pairs.append(pc)
             continue
         gens = (base.device.generation, cur.device.generation)
-        applicable = generation_claims_for(claims, *gens, cur)
+        # in scope: by the claims model's generation rule (``a100`` also matches ``a100-sxm4-80gb``), then by
+        # experiment, models and ``where``
+        applicable = [claim for claim in claims if claim.matches_generations(*map(_norm, gens))
+                      and (not claim.experiment or cur.experiment == claim.experiment)
+                      and (not claim.models or (cur.model or "").lower() in {m.lower() for m in claim.models})
+                      and not any(cur.config.get(k) != v for k, v in claim.where.items())]
         replaced: set[str] = set()
         for claim in applicable:
             check = check_generation(claim, pc, info)
@@ -232,7 +202,7 @@ def gate_runs(baseline: Run, current: Run, info: Mapping[str, MetricInfo], thres
                 continue
             checks.append(check)
             # only a decided claim that rules out a slowdown itself may stand in for the threshold
-            if (getattr(claim, "min", None) or 0.0) >= 1.0 and check.verdict in ("pass", "fail"):
+            if (claim.min or 0.0) >= 1.0 and check.verdict in ("pass", "fail"):
                 replaced.add(check.metric)
         if not applicable:
             unclaimed.add(gens)
