@@ -57,10 +57,14 @@ def shorten(text: str, limit: int = MAX_VALUE_CHARS) -> str:
     return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
 
 
+_PART_SEP = re.compile(r"([-@_])")
+
+
 def shorten_unique(labels: Sequence[str], limit: int) -> list[str]:
     """Each label :func:`shorten`-ed, but labels that would then read the same are cut around where they first differ
     (``llama…attn_fused…`` vs ``…attn_unfused…``): no two rows with one name for different benchmarks."""
-    common = _common_parts(labels)
+    # the name parts every label has (none for under two different labels): eliding them loses nothing
+    common = set.intersection(*(set(_PART_SEP.split(x)[::2]) for x in labels)) - {""} if len(set(labels)) > 1 else set()
     out = [shorten(_without_common(x, common, limit), limit) for x in labels]
     groups: dict[str, set[str]] = {}
     for full, short in zip(labels, out):
@@ -75,17 +79,6 @@ def shorten_unique(labels: Sequence[str], limit: int) -> list[str]:
         end = start + limit - 2
         out[i] = ("…" if start > 0 else "") + full[start:end] + ("…" if end < len(full) else "")
     return out
-
-
-_PART_SEP = re.compile(r"([-@_])")
-
-
-def _common_parts(labels: Sequence[str]) -> set[str]:
-    """The name parts (between ``-``, ``@``, ``_``) every label has (none for under two different labels)."""
-    if len(set(labels)) < 2:
-        return set()
-    sets = [set(_PART_SEP.split(x)[::2]) for x in labels]
-    return set.intersection(*sets) - {""}
 
 
 def _without_common(label: str, common: set[str], limit: int) -> str:
@@ -107,9 +100,8 @@ def _without_common(label: str, common: set[str], limit: int) -> str:
         if sum(len(p) for p in pieces[run[0]:run[1] + 1]) < 2:  # "…" saves nothing
             break
         elided.append(run)
-        text = _joined(pieces, elided)
-        if len(text) <= limit:
-            return text
+        if len(_joined(pieces, elided)) <= limit:
+            break
     return _joined(pieces, elided)
 
 

@@ -336,10 +336,8 @@ def _identity(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], va
         if max(len(i) for i in ids) <= MAX_ID_CHARS or not keys:
             return [("id", lambda r: shorten(by_record[id(r)], 2 * MAX_ID_CHARS))], []
 
-    def facts(r: Record) -> dict[str, Any]:
-        return {**{h: get(r) for h, get in _NAMED.items()}, **{k: shown[id(r)].get(k, "—") for k in keys}}
-
-    naming = distinguishing_keys(recs, facts, fixed) if keys else []
+    naming = distinguishing_keys(recs, lambda r: {**{h: get(r) for h, get in _NAMED.items()},
+                                                  **{k: shown[id(r)].get(k, "—") for k in keys}}, fixed) if keys else []
     naming = [k for k in keys if k in naming]  # config order
     return [(p, _config_cell(shown, p)) for p in naming], [k for k in keys if k not in naming]
 
