@@ -1,7 +1,4 @@
-"""Plain tables rendered as GitHub Markdown, HTML or terminal text, and the number formats they use.
-
-The one table renderer of the package: reports and compare/gate output (Markdown, HTML), the closing tables of a
-pytest run and the ``pytest-genai`` subcommands' listings (:func:`text_table`)."""
+"""The package's one table renderer (GitHub Markdown, HTML, terminal text) and the number formats it uses."""
 
 from __future__ import annotations
 
@@ -43,8 +40,7 @@ def format_number(x: object) -> str:
 
 
 def bound_text(lo: object, hi: object, symbols: bool = False) -> str:
-    """A claim's bounds as every output shows them: ``[lo, hi]``, ``== x``, ``>= lo`` or ``<= hi`` (``≥``/``≤`` in
-    rendered reports with ``symbols``), ``—`` with neither."""
+    """Bounds: ``[lo, hi]``, ``== x``, ``>= lo`` or ``<= hi`` (``≥``/``≤`` if ``symbols``), or ``—``."""
     ge, le = ("≥", "≤") if symbols else (">=", "<=")
     if lo is not None and hi is not None:
         return f"== {format_number(lo)}" if lo == hi else f"[{format_number(lo)}, {format_number(hi)}]"
@@ -61,11 +57,14 @@ def shorten(text: str, limit: int = MAX_VALUE_CHARS) -> str:
     return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
 
 
+_PART_SEP = re.compile(r"([-@_])")
+
+
 def shorten_unique(labels: Sequence[str], limit: int) -> list[str]:
-    """Each label cut to ``limit`` as :func:`shorten` does, unless that makes two different labels read the same:
-    those are cut around where each first differs from the others (``llama…attn_fused…`` vs ``…attn_unfused…``), so
-    a table never shows two rows with one name for different benchmarks."""
-    common = _common_parts(labels)
+    """Each label :func:`shorten`-ed, but labels that would then read the same are cut around where they first differ
+    (``llama…attn_fused…`` vs ``…attn_unfused…``): no two rows with one name for different benchmarks."""
+    # the name parts every label has (none for under two different labels): eliding them loses nothing
+    common = set.intersection(*(set(_PART_SEP.split(x)[::2]) for x in labels)) - {""} if len(set(labels)) > 1 else set()
     out = [shorten(_without_common(x, common, limit), limit) for x in labels]
     groups: dict[str, set[str]] = {}
     for full, short in zip(labels, out):
@@ -82,22 +81,9 @@ def shorten_unique(labels: Sequence[str], limit: int) -> list[str]:
     return out
 
 
-_PART_SEP = re.compile(r"([-@_])")
-
-
-def _common_parts(labels: Sequence[str]) -> set[str]:
-    """The name parts (between ``-``, ``@``, ``_``) every label has: eliding them loses nothing that tells rows
-    apart. None for fewer than two different labels (there, every part is what names the one row)."""
-    if len(set(labels)) < 2:
-        return set()
-    sets = [set(_PART_SEP.split(x)[::2]) for x in labels]
-    return set.intersection(*sets) - {""}
-
-
 def _without_common(label: str, common: set[str], limit: int) -> str:
-    """``label`` with runs of ``common`` parts replaced by ``…``, longest run first, until it fits ``limit``:
-    ``gemma-2-27b@tiny-random-fsdp-attn_unfused-fp32-mb2-s128`` reads ``gemma-2-27b@…-fsdp-attn_unfused-…``, so the
-    strategy a cut in the middle hid stays."""
+    """``label`` with runs of ``common`` parts as ``…``, longest first, until it fits ``limit`` (``gemma-2-27b@…-fsdp-
+    attn_unfused-…``: the strategy a cut in the middle hid stays)."""
     if len(label) <= limit or not common:
         return label
     pieces = _PART_SEP.split(label)  # part, sep, part, sep, ..., part
@@ -114,9 +100,8 @@ def _without_common(label: str, common: set[str], limit: int) -> str:
         if sum(len(p) for p in pieces[run[0]:run[1] + 1]) < 2:  # "…" saves nothing
             break
         elided.append(run)
-        text = _joined(pieces, elided)
-        if len(text) <= limit:
-            return text
+        if len(_joined(pieces, elided)) <= limit:
+            break
     return _joined(pieces, elided)
 
 
@@ -132,8 +117,7 @@ _LOCAL_PATH = re.compile(r"^(~|/|[A-Za-z]:[\\/]|\.{1,2}[\\/]|file:)")
 
 
 def format_value(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
-    """A config value as a table shows it: as configured (no thousands separators, floats in shortest form), a
-    nested config by its ``id``, a list compactly, booleans as yes/no, a local path by its last part only."""
+    """A config value as configured (short floats), a nested config by ``id``, a local path by its last part."""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if value is None:
@@ -156,9 +140,8 @@ def format_value(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
 
 
 def distinct_parts(names: Sequence[str], sep: str = "-") -> list[str]:
-    """``names`` without the ``sep``-separated parts every one of them starts or ends with (at least one part
-    kept): ``smollm2-135m-cpu-real-wikitext`` / ``smollm2-135m-cpu-fake-boolq`` read ``real-wikitext`` /
-    ``fake-boolq``. A single name is returned whole."""
+    """``names`` without the ``sep``-separated parts all start or end with (one part kept; one name whole):
+    ``smollm2-135m-cpu-real-wikitext`` / ``smollm2-135m-cpu-fake-boolq`` read ``real-wikitext`` / ``fake-boolq``."""
     if len(set(names)) < 2:
         return list(names)
     parts = [n.split(sep) for n in names]
@@ -207,24 +190,21 @@ class Table:
         return bool(self.numeric) and self.numeric[i]
 
     @functools.cached_property
-    def _md_cells(self) -> list[list[str]]:
-        """Header and rows escaped for Markdown, once: widths are asked for several times while a caller fits a table
-        to :data:`MAX_ROW_CHARS` (25,000 claims escaped each cell four times)."""
-        return [[_md_escape(c) for c in row] for row in (self.headers, *self.rows)]
-
-    def column_widths(self) -> list[int]:
-        """Each column's width in the Markdown layout (cells escaped, at least 3)."""
-        cells = self._md_cells
-        return [max(3, *(len(row[i]) for row in cells)) for i in range(len(self.headers))]
+    def _md_layout(self) -> tuple[list[list[str]], list[int]]:
+        """Header and rows escaped for Markdown as literal text, and each column's width (at least 3), once: a caller
+        fitting a table to :data:`MAX_ROW_CHARS` asks several times (25,000 claims escaped each cell four times)."""
+        # `<script>` in a benchmark's name stayed raw HTML in a table cell, and `[x](y)` a link
+        cells = [[one_line(visible(_MD_CELL.sub(lambda m: "\\" + m.group(), c))) for c in row]
+                 for row in (self.headers, *self.rows)]
+        return cells, [max(3, *(len(row[i]) for row in cells)) for i in range(len(self.headers))]
 
     def markdown_width(self) -> int:
         """Characters in each Markdown line of this table."""
-        return sum(w + 3 for w in self.column_widths()) + 1
+        return sum(w + 3 for w in self._md_layout[1]) + 1
 
     def to_markdown(self) -> str:
         """GitHub-flavoured Markdown, columns padded so it also reads well in a terminal."""
-        cells = self._md_cells
-        widths = self.column_widths()
+        cells, widths = self._md_layout
         lines = []
         for n, row in enumerate(cells):
             padded = [c.rjust(w) if self._right(i) and n else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
@@ -235,8 +215,7 @@ class Table:
         return "\n".join(lines)
 
     def to_text(self) -> list[str]:
-        """Lines for a terminal: columns left-aligned and two spaces apart, a dashed rule under the headers, cells
-        as given (no escaping, no right alignment)."""
+        """Terminal lines: columns left-aligned two spaces apart, a dashed rule under the headers, cells unescaped."""
         headers = [one_line(visible(h)) for h in self.headers]
         rows = [[one_line(visible(c)) for c in r] for r in self.rows]
         widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
@@ -266,17 +245,14 @@ _LINE_BREAK = re.compile(r"\r\n|[\r\n\x0b\x0c\x85\u2028\u2029]")
 
 
 def visible(text: str) -> str:
-    """``text`` with each control character other than tab and line breaks (NUL, ESC, DEL, the C1 range) written as
-    ``\\xNN``: never raw into a report or onto a terminal, where ESC starts an escape sequence (colours, cursor moves,
-    a window title) and NUL ends a C string. Bidirectional controls (U+202E...) are written as ``\\uNNNN``: they
-    reorder what follows them."""
+    """``text`` with control characters but tab and line breaks as ``\\xNN`` (on a terminal ESC starts an escape
+    sequence, NUL ends a C string) and bidirectional controls as ``\\uNNNN`` (they reorder what follows them)."""
     text = _BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def one_line(text: str) -> str:
-    """``text`` with every line break (``\\r\\n``, ``\\r``, ``\\n``, U+2028/9, ...) a space: a heading or a cell stays one
-    line."""
+    """``text`` with every line break (``\\r\\n``, ``\\r``, U+2028, ...) a space: a heading or a cell stays one line."""
     return _LINE_BREAK.sub(" ", text)
 
 
@@ -285,9 +261,8 @@ _MD_SPECIAL = re.compile(r"[\\`*\[<#|~&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 
 
 def md_inline(text: str) -> str:
-    """``text`` as literal Markdown inline text: the characters that start emphasis, code, links, HTML, headings,
-    tables or entities backslash-escaped (an underscore inside a word, ``tokens_per_s``, needs none and keeps its
-    plain-text reading), control characters :func:`visible`. Line breaks are the caller's (:func:`one_line`)."""
+    """``text`` as literal Markdown inline text: what starts emphasis, code, links, HTML, headings, tables or entities
+    escaped (not ``_`` inside a word: ``tokens_per_s``), :func:`visible`; line breaks are the caller's."""
     return _MD_SPECIAL.sub(lambda m: "\\" + m.group(), visible(text))
 
 
@@ -295,8 +270,7 @@ _BLOCK_START = re.compile(r"^(\s*)(?:([-+=>])|(\d+)([.)]))", re.MULTILINE)
 
 
 def md_block_starts(text: str) -> str:
-    """Each line of ``text`` that would open a list or a quote or underline a heading (``- ``, ``+``, ``>``, ``=``,
-    ``1.``) with that mark escaped: wrapped prose whose line happens to start with one stays prose."""
+    """``text`` with a mark opening a line (``-``, ``+``, ``>``, ``=``, ``1.``) escaped: wrapped prose stays prose."""
     return _BLOCK_START.sub(lambda m: m.group(1) + ("\\" + m.group(2) if m.group(2) else m.group(3) + "\\" + m.group(4)),
                             text)
 
@@ -304,12 +278,6 @@ def md_block_starts(text: str) -> str:
 # in a cell: `<x`, `</`, `<!`, `<?` open HTML or an autolink, `&x;` is an entity, `](` / `][` close a link; the rest
 # stays as written, as the gate's terminal reads it (`< min 2.5`, `test_q[cpu]`)
 _MD_CELL = re.compile(r"[\\|]|<(?=[A-Za-z/!?])|&(?=#?[A-Za-z0-9]+;)|\](?=[(\[])")
-
-
-def _md_escape(cell: str) -> str:
-    """A cell as literal text: `<script>` in a benchmark's name stayed raw HTML in a table cell, and `[x](y)` a
-    link."""
-    return one_line(visible(_MD_CELL.sub(lambda m: "\\" + m.group(), cell)))
 
 
 def make_table(headers: Sequence[str], rows: Sequence[Sequence[object]], numeric: Sequence[bool] = ()) -> Table:

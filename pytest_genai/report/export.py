@@ -9,7 +9,7 @@ import math
 import re
 from typing import Any, Callable, Mapping, Sequence
 
-from pytest_genai.tables import visible
+from pytest_genai.tables import format_number, visible
 
 from .compare import Comparison, MetricComparison
 
@@ -45,7 +45,7 @@ def json_text(obj: Any) -> str:
         if isinstance(o, (list, tuple)):
             return [clean(v) for v in o]
         if isinstance(o, float) and not math.isfinite(o):
-            return "nan" if math.isnan(o) else ("inf" if o > 0 else "-inf")
+            return format_number(o)  # "nan", "inf" or "-inf"
         return o
 
     return json.dumps(clean(obj), indent=2) + "\n"
@@ -73,5 +73,5 @@ def comparison_rows(comparison: Comparison, where: Callable[[MetricComparison], 
     return out
 
 
-def rows_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] = COMPARISON_COLUMNS) -> str:
-    return csv_text(columns, [[r.get(c) for c in columns] for r in rows])
+def rows_csv(rows: Sequence[Mapping[str, Any]]) -> str:
+    return csv_text(COMPARISON_COLUMNS, [[r.get(c) for c in COMPARISON_COLUMNS] for r in rows])

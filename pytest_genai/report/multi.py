@@ -36,8 +36,7 @@ class MultiComparison:
     unmatched: tuple[int, ...]  # per run: benchmarks with no counterpart in the first (for the first: in no other)
 
 
-def compare_many(runs: Sequence[Run], metrics: Sequence[str] = (), labels: Sequence[str] | None = None
-                 ) -> MultiComparison:
+def compare_many(runs: Sequence[Run], metrics: Sequence[str] = ()) -> MultiComparison:
     """The side-by-side comparison of ``runs`` (the first is the reference); ``metrics`` keeps only those names."""
     first = runs[0]
     matchings = [match_records(first.records, run.records) for run in runs[1:]]
@@ -51,7 +50,7 @@ def compare_many(runs: Sequence[Run], metrics: Sequence[str] = (), labels: Seque
             source = "/".join(sorted({"measured" if m.source is None else m.source for m in ms if m}))
             rows.append(MultiRow(rec.label, rec.experiment, name, unit, source, tuple(m and m.value for m in ms)))
     lonely = sum(all(id(r) not in p for p in partner[1:]) for r in first.records) if len(runs) > 1 else 0
-    names = list(labels) if labels else ["+".join(g) if (g := r.generations) else "no device" for r in runs]
+    names = ["+".join(g) if (g := r.generations) else "no device" for r in runs]
     if len(set(names)) < len(names):  # two runs on one generation: number them
         names = [f"{label} #{i + 1}" for i, label in enumerate(names)]
     unmatched = (lonely, *(len(m.only_current) for m in matchings))

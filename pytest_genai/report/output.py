@@ -21,13 +21,13 @@ def _same_file(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve()
 
 
-def file_stem(*parts: str, limit: int = MAX_STEM_CHARS) -> str:
-    """A file name (no suffix) from names: never a path nor hidden, at most ``limit`` chars (hash-suffixed if cut)."""
+def file_stem(*parts: str) -> str:
+    """A file name (no suffix) from names: never a path nor hidden, at most MAX_STEM_CHARS (hash-suffixed if cut)."""
     text = "_".join(p for p in parts if p)
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "plot"
-    if len(stem) > limit:
+    if len(stem) > MAX_STEM_CHARS:
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-        stem = stem[:limit - 9].rstrip("-.") + "-" + digest
+        stem = stem[:MAX_STEM_CHARS - 9].rstrip("-.") + "-" + digest
     return stem
 
 
@@ -40,11 +40,11 @@ class NameAllocator:
     def __contains__(self, name: str) -> bool:
         return name.casefold() in self._taken
 
-    def take(self, stem: str, suffix: str = ".png") -> str:
-        name, n = stem + suffix, 1
+    def take(self, stem: str) -> str:
+        name, n = stem + ".png", 1
         while name.casefold() in self._taken:
             n += 1
-            name = f"{stem}-{n}{suffix}"
+            name = f"{stem}-{n}.png"
         self._taken.add(name.casefold())
         return name
 

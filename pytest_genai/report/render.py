@@ -44,13 +44,8 @@ Block = Union[Heading, Paragraph, Table, Image]
 MARKDOWN_LINE_CHARS = 120  # paragraph wrap width (a soft break renders as a space)
 
 
-def report_blocks(
-    run: Run,
-    info: Mapping[str, MetricInfo],
-    claims_by_id: Mapping[str, Any] | None = None,
-    images: Sequence[Path] = (),
-    notes: Sequence[str] = (),
-) -> list[Block]:
+def report_blocks(run: Run, info: Mapping[str, MetricInfo], claims_by_id: Mapping[str, Any],
+                  images: Sequence[Path] = (), notes: Sequence[str] = ()) -> list[Block]:
     """The first screen (summary, machine, claims by paper), the claim checks by test, the experiments, the plots."""
     recs = run.records
     blocks: list[Block] = [Heading(f"pytest-genai report — {Path(run.source).name}", 1)]
@@ -71,16 +66,13 @@ def report_blocks(
     recs = without_reference(recs)  # a vendor's number is no paper's claim: its verdicts get their own section
     papers, folded = paper_claims_tables(recs, claims_by_id)
     blocks += [Heading("Claims by paper")] if papers or folded else []
-    blocks += _captioned(papers)
-    if folded:
-        blocks.append(Paragraph(f"{folded} not_applicable checks not shown: scoped to another device, model or config "
-                                "(each benchmark's JSON lists them)."))
+    blocks += _captioned(papers) + ([Paragraph(f"{folded} not_applicable checks not shown: scoped to another "
+                                               "device, model or config (each benchmark's JSON lists them).")]
+                                    if folded else [])
     undecided = undecided_reasons(recs)
-    if undecided:
-        blocks.append(Paragraph("Not decided (inconclusive): " + "; ".join(undecided) + "."))
+    blocks += [Paragraph("Not decided (inconclusive): " + "; ".join(undecided) + ".")] if undecided else []
     claims = claims_tables(recs, claims_by_id)
-    blocks += [Heading("Claims")] + ([] if claims else [Paragraph("No claims were checked in this run.")])
-    blocks += _captioned(claims)
+    blocks += [Heading("Claims"), *(_captioned(claims) or [Paragraph("No claims were checked in this run.")])]
     if any(row[6] in ("target", "physics") for _, table in claims for row in table.rows):
         blocks.append(Paragraph(BASIS_NOTE))
     if references is not None:

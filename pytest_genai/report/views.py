@@ -6,7 +6,6 @@ import dataclasses
 import json
 import math
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence, TypeVar
 
 from .compare import Comparison, MetricComparison, fails
@@ -149,10 +148,9 @@ def machine_table(run: Run) -> Table:
     return make_table(["machine", ""], rows)
 
 
-def paper_claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | None = None
+def paper_claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any]
                         ) -> tuple[list[tuple[str, Table]], int]:
     """Per paper, one row per claim checked (paper claims first), and the count of not_applicable checks left out."""
-    claims_by_id = claims_by_id or {}
     checks = [v for rec in records for v in rec.claims]
     by_claim = group_by((v for v in checks if v.get("verdict") != "not_applicable"), lambda v: str(v.get("id", "?")))
     papers: dict[str, list[list[str]]] = {}
@@ -219,9 +217,7 @@ def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | N
         table = make_table(headers, rows, numeric)
         if table.markdown_width() > MAX_ROW_CHARS:
             params = [r.name[len(test) + 1:-1] if r.name.startswith(test + "[") else r.name for r, _ in pairs]
-            unique = list(dict.fromkeys(params))
-            short = dict(zip(unique, distinct_parts(unique)))  # computed once per table
-            for labels in (params, [short[p] for p in params]):
+            for labels in (params, distinct_parts(params)):
                 table = relabeled(labels)
                 if table.markdown_width() <= MAX_ROW_CHARS:
                     break
@@ -267,7 +263,7 @@ def display_config(rec: Record) -> dict[str, Any]:
     return dict(items)
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class ExperimentTables:
     """The results of one test function of one experiment, split over tables a CI comment can show."""
 
@@ -336,10 +332,8 @@ def _identity(recs: Sequence[Record], shown: Mapping[int, Mapping[str, Any]], va
         if max(len(i) for i in ids) <= MAX_ID_CHARS or not keys:
             return [("id", lambda r: shorten(by_record[id(r)], 2 * MAX_ID_CHARS))], []
 
-    def facts(r: Record) -> dict[str, Any]:
-        return {**{h: get(r) for h, get in _NAMED.items()}, **{k: shown[id(r)].get(k, "—") for k in keys}}
-
-    naming = distinguishing_keys(recs, facts, fixed) if keys else []
+    naming = distinguishing_keys(recs, lambda r: {**{h: get(r) for h, get in _NAMED.items()},
+                                                  **{k: shown[id(r)].get(k, "—") for k in keys}}, fixed) if keys else []
     naming = [k for k in keys if k in naming]  # config order
     return [(p, _config_cell(shown, p)) for p in naming], [k for k in keys if k not in naming]
 
