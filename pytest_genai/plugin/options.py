@@ -1,6 +1,7 @@
 """Option parsing and resolution. Settings resolve CLI → environment → ini → default; errors name the source."""
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -120,22 +121,13 @@ def parse_max_regression(text: str) -> str:
     return text
 
 
-def _existing_dir(text: str, hint: str) -> str:
+def parse_data_dir(text: str, hint: str = "`pytest-genai data fetch DIR` wrote (or a copy laid out like shared/data), "
+                   "or leave it unset to use the embedded evaluation slice") -> str:
+    """``--genai-data-dir`` (``--genai-dabench-profiles`` with its ``hint``): an existing folder, made absolute."""
     path = parse_path(text)
     if not os.path.isdir(path):
         raise ValueError(f"{path}: no such folder; give the folder {hint}")
     return path
-
-
-def parse_profiles_dir(text: str) -> str:
-    """``--genai-dabench-profiles``: a folder that exists (a misspelled one would skip every vendor test)."""
-    return _existing_dir(text, "holding the vendor runs' <kind>/ folders (docs/dabench_level2.md), or leave it unset")
-
-
-def parse_data_dir(text: str) -> str:
-    """``--genai-data-dir``: a folder that exists, made absolute; never a silent fallback to other data."""
-    return _existing_dir(text, "`pytest-genai data fetch DIR` wrote (or a copy laid out like shared/data), or leave "
-                               "it unset to use the embedded evaluation slice")
 
 
 def parse_positive_int(text: str) -> int:
@@ -266,7 +258,9 @@ SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | No
     "scale": ("--genai-scale", "GENAI_SCALE", "genai_scale", parse_scale, "tiny"),
     "memory_budget": ("--genai-memory-budget", "GENAI_MEMORY_BUDGET", None, parse_bytes, None),
     "timeout": ("--genai-timeout", "GENAI_TIMEOUT", "genai_timeout", parse_timeout, 300.0),
-    "dabench_profiles": ("--genai-dabench-profiles", "GENAI_DABENCH_PROFILES", None, parse_profiles_dir, None),
+    "dabench_profiles": ("--genai-dabench-profiles", "GENAI_DABENCH_PROFILES", None, functools.partial(
+        parse_data_dir, hint="holding the vendor runs' <kind>/ folders (docs/dabench_level2.md), or leave it unset"),
+        None),
     "baseline": ("--genai-baseline", None, None, parse_path, None),
     "max_regression": ("--genai-max-regression", None, None, parse_max_regression, None),
     "reference_rows": ("--genai-reference-rows", "GENAI_REFERENCE_ROWS", None, parse_reference_rows, None),
@@ -290,14 +284,14 @@ def given(config: Any, name: str) -> bool:
     return _given_value(config, name)[0] is not None
 
 
-def resolve_all(config: Any, env: Any = None) -> dict[str, Any]:
+def resolve_all(config: Any) -> dict[str, Any]:
     """Every setting (see :func:`resolve`); in a Slurm step, unset ``nnodes`` and ``rdzv_endpoint`` come from Slurm."""
     values = {name: resolve(config, name) for name in SETTINGS}
     if not given(config, "nnodes") and not given(config, "rdzv_endpoint"):
         from pytest_genai.runtime import slurm
 
         try:
-            step = slurm.from_env(os.environ if env is None else env)
+            step = slurm.from_env(os.environ)
         except ValueError as exc:
             raise SettingError(str(exc)) from None
         if step is not None:
