@@ -188,8 +188,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if STATE in config.stash:
         config.stash[REQUIRE_CHECKED] = True
         required = resolve(config, "require")
-        problems = config.stash[STATE].required_problems(required) if required else []
-        if problems:
+        if required and (problems := config.stash[STATE].required_problems(required)):
             raise pytest.UsageError(f"{source_of(config, 'require')}: " + "; ".join(problems))
 
 
@@ -217,24 +216,20 @@ def _check_outputs(config: pytest.Config, settings: dict[str, Any]) -> str | Non
     path = benchmark_json_path(config.getoption("benchmark_json", None), config.invocation_params.dir)
     store = sqlite_file(settings["store"])
     if path not in (None, STDOUT):
-        problem = output_file_problem(path)
-        if problem:
+        if problem := output_file_problem(path):
             raise pytest.UsageError(f"--benchmark-json {path}: {problem}")
         if store and same_path(path, store):
             raise pytest.UsageError(f"--benchmark-json {path}: is the --genai-store database; writing the JSON there "
                                     "would overwrite every stored run — choose another path")
-    report = settings["report"]
-    if not report:
+    if not (report := settings["report"]):
         return path
     others = [("--benchmark-json", path), *((SETTINGS[name][0], settings[name]) for name in
                                           ("baseline", "plots", "data_dir", "dabench_profiles", "model"))]
     where = source_of(config, "report")  # GENAI_REPORT set in the environment is named as such, not as the option
-    clash = clashing_input(report, others + [("--genai-store", store)])
-    if clash:
+    if clash := clashing_input(report, others + [("--genai-store", store)]):
         raise pytest.UsageError(f"{where} {report}: is the same path as {clash}; writing the report there would "
                                 "overwrite it — choose another path")
-    problem = output_file_problem(report)
-    if problem:
+    if problem := output_file_problem(report):
         raise pytest.UsageError(f"{where} {report}: {problem}")
     return path
 
@@ -304,8 +299,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         for marker in ([experiment.marker] if experiment is not None else []) + kinds:
             if item.get_closest_marker(marker) is None:
                 item.add_marker(getattr(pytest.mark, marker))
-        reasons = [reason for reason in map(state.skip_reason, kinds) if reason]
-        if reasons:
+        if reasons := [reason for reason in map(state.skip_reason, kinds) if reason]:
             item.add_marker(pytest.mark.skip(reason="; ".join(reasons)))
 
 
@@ -400,8 +394,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             terminalreporter.write_sep("=", f"pytest-genai {title}")
             for line in lines():
                 terminalreporter.write_line(line)
-    contention = contention_line(state.records)
-    if contention:  # last, beside the verdicts it qualifies
+    if contention := contention_line(state.records):  # last, beside the verdicts it qualifies
         terminalreporter.write_line(contention, yellow=True, bold=True)
 
 

@@ -167,8 +167,7 @@ def parse_model(text: str) -> str:
     parts = [part.strip() for part in str(text).split(",") if part.strip()]
     if not parts:
         raise ValueError("an empty model list; give a model folder or a cached Hugging Face id")
-    problem = next(filter(None, map(option_problem, parts)), None)
-    if problem:
+    if problem := next(filter(None, map(option_problem, parts)), None):
         raise ValueError(problem)
     return ",".join(parts)
 
@@ -211,8 +210,7 @@ def parse_store(text: str) -> str:
     except Exception as exc:  # ArgumentError (not a URL), NoSuchModuleError (no such dialect)
         raise ValueError(f"{store_label(url)}: not a database URL SQLAlchemy can open ({type(exc).__name__}); give "
                          "sqlite:///PATH, postgresql+psycopg://USER@HOST/DB or a file path") from None
-    path = sqlite_file(url)
-    if path and os.path.isdir(path):  # found only at the session's end before ("run not stored")
+    if (path := sqlite_file(url)) and os.path.isdir(path):  # found only at the session's end before ("run not stored")
         raise ValueError(f"{path}: is a folder, not a database file; give a file path, e.g. {path.rstrip('/')}"
                          "/results.sqlite")
     try:
@@ -302,8 +300,7 @@ def resolve_all(config: Any) -> dict[str, Any]:
 def _given_value(config: Any, name: str) -> tuple[Any, str | None]:
     """Setting ``name``'s raw value and where it came from, or ``(None, None)`` when it is not set."""
     option, env, ini, _parser, _default = SETTINGS[name]
-    raw = config.getoption(option.lstrip("-").replace("-", "_"))
-    if raw is not None:
+    if (raw := config.getoption(option.lstrip("-").replace("-", "_"))) is not None:
         return raw, f"command-line option {option}"
     if env and os.environ.get(env):
         return os.environ[env], f"environment variable {env}"
