@@ -1,7 +1,12 @@
 """The pytest plugin's hooks, options, markers and fixtures; the work lives in the package's other modules."""
 from __future__ import annotations
 
+import json
+import os
+import signal
 import sys
+import threading
+import warnings
 from typing import Any
 
 import pytest
@@ -87,8 +92,6 @@ def _ini_set(config: pytest.Config, ini: str) -> bool:
 
 def _names_benchmarks(args: list[str], base: Any) -> bool:
     """A path argument that is this suite's ``benchmarks/`` folder or a registered benchmark file in it."""
-    import os
-
     files = [name for exp in experiments.EXPERIMENTS for name in exp.benchmarks]
     for arg in (arg for arg in args if not arg.startswith("-")):
         path = os.path.normpath(os.path.join(os.fspath(base), arg.split("::")[0]))
@@ -181,16 +184,12 @@ def _activate(config: pytest.Config) -> SessionState:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """--genai-require: probe the required kinds before collection; an absent or broken one stops the session."""
-    if STATE in session.config.stash:
-        _check_required_present(session.config)
-
-
-def _check_required_present(config: pytest.Config) -> None:
-    config.stash[REQUIRE_CHECKED] = True
-    required = resolve(config, "require")
-    problems = config.stash[STATE].required_problems(required) if required else []
-    if problems:
-        raise pytest.UsageError(f"{source_of(config, 'require')}: " + "; ".join(problems))
+    config = session.config
+    if STATE in config.stash:
+        config.stash[REQUIRE_CHECKED] = True
+        required = resolve(config, "require")
+        if required and (problems := config.stash[STATE].required_problems(required)):
+            raise pytest.UsageError(f"{source_of(config, 'require')}: " + "; ".join(problems))
 
 
 def _check_outputs(config: pytest.Config, settings: dict[str, Any]) -> str | None:
@@ -217,24 +216,20 @@ def _check_outputs(config: pytest.Config, settings: dict[str, Any]) -> str | Non
     path = benchmark_json_path(config.getoption("benchmark_json", None), config.invocation_params.dir)
     store = sqlite_file(settings["store"])
     if path not in (None, STDOUT):
-        problem = output_file_problem(path)
-        if problem:
+        if problem := output_file_problem(path):
             raise pytest.UsageError(f"--benchmark-json {path}: {problem}")
         if store and same_path(path, store):
             raise pytest.UsageError(f"--benchmark-json {path}: is the --genai-store database; writing the JSON there "
                                     "would overwrite every stored run — choose another path")
-    report = settings["report"]
-    if not report:
+    if not (report := settings["report"]):
         return path
     others = [("--benchmark-json", path), *((SETTINGS[name][0], settings[name]) for name in
                                           ("baseline", "plots", "data_dir", "dabench_profiles", "model"))]
     where = source_of(config, "report")  # GENAI_REPORT set in the environment is named as such, not as the option
-    clash = clashing_input(report, others + [("--genai-store", store)])
-    if clash:
+    if clash := clashing_input(report, others + [("--genai-store", store)]):
         raise pytest.UsageError(f"{where} {report}: is the same path as {clash}; writing the report there would "
                                 "overwrite it — choose another path")
-    problem = output_file_problem(report)
-    if problem:
+    if problem := output_file_problem(report):
         raise pytest.UsageError(f"{where} {report}: {problem}")
     return path
 
@@ -289,7 +284,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             return  # another project's session: nothing to do
         _activate(config)
     if REQUIRE_CHECKED not in config.stash:  # activated during collection: sessionstart could not check
-        _check_required_present(config)
+        pytest_sessionstart(session)
     state = config.stash[STATE]
     for item, mark in [(item, mark) for item in items for mark in item.iter_markers("claims")]:
         unknown = [cid for cid in mark.args if cid not in state.claims()]
@@ -304,8 +299,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         for marker in ([experiment.marker] if experiment is not None else []) + kinds:
             if item.get_closest_marker(marker) is None:
                 item.add_marker(getattr(pytest.mark, marker))
-        reasons = [reason for reason in map(state.skip_reason, kinds) if reason]
-        if reasons:
+        if reasons := [reason for reason in map(state.skip_reason, kinds) if reason]:
             item.add_marker(pytest.mark.skip(reason="; ".join(reasons)))
 
 
@@ -367,22 +361,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    # activated later by a collected genai test: the header follows collection
-    return [_header_line(config)] if STATE in config.stash else []
-
-
-def _header_line(config: pytest.Config) -> str:
+    if STATE not in config.stash:  # activated later by a collected genai test: the header follows collection
+        return []
     state, data_dir = config.stash[STATE], resolve(config, "data_dir")
-    return (f"genai: devices {','.join(state.selected_kinds)} (detected when first needed); "
+    return [f"genai: devices {','.join(state.selected_kinds)} (detected when first needed); "
             f"claims {state.claims_mode}; data: "
-            + (data_dir or "no --genai-data-dir: Hugging Face cache, else the embedded slice (tiny scale)"))
+            + (data_dir or "no --genai-data-dir: Hugging Face cache, else the embedded slice (tiny scale)")]
 
 
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
     """One line per broken kind a selected test needs (and the header, where collection activated the plugin)."""
     if STATE not in config.stash:
         return []
-    header = [] if _opted_in(config) else [_header_line(config)]
+    header = [] if _opted_in(config) else pytest_report_header(config)
     needed = {kind for item in items for kind in _kinds_needed(item)}
     return header + [f"genai: {kind} broken ({error}): its tests error; repair it or deselect them with "
                      f"-m \"not {kind}\"" for kind, error in config.stash[STATE].broken().items() if kind in needed]
@@ -403,8 +394,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             terminalreporter.write_sep("=", f"pytest-genai {title}")
             for line in lines():
                 terminalreporter.write_line(line)
-    contention = contention_line(state.records)
-    if contention:  # last, beside the verdicts it qualifies
+    if contention := contention_line(state.records):  # last, beside the verdicts it qualifies
         terminalreporter.write_line(contention, yellow=True, bold=True)
 
 
@@ -433,38 +423,30 @@ def pytest_benchmark_update_json(config: pytest.Config, benchmarks: Any, output_
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True, specname="pytest_sessionfinish")
 def pytest_sessionfinish_empty_benchmark_json(session: pytest.Session) -> Any:
-    """Runs before pytest-benchmark's sessionfinish, which saves the JSON (or warns) before any plain hook runs."""
-    if STATE in session.config.stash:
-        _write_empty_benchmark_json(session.config)
-    yield
-
-
-def _write_empty_benchmark_json(config: pytest.Config) -> None:
     """Write a valid, empty --benchmark-json where every benchmark was skipped (``-m hpu`` without Gaudi), which
-    pytest-benchmark would not write; its handle is cleared so it does not warn that nothing was saved."""
+    pytest-benchmark would not write; its handle is cleared so it does not warn that nothing was saved. A hookwrapper:
+    pytest-benchmark's sessionfinish saves the JSON (or warns) before any plain hook runs."""
+    config = session.config
     bs = getattr(config, "_benchmarksession", None)
     handle = getattr(bs, "json", None)
     path = config.stash.get(BENCHMARK_JSON, None)  # the path the user gave, resolved at configure time
-    if bs is None or handle is None or bs.benchmarks or path is None:
-        return
-    commit_info = config.hook.pytest_benchmark_generate_commit_info(config=config)
-    output = config.hook.pytest_benchmark_generate_json(
-        config=config, benchmarks=[], include_data=True, machine_info=bs.get_machine_info(), commit_info=commit_info
-    )
-    config.hook.pytest_benchmark_update_json(config=config, benchmarks=[], output_json=output)
-    from pytest_genai.atomic import write_json_atomic
-    from pytest_genai.plugin.outputs import STDOUT
+    if STATE in config.stash and bs is not None and handle is not None and not bs.benchmarks and path is not None:
+        commit_info = config.hook.pytest_benchmark_generate_commit_info(config=config)
+        output = config.hook.pytest_benchmark_generate_json(config=config, benchmarks=[], include_data=True,
+                                                            machine_info=bs.get_machine_info(), commit_info=commit_info)
+        config.hook.pytest_benchmark_update_json(config=config, benchmarks=[], output_json=output)
+        from pytest_genai.atomic import write_json_atomic
+        from pytest_genai.plugin.outputs import STDOUT
 
-    if path == STDOUT:  # --benchmark-json -: argparse gave pytest-benchmark the binary stdout
-        import json
-
-        handle.write((json.dumps(output, indent=4, default=str) + "\n").encode())
-        handle.flush()
-    else:
-        write_json_atomic(path, output)
-        if hasattr(handle, "close"):  # the file argparse opened (now replaced by the atomic write)
-            handle.close()
-    bs.json = None
+        if path == STDOUT:  # --benchmark-json -: argparse gave pytest-benchmark the binary stdout
+            handle.write((json.dumps(output, indent=4, default=str) + "\n").encode())
+            handle.flush()
+        else:
+            write_json_atomic(path, output)
+            if hasattr(handle, "close"):  # the file argparse opened (now replaced by the atomic write)
+                handle.close()
+        bs.json = None
+    yield
 
 
 PREVIOUS_SIGTERM = pytest.StashKey[Any]()
@@ -473,9 +455,6 @@ PREVIOUS_SIGTERM = pytest.StashKey[Any]()
 def _sigterm_as_interrupt(config: pytest.Config) -> None:
     """SIGTERM (a CI timeout, a Slurm preemption) stops the session as Ctrl-C does, so the results so far are written;
     only in the main thread, and only where nothing else handles SIGTERM already."""
-    import signal
-    import threading
-
     if hasattr(config, "workerinput") or threading.current_thread() is not threading.main_thread() \
             or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return
@@ -488,8 +467,6 @@ def _sigterm_as_interrupt(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     if PREVIOUS_SIGTERM in config.stash:
-        import signal
-
         signal.signal(signal.SIGTERM, config.stash[PREVIOUS_SIGTERM])
         del config.stash[PREVIOUS_SIGTERM]
     warm = sys.modules.get("pytest_genai.runtime.warm")
@@ -499,8 +476,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def _write_plots(config: pytest.Config, state: SessionState, plots: str, written: list[Any]) -> list[str]:
     """The session's plots; a benchmark that cannot be read is left out with a warning."""
-    import warnings
-
     from pytest_genai.report.plots import write_plots
     from pytest_genai.results.errors import ReportInputError
     from pytest_genai.results.runs import records_from_benchmarks

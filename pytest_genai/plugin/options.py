@@ -1,6 +1,7 @@
 """Option parsing and resolution. Settings resolve CLI → environment → ini → default; errors name the source."""
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -120,22 +121,13 @@ def parse_max_regression(text: str) -> str:
     return text
 
 
-def _existing_dir(text: str, hint: str) -> str:
+def parse_data_dir(text: str, hint: str = "`pytest-genai data fetch DIR` wrote (or a copy laid out like shared/data), "
+                   "or leave it unset to use the embedded evaluation slice") -> str:
+    """``--genai-data-dir`` (``--genai-dabench-profiles`` with its ``hint``): an existing folder, made absolute."""
     path = parse_path(text)
     if not os.path.isdir(path):
         raise ValueError(f"{path}: no such folder; give the folder {hint}")
     return path
-
-
-def parse_profiles_dir(text: str) -> str:
-    """``--genai-dabench-profiles``: a folder that exists (a misspelled one would skip every vendor test)."""
-    return _existing_dir(text, "holding the vendor runs' <kind>/ folders (docs/dabench_level2.md), or leave it unset")
-
-
-def parse_data_dir(text: str) -> str:
-    """``--genai-data-dir``: a folder that exists, made absolute; never a silent fallback to other data."""
-    return _existing_dir(text, "`pytest-genai data fetch DIR` wrote (or a copy laid out like shared/data), or leave "
-                               "it unset to use the embedded evaluation slice")
 
 
 def parse_positive_int(text: str) -> int:
@@ -175,8 +167,7 @@ def parse_model(text: str) -> str:
     parts = [part.strip() for part in str(text).split(",") if part.strip()]
     if not parts:
         raise ValueError("an empty model list; give a model folder or a cached Hugging Face id")
-    problem = next(filter(None, map(option_problem, parts)), None)
-    if problem:
+    if problem := next(filter(None, map(option_problem, parts)), None):
         raise ValueError(problem)
     return ",".join(parts)
 
@@ -219,8 +210,7 @@ def parse_store(text: str) -> str:
     except Exception as exc:  # ArgumentError (not a URL), NoSuchModuleError (no such dialect)
         raise ValueError(f"{store_label(url)}: not a database URL SQLAlchemy can open ({type(exc).__name__}); give "
                          "sqlite:///PATH, postgresql+psycopg://USER@HOST/DB or a file path") from None
-    path = sqlite_file(url)
-    if path and os.path.isdir(path):  # found only at the session's end before ("run not stored")
+    if (path := sqlite_file(url)) and os.path.isdir(path):  # found only at the session's end before ("run not stored")
         raise ValueError(f"{path}: is a folder, not a database file; give a file path, e.g. {path.rstrip('/')}"
                          "/results.sqlite")
     try:
@@ -266,7 +256,9 @@ SETTINGS: dict[str, tuple[str, str | None, str | None, Callable[[str], Any] | No
     "scale": ("--genai-scale", "GENAI_SCALE", "genai_scale", parse_scale, "tiny"),
     "memory_budget": ("--genai-memory-budget", "GENAI_MEMORY_BUDGET", None, parse_bytes, None),
     "timeout": ("--genai-timeout", "GENAI_TIMEOUT", "genai_timeout", parse_timeout, 300.0),
-    "dabench_profiles": ("--genai-dabench-profiles", "GENAI_DABENCH_PROFILES", None, parse_profiles_dir, None),
+    "dabench_profiles": ("--genai-dabench-profiles", "GENAI_DABENCH_PROFILES", None, functools.partial(
+        parse_data_dir, hint="holding the vendor runs' <kind>/ folders (docs/dabench_level2.md), or leave it unset"),
+        None),
     "baseline": ("--genai-baseline", None, None, parse_path, None),
     "max_regression": ("--genai-max-regression", None, None, parse_max_regression, None),
     "reference_rows": ("--genai-reference-rows", "GENAI_REFERENCE_ROWS", None, parse_reference_rows, None),
@@ -290,14 +282,14 @@ def given(config: Any, name: str) -> bool:
     return _given_value(config, name)[0] is not None
 
 
-def resolve_all(config: Any, env: Any = None) -> dict[str, Any]:
+def resolve_all(config: Any) -> dict[str, Any]:
     """Every setting (see :func:`resolve`); in a Slurm step, unset ``nnodes`` and ``rdzv_endpoint`` come from Slurm."""
     values = {name: resolve(config, name) for name in SETTINGS}
     if not given(config, "nnodes") and not given(config, "rdzv_endpoint"):
         from pytest_genai.runtime import slurm
 
         try:
-            step = slurm.from_env(os.environ if env is None else env)
+            step = slurm.from_env(os.environ)
         except ValueError as exc:
             raise SettingError(str(exc)) from None
         if step is not None:
@@ -308,8 +300,7 @@ def resolve_all(config: Any, env: Any = None) -> dict[str, Any]:
 def _given_value(config: Any, name: str) -> tuple[Any, str | None]:
     """Setting ``name``'s raw value and where it came from, or ``(None, None)`` when it is not set."""
     option, env, ini, _parser, _default = SETTINGS[name]
-    raw = config.getoption(option.lstrip("-").replace("-", "_"))
-    if raw is not None:
+    if (raw := config.getoption(option.lstrip("-").replace("-", "_"))) is not None:
         return raw, f"command-line option {option}"
     if env and os.environ.get(env):
         return os.environ[env], f"environment variable {env}"

@@ -101,11 +101,10 @@ class AtomicJsonOutput:
             write_bytes_atomic(self.path, self._buffer.getvalue())
         self._buffer = io.BytesIO()
 
-    def __exit__(self, exc_type: Any, *rest: Any) -> bool:
+    def __exit__(self, exc_type: Any, *rest: Any) -> None:  # None: an exception propagates
         if exc_type is None:
             self.close()
         self._buffer = io.BytesIO()
-        return False
 
 
 def make_benchmark_json_atomic(parser: Any) -> bool:

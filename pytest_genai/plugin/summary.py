@@ -8,15 +8,6 @@ from pytest_genai.results.runs import genai_of, recorded_metrics
 from pytest_genai.tables import bound_text, text_table
 
 
-def _interval(v: dict[str, Any]) -> str:
-    iv = v.get("interval")
-    if not iv:
-        return "-"
-    level = iv.get("level")
-    shown = f"{level:.0%} " if isinstance(level, (int, float)) else ""
-    return f"{shown}[{iv['lo']:.4g}, {iv['hi']:.4g}] n={iv['n']}"
-
-
 BASIS_ORDER = {"paper": 0, "physics": 1, "target": 2, "reference": 3}
 
 
@@ -24,9 +15,12 @@ def claims_table(verdicts: list[dict[str, Any]], not_applicable: int = 0) -> lis
     """The closing table of claim verdicts, paper claims first."""
     rows = []
     for v in sorted(verdicts, key=lambda v: BASIS_ORDER.get(v.get("basis", "paper"), 3)):
-        measured, stall = v.get("measured"), v.get("cpu_stall")
+        measured, stall, iv = v.get("measured"), v.get("cpu_stall"), v.get("interval")
+        level = (iv or {}).get("level")
+        shown = f"{level:.0%} " if isinstance(level, (int, float)) else ""
         rows.append([v["id"], v.get("basis", "paper"), v.get("device", "-"),
-                     "-" if measured is None else f"{measured:.4g}", _interval(v),
+                     "-" if measured is None else f"{measured:.4g}",
+                     f"{shown}[{iv['lo']:.4g}, {iv['hi']:.4g}] n={iv['n']}" if iv else "-",
                      bound_text(v.get("min"), v.get("max")),
                      v["verdict"].upper() + (f" (CPU stall {stall:.0%})" if stall is not None else ""),
                      v.get("nodeid", "").split("::")[-1]])
