@@ -254,16 +254,12 @@ class GenaiRecorder:
             return False
         claims = self._state.claims()
         ids = claim_ids or tuple(cid for cid in self._declared() if cid in claims and claims[cid].metric == metric)
-        data = self.data
-        interval = median_interval(values)
-        for cid in ids:
-            claim = claims[cid]
-            if self._applies(claim)[0] and check_value(claim, statistics.median(values),
-                                                       interval).verdict == INCONCLUSIVE:
-                return False
+        data, median, interval = self.data, statistics.median(values), median_interval(values)
+        if any(self._applies(claims[cid])[0] and check_value(claims[cid], median, interval).verdict == INCONCLUSIVE
+               for cid in ids):
+            return False
         baseline = self._request.config.pluginmanager.get_plugin("genai-baseline")
-        undecided = (None if baseline is None else
-                     baseline.gate_undecided(self._request.node.name, data, metric, values))
+        undecided = None if baseline is None else baseline.gate_undecided(self._request.node.name, data, metric, values)
         if undecided is not None:
             return not undecided
         # no baseline row to decide: precise enough that a later gate at the metric's threshold can decide
