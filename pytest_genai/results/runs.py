@@ -274,6 +274,7 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
     device = _device(genai.get("device"), g)
     _need(model is None or isinstance(model, str), f"{g}.model must be a string or null, got {model!r}")
     part = {key: genai.get(key) or type(empty)() for key, empty in GENAI_CONTAINERS.items()}
+    part["config"] = {} if genai.get("config") is None else genai["config"]  # a falsy non-object config is refused
     for key, value in part.items():
         listed = isinstance(GENAI_CONTAINERS[key], list)  # claims: a list of objects; the others one object
         ok = isinstance(value, list) and all(isinstance(c, dict) for c in value) if listed else isinstance(value, dict)
