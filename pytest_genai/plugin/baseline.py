@@ -64,15 +64,11 @@ def regression_message(result: InlineResult, baseline_source: str) -> str:
 
 def _stats_dict(bench: Any) -> dict[str, float] | None:
     """The round-time statistics a field:N% threshold may name (pytest-benchmark's Stats attributes)."""
-    stats = getattr(getattr(bench, "stats", None), "stats", None)
-    if stats is None:
-        return None
+    stats = getattr(getattr(bench, "stats", None), "stats", None)  # None: each getattr below fails, so None back
     out: dict[str, Any] = {}
     for name in BENCH_STATS_FIELDS:
-        try:
+        with contextlib.suppress(AttributeError, TypeError, ValueError, ZeroDivisionError):  # too few rounds: iqr
             out[name] = float(getattr(stats, name))
-        except (AttributeError, TypeError, ValueError, ZeroDivisionError):  # too few rounds for stddev/iqr
-            pass
     data = getattr(stats, "data", None)  # every round's time: the median round time is then judged on its interval
     if out and isinstance(data, (list, tuple)) and len(data) >= 2:
         out["data"] = [float(x) for x in data]
