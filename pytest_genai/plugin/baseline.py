@@ -3,6 +3,7 @@ does, after its call phase passes; a regression fails the test, an undecided row
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -17,7 +18,7 @@ from pytest_genai.report.deltas import worsening
 from pytest_genai.results.errors import ReportInputError
 from pytest_genai.report.matching import check_unique, match_records
 from pytest_genai.results.registry import MetricInfo
-from pytest_genai.claims import default_metric_info
+from pytest_genai.claims import default_metric_info, load_claims
 from pytest_genai.results.measurement import Measurement
 from pytest_genai.results.runs import (BENCH_STATS_FIELDS, Record, benchmark_json, genai_of, load_run, metrics_json,
                                        recorded_metrics, records_from_benchmarks)
@@ -63,28 +64,15 @@ def regression_message(result: InlineResult, baseline_source: str) -> str:
 
 def _stats_dict(bench: Any) -> dict[str, float] | None:
     """The round-time statistics a field:N% threshold may name (pytest-benchmark's Stats attributes)."""
-    stats = getattr(getattr(bench, "stats", None), "stats", None)
-    if stats is None:
-        return None
+    stats = getattr(getattr(bench, "stats", None), "stats", None)  # None: each getattr below fails, so None back
     out: dict[str, Any] = {}
     for name in BENCH_STATS_FIELDS:
-        try:
+        with contextlib.suppress(AttributeError, TypeError, ValueError, ZeroDivisionError):  # too few rounds: iqr
             out[name] = float(getattr(stats, name))
-        except (AttributeError, TypeError, ValueError, ZeroDivisionError):  # too few rounds for stddev/iqr
-            pass
     data = getattr(stats, "data", None)  # every round's time: the median round time is then judged on its interval
     if out and isinstance(data, (list, tuple)) and len(data) >= 2:
         out["data"] = [float(x) for x in data]
     return out or None
-
-
-def _claims_experiments() -> set[str]:
-    try:
-        from pytest_genai.claims import load_claims
-
-        return {c.experiment for c in load_claims() if getattr(c, "experiment", None)}
-    except Exception:  # claims data unavailable: the baseline's own experiments are still known
-        return set()
 
 
 def _baseline_file(config: Any, path: str) -> str:
@@ -128,7 +116,9 @@ class BaselinePlugin:
             # names are checked against the registry and the baseline (this run's metrics are not known yet)
             metrics = set(info) | {m for r in self.baseline.records for m in r.metrics}
             experiments = {r.experiment for r in self.baseline.records if r.experiment}
-            self.thresholds.check_known(metrics, experiments | _claims_experiments(), option="--genai-max-regression")
+            with contextlib.suppress(Exception):  # claims data unavailable: the baseline's experiments still count
+                experiments |= {c.experiment for c in load_claims() if getattr(c, "experiment", None)}
+            self.thresholds.check_known(metrics, experiments, option="--genai-max-regression")
         except (ReportInputError, ThresholdError) as exc:
             raise pytest.UsageError(f"--genai-baseline: {exc}") from None
         self.results: list[InlineResult] = []

@@ -15,7 +15,7 @@ from pytest_genai.devices.device import Device
 from pytest_genai.claims.model import REPORT_ONLY_BASES, SOURCES
 from pytest_genai.progress import logger
 from pytest_genai.results.measurement import Measurement, Result  # noqa: F401  (Result: re-exported for benchmarks)
-from pytest_genai.results.runs import metrics_json, recorded_metrics
+from pytest_genai.results.runs import GENAI_CONTAINERS, benchmark_json, metrics_json, recorded_metrics
 
 _LOG = logger(__name__)
 _MODELED_WORDS = ("modeled", "predicted")
@@ -140,15 +140,14 @@ class GenaiRecorder:
                                                         "name": device.name},
                     config=full if split is None else split.identity,
                     environment=merge_environment(split.environment if split else {}, model_env))
-        for key, empty in {**metrics_json(self._measurements), "labels": {}, "attachments": {}, "claims": []}.items():
-            data.setdefault(key, empty)
+        for key, empty in {**metrics_json({}), **GENAI_CONTAINERS}.items():
+            data.setdefault(key, type(empty)())
         self._data = data
         if not measured_here:
             self._window, self._stall_share = None, None
             data["attachments"].pop("cpu_contention", None)
         _LOG.info("%s on %s: recording %s", experiment, self._generation, self._request.node.name)
-        self._state.records.append({"name": self._request.node.name, "fullname": self._request.node.nodeid,
-                                    "extra_info": {"genai": data}})
+        self._state.records.append(benchmark_json(self._request.node.name, data, self._request.node.nodeid))
         if not self._reference_registered:  # judged at teardown, when every metric of the record is in
             self._request.addfinalizer(self._check_reference)
             self._reference_registered = True
@@ -255,16 +254,12 @@ class GenaiRecorder:
             return False
         claims = self._state.claims()
         ids = claim_ids or tuple(cid for cid in self._declared() if cid in claims and claims[cid].metric == metric)
-        data = self.data
-        interval = median_interval(values)
-        for cid in ids:
-            claim = claims[cid]
-            if self._applies(claim)[0] and check_value(claim, statistics.median(values),
-                                                       interval).verdict == INCONCLUSIVE:
-                return False
+        data, median, interval = self.data, statistics.median(values), median_interval(values)
+        if any(self._applies(claims[cid])[0] and check_value(claims[cid], median, interval).verdict == INCONCLUSIVE
+               for cid in ids):
+            return False
         baseline = self._request.config.pluginmanager.get_plugin("genai-baseline")
-        undecided = (None if baseline is None else
-                     baseline.gate_undecided(self._request.node.name, data, metric, values))
+        undecided = None if baseline is None else baseline.gate_undecided(self._request.node.name, data, metric, values)
         if undecided is not None:
             return not undecided
         # no baseline row to decide: precise enough that a later gate at the metric's threshold can decide
@@ -321,19 +316,15 @@ class GenaiRecorder:
                 verdicts.append(not_applicable(claim, why))
                 continue
             recorded = self._measurements.get(claim.metric)
-            measured, interval = value, None
-            if measured is None:
-                if recorded is None:
-                    raise ValueError(
-                        f"claim {cid} checks metric {claim.metric!r}, which this test has not recorded (recorded: "
-                        f"{', '.join(sorted(self._measurements)) or 'none'}); call genai.metric({claim.metric!r}, ...) first"
-                    )
-                measured, interval = recorded.value, recorded.interval
-            elif recorded is None:
-                measured = self.metric(claim.metric, measured)  # as recorded: a numpy / torch scalar made a float
-            else:
-                measured = _as_number(measured)
-            verdicts.append(check_value(claim, measured, interval, stall_share=stall_share))
+            if value is None and recorded is None:
+                raise ValueError(
+                    f"claim {cid} checks metric {claim.metric!r}, which this test has not recorded (recorded: "
+                    f"{', '.join(sorted(self._measurements)) or 'none'}); call genai.metric({claim.metric!r}, ...) first")
+            # a value not yet recorded is recorded first: a numpy / torch scalar made a float, as recorded
+            measured = (recorded.value if value is None else self.metric(claim.metric, value) if recorded is None
+                        else _as_number(value))
+            verdicts.append(check_value(claim, measured, recorded.interval if value is None else None,
+                                        stall_share=stall_share))
         for verdict in verdicts:
             entry = verdict.to_json()
             data["claims"].append(entry)

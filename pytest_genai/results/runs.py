@@ -27,6 +27,8 @@ BENCH_MEDIAN_METRIC = "benchmark_median_s"  # pytest-benchmark's own median roun
 BENCH_STATS_FIELDS = ("min", "max", "mean", "median", "stddev", "iqr")
 MAX_DEPTH = 64  # deepest nesting of arrays/objects a run file may have (pytest-benchmark JSON needs fewer than ten)
 _REWRITE = "pass the file exactly as pytest --benchmark-json wrote it"
+# extra_info.genai's container fields and their empty value: the recorder writes them, a reader checks their type
+GENAI_CONTAINERS: Mapping[str, Any] = {"config": {}, "environment": {}, "labels": {}, "attachments": {}, "claims": []}
 
 
 def bench_stat_metric(field: str) -> str:
@@ -271,20 +273,19 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
     _need(isinstance(experiment, str) and experiment, f"{g}.experiment must be a non-empty string, got {experiment!r}")
     device = _device(genai.get("device"), g)
     _need(model is None or isinstance(model, str), f"{g}.model must be a string or null, got {model!r}")
-    config = {} if genai.get("config") is None else genai["config"]
-    recorded_env, claims = genai.get("environment") or {}, genai.get("claims") or []
-    attachments = genai.get("attachments") or {}
-    _need(isinstance(config, dict), f"{g}.config must be an object, got {type(config).__name__}")
-    _need(isinstance(recorded_env, dict), f"{g}.environment must be an object, got {type(recorded_env).__name__}")
-    _need(isinstance(claims, list) and all(isinstance(c, dict) for c in claims),
-          f"{g}.claims must be a list of objects")
-    _need(isinstance(attachments, dict), f"{g}.attachments must be an object")
+    part = {key: genai.get(key) or type(empty)() for key, empty in GENAI_CONTAINERS.items()}
+    part["config"] = {} if genai.get("config") is None else genai["config"]  # a falsy non-object config is refused
+    for key, value in part.items():
+        listed = isinstance(GENAI_CONTAINERS[key], list)  # claims: a list of objects; the others one object
+        ok = isinstance(value, list) and all(isinstance(c, dict) for c in value) if listed else isinstance(value, dict)
+        _need(ok, f"{g}.{key} must be {'a list of objects' if listed else 'an object'}, got {type(value).__name__}")
     # split again on reading, so files written before a key was declared environment pair with new ones
-    split = split_config(config)
+    split = split_config(part["config"])
     model, model_env = split_model(model)
     return Record(experiment=experiment, device=device, model=model, config=split.identity,
-                  claims=tuple(claims), labels=_strings(genai.get("labels") or {}, f"{g}.labels"),
-                  attachments=attachments, environment=merge_environment(split.environment, model_env, recorded_env),
+                  claims=tuple(part["claims"]), labels=_strings(part["labels"], f"{g}.labels"),
+                  attachments=part["attachments"],
+                  environment=merge_environment(split.environment, model_env, part["environment"]),
                   **common, **metrics_from_json(genai, where, warnings, median, bench_rounds))
 
 
