@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from pytest_genai import SCHEMA
-from pytest_genai.results.runs import Record, recorded_spread, run_from_json
+from pytest_genai.results.runs import Record, _float, recorded_spread, run_from_json
 
 
 def canonical(obj: Any) -> str:
@@ -23,26 +23,15 @@ def content_hash(doc: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class MetricRow:
-    name: str
-    value: float
-    unit: str | None
-    source: str | None
-    rounds: tuple[float, ...] | None
-    interval: Mapping[str, Any] | None
-
-
-@dataclass(frozen=True)
 class ClaimRow:
     claim: Mapping[str, Any]
-    fullname: str | None  # the node id that checked it, when known
-    position: int | None = None  # that benchmark's index: one node id may name several benchmarks
+    position: int | None = None  # its benchmark's index (None: a session's claim on a test that is no benchmark)
 
 
 @dataclass(frozen=True)
 class BenchmarkRow:
     record: Record
-    metrics: tuple[MetricRow, ...]
+    metrics: tuple[dict[str, Any], ...]  # its ``metrics`` rows without benchmark_id
 
 
 @dataclass(frozen=True)
@@ -52,7 +41,6 @@ class RunRows:
     devices: tuple[Mapping[str, Any], ...]
     benchmarks: tuple[BenchmarkRow, ...]
     claims: tuple[ClaimRow, ...]
-    warnings: tuple[str, ...]
 
     @property
     def row_count(self) -> int:
@@ -60,25 +48,17 @@ class RunRows:
             + len(self.claims)
 
 
-def _float(value: Any) -> float | None:
-    """A JSON number as a float (nan/inf kept); None for anything else, a bool, or an int too large for a float."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        return float(value)
-    except OverflowError:
-        return None
-
-
-def _metric_rows(record: Record, bench: Mapping[str, Any]) -> tuple[MetricRow, ...]:
+def _metric_rows(record: Record, bench: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     out = []
     for name, value in record.metrics.items():
         rounds, interval = recorded_spread(bench, name)
         # every round as a float, else none (as the file reader ignores odd rounds)
-        floats = tuple(_float(v) for v in rounds) if isinstance(rounds, list) else ()
-        out.append(MetricRow(name, float(value), record.units.get(name), record.sources.get(name),
-                             floats if floats and None not in floats else None,  # type: ignore[arg-type]
-                             interval if isinstance(interval, dict) else None))
+        floats = [_float(v) for v in rounds] if isinstance(rounds, list) else []
+        number, nonfinite = number_columns(float(value))
+        out.append({"name": name, "value": number, "nonfinite": nonfinite, "unit": record.units.get(name),
+                    "source": record.sources.get(name),
+                    "rounds_json": json.dumps(floats) if floats and None not in floats else None,
+                    "interval_json": canonical(interval) if isinstance(interval, dict) and interval else None})
     return tuple(out)
 
 
@@ -116,11 +96,11 @@ def run_rows(doc: Any, source: str, command: str | None = None) -> RunRows:
                         "spec_json": canonical(spec) if spec else None})
     benches = tuple(BenchmarkRow(rec, _metric_rows(rec, raw)) for rec, raw in zip(run.records, doc["benchmarks"]))
     # each benchmark's own verdicts, then the session's verdicts of tests that are no benchmark here
-    claims = [ClaimRow(c, b.record.fullname, i) for i, b in enumerate(benches) for c in b.record.claims]
+    claims = [ClaimRow(c, i) for i, b in enumerate(benches) for c in b.record.claims]
     names = {b.record.fullname for b in benches}
     run_claims = genai.get("claims") if isinstance(genai.get("claims"), list) else []
-    claims += [ClaimRow(c, None) for c in run_claims if isinstance(c, dict) and c.get("nodeid") not in names]
-    return RunRows(content_hash(doc), row, tuple(devices), benches, tuple(claims), run.warnings)
+    claims += [ClaimRow(c) for c in run_claims if isinstance(c, dict) and c.get("nodeid") not in names]
+    return RunRows(content_hash(doc), row, tuple(devices), benches, tuple(claims))
 
 
 def number_columns(value: float) -> tuple[float | None, str | None]:

@@ -12,22 +12,18 @@ FILE_NAME = "results.sqlite"
 APP = "pytest-genai"
 
 
-def data_dir(env: Mapping[str, str] | None = None) -> Path:
-    """The user data folder the default store lives in."""
+def default_url(env: Mapping[str, str] | None = None) -> str:
+    """``GENAI_STORE`` when set, else the SQLite file in the user data folder."""
     env = os.environ if env is None else env
+    if given := env.get(ENV, "").strip():
+        return normalize_url(given)
     try:
         import platformdirs
     except ImportError:
-        base = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-        return Path(base) / APP
-    return Path(platformdirs.user_data_dir(APP))
-
-
-def default_url(env: Mapping[str, str] | None = None) -> str:
-    """``GENAI_STORE`` when set, else the SQLite file in :func:`data_dir`."""
-    env = os.environ if env is None else env
-    given = env.get(ENV, "").strip()
-    return normalize_url(given) if given else file_url(str(data_dir(env) / FILE_NAME))
+        folder = Path(env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")) / APP
+    else:
+        folder = Path(platformdirs.user_data_dir(APP))
+    return file_url(str(folder / FILE_NAME))
 
 
 def file_url(path: str) -> str:

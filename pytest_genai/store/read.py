@@ -8,12 +8,13 @@ e.g. ``generation=a100 latest``, ``experiment=quant model=smollm2-135m best``, `
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from pytest_genai.results.runs import BENCH_MEDIAN_METRIC, DeviceRef, Record, Run
+from pytest_genai.results.runs import BENCH_MEDIAN_METRIC, DeviceRef, Record, Run, _ends
 
 from .engine import Store
 from .errors import StoreError
@@ -107,17 +108,19 @@ def _joined(store: Store, table: Any = None) -> Any:
     return base.join(r, r.c.id == b.c.run_id).outerjoin(d, d.c.id == b.c.device_id)
 
 
+def parse_time(text: str | None) -> datetime.datetime | None:
+    """An ISO 8601 time as a datetime; None where none or unreadable."""
+    try:
+        return datetime.datetime.fromisoformat(text) if text else None
+    except ValueError:
+        return None
+
+
 def time_key(text: str | None) -> float:
     """An ISO 8601 run time as epoch seconds, for ordering runs across offsets (no offset: UTC; unreadable: oldest)."""
-    import datetime as dt
-
-    try:
-        when = dt.datetime.fromisoformat(text.strip()) if text else None
-    except ValueError:
-        when = None
-    if when is None:
+    if (when := parse_time(text and text.strip())) is None:
         return -math.inf
-    return (when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)).timestamp()
+    return (when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc)).timestamp()
 
 
 def matching_runs(store: Store, query: StoreQuery) -> list[int]:
@@ -131,7 +134,7 @@ def matching_runs(store: Store, query: StoreQuery) -> list[int]:
     return [row.id for row in rows]
 
 
-def _loads(text: str | None, where: str = "", kind: type | None = None) -> Any:
+def _loads(text: str | None, where: str, kind: type) -> Any:
     """A stored JSON field (``{}`` where empty); invalid JSON or not a ``kind`` is a :class:`StoreError`."""
     if not text:
         return {}
@@ -140,7 +143,7 @@ def _loads(text: str | None, where: str = "", kind: type | None = None) -> Any:
     except (TypeError, ValueError) as exc:
         raise StoreError(f"{where}: not valid JSON ({exc}); the store row is corrupt: remove the run "
                          "(`pytest-genai store rm`) and add its file again") from None
-    if kind is not None and not isinstance(value, kind):
+    if not isinstance(value, kind):
         raise StoreError(f"{where}: holds a JSON {type(value).__name__}, expected a {kind.__name__}; {CORRUPT}")
     return value
 
@@ -215,7 +218,7 @@ def last_runs(store: Store, ids: Sequence[int], count: int, query: StoreQuery) -
     return combined
 
 
-def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Any], at: str = "store") -> Record:
+def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Any], at: str) -> Record:
     """One stored benchmark as a :class:`Record`, as its file would load; a corrupt row is a :class:`StoreError`."""
     device = None if row.kind is None else DeviceRef(row.kind, row.generation, row.device_name or "")
     where = f"{at}, benchmark {row.name}"
@@ -231,11 +234,8 @@ def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Any], at: str = "
         these = tuple(_number(v, f"{field}: a round") for v in _loads(x.rounds_json, f"{field}: rounds", list) or [])
         if len(these) >= 2:
             rounds[x.name] = these
-        interval = _loads(x.interval_json, f"{field}: interval", dict)
-        ends = [interval.get("lo"), interval.get("hi")] if interval else []
-        if ends and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in ends) \
-                and ends[0] <= ends[1]:
-            intervals[x.name] = (float(ends[0]), float(ends[1]))
+        if ends := _ends(_loads(x.interval_json, f"{field}: interval", dict)):  # as the file reader keeps one
+            intervals[x.name] = ends
     claimed = tuple({"id": c.claim_id, "metric": c.metric, "measured": c.measured, "min": c.bound_min,
                      "max": c.bound_max, "paper": c.paper, "verdict": c.verdict, "message": c.message, "basis": c.basis,
                      "interval": _loads(c.interval_json, f"store claim {c.claim_id}: interval", dict) or None}
