@@ -6,7 +6,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from pytest_genai import SCHEMA
 from pytest_genai.results.runs import Record, _float, recorded_spread, run_from_json
@@ -23,43 +23,28 @@ def content_hash(doc: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class ClaimRow:
-    claim: Mapping[str, Any]
-    position: int | None = None  # its benchmark's index (None: a session's claim on a test that is no benchmark)
-
-
-@dataclass(frozen=True)
-class BenchmarkRow:
-    record: Record
-    metrics: tuple[dict[str, Any], ...]  # its ``metrics`` rows without benchmark_id
-
-
-@dataclass(frozen=True)
 class RunRows:
     content_hash: str
     run: Mapping[str, Any]  # the ``runs`` row without id and added_time
     devices: tuple[Mapping[str, Any], ...]
-    benchmarks: tuple[BenchmarkRow, ...]
-    claims: tuple[ClaimRow, ...]
+    benchmarks: tuple[Record, ...]
+    metrics: tuple[tuple[int, dict[str, Any]], ...]  # (benchmark index, ``metrics`` row without benchmark_id)
+    claims: tuple[tuple[int | None, Mapping[str, Any]], ...]  # (benchmark index, None: a test that is no benchmark)
 
     @property
     def row_count(self) -> int:
-        return 1 + len(self.devices) + len(self.benchmarks) + sum(len(b.metrics) for b in self.benchmarks) \
-            + len(self.claims)
+        return 1 + len(self.devices) + len(self.benchmarks) + len(self.metrics) + len(self.claims)
 
 
-def _metric_rows(record: Record, bench: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
-    out = []
+def _metric_rows(record: Record, bench: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     for name, value in record.metrics.items():
         rounds, interval = recorded_spread(bench, name)
         # every round as a float, else none (as the file reader ignores odd rounds)
         floats = [_float(v) for v in rounds] if isinstance(rounds, list) else []
         number, nonfinite = number_columns(float(value))
-        out.append({"name": name, "value": number, "nonfinite": nonfinite, "unit": record.units.get(name),
-                    "source": record.sources.get(name),
-                    "rounds_json": json.dumps(floats) if floats and None not in floats else None,
-                    "interval_json": canonical(interval) if isinstance(interval, dict) and interval else None})
-    return tuple(out)
+        yield {"name": name, "value": number, "nonfinite": nonfinite, "unit": record.units.get(name),
+               "source": record.sources.get(name), "rounds_json": json.dumps(floats) if floats and None not in floats
+               else None, "interval_json": canonical(interval) if isinstance(interval, dict) and interval else None}
 
 
 def _text(value: Any) -> str | None:
@@ -94,13 +79,14 @@ def run_rows(doc: Any, source: str, command: str | None = None) -> RunRows:
         devices.append({"kind": str(d.get("kind") or "unknown"), "generation": str(d.get("generation") or "unknown"),
                         "name": str(d.get("name") or ""), "spec_source": _text(spec.get("source")) if spec else None,
                         "spec_json": canonical(spec) if spec else None})
-    benches = tuple(BenchmarkRow(rec, _metric_rows(rec, raw)) for rec, raw in zip(run.records, doc["benchmarks"]))
+    metrics = tuple((i, m) for i, (rec, raw) in enumerate(zip(run.records, doc["benchmarks"]))
+                    for m in _metric_rows(rec, raw))
     # each benchmark's own verdicts, then the session's verdicts of tests that are no benchmark here
-    claims = [ClaimRow(c, i) for i, b in enumerate(benches) for c in b.record.claims]
-    names = {b.record.fullname for b in benches}
+    claims: list[tuple[int | None, Mapping[str, Any]]] = [(i, c) for i, r in enumerate(run.records) for c in r.claims]
+    names = {r.fullname for r in run.records}
     run_claims = genai.get("claims") if isinstance(genai.get("claims"), list) else []
-    claims += [ClaimRow(c) for c in run_claims if isinstance(c, dict) and c.get("nodeid") not in names]
-    return RunRows(content_hash(doc), row, tuple(devices), benches, tuple(claims))
+    claims += [(None, c) for c in run_claims if isinstance(c, dict) and c.get("nodeid") not in names]
+    return RunRows(content_hash(doc), row, tuple(devices), tuple(run.records), metrics, tuple(claims))
 
 
 def number_columns(value: float) -> tuple[float | None, str | None]:
@@ -110,16 +96,6 @@ def number_columns(value: float) -> tuple[float | None, str | None]:
     return None, "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
 
-def number_from(value: float | None, nonfinite: str | None) -> float | None:
-    return float(nonfinite) if nonfinite else value
-
-
 def claim_numbers(claim: Mapping[str, Any], keys: Sequence[str]) -> list[float | None]:
     """The claim's numbers under ``keys``; None for a missing or non-finite one."""
     return [v if v is not None and math.isfinite(v) else None for v in (_float(claim.get(k)) for k in keys)]
-
-
-def claim_text(claim: Mapping[str, Any], key: str) -> str | None:
-    """A claim's text field as text (a JSON list or object where text belongs is stored as its JSON)."""
-    v = claim.get(key)
-    return v if v is None or isinstance(v, str) else canonical(v)

@@ -18,7 +18,6 @@ from pytest_genai.results.runs import BENCH_MEDIAN_METRIC, DeviceRef, Record, Ru
 
 from .engine import Store
 from .errors import StoreError
-from .ingest import number_from
 
 BENCHMARK_FILTERS = ("generation", "kind", "device", "experiment", "model", "config")
 RUN_FILTERS = ("run", "commit", "branch", "scale", "node")
@@ -230,7 +229,8 @@ def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Any], at: str) ->
         if x.nonfinite and x.nonfinite not in ("nan", "inf", "-inf"):
             raise StoreError(f"{field}: non-finite marker {x.nonfinite!r} is not nan, inf or -inf; the store row "
                              "is corrupt")
-        values[x.name] = number_from(_number(x.value, field) if x.value is not None else None, x.nonfinite)
+        value = _number(x.value, field) if x.value is not None else None
+        values[x.name] = float(x.nonfinite) if x.nonfinite else value
         these = tuple(_number(v, f"{field}: a round") for v in _loads(x.rounds_json, f"{field}: rounds", list) or [])
         if len(these) >= 2:
             rounds[x.name] = these
@@ -242,12 +242,10 @@ def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Any], at: str) ->
                     for c in claims)
     return Record(
         name=row.name, fullname=row.fullname or row.name, experiment=row.experiment, device=device, model=row.model,
-        config=_loads(row.config_json, f"{where}: config", dict), metrics=values,
-        sources={x.name: x.source for x in metrics if x.source}, units={x.name: x.unit for x in metrics if x.unit},
-        claims=claimed, labels=_loads(row.labels_json, f"{where}: labels", dict),
-        attachments=_loads(row.attachments_json, f"{where}: attachments", dict), param=row.param,
-        environment=_loads(row.environment_json, f"{where}: environment", dict),
-        timing=_loads(row.timing_json, f"{where}: timing", dict), rounds=rounds, intervals=intervals)
+        metrics=values, sources={x.name: x.source for x in metrics if x.source},
+        units={x.name: x.unit for x in metrics if x.unit}, claims=claimed, param=row.param, rounds=rounds,
+        intervals=intervals, **{k: _loads(getattr(row, f"{k}_json"), f"{where}: {k}", dict)
+                                for k in ("config", "labels", "attachments", "environment", "timing")})
 
 
 def best_run(runs: Sequence[Run], info: Mapping[str, Any], label: str) -> Run:
@@ -342,7 +340,7 @@ def series(store: Store, metric: str, query: StoreQuery) -> tuple[list[Point], l
     bounds = (select(c.c.claim_id, c.c.basis, c.c.bound_min, c.c.bound_max, d.c.generation).distinct()
               .select_from(_joined(store, c)).where(c.c.metric == metric, c.c.verdict != "not_applicable", *where))
     rows, claim_rows = store.read(lambda conn: (conn.execute(stmt).all(), conn.execute(bounds).all()))
-    points = [Point(*x[:8], number_from(x.value, x.nonfinite), x.unit, x.source,
+    points = [Point(*x[:8], float(x.nonfinite) if x.nonfinite else x.value, x.unit, x.source,
                     len(json.loads(x.rounds_json or "[]"))) for x in rows]
     points.sort(key=lambda p: (time_key(p.run_time), p.run_id, p.benchmark))
     return points, [Bound(*x) for x in claim_rows]

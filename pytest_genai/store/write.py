@@ -12,7 +12,7 @@ from pytest_genai.results.errors import ReportInputError
 
 from .engine import Store, utc_now
 from .errors import StoreError
-from .ingest import RunRows, canonical, claim_numbers, claim_text, run_rows
+from .ingest import RunRows, canonical, claim_numbers, run_rows
 
 
 @dataclass(frozen=True)
@@ -89,24 +89,22 @@ def _insert(conn: Any, store: Store, rows: RunRows) -> tuple[int, bool]:
         device_id=None if rec.device is None else _device_id(conn, store, astuple(rec.device), known),
         **{f"{k}_json": canonical(getattr(rec, k)) if getattr(rec, k) else None
            for k in ("environment", "labels", "attachments", "timing")})
-        for position, rec in enumerate(b.record for b in rows.benchmarks)]
+        for position, rec in enumerate(rows.benchmarks)]
     _put(conn, store, "benchmarks", bench_rows)
     t = store.table("benchmarks")  # the new ids by position
     ids = conn.execute(select(t.c.id).where(t.c.run_id == run_id).order_by(t.c.position)).scalars().all() \
         if bench_rows else []
-    _put(conn, store, "metrics", [{"benchmark_id": bid, **m} for b, bid in zip(rows.benchmarks, ids)
-                                  for m in b.metrics])
-    claim_rows = []
-    for c in rows.claims:
-        measured, lo, hi, paper = claim_numbers(c.claim, ("measured", "min", "max", "paper"))
-        interval = c.claim.get("interval")
-        # by position: one node id may name two benchmarks (one test on two devices)
-        bid = int(ids[c.position]) if c.position is not None else None
-        claim_rows.append({"run_id": run_id, "benchmark_id": bid, "claim_id": str(c.claim.get("id", "")),
-                           "measured": measured, "bound_min": lo, "bound_max": hi, "paper": paper,
-                           **{k: claim_text(c.claim, k) for k in ("metric", "verdict", "basis", "message")},
-                           "interval_json": canonical(interval) if isinstance(interval, dict) else None})
-    _put(conn, store, "claims", claim_rows)
+    _put(conn, store, "metrics", [{"benchmark_id": ids[i], **m} for i, m in rows.metrics])
+    # by position: one node id may name two benchmarks (one test on two devices)
+    _put(conn, store, "claims", [{
+        "run_id": run_id, "benchmark_id": None if i is None else int(ids[i]), "claim_id": str(claim.get("id", "")),
+        **dict(zip(("measured", "bound_min", "bound_max", "paper"),
+                   claim_numbers(claim, ("measured", "min", "max", "paper")))),
+        # a JSON list or object where text belongs is stored as its JSON
+        **{k: v if (v := claim.get(k)) is None or isinstance(v, str) else canonical(v)
+           for k in ("metric", "verdict", "basis", "message")},
+        "interval_json": canonical(claim["interval"]) if isinstance(claim.get("interval"), dict) else None}
+        for i, claim in rows.claims])
     return run_id, True
 
 
