@@ -60,9 +60,8 @@ def check_holds_a_file(url: str) -> None:
         return
     rest = url.split("://", 1)[1]
     path, _, query = rest[1:].partition("?") if rest.startswith("/") else ("", "", rest.partition("?")[2])
-    memory = (not path.strip() or path == ":memory:" or path.startswith("file::memory:") or (
-        path.startswith("file:") and re.search(r"(^|&)mode=memory(&|$)", query + "&" + path.partition("?")[2])))
-    if memory:
+    if not path.strip() or path == ":memory:" or path.startswith("file::memory:") or (
+            path.startswith("file:") and re.search(r"(^|&)mode=memory(&|$)", query)):
         raise StoreError(f"store {store_label(url)}: names no database file (SQLite would keep the runs in memory and "
                          "lose them at exit; is a variable in the URL unset?); give sqlite:///PATH or a file path")
     ignored = sorted(set(re.findall(r"(?:^|&)([^=&]+)", query)) - _DRIVER_ARGS) if query else []
