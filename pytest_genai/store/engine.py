@@ -50,7 +50,7 @@ def _read_only_engine(sa: Any, path: str) -> Any:
     import sqlite3
     from urllib.parse import quote
 
-    immutable = not os.access(os.path.dirname(path) or ".", os.W_OK) and not os.path.exists(path + "-wal")
+    immutable = not os.access(os.path.dirname(path), os.W_OK) and not os.path.exists(path + "-wal")
     uri = f"file:{quote(path)}?mode=ro" + ("&immutable=1" if immutable else "")
     return sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True, check_same_thread=False),
                             poolclass=sa.pool.NullPool, future=True)

@@ -73,12 +73,10 @@ def run_rows(doc: Any, source: str, command: str | None = None) -> RunRows:
         **{f"{key}_json": canonical(value) if value else None
            for key, value in (("stack", run.stack), ("settings", settings), ("absent", dict(run.absent)))},
     }
-    devices = []
-    for d in run.devices:
-        spec = d.get("spec") if isinstance(d.get("spec"), dict) else None
-        devices.append({"kind": str(d.get("kind") or "unknown"), "generation": str(d.get("generation") or "unknown"),
-                        "name": str(d.get("name") or ""), "spec_source": _text(spec.get("source")) if spec else None,
-                        "spec_json": canonical(spec) if spec else None})
+    devices = tuple({"kind": str(d.get("kind") or "unknown"), "generation": str(d.get("generation") or "unknown"),
+                     "name": str(d.get("name") or ""), "spec_source": _text(spec.get("source")) if spec else None,
+                     "spec_json": canonical(spec) if spec else None}
+                    for d in run.devices for spec in [d.get("spec") if isinstance(d.get("spec"), dict) else None])
     metrics = tuple((i, m) for i, (rec, raw) in enumerate(zip(run.records, doc["benchmarks"]))
                     for m in _metric_rows(rec, raw))
     # each benchmark's own verdicts, then the session's verdicts of tests that are no benchmark here
@@ -86,7 +84,7 @@ def run_rows(doc: Any, source: str, command: str | None = None) -> RunRows:
     names = {r.fullname for r in run.records}
     run_claims = genai.get("claims") if isinstance(genai.get("claims"), list) else []
     claims += [(None, c) for c in run_claims if isinstance(c, dict) and c.get("nodeid") not in names]
-    return RunRows(content_hash(doc), row, tuple(devices), tuple(run.records), metrics, tuple(claims))
+    return RunRows(content_hash(doc), row, devices, tuple(run.records), metrics, tuple(claims))
 
 
 def number_columns(value: float) -> tuple[float | None, str | None]:

@@ -288,10 +288,9 @@ def query_run(store: Store, text: str, info: Mapping[str, Any] | None = None, ex
         r = store.table("runs")
         same = set(store.read(lambda conn: conn.execute(
             select(r.c.id).where(r.c.content_hash == exclude_hash)).scalars().all()))
-        if same and not [i for i in ids if i not in same]:
+        if not (ids := [i for i in ids if i not in same]):
             raise StoreError(f"store query {query.text!r}: the only run in {store.shown} that matches is the run "
                              f"compared with it (run {min(same)}); add the earlier run to the store or name it")
-        ids = [i for i in ids if i not in same]
     if not ids:
         raise StoreError(f"store query {query.text!r}: no run in {store.shown} matches; `pytest-genai store list` "
                          "shows what it holds")
