@@ -3,12 +3,11 @@ line's change points. ``--changes`` prints only those and exits 1 on a step in t
 from __future__ import annotations
 
 import argparse
-import datetime
 import math
 import sys
 from typing import Any, Callable, Sequence
 
-from pytest_genai.store.read import Bound, Point, StoreQuery, series
+from pytest_genai.store.read import Bound, Point, StoreQuery, parse_time, series
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,29 +51,16 @@ def default_plot(metric: str) -> str:
     return f"history-{file_stem(metric)}.png"
 
 
-def _when(text: str | None) -> Any:
-    try:
-        return datetime.datetime.fromisoformat(text) if text else None
-    except ValueError:
-        return None
-
-
 def _by_line(points: Sequence[Point], item: Callable[[Point], Any]) -> dict[str, list[Any]]:
     """``item(point)`` (None: left out) per line (generation, benchmark, model, config), labelled brief but distinct."""
     several = len({(p.benchmark, p.model) for p in points}) > 1
     keys = [(p.generation, p.benchmark, p.model, p.config_id) for p in points]
-    labels: dict[tuple[Any, ...], str] = {}
-    for key, p in zip(keys, points):
-        gen = p.generation or "no device"
-        labels.setdefault(key, f"{gen} · {p.config_id or p.benchmark}" if several else gen)
-    taken: dict[str, set[tuple[Any, ...]]] = {}
-    for key, label in labels.items():
-        taken.setdefault(label, set()).add(key)
-    for key in labels:
-        if len(taken[labels[key]]) > 1:
-            generation, benchmark, model, _ = key
-            same_benchmark = sum(1 for k in taken[labels[key]] if k[1] == benchmark) > 1
-            labels[key] = f"{generation or 'no device'} · {benchmark}" + (f" · {model}" if same_benchmark else "")
+    brief = {k: f"{k[0] or 'no device'} · {k[3] or k[1]}" if several else k[0] or "no device" for k in keys}
+    labels = {}
+    for key, label in brief.items():  # where two lines share a label: its benchmark, and the model if that clashes too
+        clash = [k for k in brief if brief[k] == label]
+        model = f" · {key[2]}" if sum(k[1] == key[1] for k in clash) > 1 else ""
+        labels[key] = label if len(clash) == 1 else f"{key[0] or 'no device'} · {key[1]}{model}"
     out: dict[str, list[Any]] = {}
     for key, p in zip(keys, points):
         if (x := item(p)) is not None:
@@ -89,7 +75,7 @@ def line_points(points: Sequence[Point]) -> dict[str, list[Point]]:
 
 def lines(points: Sequence[Point]) -> dict[str, list[tuple[Any, float]]]:
     """``(time, value)`` per line of :func:`_by_line` (points with an unreadable time left out)."""
-    return _by_line(points, lambda p: None if (when := _when(p.run_time)) is None else (when, p.value))
+    return _by_line(points, lambda p: None if (when := parse_time(p.run_time)) is None else (when, p.value))
 
 
 def bands(bounds: Sequence[Bound], generations: set[str | None]) -> list[tuple[str, float | None, float | None]]:
@@ -166,7 +152,7 @@ def _history(args: argparse.Namespace) -> int:
         from pytest_genai.report.plots import PlotsUnavailable, trend_plot
 
         unit = next((p.unit for p in points if p.unit), "")
-        marks = [(c.line, when, c.step) for c in changes if (when := _when(c.run_time)) is not None]
+        marks = [(c.line, when, c.step) for c in changes if (when := parse_time(c.run_time)) is not None]
         try:
             written = trend_plot(lines(points), bands(bounds, {p.generation for p in points}), args.metric, unit, plot,
                                  changes=marks)

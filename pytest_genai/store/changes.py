@@ -68,8 +68,7 @@ def find_changes(lines: Mapping[str, Sequence[Point]], direction: str | None = N
             continue
         found, _weak = detect([p.value for p in kept], window_len=window, max_pvalue=max_pvalue)
         for cp in found:
-            i = int(cp.index)
-            p = kept[i]
+            p = kept[int(cp.index)]
             out.append(ChangePoint(label, p.run_id, p.run_time, p.commit, float(cp.stats.mean_1),
                                    float(cp.stats.mean_2), float(cp.stats.pvalue), direction))
     return out

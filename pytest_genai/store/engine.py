@@ -26,6 +26,7 @@ T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000  # a SQLite writer's wait for another before its unit of work is retried
 RETRIES = 8  # attempts of one unit of work on a locked database
 READ_ONLY = "genai_read_only"  # execution option: a plain, deferred BEGIN
+LOCKED = ("database is locked", "database is busy", "deadlock detected", "could not serialize")  # worth a retry
 
 
 def _sqlite_setup(engine: Any) -> None:
@@ -34,28 +35,14 @@ def _sqlite_setup(engine: Any) -> None:
     @event.listens_for(engine, "connect")
     def _connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # SQLAlchemy issues BEGIN itself (below), pysqlite must not
-        cur = dbapi_conn.cursor()  # per-connection settings only: nothing here changes the file
-        # synchronous=NORMAL with WAL: durable at each checkpoint, never corrupt
+        # per-connection settings only: nothing here changes the file; synchronous=NORMAL with WAL: durable at each
+        # checkpoint, never corrupt
         for pragma in (f"busy_timeout = {BUSY_TIMEOUT_MS}", "foreign_keys = ON", "synchronous = NORMAL"):
-            cur.execute(f"PRAGMA {pragma}")
-        cur.close()
+            dbapi_conn.execute(f"PRAGMA {pragma}")
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Any) -> None:
         conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get(READ_ONLY) else "BEGIN IMMEDIATE")
-
-
-def _use_wal(engine: Any) -> None:
-    """Switch a pytest-genai store to the WAL journal, outside any transaction as SQLite requires (best effort)."""
-    from sqlalchemy.exc import DBAPIError
-
-    try:
-        raw = engine.raw_connection()
-    except DBAPIError:
-        return
-    # the driver's own error type: busy or locked now; the next writer switches it
-    with contextlib.closing(raw), contextlib.suppress(Exception):
-        raw.cursor().execute("PRAGMA journal_mode = WAL")
 
 
 def _read_only_engine(sa: Any, path: str) -> Any:
@@ -63,20 +50,14 @@ def _read_only_engine(sa: Any, path: str) -> Any:
     import sqlite3
     from urllib.parse import quote
 
-    immutable = not os.access(os.path.dirname(path) or ".", os.W_OK) and not os.path.exists(path + "-wal")
+    immutable = not os.access(os.path.dirname(path), os.W_OK) and not os.path.exists(path + "-wal")
     uri = f"file:{quote(path)}?mode=ro" + ("&immutable=1" if immutable else "")
     return sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True, check_same_thread=False),
                             poolclass=sa.pool.NullPool, future=True)
 
 
-def _locked(exc: BaseException) -> bool:
-    text = str(getattr(exc, "orig", exc)).lower()
-    return any(s in text for s in ("database is locked", "database is busy", "deadlock detected",
-                                   "could not serialize"))
-
-
 @dataclass
-class Store:
+class Store(contextlib.AbstractContextManager):
     """An open store: ``engine`` and ``md`` (the tables); work goes through :meth:`transaction`."""
 
     url: str
@@ -91,14 +72,14 @@ class Store:
     def table(self, name: str) -> Any:
         return self.md.tables[name]
 
-    def transaction(self, work: Callable[[Any], T], retries: int = RETRIES, *, write: bool = True) -> T:
+    def transaction(self, work: Callable[[Any], T], *, write: bool = True) -> T:
         """``work(connection)`` in one transaction, retried while another writer locks it; ``write=False``: no lock."""
         from sqlalchemy.exc import OperationalError
 
         if write and self.read_only:
             raise StoreError(f"store {self.shown}: cannot be written (a read-only file, folder or mount); it can "
                              "be read, or give a writable store (--store URL)")
-        for attempt in range(retries):
+        for attempt in range(RETRIES):
             try:
                 with self.engine.connect() as conn:
                     if not write:
@@ -106,8 +87,8 @@ class Store:
                     with conn.begin():
                         return work(conn)
             except OperationalError as exc:
-                if not _locked(exc) or attempt == retries - 1:
-                    raise StoreError(f"store {self.shown}: {getattr(exc, 'orig', exc)}") from None
+                if not any(s in str(exc.orig).lower() for s in LOCKED) or attempt == RETRIES - 1:
+                    raise StoreError(f"store {self.shown}: {exc.orig}") from None
                 time.sleep(min(5.0, 0.05 * 2 ** attempt) * (0.5 + random.random()))
         raise AssertionError("unreachable")
 
@@ -117,9 +98,6 @@ class Store:
 
     def close(self) -> None:
         self.engine.dispose()
-
-    def __enter__(self) -> "Store":
-        return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
@@ -138,7 +116,7 @@ def open_store(url: str, *, create: bool = True) -> Store:
                          "sqlalchemy; plus psycopg for PostgreSQL)") from None
     check_holds_a_file(url)
     shown = store_label(url)
-    path = sqlite_file(url) if is_sqlite(url) else None
+    path = sqlite_file(url)
     read_only = False
     if path is not None and not path.startswith("file:"):
         folder = Path(path).parent
@@ -160,8 +138,10 @@ def open_store(url: str, *, create: bool = True) -> Store:
             # looked at without a write lock; a store to create or upgrade is checked again in the writing transaction
             if not store.read(lambda conn: _check_schema(store, conn, create, write=False)):
                 store.transaction(lambda conn: _check_schema(store, conn, create, write=True))
-            if create and is_sqlite(url):
-                _use_wal(engine)
+            if create and is_sqlite(url):  # WAL: switched outside any transaction, as SQLite requires; best effort
+                # the driver's own error type: busy or locked now; the next writer switches it
+                with contextlib.suppress(Exception), contextlib.closing(engine.raw_connection()) as raw:
+                    raw.cursor().execute("PRAGMA journal_mode = WAL")
             return store
         except sa.exc.DBAPIError as exc:
             if attempt == 2 or isinstance(exc, sa.exc.OperationalError):
@@ -229,12 +209,10 @@ def _check_schema(store: Store, conn: Any, create: bool, write: bool) -> bool:
                              f"{SCHEMA_VERSION}; it is read-only, so it cannot be upgraded — open it once where it "
                              "can be written, or with the version that wrote it")
         return False
-    while version < SCHEMA_VERSION:
-        step = MIGRATIONS.get(version)
-        if step is None:
+    for version in range(version, SCHEMA_VERSION):
+        if (step := MIGRATIONS.get(version)) is None:
             raise StoreError(f"store {store.shown}: schema version {version} has no migration to {version + 1} in "
                              f"pytest-genai {__version__}; open it with the version that wrote it")
         step(conn)
-        version += 1
-    conn.execute(meta.update().where(meta.c.key == "schema_version").values(value=str(version)))
+    conn.execute(meta.update().where(meta.c.key == "schema_version").values(value=str(SCHEMA_VERSION)))
     return True

@@ -6,10 +6,10 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from pytest_genai import SCHEMA
-from pytest_genai.results.runs import Record, recorded_spread, run_from_json
+from pytest_genai.results.runs import Record, _float, recorded_spread, run_from_json
 
 
 def canonical(obj: Any) -> str:
@@ -23,63 +23,28 @@ def content_hash(doc: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class MetricRow:
-    name: str
-    value: float
-    unit: str | None
-    source: str | None
-    rounds: tuple[float, ...] | None
-    interval: Mapping[str, Any] | None
-
-
-@dataclass(frozen=True)
-class ClaimRow:
-    claim: Mapping[str, Any]
-    fullname: str | None  # the node id that checked it, when known
-    position: int | None = None  # that benchmark's index: one node id may name several benchmarks
-
-
-@dataclass(frozen=True)
-class BenchmarkRow:
-    record: Record
-    metrics: tuple[MetricRow, ...]
-
-
-@dataclass(frozen=True)
 class RunRows:
     content_hash: str
     run: Mapping[str, Any]  # the ``runs`` row without id and added_time
     devices: tuple[Mapping[str, Any], ...]
-    benchmarks: tuple[BenchmarkRow, ...]
-    claims: tuple[ClaimRow, ...]
-    warnings: tuple[str, ...]
+    benchmarks: tuple[Record, ...]
+    metrics: tuple[tuple[int, dict[str, Any]], ...]  # (benchmark index, ``metrics`` row without benchmark_id)
+    claims: tuple[tuple[int | None, Mapping[str, Any]], ...]  # (benchmark index, None: a test that is no benchmark)
 
     @property
     def row_count(self) -> int:
-        return 1 + len(self.devices) + len(self.benchmarks) + sum(len(b.metrics) for b in self.benchmarks) \
-            + len(self.claims)
+        return 1 + len(self.devices) + len(self.benchmarks) + len(self.metrics) + len(self.claims)
 
 
-def _float(value: Any) -> float | None:
-    """A JSON number as a float (nan/inf kept); None for anything else, a bool, or an int too large for a float."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        return float(value)
-    except OverflowError:
-        return None
-
-
-def _metric_rows(record: Record, bench: Mapping[str, Any]) -> tuple[MetricRow, ...]:
-    out = []
+def _metric_rows(record: Record, bench: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     for name, value in record.metrics.items():
         rounds, interval = recorded_spread(bench, name)
         # every round as a float, else none (as the file reader ignores odd rounds)
-        floats = tuple(_float(v) for v in rounds) if isinstance(rounds, list) else ()
-        out.append(MetricRow(name, float(value), record.units.get(name), record.sources.get(name),
-                             floats if floats and None not in floats else None,  # type: ignore[arg-type]
-                             interval if isinstance(interval, dict) else None))
-    return tuple(out)
+        floats = [_float(v) for v in rounds] if isinstance(rounds, list) else []
+        number, nonfinite = number_columns(float(value))
+        yield {"name": name, "value": number, "nonfinite": nonfinite, "unit": record.units.get(name),
+               "source": record.sources.get(name), "rounds_json": json.dumps(floats) if floats and None not in floats
+               else None, "interval_json": canonical(interval) if isinstance(interval, dict) and interval else None}
 
 
 def _text(value: Any) -> str | None:
@@ -108,19 +73,18 @@ def run_rows(doc: Any, source: str, command: str | None = None) -> RunRows:
         **{f"{key}_json": canonical(value) if value else None
            for key, value in (("stack", run.stack), ("settings", settings), ("absent", dict(run.absent)))},
     }
-    devices = []
-    for d in run.devices:
-        spec = d.get("spec") if isinstance(d.get("spec"), dict) else None
-        devices.append({"kind": str(d.get("kind") or "unknown"), "generation": str(d.get("generation") or "unknown"),
-                        "name": str(d.get("name") or ""), "spec_source": _text(spec.get("source")) if spec else None,
-                        "spec_json": canonical(spec) if spec else None})
-    benches = tuple(BenchmarkRow(rec, _metric_rows(rec, raw)) for rec, raw in zip(run.records, doc["benchmarks"]))
+    devices = tuple({"kind": str(d.get("kind") or "unknown"), "generation": str(d.get("generation") or "unknown"),
+                     "name": str(d.get("name") or ""), "spec_source": _text(spec.get("source")) if spec else None,
+                     "spec_json": canonical(spec) if spec else None}
+                    for d in run.devices for spec in [d.get("spec") if isinstance(d.get("spec"), dict) else None])
+    metrics = tuple((i, m) for i, (rec, raw) in enumerate(zip(run.records, doc["benchmarks"]))
+                    for m in _metric_rows(rec, raw))
     # each benchmark's own verdicts, then the session's verdicts of tests that are no benchmark here
-    claims = [ClaimRow(c, b.record.fullname, i) for i, b in enumerate(benches) for c in b.record.claims]
-    names = {b.record.fullname for b in benches}
+    claims: list[tuple[int | None, Mapping[str, Any]]] = [(i, c) for i, r in enumerate(run.records) for c in r.claims]
+    names = {r.fullname for r in run.records}
     run_claims = genai.get("claims") if isinstance(genai.get("claims"), list) else []
-    claims += [ClaimRow(c, None) for c in run_claims if isinstance(c, dict) and c.get("nodeid") not in names]
-    return RunRows(content_hash(doc), row, tuple(devices), benches, tuple(claims), run.warnings)
+    claims += [(None, c) for c in run_claims if isinstance(c, dict) and c.get("nodeid") not in names]
+    return RunRows(content_hash(doc), row, devices, tuple(run.records), metrics, tuple(claims))
 
 
 def number_columns(value: float) -> tuple[float | None, str | None]:
@@ -130,16 +94,6 @@ def number_columns(value: float) -> tuple[float | None, str | None]:
     return None, "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
 
-def number_from(value: float | None, nonfinite: str | None) -> float | None:
-    return float(nonfinite) if nonfinite else value
-
-
 def claim_numbers(claim: Mapping[str, Any], keys: Sequence[str]) -> list[float | None]:
     """The claim's numbers under ``keys``; None for a missing or non-finite one."""
     return [v if v is not None and math.isfinite(v) else None for v in (_float(claim.get(k)) for k in keys)]
-
-
-def claim_text(claim: Mapping[str, Any], key: str) -> str | None:
-    """A claim's text field as text (a JSON list or object where text belongs is stored as its JSON)."""
-    v = claim.get(key)
-    return v if v is None or isinstance(v, str) else canonical(v)

@@ -12,22 +12,18 @@ FILE_NAME = "results.sqlite"
 APP = "pytest-genai"
 
 
-def data_dir(env: Mapping[str, str] | None = None) -> Path:
-    """The user data folder the default store lives in."""
+def default_url(env: Mapping[str, str] | None = None) -> str:
+    """``GENAI_STORE`` when set, else the SQLite file in the user data folder."""
     env = os.environ if env is None else env
+    if given := env.get(ENV, "").strip():
+        return normalize_url(given)
     try:
         import platformdirs
     except ImportError:
-        base = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-        return Path(base) / APP
-    return Path(platformdirs.user_data_dir(APP))
-
-
-def default_url(env: Mapping[str, str] | None = None) -> str:
-    """``GENAI_STORE`` when set, else the SQLite file in :func:`data_dir`."""
-    env = os.environ if env is None else env
-    given = env.get(ENV, "").strip()
-    return normalize_url(given) if given else file_url(str(data_dir(env) / FILE_NAME))
+        folder = Path(env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")) / APP
+    else:
+        folder = Path(platformdirs.user_data_dir(APP))
+    return file_url(str(folder / FILE_NAME))
 
 
 def file_url(path: str) -> str:
@@ -64,9 +60,8 @@ def check_holds_a_file(url: str) -> None:
         return
     rest = url.split("://", 1)[1]
     path, _, query = rest[1:].partition("?") if rest.startswith("/") else ("", "", rest.partition("?")[2])
-    memory = (not path.strip() or path == ":memory:" or path.startswith("file::memory:") or (
-        path.startswith("file:") and re.search(r"(^|&)mode=memory(&|$)", query + "&" + path.partition("?")[2])))
-    if memory:
+    if not path.strip() or path == ":memory:" or path.startswith("file::memory:") or (
+            path.startswith("file:") and re.search(r"(^|&)mode=memory(&|$)", query)):
         raise StoreError(f"store {store_label(url)}: names no database file (SQLite would keep the runs in memory and "
                          "lose them at exit; is a variable in the URL unset?); give sqlite:///PATH or a file path")
     ignored = sorted(set(re.findall(r"(?:^|&)([^=&]+)", query)) - _DRIVER_ARGS) if query else []

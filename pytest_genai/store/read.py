@@ -8,16 +8,16 @@ e.g. ``generation=a100 latest``, ``experiment=quant model=smollm2-135m best``, `
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from pytest_genai.results.runs import BENCH_MEDIAN_METRIC, DeviceRef, Record, Run
+from pytest_genai.results.runs import BENCH_MEDIAN_METRIC, DeviceRef, Record, Run, _ends
 
 from .engine import Store
 from .errors import StoreError
-from .ingest import number_from
 
 BENCHMARK_FILTERS = ("generation", "kind", "device", "experiment", "model", "config")
 RUN_FILTERS = ("run", "commit", "branch", "scale", "node")
@@ -107,17 +107,19 @@ def _joined(store: Store, table: Any = None) -> Any:
     return base.join(r, r.c.id == b.c.run_id).outerjoin(d, d.c.id == b.c.device_id)
 
 
+def parse_time(text: str | None) -> datetime.datetime | None:
+    """An ISO 8601 time as a datetime; None where none or unreadable."""
+    try:
+        return datetime.datetime.fromisoformat(text) if text else None
+    except ValueError:
+        return None
+
+
 def time_key(text: str | None) -> float:
     """An ISO 8601 run time as epoch seconds, for ordering runs across offsets (no offset: UTC; unreadable: oldest)."""
-    import datetime as dt
-
-    try:
-        when = dt.datetime.fromisoformat(text.strip()) if text else None
-    except ValueError:
-        when = None
-    if when is None:
+    if (when := parse_time(text and text.strip())) is None:
         return -math.inf
-    return (when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)).timestamp()
+    return (when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc)).timestamp()
 
 
 def matching_runs(store: Store, query: StoreQuery) -> list[int]:
@@ -131,7 +133,7 @@ def matching_runs(store: Store, query: StoreQuery) -> list[int]:
     return [row.id for row in rows]
 
 
-def _loads(text: str | None, where: str = "", kind: type | None = None) -> Any:
+def _loads(text: str | None, where: str, kind: type) -> Any:
     """A stored JSON field (``{}`` where empty); invalid JSON or not a ``kind`` is a :class:`StoreError`."""
     if not text:
         return {}
@@ -140,7 +142,7 @@ def _loads(text: str | None, where: str = "", kind: type | None = None) -> Any:
     except (TypeError, ValueError) as exc:
         raise StoreError(f"{where}: not valid JSON ({exc}); the store row is corrupt: remove the run "
                          "(`pytest-genai store rm`) and add its file again") from None
-    if kind is not None and not isinstance(value, kind):
+    if not isinstance(value, kind):
         raise StoreError(f"{where}: holds a JSON {type(value).__name__}, expected a {kind.__name__}; {CORRUPT}")
     return value
 
@@ -215,7 +217,7 @@ def last_runs(store: Store, ids: Sequence[int], count: int, query: StoreQuery) -
     return combined
 
 
-def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Any], at: str = "store") -> Record:
+def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Any], at: str) -> Record:
     """One stored benchmark as a :class:`Record`, as its file would load; a corrupt row is a :class:`StoreError`."""
     device = None if row.kind is None else DeviceRef(row.kind, row.generation, row.device_name or "")
     where = f"{at}, benchmark {row.name}"
@@ -227,27 +229,23 @@ def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Any], at: str = "
         if x.nonfinite and x.nonfinite not in ("nan", "inf", "-inf"):
             raise StoreError(f"{field}: non-finite marker {x.nonfinite!r} is not nan, inf or -inf; the store row "
                              "is corrupt")
-        values[x.name] = number_from(_number(x.value, field) if x.value is not None else None, x.nonfinite)
+        value = _number(x.value, field) if x.value is not None else None
+        values[x.name] = float(x.nonfinite) if x.nonfinite else value
         these = tuple(_number(v, f"{field}: a round") for v in _loads(x.rounds_json, f"{field}: rounds", list) or [])
         if len(these) >= 2:
             rounds[x.name] = these
-        interval = _loads(x.interval_json, f"{field}: interval", dict)
-        ends = [interval.get("lo"), interval.get("hi")] if interval else []
-        if ends and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in ends) \
-                and ends[0] <= ends[1]:
-            intervals[x.name] = (float(ends[0]), float(ends[1]))
+        if ends := _ends(_loads(x.interval_json, f"{field}: interval", dict)):  # as the file reader keeps one
+            intervals[x.name] = ends
     claimed = tuple({"id": c.claim_id, "metric": c.metric, "measured": c.measured, "min": c.bound_min,
                      "max": c.bound_max, "paper": c.paper, "verdict": c.verdict, "message": c.message, "basis": c.basis,
                      "interval": _loads(c.interval_json, f"store claim {c.claim_id}: interval", dict) or None}
                     for c in claims)
     return Record(
         name=row.name, fullname=row.fullname or row.name, experiment=row.experiment, device=device, model=row.model,
-        config=_loads(row.config_json, f"{where}: config", dict), metrics=values,
-        sources={x.name: x.source for x in metrics if x.source}, units={x.name: x.unit for x in metrics if x.unit},
-        claims=claimed, labels=_loads(row.labels_json, f"{where}: labels", dict),
-        attachments=_loads(row.attachments_json, f"{where}: attachments", dict), param=row.param,
-        environment=_loads(row.environment_json, f"{where}: environment", dict),
-        timing=_loads(row.timing_json, f"{where}: timing", dict), rounds=rounds, intervals=intervals)
+        metrics=values, sources={x.name: x.source for x in metrics if x.source},
+        units={x.name: x.unit for x in metrics if x.unit}, claims=claimed, param=row.param, rounds=rounds,
+        intervals=intervals, **{k: _loads(getattr(row, f"{k}_json"), f"{where}: {k}", dict)
+                                for k in ("config", "labels", "attachments", "environment", "timing")})
 
 
 def best_run(runs: Sequence[Run], info: Mapping[str, Any], label: str) -> Run:
@@ -290,10 +288,9 @@ def query_run(store: Store, text: str, info: Mapping[str, Any] | None = None, ex
         r = store.table("runs")
         same = set(store.read(lambda conn: conn.execute(
             select(r.c.id).where(r.c.content_hash == exclude_hash)).scalars().all()))
-        if same and not [i for i in ids if i not in same]:
+        if not (ids := [i for i in ids if i not in same]):
             raise StoreError(f"store query {query.text!r}: the only run in {store.shown} that matches is the run "
                              f"compared with it (run {min(same)}); add the earlier run to the store or name it")
-        ids = [i for i in ids if i not in same]
     if not ids:
         raise StoreError(f"store query {query.text!r}: no run in {store.shown} matches; `pytest-genai store list` "
                          "shows what it holds")
@@ -342,7 +339,7 @@ def series(store: Store, metric: str, query: StoreQuery) -> tuple[list[Point], l
     bounds = (select(c.c.claim_id, c.c.basis, c.c.bound_min, c.c.bound_max, d.c.generation).distinct()
               .select_from(_joined(store, c)).where(c.c.metric == metric, c.c.verdict != "not_applicable", *where))
     rows, claim_rows = store.read(lambda conn: (conn.execute(stmt).all(), conn.execute(bounds).all()))
-    points = [Point(*x[:8], number_from(x.value, x.nonfinite), x.unit, x.source,
+    points = [Point(*x[:8], float(x.nonfinite) if x.nonfinite else x.value, x.unit, x.source,
                     len(json.loads(x.rounds_json or "[]"))) for x in rows]
     points.sort(key=lambda p: (time_key(p.run_time), p.run_id, p.benchmark))
     return points, [Bound(*x) for x in claim_rows]

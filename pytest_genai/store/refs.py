@@ -16,21 +16,20 @@ from .read import looks_like_query, query_run
 STORAGE_PREFIX = "storage:"
 
 
-def _storage_form(text: str) -> str | None:
-    word = text.strip()
-    if word.startswith(STORAGE_PREFIX):
-        return word[len(STORAGE_PREFIX):]
-    return word if is_storage_id(word) and word != LATEST else None
+def _storage_file(word: str) -> Path | None:
+    """The run file of a pytest-benchmark storage id (``NNNN``, ``storage:...``); None for other words."""
+    ident = word.removeprefix(STORAGE_PREFIX) if word.startswith(STORAGE_PREFIX) else (
+        word if is_storage_id(word) and word != LATEST else None)
+    return None if ident is None else resolve_storage_id(ident, None, machine_id(), os.getcwd())
 
 
 def input_files(text: str, store_url: str | None) -> list[str]:
     """The files reading ``text`` reads, for refusing an output path that names one; [] where unresolved."""
     if Path(text).exists():
         return [text]
-    ident = _storage_form(text)
     try:
-        if ident is not None:
-            return [str(resolve_storage_id(ident, None, machine_id(), os.getcwd()))]
+        if (stored := _storage_file(text.strip())) is not None:
+            return [str(stored)]
         url = given_or_default(store_url) if looks_like_query(text.strip()) else ""
     except (StoreError, ValueError, OSError):
         return []
@@ -55,9 +54,8 @@ def load_ref(text: str, store_url: str | None, info: Mapping[str, Any] | None = 
     if Path(text).exists():
         return load_run(text)
     word = text.strip()
-    ident = _storage_form(text)
-    if ident is not None:
-        return load_run(resolve_storage_id(ident, None, machine_id(), os.getcwd()))
+    if (stored := _storage_file(word)) is not None:
+        return load_run(stored)
     if looks_like_query(word):
         from .engine import open_store
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -12,7 +12,7 @@ from pytest_genai.results.errors import ReportInputError
 
 from .engine import Store, utc_now
 from .errors import StoreError
-from .ingest import RunRows, canonical, claim_numbers, claim_text, number_columns, run_rows
+from .ingest import RunRows, canonical, claim_numbers, run_rows
 
 
 @dataclass(frozen=True)
@@ -44,19 +44,17 @@ def check_columns(table: Any, rows: Iterable[Mapping[str, Any]]) -> None:
                                   f"holds; shorten it in the run (at most {limit} characters)")
 
 
-def _device_id(conn: Any, store: Store, kind: str, generation: str, name: str,
-               known: dict[tuple[str, str, str], int]) -> int:
+def _device_id(conn: Any, store: Store, key: tuple[str, str, str], known: dict[tuple[str, str, str], int]) -> int:
     """The ``devices`` row id of (kind, generation, name), added when new; ``known`` caches ids per transaction."""
     from sqlalchemy import select
 
-    key = (kind, generation, name)
     if key not in known:
         t = store.table("devices")
-        check_columns(t, [{"kind": kind, "generation": generation, "name": name}])  # before the lookup: it sends them
-        found = conn.execute(select(t.c.id).where(t.c.kind == kind, t.c.generation == generation, t.c.name == name)
-                             ).scalar()
+        ident = dict(zip(("kind", "generation", "name"), key))
+        check_columns(t, [ident])  # before the lookup: it sends them
+        found = conn.execute(select(t.c.id).where(*(t.c[k] == v for k, v in ident.items()))).scalar()
         if found is None:
-            found = conn.execute(t.insert().values(kind=kind, generation=generation, name=name)).inserted_primary_key[0]
+            found = conn.execute(t.insert().values(**ident)).inserted_primary_key[0]
         known[key] = int(found)
     return known[key]
 
@@ -81,45 +79,32 @@ def _insert(conn: Any, store: Store, rows: RunRows) -> tuple[int, bool]:
     known: dict[tuple[str, str, str], int] = {}
     _put(conn, store, "run_devices", [
         {"run_id": run_id, "position": i, "spec_source": d["spec_source"], "spec_json": d["spec_json"],
-         "device_id": _device_id(conn, store, d["kind"], d["generation"], d["name"], known)}
+         "device_id": _device_id(conn, store, (d["kind"], d["generation"], d["name"]), known)}
         for i, d in enumerate(rows.devices)])
-    bench_rows = []
-    for position, b in enumerate(rows.benchmarks):
-        rec = b.record
-        device = None if rec.device is None else _device_id(conn, store, rec.device.kind, rec.device.generation,
-                                                              rec.device.name, known)
-        config_id = rec.config.get("id") if isinstance(rec.config.get("id"), str) else rec.param
-        bench_rows.append(dict(
-            run_id=run_id, position=position, name=rec.name, fullname=rec.fullname, param=rec.param,
-            experiment=rec.experiment, model=rec.model, config_id=config_id, config_json=canonical(rec.config),
-            device_id=device, **{f"{k}_json": canonical(getattr(rec, k)) if getattr(rec, k) else None
-                                 for k in ("environment", "labels", "attachments", "timing")}))
+    bench_rows = [dict(
+        run_id=run_id, position=position, name=rec.name, fullname=rec.fullname, param=rec.param,
+        experiment=rec.experiment, model=rec.model,
+        config_id=rec.config.get("id") if isinstance(rec.config.get("id"), str) else rec.param,
+        config_json=canonical(rec.config),
+        device_id=None if rec.device is None else _device_id(conn, store, astuple(rec.device), known),
+        **{f"{k}_json": canonical(getattr(rec, k)) if getattr(rec, k) else None
+           for k in ("environment", "labels", "attachments", "timing")})
+        for position, rec in enumerate(rows.benchmarks)]
     _put(conn, store, "benchmarks", bench_rows)
     t = store.table("benchmarks")  # the new ids by position
     ids = conn.execute(select(t.c.id).where(t.c.run_id == run_id).order_by(t.c.position)).scalars().all() \
         if bench_rows else []
-    bench_ids: dict[str, int] = {}
-    metric_rows = []
-    for b, bid in zip(rows.benchmarks, ids):
-        bench_ids.setdefault(b.record.fullname, int(bid))
-        for m in b.metrics:
-            value, nonfinite = number_columns(m.value)
-            metric_rows.append({"benchmark_id": bid, "name": m.name, "value": value, "nonfinite": nonfinite,
-                                "unit": m.unit, "source": m.source,
-                                "rounds_json": json.dumps(list(m.rounds)) if m.rounds else None,
-                                "interval_json": canonical(m.interval) if m.interval else None})
-    _put(conn, store, "metrics", metric_rows)
-    claim_rows = []
-    for c in rows.claims:
-        measured, lo, hi, paper = claim_numbers(c.claim, ("measured", "min", "max", "paper"))
-        interval = c.claim.get("interval")
-        # by position: one node id may name two benchmarks (one test on two devices)
-        bid = int(ids[c.position]) if c.position is not None else bench_ids.get(c.fullname or "")
-        claim_rows.append({"run_id": run_id, "benchmark_id": bid, "claim_id": str(c.claim.get("id", "")),
-                           "measured": measured, "bound_min": lo, "bound_max": hi, "paper": paper,
-                           **{k: claim_text(c.claim, k) for k in ("metric", "verdict", "basis", "message")},
-                           "interval_json": canonical(interval) if isinstance(interval, dict) else None})
-    _put(conn, store, "claims", claim_rows)
+    _put(conn, store, "metrics", [{"benchmark_id": ids[i], **m} for i, m in rows.metrics])
+    # by position: one node id may name two benchmarks (one test on two devices)
+    _put(conn, store, "claims", [{
+        "run_id": run_id, "benchmark_id": None if i is None else int(ids[i]), "claim_id": str(claim.get("id", "")),
+        **dict(zip(("measured", "bound_min", "bound_max", "paper"),
+                   claim_numbers(claim, ("measured", "min", "max", "paper")))),
+        # a JSON list or object where text belongs is stored as its JSON
+        **{k: v if (v := claim.get(k)) is None or isinstance(v, str) else canonical(v)
+           for k in ("metric", "verdict", "basis", "message")},
+        "interval_json": canonical(claim["interval"]) if isinstance(claim.get("interval"), dict) else None}
+        for i, claim in rows.claims])
     return run_id, True
 
 
@@ -142,12 +127,8 @@ def add_rows(store: Store, rows: RunRows, source: str) -> Added:
 
 
 def read_rows(path: str | os.PathLike[str], command: str | None = None) -> RunRows:
-    """The run file ``path`` as the rows the store takes, validated as ``pytest-genai report`` reads it."""
-    return run_rows(read_document(path), os.path.basename(path), command)
-
-
-def read_document(path: str | os.PathLike[str]) -> Any:
-    """The run file ``path`` as a document, validated as ``pytest-genai report`` reads it; read once (maybe a pipe)."""
+    """The run file ``path`` as the rows the store takes, validated as ``pytest-genai report`` reads it; read once
+    (maybe a pipe)."""
     from pytest_genai.results.runs import load_run, run_from_bytes
 
     try:
@@ -157,14 +138,15 @@ def read_document(path: str | os.PathLike[str]) -> Any:
         raise
     run_from_bytes(raw, path)
     try:
-        return json.loads(raw.decode("utf-8-sig"))
+        doc = json.loads(raw.decode("utf-8-sig"))
     except ValueError as exc:  # validated above; a second parse that still fails names the file
         raise ReportInputError(f"{path}: invalid JSON ({exc})") from None
+    return run_rows(doc, os.path.basename(path), command)
 
 
-def add_file(store: Store, path: str | os.PathLike[str], command: str | None = None, doc: Any = None) -> Added:
-    """Add the run file ``path`` (``doc``: its document when :func:`read_document` has read it already)."""
-    return add_document(store, read_document(path) if doc is None else doc, os.path.basename(path), command)
+def add_file(store: Store, path: str | os.PathLike[str], command: str | None = None) -> Added:
+    """Add the run file ``path``."""
+    return add_rows(store, read_rows(path, command), os.path.basename(path))
 
 
 def run_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
