@@ -106,9 +106,8 @@ class Comparison:
     only_baseline: tuple[Record, ...]
     only_current: tuple[Record, ...]
 
-    def metrics_where(self, status: str | tuple[str, ...]) -> list[tuple[PairComparison, MetricComparison]]:
-        wanted = (status,) if isinstance(status, str) else status
-        return [(pc, m) for pc in self.pairs for m in pc.metrics if m.status in wanted]
+    def metrics_where(self, status: str) -> list[tuple[PairComparison, MetricComparison]]:
+        return [(pc, m) for pc in self.pairs for m in pc.metrics if m.status == status]
 
     @property
     def gated_count(self) -> int:
