@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from pytest_genai.identity import environment_differences
 from pytest_genai.runtime.reference import REFERENCE_LABEL
@@ -106,19 +106,13 @@ class Comparison:
     only_baseline: tuple[Record, ...]
     only_current: tuple[Record, ...]
 
-    def metrics_where(self, status: str | tuple[str, ...]) -> list[tuple[PairComparison, MetricComparison]]:
-        wanted = (status,) if isinstance(status, str) else status
-        return [(pc, m) for pc in self.pairs for m in pc.metrics if m.status in wanted]
+    def metrics_where(self, status: str) -> list[tuple[PairComparison, MetricComparison]]:
+        return [(pc, m) for pc in self.pairs for m in pc.metrics if m.status == status]
 
     @property
     def gated_count(self) -> int:
         """Metric values judged against a threshold (not: missing, new, undirected, or with an unusable baseline)."""
         return sum(m.gated for pc in self.pairs for m in pc.metrics)
-
-    @property
-    def improved(self) -> list[tuple[PairComparison, MetricComparison]]:
-        """Metric values that got better by more than their threshold."""
-        return [(pc, m) for pc in self.pairs for m in pc.metrics if m.improved_past_limit]
 
     @property
     def environment_differences(self) -> list[tuple[str, int]]:
@@ -181,11 +175,6 @@ def _thin(rounds: Sequence[float]) -> list[float]:
     return xs if len(xs) <= MAX_ROUNDS else [xs[round(i * (len(xs) - 1) / (MAX_ROUNDS - 1))] for i in range(MAX_ROUNDS)]
 
 
-def _kept(rounds: Sequence[float] | None) -> bool:
-    """Two rounds or more: enough for an interval."""
-    return bool(rounds and len(rounds) >= 2)
-
-
 def _join(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
@@ -197,9 +186,9 @@ class Sides:
     unit: str
     baseline: float | None
     current: float | None
-    rounds: tuple[Sequence[float] | None, Sequence[float] | None] = (None, None)
+    rounds: tuple[list[float] | None, list[float] | None] = (None, None)  # thinned; None under two rounds
     intervals: tuple[tuple[float, float] | None, tuple[float, float] | None] = (None, None)  # without rounds
-    runs: tuple[tuple[float, ...], ...] = ()  # the baseline's runs (last:N): each run's rounds, or its one value
+    runs: tuple[list[float], ...] = ()  # the baseline's runs (last:N): each run's rounds (thinned), or its one value
     note: str = ""  # the conversions made; where refused, why none is known
     refused: bool = False
 
@@ -224,9 +213,9 @@ def normalise(base: Record, cur: Record, name: str, registered: str, timing_fiel
 
     notes = [f"the {side}'s {unit} converted to {target}"
              for side, unit, f in (("baseline", b_unit, bf), ("current run", c_unit, cf)) if f != 1.0]
-    return Sides(target, scale(b.value, bf), scale(c.value, cf), (scale(b.rounds, bf), scale(c.rounds, cf)),
-                 (scale(b.interval, bf), scale(c.interval, cf)),
-                 tuple(tuple(scale(r, bf)) for r in base.run_rounds.get(name, ())), _join(*notes))
+    rounds = tuple(_thin(scale(r, f)) if r and len(r) >= 2 else None for r, f in ((b.rounds, bf), (c.rounds, cf)))
+    return Sides(target, scale(b.value, bf), scale(c.value, cf), rounds, (scale(b.interval, bf), scale(c.interval, cf)),
+                 tuple(_thin(scale(r, bf)) for r in base.run_rounds.get(name, ())), _join(*notes))
 
 
 @dataclass(frozen=True)
@@ -267,17 +256,15 @@ def _judge(mc: MetricComparison, sides: Sides, normalized: bool, setting: _Setti
         return replace(mc, status=NOT_COMPARABLE, max_regression=None, note=_join(mc.note, setting.other_ruler))
     if len(sides.runs) >= 2:
         return mc if mc.basis == EXACT else _judge_on_runs(mc, sides, setting)
-    base_rounds, cur_rounds = sides.rounds
-    have_b, have_c = _kept(base_rounds), _kept(cur_rounds)
-    if not (have_b and have_c):
-        if mc.basis == EXACT and not (have_b or have_c):
+    base, cur = sides.rounds
+    if not (base and cur):
+        if mc.basis == EXACT and not (base or cur):
             return mc
-        lacking = "either run" if not (have_b or have_c) else "the current run" if have_b else "the baseline"
+        lacking = "either run" if not (base or cur) else "the current run" if base else "the baseline"
         return _point_rule(mc, f"no rounds recorded in {lacking}, so noise is not judged", sides, setting)
-    assert base_rounds and cur_rounds and mc.direction in _DIRECTED
+    assert mc.direction in _DIRECTED
     try:
-        decision = decide(_thin(base_rounds), _thin(cur_rounds), mc.direction, mc.max_regression,
-                          run_noise=setting.run_noise)
+        decision = decide(base, cur, mc.direction, mc.max_regression, run_noise=setting.run_noise)
     except ValueError as exc:  # a threshold no drop can pass (checked with the thresholds), or a non-finite round
         return _point_rule(mc, f"the rounds give no decision ({exc})", sides, setting)
     row = replace(mc, status=decision.verdict, basis=INTERVAL, interval=decision.to_json(),
@@ -332,15 +319,14 @@ def _judge_on_runs(mc: MetricComparison, sides: Sides, setting: _Setting) -> Met
     limit = mc.max_regression
     assert mc.current is not None and mc.baseline is not None and mc.direction in _DIRECTED and limit is not None
     try:
-        interval = run_spread_interval(_thin(cur_rounds if _kept(cur_rounds) else (mc.current,)),
-                                       [_thin(r) for r in sides.runs])
+        interval = run_spread_interval(cur_rounds or [mc.current], sides.runs)
     except ValueError as exc:  # a non-positive value: no ratio
         why = f"point comparison: the runs give no ratio interval ({exc})"
         return replace(mc, basis=POINT, note=_join(mc.note, why))
     how = f"baseline of {len(sides.runs)} runs: their spread between runs sets the interval"
-    if _kept(base_rounds) and _kept(cur_rounds):
+    if base_rounds and cur_rounds:
         try:
-            within = bootstrap_ratio_interval(_thin(cur_rounds), _thin(base_rounds))
+            within = bootstrap_ratio_interval(cur_rounds, base_rounds)
         except ValueError:
             pass
         else:  # widening keeps the prediction interval's coverage
@@ -361,26 +347,21 @@ def _judge_on_runs(mc: MetricComparison, sides: Sides, setting: _Setting) -> Met
     return _under_contention(row, setting)
 
 
-def _unconfirmed(rows: Sequence[MetricComparison],
-                 why_not: Callable[[MetricComparison], str]) -> tuple[MetricComparison, ...]:
-    """``rows`` with each regression that ``why_not`` gives a reason against ('' keeps it) read undecided."""
-    return tuple(_undecided(r, why) if r.status == REGRESSED and (why := why_not(r)) else r for r in rows)
+def _unconfirmed(rows: Sequence[MetricComparison], why_not: Mapping[str, str]) -> tuple[MetricComparison, ...]:
+    """``rows`` with each regression that ``why_not`` gives a reason against (by metric) read undecided."""
+    return tuple(_undecided(r, why_not[r.metric]) if r.status == REGRESSED and r.metric in why_not else r
+                 for r in rows)
 
 
 def _over_numerators(rows: Sequence[MetricComparison], info: Mapping[str, MetricInfo]) -> tuple[MetricComparison, ...]:
     """A regression of a ratio over a measured peak (MFU) stands only where its ``numerator`` regressed too."""
     by_metric = {r.metric: r for r in rows}
-
-    def why_not(r: MetricComparison) -> str:
-        definition = info.get(r.metric)
-        numerator = by_metric.get(definition.numerator) if definition is not None and definition.numerator else None
-        if numerator is None or numerator.status == REGRESSED:
-            return ""
-        return (f"worse past the threshold, but {numerator.metric} (what it divides by a peak) reads "
-                f"{numerator.verdict or numerator.status}: the peak differs between the runs (a CPU's is measured "
-                f"by each session), and {numerator.metric} is the run's speed")
-
-    return _unconfirmed(rows, why_not)
+    return _unconfirmed(rows, {
+        r.metric: f"worse past the threshold, but {n.metric} (what it divides by a peak) reads "
+                  f"{n.verdict or n.status}: the peak differs between the runs (a CPU's is measured by each "
+                  f"session), and {n.metric} is the run's speed"
+        for r in rows if (d := info.get(r.metric)) is not None and d.numerator
+        and (n := by_metric.get(d.numerator)) is not None and n.status != REGRESSED})
 
 
 def _other_ruler(base: Record, cur: Record) -> str:
@@ -414,19 +395,14 @@ def _corroborated(rows: list[MetricComparison], info: Mapping[str, MetricInfo]) 
     why = (f"slower past the threshold, but {ref.metric} (the step over a reference kernel timed beside it) "
            f"reads {ref.verdict}: the machine was slower, or so were the reference's own ops (a stack change "
            f"that slows both); judge on a quiet node or with --strict-inconclusive")
-    return _unconfirmed(rows, lambda r: why if r not in normalized and _speed_row(r, info) else "")
-
-
-def _p_worse(mc: MetricComparison) -> float | None:
-    p = (mc.interval or {}).get("p_worse") if mc.basis == INTERVAL else None
-    return float(p) if isinstance(p, (int, float)) and math.isfinite(p) else None
+    return _unconfirmed(rows, {r.metric: why for r in rows if r not in normalized and _speed_row(r, info)})
 
 
 def holm(rows: Sequence[Sequence[MetricComparison]]) -> list[tuple[MetricComparison, ...]]:
     """Holm's step-down over every row the Welch test decided: a regression stands where its one-sided p-value is
     under ``ALPHA / (m - k)``, so a same-code gate fails at most ``ALPHA`` of the time, not ``ALPHA`` per row."""
-    tested = [(p, i, j) for i, group in enumerate(rows) for j, mc in enumerate(group)
-              if (p := _p_worse(mc)) is not None]
+    tested = [(float(p), i, j) for i, group in enumerate(rows) for j, mc in enumerate(group) if mc.basis == INTERVAL
+              and isinstance(p := (mc.interval or {}).get("p_worse"), (int, float)) and math.isfinite(p)]
     m = len(tested)
     out = [list(group) for group in rows]
     holding = False

@@ -145,17 +145,6 @@ def roofline_ceilings(recs: Sequence[Record]) -> list[tuple[str, float, float]]:
     return list(dict.fromkeys((k, float(t), float(g)) for k, t, g in roofs if _finite(t) and _finite(g)))
 
 
-def cpu_roof_note(recs: Sequence[Record]) -> str:
-    """Why a CPU's measured roof (on the benchmarks' ``cpu_threads``) is lower than ``pytest-genai devices``'s."""
-    threads = sorted({r.labels["cpu_threads"] for r in recs
-                      if r.device is not None and r.device.kind == "cpu" and r.labels.get("cpu_threads")}, key=str)
-    if not threads:
-        return ""
-    # two legend lines of at most 60 characters: a longer one is cut off the figure
-    return (f"\nmeasured on {'/'.join(threads)} CPU thread{'' if threads == ['1'] else 's'} (as the benchmarks ran);"
-            "\n`pytest-genai devices` uses every core: it reads higher")
-
-
 @_literal_text
 def roofline_figure(recs: Sequence[Record], title: str) -> Any:
     """Achieved TFLOP/s against arithmetic intensity, over the device's roofs (log-log)."""
@@ -165,12 +154,18 @@ def roofline_figure(recs: Sequence[Record], title: str) -> Any:
     roofs = roofline_ceilings(recs)
     xs = [p[0] for p in pts] + [ridge_point(t * 1e12, g * 1e9) for _, t, g in roofs]
     x_min, x_max = (min(xs) / 4, max(xs) * 4) if xs else (0.1, 1000.0)
+    # why a CPU's measured roof (on the benchmarks' cpu_threads) is lower than `pytest-genai devices`'s: two legend
+    # lines of at most 60 characters (a longer one is cut off the figure)
+    threads = sorted({r.labels["cpu_threads"] for r in recs
+                      if r.device is not None and r.device.kind == "cpu" and r.labels.get("cpu_threads")}, key=str)
+    cpu_note = (f"\nmeasured on {'/'.join(threads)} CPU thread{'' if threads == ['1'] else 's'} (as the benchmarks "
+                "ran);\n`pytest-genai devices` uses every core: it reads higher") if threads else ""
     for kind, peak, bw in roofs:
         ridge = ridge_point(peak * 1e12, bw * 1e9)
         (line,) = ax.plot(*ceiling_polyline(peak, bw, x_min, x_max), "--" if kind == "spec" else "-",
                           color="black" if kind == "spec" else "tab:gray", linewidth=1.4,
                           label=f"{kind} roof: {peak:.3g} TFLOP/s, {bw:.3g} GB/s (ridge {ridge:.3g} FLOP/B)"
-                          + (cpu_roof_note(recs) if kind == "measured" else ""))
+                          + (cpu_note if kind == "measured" else ""))
         line.set_gid(f"roof-{kind}")
         ax.axvline(ridge, color=line.get_color(), linestyle=":", linewidth=0.8)
     colors = {"compute": "tab:red", "memory": "tab:blue"}
@@ -377,7 +372,6 @@ def _categories(recs: Sequence[Record]) -> Iterator[tuple[Any, str, str, str, st
 
 
 # --- quality vs compression -------------------------------------------------------------------
-@_literal_text
 def pareto_figure(points: Mapping[str, list[tuple[float, float, str]]], metric: str, direction: str, title: str,
                   series_title: str = "", point_title: str = "", predicted: bool = False, unit: str = "") -> Any:
     """Quality against compression: a colour and Pareto front per series, a marker per plan, like points nested."""

@@ -12,7 +12,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Collection, Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 from .run_noise import RunNoise
 from pytest_genai.stats import median_interval
@@ -92,8 +92,7 @@ def parse_thresholds(text: str | None, *, option: str = "--max-regression") -> T
     """Parse ``"tokens_per_s=5%,quant:perplexity=0.5%,*=10%"``; errors name the bad token and ``option``."""
     if text is None or not text.strip():
         return Thresholds()
-    per_metric: dict[str, float] = {}  # and the default, as "*", until the end
-    per_experiment: dict[tuple[str, str], float] = {}
+    given: dict[tuple[str | None, str], float] = {}  # (experiment or None, metric or "*") -> fraction
     for token in (raw.strip() for raw in text.split(",")):
         if not token:
             raise ThresholdError(f"{option}: empty token in {text!r}; separate KEY=N% entries with single commas")
@@ -114,14 +113,13 @@ def parse_thresholds(text: str | None, *, option: str = "--max-regression") -> T
         fraction = float(vmatch.group("num")) / 100.0
         if not math.isfinite(fraction):
             raise ThresholdError(f"{option}: bad token {token!r}: the percentage must be finite")
-        exp, metric = match.group("exp"), match.group("metric")
-        table: dict[Any, float] = per_metric if exp is None else per_experiment
-        slot = metric if exp is None else (exp, metric)
-        if slot in table:
+        slot = (match.group("exp"), match.group("metric"))
+        if slot in given:
             raise ThresholdError(f"{option}: bad token {token!r}: {key!r} is given twice")
-        table[slot] = fraction
-    default = per_metric.pop("*", None)
-    return Thresholds(per_metric=per_metric, per_experiment=per_experiment, default=default)
+        given[slot] = fraction
+    default = given.pop((None, "*"), None)
+    return Thresholds(per_metric={m: v for (e, m), v in given.items() if e is None},
+                      per_experiment={(e, m): v for (e, m), v in given.items() if e is not None}, default=default)
 
 
 def precise_for_gate(rounds: Sequence[float], limit: float) -> bool:
