@@ -432,7 +432,7 @@ def _gate(args: argparse.Namespace) -> int:
     parts += _summary_sections(comparison, rows=not args.all, regressions=False,
                                skip_baseline_only=not args.allow_missing)
     parts += [f"Note: {n}" for n in result.notes]
-    one_sided = comparison.metrics_where((MISSING_CURRENT, MISSING_BASELINE))
+    one_sided = comparison.metrics_where(MISSING_CURRENT, MISSING_BASELINE)
     missing_optional = [(pc, m) for pc, m in one_sided if m.optional]
     if missing_optional:
         parts.append("Optional metrics recorded on one side only (listed, not failed): " + "; ".join(

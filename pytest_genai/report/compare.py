@@ -106,8 +106,8 @@ class Comparison:
     only_baseline: tuple[Record, ...]
     only_current: tuple[Record, ...]
 
-    def metrics_where(self, status: str) -> list[tuple[PairComparison, MetricComparison]]:
-        return [(pc, m) for pc in self.pairs for m in pc.metrics if m.status == status]
+    def metrics_where(self, *statuses: str) -> list[tuple[PairComparison, MetricComparison]]:
+        return [(pc, m) for pc in self.pairs for m in pc.metrics if m.status in statuses]
 
     @property
     def gated_count(self) -> int:
