@@ -158,10 +158,9 @@ class GenaiRecorder:
         return self._device.generation if self._device else "-"
 
     def _default_experiment(self) -> str:
-        from pytest_genai.experiments import for_benchmark_file
+        from pytest_genai.plugin import _experiment
 
-        path = getattr(self._request.node, "path", None)
-        experiment = for_benchmark_file(path.name) if path is not None and path.parent.name == "benchmarks" else None
+        experiment, path = _experiment(self._request.node), getattr(self._request.node, "path", None)
         if experiment is None:
             raise ValueError(f"genai.start: {path.name if path else 'this test'} is not a registered benchmark file "
                              "(pytest_genai/experiments.py); pass experiment=...")
