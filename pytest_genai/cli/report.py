@@ -1,8 +1,7 @@
 """``pytest-genai report | compare | gate``: argparse front-ends returning exit codes.
 
 Exit codes (:mod:`pytest_genai.results.errors`): 0 no regression, 1 regression (gate), 3 a change past its threshold
-left undecided (gate), 2 bad input; every expected failure is one message on stderr, never a traceback.
-"""
+left undecided (gate), 2 bad input; every expected failure is one message on stderr, never a traceback."""
 
 from __future__ import annotations
 

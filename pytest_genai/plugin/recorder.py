@@ -50,9 +50,8 @@ def source_problem(name: str, source: str, registered: str | None) -> str | None
 
 
 def result_problems(result: Any, registry: Mapping[str, Any] | None = None) -> list[str]:
-    """What is wrong with each metric of an experiment's ``result`` (a :class:`Result`), for its tests: not a
-    ``Measurement`` with an explicit source, not registered with a unit, or a source the recorder would refuse
-    (:func:`source_problem`). Empty when ``genai.record(result)`` records every metric as built."""
+    """What is wrong with each metric of a :class:`Result` (no explicit source, no registered unit, a source the
+    recorder refuses), for its tests; empty when ``genai.record(result)`` records every metric as built."""
     from pytest_genai.claims import load_metrics
 
     registry = load_metrics() if registry is None else registry

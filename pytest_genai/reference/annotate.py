@@ -8,8 +8,7 @@ from pytest_genai.results.runs import genai_of
 
 
 def with_verdicts(doc: Mapping[str, Any], run: Any, found: Iterable[tuple[Any, Any]]) -> dict[str, Any]:
-    """A copy of ``doc`` (read as ``run``) whose benchmarks carry the ``found`` (record, verdict) pairs in
-    ``extra_info.genai.claims``, replacing earlier verdicts of the same claim."""
+    """A copy of ``doc`` (read as ``run``) with each ``found`` (record, verdict) in its benchmark's claims."""
     out = copy.deepcopy(dict(doc))
     index = {id(record): i for i, record in enumerate(run.records)}
     for record, verdict in found:

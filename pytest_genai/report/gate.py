@@ -137,11 +137,9 @@ def _norm(text: Any) -> str:
 
 
 def check_generation(claim: Any, pc: PairComparison, info: Mapping[str, MetricInfo]) -> GenerationCheck | None:
-    """Check ``claim`` on one pair; None when the pair records no metric the speedup can be computed from.
-
-    The speedup is the two-run ratio of the claim's own metric, or for ``speedup`` of the first throughput both runs
-    recorded, else of the median round time (same work per round); judged on its bootstrap interval (of the median
-    rounds' ratio) where both runs recorded two or more rounds of it, else on its value."""
+    """Check ``claim`` on one pair (None: no metric gives the speedup): the two-run ratio of its metric (``speedup``:
+    the first throughput both recorded, else the median round time), on its bootstrap interval where both have 2+
+    rounds of it, else on its value."""
     from pytest_genai.claims import check_value
     from pytest_genai.stats import bootstrap_ratio_interval
 
