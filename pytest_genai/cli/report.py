@@ -1,13 +1,11 @@
 """``pytest-genai report | compare | gate``: argparse front-ends returning exit codes.
 
 Exit codes (:mod:`pytest_genai.results.errors`): 0 no regression, 1 regression (gate), 3 a change past its threshold
-left undecided (gate), 2 bad input; every expected failure is one message on stderr, never a traceback.
-"""
+left undecided (gate), 2 bad input; every expected failure is one message on stderr, never a traceback."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import functools
 import sys
@@ -20,7 +18,7 @@ from pytest_genai.results.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION
 from pytest_genai.report.matching import check_unique
 from pytest_genai.report.output import check_outputs, names_in, write_output
 from pytest_genai.results.registry import MetricInfo
-from pytest_genai.claims import claims_by_id, default_metric_info, load_claims
+from pytest_genai.claims import claims_by_id, default_metric_info, known_experiments, load_claims
 from pytest_genai.results.runs import Run, load_run
 from pytest_genai.report.thresholds import ThresholdError, Thresholds, parse_thresholds
 
@@ -104,9 +102,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Thresholds, dict[str, MetricInfo
         check_consistent(run, info)
     warn([w for run in runs for w in run.warnings])
     recorded = {m for run in runs for r in run.records for m in r.metrics}
-    experiments = {r.experiment for run in runs for r in run.records if r.experiment}
-    with contextlib.suppress(Exception):  # claims data unavailable: the runs' own experiments are still known
-        experiments |= {c.experiment for c in load_claims() if getattr(c, "experiment", None)}
+    experiments = known_experiments(r for run in runs for r in run.records)
     known = set(info) | recorded
     thresholds.check_known(known, experiments, option="--max-regression")
     # nothing drops by 100% or more: such a threshold would let a higher-is-better metric never regress

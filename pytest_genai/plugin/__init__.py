@@ -408,15 +408,17 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
 def pytest_benchmark_update_json(config: pytest.Config, benchmarks: Any, output_json: dict[str, Any]) -> None:
     if STATE not in config.stash:
         return
+    from pytest_genai.results.runs import genai_of
+
     state = config.stash[STATE]
     settings = {k: (list(v) if isinstance(v, tuple) else v) for k, v in resolve_all(config).items()
                 if k not in ("baseline", "store", "run_noise")}
     output_json["genai"] = {"schema": SCHEMA, "claims_mode": state.claims_mode, "settings": settings,
                             "claims": state.verdicts}
     for bench in output_json.get("benchmarks", []):
-        genai = (bench.get("extra_info") or {}).get("genai")
+        genai = genai_of(bench)
         wall = state.test_wall_s.get(bench.get("fullname", ""))
-        if isinstance(genai, dict) and wall is not None:
+        if genai is not None and wall is not None:
             genai["test_wall"] = {"seconds": round(wall, 3), "source": "measured",
                                   "covers": "the pytest test's setup + call + teardown (fixtures such as model loads)"}
 

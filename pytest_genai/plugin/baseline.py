@@ -15,10 +15,11 @@ import pytest
 
 from pytest_genai.report.compare import FAILING, INCONCLUSIVE, UNITS_DIFFER, MetricComparison, compare_records
 from pytest_genai.report.deltas import worsening
+from pytest_genai.report.gate import interval_text
 from pytest_genai.results.errors import ReportInputError
 from pytest_genai.report.matching import check_unique, match_records
 from pytest_genai.results.registry import MetricInfo
-from pytest_genai.claims import default_metric_info, load_claims
+from pytest_genai.claims import default_metric_info, known_experiments
 from pytest_genai.results.measurement import Measurement
 from pytest_genai.results.runs import (BENCH_STATS_FIELDS, Record, benchmark_json, genai_of, load_run, metrics_json,
                                        recorded_metrics, records_from_benchmarks)
@@ -52,9 +53,8 @@ def regression_message(result: InlineResult, baseline_source: str) -> str:
             lines.append(f"  {m.metric}: {m.note}")
         elif m.status == "regressed":
             limit = f"limit {m.max_regression * 100:g}%, {m.direction} is better"
-            iv = m.interval
-            judged = (f"; ratio interval [{iv['lo']:.4g}, {iv['hi']:.4g}] ({iv['level']:.0%}, n={iv['n']}) wholly "
-                      "past the limit" if iv else f"; {m.note or m.basis + ' comparison'}")
+            judged = (f"; {interval_text(m)} wholly past the limit" if m.interval
+                      else f"; {m.note or m.basis + ' comparison'}")
             lines.append(f"  {m.metric}: {format_number(m.baseline)} -> {format_number(m.current)}{unit} "
                          f"({format_change(m.change)}; {limit}{judged})")
         else:
@@ -115,10 +115,8 @@ class BaselinePlugin:
             check_unique(self.baseline)  # two baseline benchmarks that cannot be told apart would match nothing
             # names are checked against the registry and the baseline (this run's metrics are not known yet)
             metrics = set(info) | {m for r in self.baseline.records for m in r.metrics}
-            experiments = {r.experiment for r in self.baseline.records if r.experiment}
-            with contextlib.suppress(Exception):  # claims data unavailable: the baseline's experiments still count
-                experiments |= {c.experiment for c in load_claims() if getattr(c, "experiment", None)}
-            self.thresholds.check_known(metrics, experiments, option="--genai-max-regression")
+            self.thresholds.check_known(metrics, known_experiments(self.baseline.records),
+                                        option="--genai-max-regression")
         except (ReportInputError, ThresholdError) as exc:
             raise pytest.UsageError(f"--genai-baseline: {exc}") from None
         self.results: list[InlineResult] = []

@@ -50,9 +50,8 @@ def source_problem(name: str, source: str, registered: str | None) -> str | None
 
 
 def result_problems(result: Any, registry: Mapping[str, Any] | None = None) -> list[str]:
-    """What is wrong with each metric of an experiment's ``result`` (a :class:`Result`), for its tests: not a
-    ``Measurement`` with an explicit source, not registered with a unit, or a source the recorder would refuse
-    (:func:`source_problem`). Empty when ``genai.record(result)`` records every metric as built."""
+    """What is wrong with each metric of a :class:`Result` (no explicit source, no registered unit, a source the
+    recorder refuses), for its tests; empty when ``genai.record(result)`` records every metric as built."""
     from pytest_genai.claims import load_metrics
 
     registry = load_metrics() if registry is None else registry
@@ -158,10 +157,9 @@ class GenaiRecorder:
         return self._device.generation if self._device else "-"
 
     def _default_experiment(self) -> str:
-        from pytest_genai.experiments import for_benchmark_file
+        from pytest_genai.plugin import _experiment
 
-        path = getattr(self._request.node, "path", None)
-        experiment = for_benchmark_file(path.name) if path is not None and path.parent.name == "benchmarks" else None
+        experiment, path = _experiment(self._request.node), getattr(self._request.node, "path", None)
         if experiment is None:
             raise ValueError(f"genai.start: {path.name if path else 'this test'} is not a registered benchmark file "
                              "(pytest_genai/experiments.py); pass experiment=...")

@@ -30,16 +30,13 @@ def _counterparts(extra: str) -> tuple[Any, ...]:
     return tuple(counterparts(rows))
 
 
-def reference_verdicts(genai: Mapping[str, Any], name: str, stall_share: float | None = None,
-                       extra: str | None = None) -> list[Any]:
-    """The verdicts of the shipped rows and ``extra``'s (default: ``GENAI_REFERENCE_ROWS``'s) on one benchmark."""
-    extra = os.environ.get(ROWS_ENV, "") if extra is None else extra
+def reference_verdicts(genai: Mapping[str, Any], name: str, stall_share: float | None, extra: str) -> list[Any]:
+    """The verdicts of the shipped rows and ``extra``'s (``GENAI_REFERENCE_ROWS``'s value) on one benchmark."""
     found = [c for c in _counterparts(extra) if c.row.experiment == genai.get("experiment")]
     if not found or not genai.get("metrics"):
         return []
     from pytest_genai.reference.claims import check_run
-    from pytest_genai.results.runs import run_from_json
+    from pytest_genai.results.runs import benchmark_json, run_from_json
 
-    run = run_from_json({"benchmarks": [{"name": name, "fullname": name, "extra_info": {"genai": dict(genai)}}]},
-                        name)
+    run = run_from_json({"benchmarks": [benchmark_json(name, dict(genai))]}, name)
     return [verdict for _record, verdict in check_run(run, found, stall_share)]

@@ -106,7 +106,8 @@ def _device_text(base: Record, cur: Record | None = None) -> str:
     return b if b == c else f"{b} → {c}"
 
 
-def _interval_text(mc: MetricComparison) -> str:
+def interval_text(mc: MetricComparison) -> str:
+    """A comparison's ratio interval as the gate and the inline baseline check write it ("" where none)."""
     iv = mc.interval
     return f"ratio interval [{iv['lo']:.4g}, {iv['hi']:.4g}] ({iv['level']:.0%}, n={iv['n']})" if iv else ""
 
@@ -115,7 +116,7 @@ def _reason(mc: MetricComparison) -> str:
     if mc.status == UNITS_DIFFER:
         return mc.note
     if mc.status == INCONCLUSIVE:
-        return f"inconclusive (--strict-inconclusive): {_interval_text(mc)}; {mc.note}"
+        return f"inconclusive (--strict-inconclusive): {interval_text(mc)}; {mc.note}"
     if mc.status == MISSING_CURRENT:
         return ("metric missing from the current run (not recorded, or not a number); --allow-missing accepts that"
                 if mc.direction in ("higher", "lower") else "metric missing from the current run (--strict)")
@@ -125,7 +126,7 @@ def _reason(mc: MetricComparison) -> str:
     worse, word = (-mc.change, "dropped") if mc.direction == "higher" else (mc.change, "rose")
     text = f"{word} {worse * 100:.2f}% (limit {mc.max_regression * 100:g}%, {mc.direction} is better)"
     if mc.interval:
-        return f"{text}; {_interval_text(mc)} wholly past the limit"
+        return f"{text}; {interval_text(mc)} wholly past the limit"
     if mc.note.startswith(mc.basis):
         return f"{text}; {mc.note}"
     return f"{text}; {mc.basis} comparison" + (f" ({mc.note})" if mc.note else "")
@@ -136,11 +137,9 @@ def _norm(text: Any) -> str:
 
 
 def check_generation(claim: Any, pc: PairComparison, info: Mapping[str, MetricInfo]) -> GenerationCheck | None:
-    """Check ``claim`` on one pair; None when the pair records no metric the speedup can be computed from.
-
-    The speedup is the two-run ratio of the claim's own metric, or for ``speedup`` of the first throughput both runs
-    recorded, else of the median round time (same work per round); judged on its bootstrap interval (of the median
-    rounds' ratio) where both runs recorded two or more rounds of it, else on its value."""
+    """Check ``claim`` on one pair (None: no metric gives the speedup): the two-run ratio of its metric (``speedup``:
+    the first throughput both recorded, else the median round time), on its bootstrap interval where both have 2+
+    rounds of it, else on its value."""
     from pytest_genai.claims import check_value
     from pytest_genai.stats import bootstrap_ratio_interval
 
