@@ -8,13 +8,11 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Hashable, Iterable, Sequence, TypeVar
 
 
-MAX_ROW_CHARS = 160
-"""Widest Markdown row a report writes (wider tables are split; long values are shortened)."""
-MAX_VALUE_CHARS = 40
-"""Longest config value a table cell or a "same in every row" line shows; longer ones are cut with an ellipsis."""
+MAX_ROW_CHARS = 160  # widest Markdown row a report writes (wider tables are split; long values are shortened)
+MAX_VALUE_CHARS = 40  # longest config value a cell or a "same in every row" line shows; longer ones are cut
 
 
 def format_number(x: object) -> str:
@@ -58,19 +56,26 @@ def shorten(text: str, limit: int = MAX_VALUE_CHARS) -> str:
 
 
 _PART_SEP = re.compile(r"([-@_])")
+T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
+
+
+def group_by(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
+    """``items`` in lists by ``key``, in first-seen order."""
+    out: dict[K, list[T]] = {}
+    for item in items:
+        out.setdefault(key(item), []).append(item)
+    return out
 
 
 def shorten_unique(labels: Sequence[str], limit: int) -> list[str]:
-    """Each label :func:`shorten`-ed, but labels that would then read the same are cut around where they first differ
-    (``llama…attn_fused…`` vs ``…attn_unfused…``): no two rows with one name for different benchmarks."""
+    """Each label :func:`shorten`-ed; labels that would then read alike are cut around where they first differ."""
     # the name parts every label has (none for under two different labels): eliding them loses nothing
     common = set.intersection(*(set(_PART_SEP.split(x)[::2]) for x in labels)) - {""} if len(set(labels)) > 1 else set()
     out = [shorten(_without_common(x, common, limit), limit) for x in labels]
-    groups: dict[str, set[str]] = {}
-    for full, short in zip(labels, out):
-        groups.setdefault(short, set()).add(full)
+    groups = group_by(zip(labels, out), lambda pair: pair[1])
     for i, (full, short) in enumerate(zip(labels, out)):
-        others = groups[short] - {full}
+        others = {f for f, _ in groups[short]} - {full}
         if not others:
             continue
         differs = min(next((k for k, (a, b) in enumerate(zip(full, o)) if a != b), min(len(full), len(o)))
@@ -82,8 +87,7 @@ def shorten_unique(labels: Sequence[str], limit: int) -> list[str]:
 
 
 def _without_common(label: str, common: set[str], limit: int) -> str:
-    """``label`` with runs of ``common`` parts as ``…``, longest first, until it fits ``limit`` (``gemma-2-27b@…-fsdp-
-    attn_unfused-…``: the strategy a cut in the middle hid stays)."""
+    """``label`` with runs of ``common`` parts as ``…``, longest first, until it fits ``limit``."""
     if len(label) <= limit or not common:
         return label
     pieces = _PART_SEP.split(label)  # part, sep, part, sep, ..., part
@@ -140,8 +144,7 @@ def format_value(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
 
 
 def distinct_parts(names: Sequence[str], sep: str = "-") -> list[str]:
-    """``names`` without the ``sep``-separated parts all start or end with (one part kept; one name whole):
-    ``smollm2-135m-cpu-real-wikitext`` / ``smollm2-135m-cpu-fake-boolq`` read ``real-wikitext`` / ``fake-boolq``."""
+    """``names`` without the ``sep``-separated parts all start or end with (``a-x-b``, ``a-y-b``: ``x``, ``y``)."""
     if len(set(names)) < 2:
         return list(names)
     parts = [n.split(sep) for n in names]
@@ -157,9 +160,7 @@ def distinct_parts(names: Sequence[str], sep: str = "-") -> list[str]:
 
 def modeled_mark(metric: str, source: str | None) -> str:
     """" (modeled)" for a modeled number whose name does not already say so (``*_modeled``, ``predicted_*``)."""
-    if not source or "modeled" not in source or "modeled" in metric or "predicted" in metric:
-        return ""
-    return " (modeled)"
+    return " (modeled)" if source and "modeled" in source and not ("modeled" in metric or "predicted" in metric) else ""
 
 
 def format_change(change: float | None) -> str:
@@ -191,8 +192,7 @@ class Table:
 
     @functools.cached_property
     def _md_layout(self) -> tuple[list[list[str]], list[int]]:
-        """Header and rows escaped for Markdown as literal text, and each column's width (at least 3), once: a caller
-        fitting a table to :data:`MAX_ROW_CHARS` asks several times (25,000 claims escaped each cell four times)."""
+        """Escaped header and rows, and column widths, computed once (fitting a table asks several times)."""
         # `<script>` in a benchmark's name stayed raw HTML in a table cell, and `[x](y)` a link
         cells = [[one_line(visible(_MD_CELL.sub(lambda m: "\\" + m.group(), c))) for c in row]
                  for row in (self.headers, *self.rows)]
@@ -239,14 +239,12 @@ class Table:
 #: A cell that is a verdict (``pass``, ``FAIL (CPU stall 46%)``): coloured in HTML by its class.
 _VERDICT = re.compile(r"(pass|fail|inconclusive)\b", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-"""Bidirectional controls: U+202E and its kin reorder the text after them (a name shown as another)."""
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # bidi controls reorder what follows
 _LINE_BREAK = re.compile(r"\r\n|[\r\n\x0b\x0c\x85\u2028\u2029]")
 
 
 def visible(text: str) -> str:
-    """``text`` with control characters but tab and line breaks as ``\\xNN`` (on a terminal ESC starts an escape
-    sequence, NUL ends a C string) and bidirectional controls as ``\\uNNNN`` (they reorder what follows them)."""
+    """``text`` with control characters (but tab, line breaks) as ``\\xNN`` and bidi controls as ``\\uNNNN``."""
     text = _BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
@@ -261,8 +259,7 @@ _MD_SPECIAL = re.compile(r"[\\`*\[<#|~&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 
 
 def md_inline(text: str) -> str:
-    """``text`` as literal Markdown inline text: what starts emphasis, code, links, HTML, headings, tables or entities
-    escaped (not ``_`` inside a word: ``tokens_per_s``), :func:`visible`; line breaks are the caller's."""
+    """``text`` as literal Markdown inline text (not ``_`` inside a word), :func:`visible`; line breaks are kept."""
     return _MD_SPECIAL.sub(lambda m: "\\" + m.group(), visible(text))
 
 

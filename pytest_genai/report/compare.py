@@ -1,7 +1,4 @@
-"""Metric-by-metric comparison of two runs (``pytest-genai compare``), the basis of the gate (docs/report.md).
-
-Contention, a disagreeing ``machine_normalized`` row or numerator and Holm's correction only turn decisions undecided.
-"""
+"""Metric-by-metric comparison of two runs (``pytest-genai compare``), the basis of the gate (docs/report.md)."""
 
 from __future__ import annotations
 
@@ -129,8 +126,7 @@ class Comparison:
 
 
 def fails(mc: "MetricComparison", *, strict: bool = False, allow_missing: bool = False) -> bool:
-    """Whether ``mc`` fails the gate; a directed metric missing from the current run fails unless ``allow_missing``
-    (a throughput that stopped being recorded must not pass as "nothing regressed")."""
+    """Whether ``mc`` fails the gate; a directed metric missing from the current run fails unless ``allow_missing``."""
     return mc.status in FAILING or (mc.status == MISSING_CURRENT and not mc.optional
                                     and (strict or (not allow_missing and mc.direction in _DIRECTED)))
 
@@ -194,8 +190,7 @@ class Sides:
 
 
 def normalise(base: Record, cur: Record, name: str, registered: str, timing_field: str = "") -> Sides:
-    """``name``'s two sides in the registry's unit ``registered`` where both convert to it, as recorded where both
-    spell an unknown unit alike, else refused. ``timing_field``: the pytest-benchmark statistic ``name`` stands for."""
+    """``name``'s two sides in the unit ``registered`` (or a shared unknown unit), else refused."""
     b, c = (r.measurement(name) or Measurement(r.timing.get(timing_field), unit=r.units.get(name)) for r in (base, cur))
     b_unit, c_unit = b.unit or registered, c.unit or registered
     target = registered or c_unit or b_unit
@@ -399,8 +394,7 @@ def _corroborated(rows: list[MetricComparison], info: Mapping[str, MetricInfo]) 
 
 
 def holm(rows: Sequence[Sequence[MetricComparison]]) -> list[tuple[MetricComparison, ...]]:
-    """Holm's step-down over every row the Welch test decided: a regression stands where its one-sided p-value is
-    under ``ALPHA / (m - k)``, so a same-code gate fails at most ``ALPHA`` of the time, not ``ALPHA`` per row."""
+    """Holm's step-down over the Welch-tested rows: a same-code gate fails at most ``ALPHA`` of the time in all."""
     tested = [(float(p), i, j) for i, group in enumerate(rows) for j, mc in enumerate(group) if mc.basis == INTERVAL
               and isinstance(p := (mc.interval or {}).get("p_worse"), (int, float)) and math.isfinite(p)]
     m = len(tested)

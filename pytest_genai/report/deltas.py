@@ -25,8 +25,7 @@ def worsening(baseline: float, current: float, direction: str) -> float:
 
 
 def is_regression(baseline: float, current: float, direction: str, max_regression: float) -> bool:
-    """``current`` is worse than ``baseline`` by strictly more than the fraction ``max_regression``; a non-finite
-    ``current`` reproduced no number (a regression), a non-finite ``baseline`` gives nothing to regress against."""
+    """``current`` is worse than ``baseline`` by more than ``max_regression``; a non-finite ``current`` always is."""
     if not math.isfinite(baseline):
         return False
     if not math.isfinite(current):

@@ -1,5 +1,4 @@
-"""``--format csv|json`` text for ``compare`` and ``gate``: raw numbers (not the Markdown's rounded ones), one row per
-compared metric value, the same rows the Markdown shows."""
+"""``--format csv|json`` text for ``compare`` and ``gate``: the Markdown's rows with raw, unrounded numbers."""
 from __future__ import annotations
 
 import csv
@@ -18,8 +17,7 @@ _PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?%?|[+-]?inf|na
 
 
 def csv_cell(value: Any) -> Any:
-    """One CSV cell: None empty, a float exact, text :func:`~pytest_genai.tables.visible` and, where a spreadsheet
-    would run it as a formula, prefixed with ``'`` (OWASP's advice)."""
+    """One CSV cell: None empty, a float exact, text visible and ``'``-prefixed where it would be a formula (OWASP)."""
     if value is None:
         return ""
     if isinstance(value, float):
@@ -59,18 +57,12 @@ COMPARISON_COLUMNS = ("benchmark", "experiment", "baseline_device", "current_dev
 def comparison_rows(comparison: Comparison, where: Callable[[MetricComparison], bool] | None = None
                     ) -> list[dict[str, Any]]:
     """One dict per (matched benchmark, metric) that ``where`` keeps, with the columns :data:`COMPARISON_COLUMNS`."""
-    out = []
-    for pc in comparison.pairs:
-        base, cur = pc.pair.baseline, pc.pair.current
-        for mc in (mc for mc in pc.metrics if where is None or where(mc)):
-            iv = mc.interval or {}
-            out.append(dict(zip(COMPARISON_COLUMNS, (
-                cur.label, cur.experiment, base.device.generation if base.device else None,
-                cur.device.generation if cur.device else None, mc.metric, mc.unit, mc.source, mc.baseline,
-                mc.current, mc.ratio, mc.change, mc.direction, mc.max_regression, mc.status, mc.verdict,
-                mc.basis if mc.gated else None, iv.get("lo"), iv.get("hi"), iv.get("level"), iv.get("n"),
-                mc.note or None))))
-    return out
+    return [dict(zip(COMPARISON_COLUMNS, (
+        pc.pair.current.label, pc.pair.current.experiment,
+        *(r.device.generation if r.device else None for r in (pc.pair.baseline, pc.pair.current)), mc.metric, mc.unit,
+        mc.source, mc.baseline, mc.current, mc.ratio, mc.change, mc.direction, mc.max_regression, mc.status, mc.verdict,
+        mc.basis if mc.gated else None, *((mc.interval or {}).get(k) for k in ("lo", "hi", "level", "n")),
+        mc.note or None))) for pc in comparison.pairs for mc in pc.metrics if where is None or where(mc)]
 
 
 def rows_csv(rows: Sequence[Mapping[str, Any]]) -> str:

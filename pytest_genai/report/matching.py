@@ -1,8 +1,4 @@
-"""Pairing the benchmarks of two runs by (experiment, config identity, model), never node id or device.
-
-A key held several times on one side is paired by device (exact, then generation, then kind); a run with the same
-key on the same device twice is refused (:func:`check_unique`).
-"""
+"""Pairing the benchmarks of two runs by (experiment, config identity, model), then by device; never node id."""
 
 from __future__ import annotations
 
@@ -12,6 +8,7 @@ from typing import Sequence
 from pytest_genai.identity import differences
 from pytest_genai.results.errors import ReportInputError
 from pytest_genai.results.runs import Record, Run
+from pytest_genai.tables import group_by
 
 
 @dataclass(frozen=True)
@@ -54,8 +51,7 @@ def match_records(baseline: Sequence[Record], current: Sequence[Record]) -> Matc
 
 
 def nearest_difference(rec: Record, others: Sequence[Record], *, rec_is_current: bool = False) -> str:
-    """Why ``rec`` found no counterpart: how its identity differs from the closest of ``others`` of the same test,
-    baseline -> current (``n_examples 40 -> 80``); "" when there is none."""
+    """How ``rec``'s identity differs from the closest of ``others`` (``n_examples 40 -> 80``); "" when none is."""
     test = rec.name.split("[", 1)[0]
     found = []
     for other in others:
@@ -68,10 +64,7 @@ def nearest_difference(rec: Record, others: Sequence[Record], *, rec_is_current:
 
 def duplicate_groups(records: Sequence[Record]) -> list[list[Record]]:
     """Groups (in first-seen order) of two or more records with the same key and the same device."""
-    groups: dict[tuple[tuple[str, str, str], object], list[Record]] = {}
-    for rec in records:
-        groups.setdefault((rec.key, _device(rec)), []).append(rec)
-    return [g for g in groups.values() if len(g) > 1]
+    return [g for g in group_by(records, lambda r: (r.key, _device(r))).values() if len(g) > 1]
 
 
 def check_unique(run: Run) -> None:

@@ -1,5 +1,4 @@
-"""N runs side by side (``pytest-genai compare A B C ...``): a row per (benchmark, metric), each run's value and each
-later run's ratio to the first; benchmarks pair with the first run's as two runs pair, unmatched ones are counted."""
+"""N runs side by side (``pytest-genai compare A B C ...``): each run's value and its ratio to the first run's."""
 from __future__ import annotations
 
 import math

@@ -228,12 +228,11 @@ def plot_context(recs: Sequence[Record]) -> str:
 
     devices = few([f"{r.device.name} ({r.device.generation})" if r.device.name and r.device.name != r.device.generation
                    else r.device.generation for r in recs if r.device is not None])
-    by_notes: dict[str, list[str]] = {}  # models that share scale and weights are named once: "a, b (tiny, ...)"
-    for r in recs:
-        notes = [str(r.config["scale"])] if r.config.get("scale") else []
-        notes += ["random weights"] if r.config.get("weights") == "random" else []
-        by_notes.setdefault(", ".join(notes), []).append(r.model or "")
-    models = "; ".join(few(names) + (f" ({notes})" if notes else "") for notes, names in by_notes.items())
+    # models that share scale and weights are named once: "a, b (tiny, random weights)"
+    by_notes = group_by(recs, lambda r: ", ".join([str(r.config.get("scale"))] * bool(r.config.get("scale"))
+                                                  + ["random weights"] * (r.config.get("weights") == "random")))
+    models = "; ".join(few([r.model or "" for r in group]) + (f" ({notes})" if notes else "")
+                       for notes, group in by_notes.items())
     return f"on {devices} · {'models' if ',' in models or ';' in models else 'model'} {models}"
 
 
@@ -477,8 +476,7 @@ def _quality(recs: Sequence[Record], info: Mapping[str, MetricInfo]) -> Iterator
 def trend_plot(lines: Mapping[str, Sequence[tuple[Any, float]]],
                bands: Sequence[tuple[str, float | None, float | None]], metric: str, unit: str, path: str | Path,
                changes: Sequence[tuple[str, Any, float]] = ()) -> Path:
-    """``pytest-genai history``'s trend: a line of (time, value) per label, each claim's ``(id, min, max)`` shaded,
-    each change point ``(line, time, step)`` a dashed line with its step."""
+    """``pytest-genai history``'s trend: a line per label, claims' bounds shaded, change points dashed."""
     ax = (fig := _new_figure((8.0, 4.8))).add_subplot()
     points = [v for pts in lines.values() for _, v in pts if _finite(v, positive=False)]  # linear axis: 0 and below
     values = points + [x for _, low, high in bands for x in (low, high) if _finite(x, positive=False)] if points else []

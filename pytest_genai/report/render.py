@@ -8,6 +8,7 @@ import os
 import re
 import textwrap
 from collections import Counter
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence, Union
@@ -110,10 +111,8 @@ def to_markdown(blocks: Sequence[Block], base_dir: Path | None = None) -> str:
         elif isinstance(b, Image):
             link = b.path.as_posix()
             if base_dir is not None:
-                try:
+                with suppress(ValueError):  # different drive on Windows
                     link = Path(os.path.relpath(b.path.resolve(), base_dir.resolve())).as_posix()
-                except ValueError:  # different drive on Windows
-                    pass
             if re.search(r"[\s()<>]", link):  # CommonMark: a destination with spaces or parentheses goes in <...>
                 link = "<" + link.replace("<", "%3C").replace(">", "%3E") + ">"
             parts.append(f"![{md_inline(one_line(b.caption))}]({link})")

@@ -43,8 +43,7 @@ def measured() -> RunNoise:
 
 
 def parse_run_noise(text: str | None, option: str = "--run-noise") -> RunNoise:
-    """``measured`` (or nothing): the shipped table; ``0.05``: every experiment; ``finetune=0.2,*=0.05``: per
-    experiment, ``*`` for the rest (0 when absent). Values are standard deviations of a run's log mean."""
+    """``measured`` (or nothing): the shipped table; ``0.05``: all; ``finetune=0.2,*=0.05``: per experiment."""
     if text is None or text.strip().lower() in ("", MEASURED):
         return measured()
     per: dict[str, float] = {}  # and the default, as "*", until the end

@@ -1,8 +1,4 @@
-"""Regression thresholds: ``metric=N%``, ``experiment:metric=N%``, ``experiment:*=N%``, ``*=N%`` or ``median:10%``.
-
-The most specific user key wins, then the registry's ``max_regression``, then the built-in defaults; unknown names
-are refused (:meth:`Thresholds.check_known`), since a misspelling would leave the default in force without a word.
-"""
+"""Regression thresholds: ``metric=N%``, ``experiment:metric=N%``, ``experiment:*=N%``, ``*=N%`` or ``median:10%``."""
 
 from __future__ import annotations
 
@@ -123,8 +119,7 @@ def parse_thresholds(text: str | None, *, option: str = "--max-regression") -> T
 
 
 def precise_for_gate(rounds: Sequence[float], limit: float) -> bool:
-    """Are ``rounds`` precise enough for a later gate at threshold ``limit`` to decide? Their median's interval no
-    wider than half the threshold puts a change of 1.4x the threshold wholly past it."""
+    """Is the median's interval of ``rounds`` no wider than half ``limit`` (a gate can then decide 1.4x past it)?"""
     values = [float(r) for r in rounds]
     if len(values) < 2:
         return False

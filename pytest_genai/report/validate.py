@@ -1,5 +1,4 @@
-"""What the gate refuses to judge: a run whose numbers contradict themselves (exit 2, one line naming the file,
-benchmark and metric), so that a corrupt or hand-edited file never reads as a regression or a pass."""
+"""What the gate refuses to judge: a run whose numbers contradict themselves (exit 2, naming file and metric)."""
 from __future__ import annotations
 
 import math
@@ -15,8 +14,7 @@ def _inside(value: float, lo: float, hi: float) -> bool:
 
 
 def check_consistent(run: Run, info: Mapping[str, Any]) -> None:
-    """Raise :class:`ReportInputError` at the first metric of ``run`` that cannot be a measurement: a non-positive
-    or non-finite time, or a value outside its own rounds or its own interval."""
+    """Raise :class:`ReportInputError` at the first metric of ``run`` that cannot be a measurement."""
     for rec in run.records:
         for name, value in rec.metrics.items():
             where, m = f"{run.source}: benchmark {rec.label}, metric {name}", rec.measurement(name)

@@ -6,16 +6,16 @@ import dataclasses
 import json
 import math
 from collections import Counter
-from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .compare import Comparison, MetricComparison, fails
+from .compare import Comparison, MetricComparison, fails, stall_share
 from pytest_genai.identity import DATA_IDENTITY_KEYS, data_label
 from .gate import GateResult, GenerationCheck
 from .matching import nearest_difference
 from pytest_genai.results.registry import MetricInfo
 from pytest_genai.results.runs import Record, Run, config_value_label
 from pytest_genai.tables import (MAX_ROW_CHARS, Table, bound_text, distinct_parts, format_change, format_number,
-                                  format_value, make_table, modeled_mark, shorten, shorten_unique)
+                                  format_value, group_by, make_table, modeled_mark, shorten, shorten_unique)
 
 MAX_LABEL_CHARS = 24  # a longer label is a description, not a table cell
 MAX_VALUE_COLUMNS = 8  # metric and label columns per table
@@ -23,8 +23,6 @@ MAX_ID_CHARS = 32  # a longer config id gives way to the keys that vary
 MAX_TRANSPOSED_RECORDS = 6  # up to this many rows, too-wide results are turned: a column per config
 FLAG_METRIC_SUFFIXES = ("compute_bound", "compute_bound_modeled", "compute_bound_measured")  # 1.0 / 0.0: yes / no
 
-T = TypeVar("T")
-K = TypeVar("K", bound=Hashable)
 Column = tuple[str, bool, Callable[[Record], str]]
 _VERDICT_ORDER = {"fail": 0, "inconclusive": 1, "pass": 2}
 _ARROWS = {"higher": "↑ higher", "lower": "↓ lower", "none": "—", None: "? (unregistered)"}
@@ -34,14 +32,6 @@ BASIS_NOTE = ("Source: the paper and section a paper claim comes from; target: a
               "claim.")
 REFERENCE_NOTE = ("Reference: the run against a vendor's published measurement of the same configuration "
                   "(pytest-genai reference check); reported, never fails a test.")
-
-
-def group_by(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
-    """``items`` in lists by ``key``, in first-seen order."""
-    out: dict[K, list[T]] = {}
-    for item in items:
-        out.setdefault(key(item), []).append(item)
-    return out
 
 
 def device_text(base: Record, cur: Record | None = None) -> str:
@@ -93,8 +83,7 @@ def generation_table(checks: Sequence[GenerationCheck]) -> Table:
 
 def one_sided_table(only_baseline: Sequence[Record], only_current: Sequence[Record], *,
                     list_baseline: bool = True) -> Table:
-    """Benchmarks without a counterpart (only the current-only ones unless ``list_baseline``), and how their identity
-    differs from the nearest one of the other run."""
+    """Benchmarks without a counterpart, and how they differ from the nearest one of the other run."""
     rows = [[r.label, device_text(r), "baseline only", nearest_difference(r, only_current) or "—"]
             for r in (only_baseline if list_baseline else ())]
     rows += [[r.label, device_text(r), "current only",
@@ -137,8 +126,7 @@ def machine_table(run: Run) -> Table:
                      + (f" on {commit['branch']}" if commit.get("branch") else "")])
     if run.datetime:
         rows.append(["run at", run.datetime])
-    shares = [s for r in run.records if isinstance(c := r.attachments.get("cpu_contention"), Mapping)
-              and isinstance(s := c.get("stall_share_measured"), (int, float)) and not isinstance(s, bool)]
+    shares = [s for r in run.records if (s := stall_share(r)) is not None]
     past = [s for s in shares if s > CONTENDED_SHARE]
     span = (f"{min(past):.0%}" if min(past) == max(past) else f"{min(past):.0%}-{max(past):.0%}") if past else ""
     rows.append(["load", "not measured (no Linux PSI, or numbers read from files)" if not shares else
@@ -229,8 +217,7 @@ def claims_tables(records: Sequence[Record], claims_by_id: Mapping[str, Any] | N
 
 
 def _claim_cells(rec: Record, verdict: Mapping[str, Any]) -> list[str]:
-    """A claim row's claim, benchmark, device, value and bound cells; the value has its interval (why a value inside
-    its bound can read inconclusive)."""
+    """A claim row's claim, benchmark, device, value (with its interval) and bound cells."""
     metric = str(verdict.get("metric") or "")
     value = _num(verdict.get("measured")) + modeled_mark(metric, rec.sources.get(metric))
     iv = verdict.get("interval")
@@ -297,8 +284,7 @@ def _metric_cell(m: str, recs: Sequence[Record]) -> Callable[[Record], str]:
 
 def distinguishing_keys(recs: Sequence[Record], facts: Callable[[Record], Mapping[str, Any]],
                        fixed: Sequence[str] = (), prefer: Sequence[str] = ()) -> list[str]:
-    """The fewest keys of ``facts(record)`` that, with ``fixed``, tell ``recs`` apart as well as all keys do
-    (greedy; ``prefer`` first, then key order breaks ties)."""
+    """The fewest keys of ``facts(record)`` that, with ``fixed``, tell ``recs`` apart as all do (greedy)."""
     table = [{k: value_key(v) for k, v in facts(r).items()} for r in recs]
 
     def groups(keys: Sequence[str]) -> int:
