@@ -1,4 +1,5 @@
-"""Metric-by-metric comparison of two runs (``pytest-genai compare``), the basis of the gate (docs/report.md)."""
+"""Metric-by-metric comparison of two runs (``pytest-genai compare``), the basis of the gate (docs/report.md).
+Contention, a disagreeing ``machine_normalized`` row or numerator and Holm's correction only turn decisions undecided."""
 
 from __future__ import annotations
 
@@ -126,7 +127,8 @@ class Comparison:
 
 
 def fails(mc: "MetricComparison", *, strict: bool = False, allow_missing: bool = False) -> bool:
-    """Whether ``mc`` fails the gate; a directed metric missing from the current run fails unless ``allow_missing``."""
+    """Whether ``mc`` fails the gate; a directed metric missing from the current run fails unless ``allow_missing``
+    (a throughput that stopped being recorded must not pass as "nothing regressed")."""
     return mc.status in FAILING or (mc.status == MISSING_CURRENT and not mc.optional
                                     and (strict or (not allow_missing and mc.direction in _DIRECTED)))
 
