@@ -343,7 +343,7 @@ def metrics_from_json(genai: Mapping[str, Any], where: str, warnings: list[str],
     if bench_rounds and BENCH_MEDIAN_METRIC in metrics:
         rounds[BENCH_MEDIAN_METRIC] = bench_rounds
     return {"metrics": metrics, "sources": sources, "units": units, "rounds": rounds,
-            "intervals": _kept(genai.get("metric_intervals"), metrics, _ends)}
+            "intervals": _kept(genai.get("metric_intervals"), metrics, interval_ends)}
 
 
 def _kept(recorded: Any, metrics: Mapping[str, float], read: Callable[[Any], Any]) -> dict[str, Any]:
@@ -353,7 +353,7 @@ def _kept(recorded: Any, metrics: Mapping[str, float], read: Callable[[Any], Any
     return {str(name): got for name, value in pairs if name in metrics and (got := read(value))}
 
 
-def _float(value: Any) -> float | None:
+def json_float(value: Any) -> float | None:
     """A JSON number as a float; None for anything else (a bool, a string, an integer too large for a float)."""
     try:
         return None if isinstance(value, bool) or not isinstance(value, (int, float)) else float(value)
@@ -363,11 +363,11 @@ def _float(value: Any) -> float | None:
 
 def _round_list(value: Any) -> tuple[float, ...] | None:
     """Two or more finite numbers (a metric's rounds), else None: odd input is ignored here, never an error."""
-    floats = [_float(v) for v in value] if isinstance(value, list) and len(value) >= 2 else [None]
+    floats = [json_float(v) for v in value] if isinstance(value, list) and len(value) >= 2 else [None]
     return tuple(floats) if all(f is not None and math.isfinite(f) for f in floats) else None
 
 
-def _ends(value: Any) -> tuple[float, ...] | None:
+def interval_ends(value: Any) -> tuple[float, ...] | None:
     """``(lo, hi)`` of a recorded interval, or None."""
     ends = _round_list([value.get("lo"), value.get("hi")]) if isinstance(value, dict) else None
     return ends if ends and ends[0] <= ends[1] else None
@@ -375,7 +375,7 @@ def _ends(value: Any) -> tuple[float, ...] | None:
 
 def _stats_times(stats: Any) -> dict[str, float]:
     """The numeric :data:`BENCH_STATS_FIELDS` of a pytest-benchmark ``stats`` object (others are ignored)."""
-    times = {name: _float(stats.get(name)) for name in BENCH_STATS_FIELDS} if isinstance(stats, dict) else {}
+    times = {name: json_float(stats.get(name)) for name in BENCH_STATS_FIELDS} if isinstance(stats, dict) else {}
     return {name: t for name, t in times.items() if t is not None}
 
 
@@ -397,7 +397,7 @@ def _numbers(obj: Any, where: str, warnings: list[str]) -> dict[str, float]:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             warnings.append(f"{where}.{key} is {value!r}, not a number; ignored")
             continue
-        if _float(value) is None:
+        if json_float(value) is None:
             raise ReportInputError(
                 f"{where}.{key} is an integer of about {value.bit_length() * 3 // 10 + 1} digits, too large for a float; "
                 "record it as a float (or in a larger unit) and regenerate the file")

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from pytest_genai.results.runs import BENCH_MEDIAN_METRIC, DeviceRef, Record, Run, _ends
+from pytest_genai.results.runs import BENCH_MEDIAN_METRIC, DeviceRef, Record, Run, interval_ends
 
 from .engine import Store
 from .errors import StoreError
@@ -234,7 +234,7 @@ def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Any], at: str) ->
         these = tuple(_number(v, f"{field}: a round") for v in _loads(x.rounds_json, f"{field}: rounds", list) or [])
         if len(these) >= 2:
             rounds[x.name] = these
-        if ends := _ends(_loads(x.interval_json, f"{field}: interval", dict)):  # as the file reader keeps one
+        if ends := interval_ends(_loads(x.interval_json, f"{field}: interval", dict)):  # as the file reader keeps one
             intervals[x.name] = ends
     claimed = tuple({"id": c.claim_id, "metric": c.metric, "measured": c.measured, "min": c.bound_min,
                      "max": c.bound_max, "paper": c.paper, "verdict": c.verdict, "message": c.message, "basis": c.basis,
