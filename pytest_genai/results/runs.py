@@ -1,10 +1,5 @@
-"""Reading pytest-benchmark JSON runs into validated, immutable records.
-
-A run file is pytest-benchmark JSON whose benchmarks carry ``extra_info["genai"]`` (contract ``pytest-genai/1``);
-plain pytest-benchmark benchmarks keep only their timing. A problem that makes the file unusable raises
-:class:`ReportInputError` naming the file; a bad single value becomes a :attr:`Run.warnings` entry, so one bad
-entry does not hide the rest of a run.
-"""
+"""pytest-benchmark JSON runs (``extra_info["genai"]``, else timing only) as validated, immutable records. An unusable
+file raises :class:`ReportInputError` naming it; a bad single value is a :attr:`Run.warnings` entry, hiding nothing."""
 
 from __future__ import annotations
 
@@ -317,8 +312,7 @@ def recorded_metrics(genai: Mapping[str, Any]) -> dict[str, Measurement]:
 
 
 def recorded_spread(bench: Mapping[str, Any], name: str) -> tuple[Any, Any]:
-    """Metric ``name``'s rounds and interval in a benchmark entry, as written (``stats.data`` are
-    :data:`BENCH_MEDIAN_METRIC`'s rounds), for keeping verbatim; :func:`metrics_from_json` reads them checked."""
+    """Metric ``name``'s rounds and interval in a benchmark entry as written (``stats.data``: the median's)."""
     genai = genai_of(bench) or {}
     rounds = (_of(bench.get("stats"), "data") if name == BENCH_MEDIAN_METRIC else _of(genai.get("metric_rounds"), name))
     return rounds, _of(genai.get("metric_intervals"), name)
@@ -347,8 +341,7 @@ def metrics_from_json(genai: Mapping[str, Any], where: str, warnings: list[str],
 
 
 def _kept(recorded: Any, metrics: Mapping[str, float], read: Callable[[Any], Any]) -> dict[str, Any]:
-    """Each entry of ``recorded`` for a kept metric that ``read`` makes sense of (odd ones are ignored: rounds and
-    an interval only ever withhold a verdict)."""
+    """Each entry of ``recorded`` for a kept metric that ``read`` makes sense of (odd ones only withhold a verdict)."""
     pairs = recorded.items() if isinstance(recorded, dict) else ()
     return {str(name): got for name, value in pairs if name in metrics and (got := read(value))}
 

@@ -1,10 +1,6 @@
-"""Queries: which stored runs a query names, a stored run back as a :class:`~pytest_genai.results.runs.Run` (so
-``compare`` and ``gate`` treat it as they treat a file), and one metric's series for ``history``.
-
-A query is words: filters ``key=value`` (:data:`RUN_FILTERS`, :data:`BENCHMARK_FILTERS`) and at most one selector:
-``latest`` (the default), ``best`` (every metric at its best value) or ``last:N`` (the N newest runs as one baseline),
-e.g. ``generation=a100 latest``, ``experiment=quant model=smollm2-135m best``, ``generation=h100 last:5``.
-"""
+"""Queries: the runs a query names, a stored run as a :class:`~pytest_genai.results.runs.Run` (compared as a file is),
+one metric's series. A query: ``key=value`` filters and one of ``latest`` (default), ``best``, ``last:N``, e.g.
+``generation=a100 latest``, ``experiment=quant model=smollm2-135m best``, ``generation=h100 last:5``."""
 from __future__ import annotations
 
 import dataclasses

@@ -127,8 +127,7 @@ def add_rows(store: Store, rows: RunRows, source: str) -> Added:
 
 
 def read_rows(path: str | os.PathLike[str], command: str | None = None) -> RunRows:
-    """The run file ``path`` as the rows the store takes, validated as ``pytest-genai report`` reads it; read once
-    (maybe a pipe)."""
+    """The run file ``path`` as the store's rows, validated as ``pytest-genai report`` reads it; read once (a pipe)."""
     from pytest_genai.results.runs import load_run, run_from_bytes
 
     try:
