@@ -247,13 +247,11 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
     where = f"{source}: benchmark {name!r}"
     extra = bench.get("extra_info") or {}
     _need(isinstance(extra, dict), f"{where}: 'extra_info' is a {type(extra).__name__}, expected an object")
-    stats = bench.get("stats")
-    timing = _stats_times(stats)
+    stats = _of(bench, "stats", dict, {})  # its numeric BENCH_STATS_FIELDS (others are ignored)
+    timing = {n: t for n in BENCH_STATS_FIELDS if (t := json_float(stats.get(n))) is not None}
     median = timing.get("median")
     bench_rounds = _round_list(stats.get("data")) if median is not None else None
-    param = bench.get("param")
-    common = dict(name=name, fullname=str(bench.get("fullname", name)), timing=timing,
-                  param=param if isinstance(param, str) else None)
+    common = dict(name=name, fullname=str(bench.get("fullname", name)), timing=timing, param=_of(bench, "param", str))
     genai = extra.get("genai")
     if genai is None:  # a plain pytest-benchmark test: its median round time is its one metric
         return Record(experiment=None, device=None, model=None, config={}, **common,
@@ -364,12 +362,6 @@ def interval_ends(value: Any) -> tuple[float, ...] | None:
     """``(lo, hi)`` of a recorded interval, or None."""
     ends = _round_list([value.get("lo"), value.get("hi")]) if isinstance(value, dict) else None
     return ends if ends and ends[0] <= ends[1] else None
-
-
-def _stats_times(stats: Any) -> dict[str, float]:
-    """The numeric :data:`BENCH_STATS_FIELDS` of a pytest-benchmark ``stats`` object (others are ignored)."""
-    times = {name: json_float(stats.get(name)) for name in BENCH_STATS_FIELDS} if isinstance(stats, dict) else {}
-    return {name: t for name, t in times.items() if t is not None}
 
 
 def _device(obj: Any, g: str) -> DeviceRef | None:

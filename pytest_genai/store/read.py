@@ -191,17 +191,14 @@ def last_runs(store: Store, ids: Sequence[int], count: int, query: StoreQuery) -
     runs = [stored_run(store, i, query) for i in chosen]
     # a spread between device models is the hardware's, and it would widen every interval
     seen: dict[tuple[Any, ...], dict[str, str]] = {}
-    for run in runs if not query.mixed else ():
-        for rec in run.records:
-            if rec.device is None:
-                continue
-            names = seen.setdefault((rec.key, rec.device.kind, rec.device.generation), {})
-            names.setdefault(rec.device.name or "?", run.source)
-            if len(names) > 1:
-                both = "; ".join(f"{name} ({where})" for name, where in names.items())
-                raise StoreError(f"store query {query.text!r}: benchmark {rec.label} ran on different device models "
-                                 f"in these runs ({both}); add device=NAME to the query to take one model, or the "
-                                 "word 'mixed' to accept the spread between models")
+    for run, rec in ((run, rec) for run in runs for rec in run.records if rec.device and not query.mixed):
+        names = seen.setdefault((rec.key, rec.device.kind, rec.device.generation), {})
+        names.setdefault(rec.device.name or "?", run.source)
+        if len(names) > 1:
+            both = "; ".join(f"{name} ({where})" for name, where in names.items())
+            raise StoreError(f"store query {query.text!r}: benchmark {rec.label} ran on different device models "
+                             f"in these runs ({both}); add device=NAME to the query to take one model, or the "
+                             "word 'mixed' to accept the spread between models")
     combined = combine_runs(runs, f"store runs {', '.join(map(str, chosen))} ({query.text}: {len(chosen)} run(s), "
                                   "newest first)")
     if len(chosen) < count:
