@@ -78,8 +78,7 @@ class Record:
 
     @property
     def key(self) -> tuple[str, str, str]:
-        """Matching key across runs: (experiment, config identity, model), never the device or the environment; a
-        plain pytest-benchmark test's is its node id, as pytest-benchmark pairs them."""
+        """Matching key across runs: (experiment, config identity, model); a plain pytest-benchmark test's node id."""
         if self.experiment is None:
             base = (self.fullname or self.name).split("[", 1)[0]
             return ("pytest-benchmark:" + base, self.param or "", "")
@@ -303,8 +302,7 @@ def benchmark_json(name: str, genai: Mapping[str, Any], fullname: str | None = N
 
 
 def recorded_metrics(genai: Mapping[str, Any]) -> dict[str, Measurement]:
-    """Each metric of a genai object with its source and unit as written (None where none), unchecked: for the
-    session's own checks and summary (reports read :func:`metrics_from_json`)."""
+    """Each metric of a genai object with its source and unit as written, unchecked: for the session's own checks."""
     sources, units = genai.get("metric_sources") or {}, genai.get("metric_units") or {}
     return {n: Measurement(v, sources.get(n), units.get(n)) for n, v in (genai.get("metrics") or {}).items()}
 
@@ -318,8 +316,7 @@ def recorded_spread(bench: Mapping[str, Any], name: str) -> tuple[Any, Any]:
 
 def metrics_from_json(genai: Mapping[str, Any], where: str, warnings: list[str], median: float | None,
                       bench_rounds: tuple[float, ...] | None) -> dict[str, Any]:
-    """The :class:`Record` metric fields read from what :func:`metrics_json` wrote, with the median round time as
-    :data:`BENCH_MEDIAN_METRIC` and retired names read as today's."""
+    """:class:`Record`'s metric fields from what :func:`metrics_json` wrote, plus the median time; renames applied."""
     g = f"{where}: extra_info.genai"
     if "metrics" not in genai:
         warnings.append(f"{g} has no 'metrics'; only its timing is compared")
@@ -368,11 +365,9 @@ def _device(obj: Any, g: str) -> DeviceRef | None:
     if obj is None:  # genai.start(device=None): a benchmark not tied to a device
         return None
     _need(isinstance(obj, dict), f"{g}.device must be an object with 'kind' and 'generation'")
-    kind, generation = obj.get("kind"), obj.get("generation")
-    _need(isinstance(kind, str) and kind, f"{g}.device.kind must be a non-empty string, got {kind!r}")
-    _need(isinstance(generation, str) and generation,
-          f"{g}.device.generation must be a non-empty string, got {generation!r}")
-    return DeviceRef(kind=kind, generation=generation, name=str(obj.get("name") or ""))
+    for key in ("kind", "generation"):
+        _need(isinstance(v := obj.get(key), str) and v, f"{g}.device.{key} must be a non-empty string, got {v!r}")
+    return DeviceRef(kind=obj["kind"], generation=obj["generation"], name=str(obj.get("name") or ""))
 
 
 def _numbers(obj: Any, where: str, warnings: list[str]) -> dict[str, float]:
