@@ -1,6 +1,5 @@
-"""A baseline formed from several runs (``--baseline "generation=h100 last:5"``): one run whose benchmarks carry each
-metric's median over the runs, the newest run's rounds and every run's (``Record.run_rounds``), so the gate judges
-each metric against the spread between runs, not only the rounds inside one."""
+"""Several runs as one baseline (``last:5``): each metric's median, and every run's rounds (``Record.run_rounds``)
+so the gate judges each metric against the spread between runs, not only the rounds inside one."""
 from __future__ import annotations
 
 import dataclasses

@@ -27,8 +27,7 @@ class Measurement:
 
 @dataclasses.dataclass(frozen=True)
 class Result:
-    """What an experiment returns for recording: metrics (plain numbers or :class:`Measurement`), labels and
-    attachments (JSON-able detail: curves, per-layer loads, the runs compared)."""
+    """What an experiment returns for recording: metrics (numbers or :class:`Measurement`), labels, attachments."""
 
     metrics: Mapping[str, Any]
     labels: Mapping[str, str] = dataclasses.field(default_factory=dict)

@@ -1,5 +1,4 @@
-"""Metric directions and units for comparison, from a metric registry passed in as an argument
-(:func:`pytest_genai.claims.default_metric_info` loads the suite's one)."""
+"""Metric directions and units for comparison, from a registry passed in (``claims.default_metric_info``'s)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Metric names a rename retired, read under their current names (and registry sources) so old run files still pair
-with new ones: gate, compare, tables and plots see one name."""
+"""Retired metric names read as their current names (and registry sources): old run files pair with new ones."""
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -1,10 +1,5 @@
-"""Reading pytest-benchmark JSON runs into validated, immutable records.
-
-A run file is pytest-benchmark JSON whose benchmarks carry ``extra_info["genai"]`` (contract ``pytest-genai/1``);
-plain pytest-benchmark benchmarks keep only their timing. A problem that makes the file unusable raises
-:class:`ReportInputError` naming the file; a bad single value becomes a :attr:`Run.warnings` entry, so one bad
-entry does not hide the rest of a run.
-"""
+"""pytest-benchmark JSON runs (``extra_info["genai"]``, else timing only) as validated, immutable records. An unusable
+file raises :class:`ReportInputError` naming it; a bad single value is a :attr:`Run.warnings` entry, hiding nothing."""
 
 from __future__ import annotations
 
@@ -83,8 +78,7 @@ class Record:
 
     @property
     def key(self) -> tuple[str, str, str]:
-        """Matching key across runs: (experiment, config identity, model), never the device or the environment; a
-        plain pytest-benchmark test's is its node id, as pytest-benchmark pairs them."""
+        """Matching key across runs: (experiment, config identity, model); a plain pytest-benchmark test's node id."""
         if self.experiment is None:
             base = (self.fullname or self.name).split("[", 1)[0]
             return ("pytest-benchmark:" + base, self.param or "", "")
@@ -252,13 +246,11 @@ def _record(bench: Any, source: str, index: int, warnings: list[str]) -> Record:
     where = f"{source}: benchmark {name!r}"
     extra = bench.get("extra_info") or {}
     _need(isinstance(extra, dict), f"{where}: 'extra_info' is a {type(extra).__name__}, expected an object")
-    stats = bench.get("stats")
-    timing = _stats_times(stats)
+    stats = _of(bench, "stats", dict, {})  # its numeric BENCH_STATS_FIELDS (others are ignored)
+    timing = {n: t for n in BENCH_STATS_FIELDS if (t := json_float(stats.get(n))) is not None}
     median = timing.get("median")
     bench_rounds = _round_list(stats.get("data")) if median is not None else None
-    param = bench.get("param")
-    common = dict(name=name, fullname=str(bench.get("fullname", name)), timing=timing,
-                  param=param if isinstance(param, str) else None)
+    common = dict(name=name, fullname=str(bench.get("fullname", name)), timing=timing, param=_of(bench, "param", str))
     genai = extra.get("genai")
     if genai is None:  # a plain pytest-benchmark test: its median round time is its one metric
         return Record(experiment=None, device=None, model=None, config={}, **common,
@@ -310,15 +302,13 @@ def benchmark_json(name: str, genai: Mapping[str, Any], fullname: str | None = N
 
 
 def recorded_metrics(genai: Mapping[str, Any]) -> dict[str, Measurement]:
-    """Each metric of a genai object with its source and unit as written (None where none), unchecked: for the
-    session's own checks and summary (reports read :func:`metrics_from_json`)."""
+    """Each metric of a genai object with its source and unit as written, unchecked: for the session's own checks."""
     sources, units = genai.get("metric_sources") or {}, genai.get("metric_units") or {}
     return {n: Measurement(v, sources.get(n), units.get(n)) for n, v in (genai.get("metrics") or {}).items()}
 
 
 def recorded_spread(bench: Mapping[str, Any], name: str) -> tuple[Any, Any]:
-    """Metric ``name``'s rounds and interval in a benchmark entry, as written (``stats.data`` are
-    :data:`BENCH_MEDIAN_METRIC`'s rounds), for keeping verbatim; :func:`metrics_from_json` reads them checked."""
+    """Metric ``name``'s rounds and interval in a benchmark entry as written (``stats.data``: the median's)."""
     genai = genai_of(bench) or {}
     rounds = (_of(bench.get("stats"), "data") if name == BENCH_MEDIAN_METRIC else _of(genai.get("metric_rounds"), name))
     return rounds, _of(genai.get("metric_intervals"), name)
@@ -326,8 +316,7 @@ def recorded_spread(bench: Mapping[str, Any], name: str) -> tuple[Any, Any]:
 
 def metrics_from_json(genai: Mapping[str, Any], where: str, warnings: list[str], median: float | None,
                       bench_rounds: tuple[float, ...] | None) -> dict[str, Any]:
-    """The :class:`Record` metric fields read from what :func:`metrics_json` wrote, with the median round time as
-    :data:`BENCH_MEDIAN_METRIC` and retired names read as today's."""
+    """:class:`Record`'s metric fields from what :func:`metrics_json` wrote, plus the median time; renames applied."""
     g = f"{where}: extra_info.genai"
     if "metrics" not in genai:
         warnings.append(f"{g} has no 'metrics'; only its timing is compared")
@@ -343,17 +332,16 @@ def metrics_from_json(genai: Mapping[str, Any], where: str, warnings: list[str],
     if bench_rounds and BENCH_MEDIAN_METRIC in metrics:
         rounds[BENCH_MEDIAN_METRIC] = bench_rounds
     return {"metrics": metrics, "sources": sources, "units": units, "rounds": rounds,
-            "intervals": _kept(genai.get("metric_intervals"), metrics, _ends)}
+            "intervals": _kept(genai.get("metric_intervals"), metrics, interval_ends)}
 
 
 def _kept(recorded: Any, metrics: Mapping[str, float], read: Callable[[Any], Any]) -> dict[str, Any]:
-    """Each entry of ``recorded`` for a kept metric that ``read`` makes sense of (odd ones are ignored: rounds and
-    an interval only ever withhold a verdict)."""
+    """Each entry of ``recorded`` for a kept metric that ``read`` makes sense of (odd ones only withhold a verdict)."""
     pairs = recorded.items() if isinstance(recorded, dict) else ()
     return {str(name): got for name, value in pairs if name in metrics and (got := read(value))}
 
 
-def _float(value: Any) -> float | None:
+def json_float(value: Any) -> float | None:
     """A JSON number as a float; None for anything else (a bool, a string, an integer too large for a float)."""
     try:
         return None if isinstance(value, bool) or not isinstance(value, (int, float)) else float(value)
@@ -363,31 +351,23 @@ def _float(value: Any) -> float | None:
 
 def _round_list(value: Any) -> tuple[float, ...] | None:
     """Two or more finite numbers (a metric's rounds), else None: odd input is ignored here, never an error."""
-    floats = [_float(v) for v in value] if isinstance(value, list) and len(value) >= 2 else [None]
+    floats = [json_float(v) for v in value] if isinstance(value, list) and len(value) >= 2 else [None]
     return tuple(floats) if all(f is not None and math.isfinite(f) for f in floats) else None
 
 
-def _ends(value: Any) -> tuple[float, ...] | None:
+def interval_ends(value: Any) -> tuple[float, ...] | None:
     """``(lo, hi)`` of a recorded interval, or None."""
     ends = _round_list([value.get("lo"), value.get("hi")]) if isinstance(value, dict) else None
     return ends if ends and ends[0] <= ends[1] else None
-
-
-def _stats_times(stats: Any) -> dict[str, float]:
-    """The numeric :data:`BENCH_STATS_FIELDS` of a pytest-benchmark ``stats`` object (others are ignored)."""
-    times = {name: _float(stats.get(name)) for name in BENCH_STATS_FIELDS} if isinstance(stats, dict) else {}
-    return {name: t for name, t in times.items() if t is not None}
 
 
 def _device(obj: Any, g: str) -> DeviceRef | None:
     if obj is None:  # genai.start(device=None): a benchmark not tied to a device
         return None
     _need(isinstance(obj, dict), f"{g}.device must be an object with 'kind' and 'generation'")
-    kind, generation = obj.get("kind"), obj.get("generation")
-    _need(isinstance(kind, str) and kind, f"{g}.device.kind must be a non-empty string, got {kind!r}")
-    _need(isinstance(generation, str) and generation,
-          f"{g}.device.generation must be a non-empty string, got {generation!r}")
-    return DeviceRef(kind=kind, generation=generation, name=str(obj.get("name") or ""))
+    for key in ("kind", "generation"):
+        _need(isinstance(v := obj.get(key), str) and v, f"{g}.device.{key} must be a non-empty string, got {v!r}")
+    return DeviceRef(kind=obj["kind"], generation=obj["generation"], name=str(obj.get("name") or ""))
 
 
 def _numbers(obj: Any, where: str, warnings: list[str]) -> dict[str, float]:
@@ -397,7 +377,7 @@ def _numbers(obj: Any, where: str, warnings: list[str]) -> dict[str, float]:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             warnings.append(f"{where}.{key} is {value!r}, not a number; ignored")
             continue
-        if _float(value) is None:
+        if json_float(value) is None:
             raise ReportInputError(
                 f"{where}.{key} is an integer of about {value.bit_length() * 3 // 10 + 1} digits, too large for a float; "
                 "record it as a float (or in a larger unit) and regenerate the file")

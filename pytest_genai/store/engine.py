@@ -1,8 +1,6 @@
-"""Opening a store: the engine, SQLite's WAL journal and lock waits, retries, and the schema-version check.
-
-SQLite writers start ``BEGIN IMMEDIATE`` so two writers queue instead of failing on a lock upgrade, readers a plain
-``BEGIN``; a unit of work meeting a locked database is retried from its start. Another application's database is
-never modified."""
+"""Opening a store: the engine, WAL, retries, the schema-version check. SQLite writers ``BEGIN IMMEDIATE`` so two
+writers queue instead of failing on a lock upgrade; locked work is retried from its start; other databases never
+modified."""
 from __future__ import annotations
 
 import contextlib

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
 from pytest_genai import SCHEMA
-from pytest_genai.results.runs import Record, _float, recorded_spread, run_from_json
+from pytest_genai.results.runs import Record, json_float, recorded_spread, run_from_json
 
 
 def canonical(obj: Any) -> str:
@@ -40,11 +40,13 @@ def _metric_rows(record: Record, bench: Mapping[str, Any]) -> Iterator[dict[str,
     for name, value in record.metrics.items():
         rounds, interval = recorded_spread(bench, name)
         # every round as a float, else none (as the file reader ignores odd rounds)
-        floats = [_float(v) for v in rounds] if isinstance(rounds, list) else []
-        number, nonfinite = number_columns(float(value))
-        yield {"name": name, "value": number, "nonfinite": nonfinite, "unit": record.units.get(name),
-               "source": record.sources.get(name), "rounds_json": json.dumps(floats) if floats and None not in floats
-               else None, "interval_json": canonical(interval) if isinstance(interval, dict) and interval else None}
+        floats = [json_float(v) for v in rounds] if isinstance(rounds, list) else []
+        # nan/inf: NULL plus its name (SQLite has no NaN)
+        nonfinite = None if math.isfinite(value) else "nan" if math.isnan(value) else "inf" if value > 0 else "-inf"
+        yield {"name": name, "value": None if nonfinite else float(value), "nonfinite": nonfinite,
+               "unit": record.units.get(name), "source": record.sources.get(name),
+               "rounds_json": json.dumps(floats) if floats and None not in floats else None,
+               "interval_json": canonical(interval) if isinstance(interval, dict) and interval else None}
 
 
 def _text(value: Any) -> str | None:
@@ -58,7 +60,7 @@ def _dict(value: Any) -> dict[str, Any]:
 def run_rows(doc: Any, source: str, command: str | None = None) -> RunRows:
     """The rows of one document (a ReportInputError naming ``source`` when it is not a usable run)."""
     run = run_from_json(doc, source)
-    genai, commit, machine = (_dict(doc.get(k)) for k in ("genai", "commit_info", "machine_info"))
+    genai, machine, commit = _dict(doc.get("genai")), _dict(doc.get("machine_info")), run.commit
     settings = _dict(genai.get("settings"))
     row = {
         "run_time": run.datetime,
@@ -87,13 +89,6 @@ def run_rows(doc: Any, source: str, command: str | None = None) -> RunRows:
     return RunRows(content_hash(doc), row, devices, tuple(run.records), metrics, tuple(claims))
 
 
-def number_columns(value: float) -> tuple[float | None, str | None]:
-    """``(value, nonfinite)``: a finite float as itself; nan/inf as NULL plus its name (SQLite has no NaN)."""
-    if math.isfinite(value):
-        return value, None
-    return None, "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-
-
 def claim_numbers(claim: Mapping[str, Any], keys: Sequence[str]) -> list[float | None]:
     """The claim's numbers under ``keys``; None for a missing or non-finite one."""
-    return [v if v is not None and math.isfinite(v) else None for v in (_float(claim.get(k)) for k in keys)]
+    return [v if v is not None and math.isfinite(v) else None for v in (json_float(claim.get(k)) for k in keys)]

@@ -1,5 +1,4 @@
-"""Which database a store is: ``--store URL`` / ``--genai-store URL`` / ``GENAI_STORE``, else a SQLite file in the
-user's data folder."""
+"""Which database a store is: ``--store`` / ``--genai-store`` / ``GENAI_STORE``, else a SQLite file in user data."""
 from __future__ import annotations
 
 import os

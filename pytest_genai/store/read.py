@@ -1,10 +1,6 @@
-"""Queries: which stored runs a query names, a stored run back as a :class:`~pytest_genai.results.runs.Run` (so
-``compare`` and ``gate`` treat it as they treat a file), and one metric's series for ``history``.
-
-A query is words: filters ``key=value`` (:data:`RUN_FILTERS`, :data:`BENCHMARK_FILTERS`) and at most one selector:
-``latest`` (the default), ``best`` (every metric at its best value) or ``last:N`` (the N newest runs as one baseline),
-e.g. ``generation=a100 latest``, ``experiment=quant model=smollm2-135m best``, ``generation=h100 last:5``.
-"""
+"""Queries: the runs a query names, a stored run as a :class:`~pytest_genai.results.runs.Run` (compared as a file is),
+one metric's series. A query: ``key=value`` filters and one of ``latest`` (default), ``best``, ``last:N``, e.g.
+``generation=a100 latest``, ``experiment=quant model=smollm2-135m best``, ``generation=h100 last:5``."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,7 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from pytest_genai.results.runs import BENCH_MEDIAN_METRIC, DeviceRef, Record, Run, _ends
+from pytest_genai.results.runs import BENCH_MEDIAN_METRIC, DeviceRef, Record, Run, interval_ends
 
 from .engine import Store
 from .errors import StoreError
@@ -195,17 +191,14 @@ def last_runs(store: Store, ids: Sequence[int], count: int, query: StoreQuery) -
     runs = [stored_run(store, i, query) for i in chosen]
     # a spread between device models is the hardware's, and it would widen every interval
     seen: dict[tuple[Any, ...], dict[str, str]] = {}
-    for run in runs if not query.mixed else ():
-        for rec in run.records:
-            if rec.device is None:
-                continue
-            names = seen.setdefault((rec.key, rec.device.kind, rec.device.generation), {})
-            names.setdefault(rec.device.name or "?", run.source)
-            if len(names) > 1:
-                both = "; ".join(f"{name} ({where})" for name, where in names.items())
-                raise StoreError(f"store query {query.text!r}: benchmark {rec.label} ran on different device models "
-                                 f"in these runs ({both}); add device=NAME to the query to take one model, or the "
-                                 "word 'mixed' to accept the spread between models")
+    for run, rec in ((run, rec) for run in runs for rec in run.records if rec.device and not query.mixed):
+        names = seen.setdefault((rec.key, rec.device.kind, rec.device.generation), {})
+        names.setdefault(rec.device.name or "?", run.source)
+        if len(names) > 1:
+            both = "; ".join(f"{name} ({where})" for name, where in names.items())
+            raise StoreError(f"store query {query.text!r}: benchmark {rec.label} ran on different device models "
+                             f"in these runs ({both}); add device=NAME to the query to take one model, or the "
+                             "word 'mixed' to accept the spread between models")
     combined = combine_runs(runs, f"store runs {', '.join(map(str, chosen))} ({query.text}: {len(chosen)} run(s), "
                                   "newest first)")
     if len(chosen) < count:
@@ -234,7 +227,7 @@ def _record(row: Any, metrics: Sequence[Any], claims: Sequence[Any], at: str) ->
         these = tuple(_number(v, f"{field}: a round") for v in _loads(x.rounds_json, f"{field}: rounds", list) or [])
         if len(these) >= 2:
             rounds[x.name] = these
-        if ends := _ends(_loads(x.interval_json, f"{field}: interval", dict)):  # as the file reader keeps one
+        if ends := interval_ends(_loads(x.interval_json, f"{field}: interval", dict)):  # as the file reader keeps one
             intervals[x.name] = ends
     claimed = tuple({"id": c.claim_id, "metric": c.metric, "measured": c.measured, "min": c.bound_min,
                      "max": c.bound_max, "paper": c.paper, "verdict": c.verdict, "message": c.message, "basis": c.basis,

@@ -127,8 +127,7 @@ def add_rows(store: Store, rows: RunRows, source: str) -> Added:
 
 
 def read_rows(path: str | os.PathLike[str], command: str | None = None) -> RunRows:
-    """The run file ``path`` as the rows the store takes, validated as ``pytest-genai report`` reads it; read once
-    (maybe a pipe)."""
+    """The run file ``path`` as the store's rows, validated as ``pytest-genai report`` reads it; read once (a pipe)."""
     from pytest_genai.results.runs import load_run, run_from_bytes
 
     try:
@@ -136,12 +135,8 @@ def read_rows(path: str | os.PathLike[str], command: str | None = None) -> RunRo
     except OSError:
         load_run(path)  # its message names the file and what is wrong with it
         raise
-    run_from_bytes(raw, path)
-    try:
-        doc = json.loads(raw.decode("utf-8-sig"))
-    except ValueError as exc:  # validated above; a second parse that still fails names the file
-        raise ReportInputError(f"{path}: invalid JSON ({exc})") from None
-    return run_rows(doc, os.path.basename(path), command)
+    run_from_bytes(raw, path)  # the same parse below then succeeds
+    return run_rows(json.loads(raw.decode("utf-8-sig")), os.path.basename(path), command)
 
 
 def add_file(store: Store, path: str | os.PathLike[str], command: str | None = None) -> Added:
