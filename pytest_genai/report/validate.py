@@ -8,6 +8,7 @@ from pytest_genai.results.errors import ReportInputError
 from pytest_genai.results.registry import UNIT_SCALES
 from pytest_genai.results.runs import Run
 
+
 def _inside(value: float, lo: float, hi: float) -> bool:
     slack = 1e-9 * max(abs(lo), abs(hi), 1e-300)  # an end written with rounding still holds its value
     return lo - slack <= value <= hi + slack
