@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
 import sys
@@ -80,8 +81,6 @@ def devices_main(argv: list[str]) -> int:
             absent[kind] = result.reason
         for device in result.devices:
             if device.kind == "cpu" and not args.no_measure:
-                import dataclasses
-
                 from pytest_genai.devices.cpu_probe import measure_cpu_spec
 
                 device = dataclasses.replace(device, spec=measure_cpu_spec())
@@ -89,16 +88,11 @@ def devices_main(argv: list[str]) -> int:
     if args.json:
         print(json.dumps({"devices": [d.to_json() for d in found], "absent": absent, "broken": broken}, indent=2))
         return 1 if broken else 0
-    rows = []
-    for d in found:
-        spec = d.spec
-        peaks = ", ".join(f"{k} {v:.3g}" for k, v in (spec.peak_tflops_by_dtype.items() if spec else []))
-        rows.append([d.id, d.generation, d.name, peaks or "unknown",
-                     f"{spec.mem_bandwidth_gbs:.4g}" if spec and spec.mem_bandwidth_gbs else "unknown",
-                     spec.source if spec else "no spec for this generation"])
-    for line in text_table(["device", "generation", "name", "peak TFLOP/s", "mem GB/s", "source"], rows):
-        print(line)
-    print()
+    rows = [[d.id, d.generation, d.name,
+             ", ".join(f"{k} {v:.3g}" for k, v in (spec.peak_tflops_by_dtype.items() if spec else [])) or "unknown",
+             f"{spec.mem_bandwidth_gbs:.4g}" if spec and spec.mem_bandwidth_gbs else "unknown",
+             spec.source if spec else "no spec for this generation"] for d in found for spec in [d.spec]]
+    print("\n".join(text_table(["device", "generation", "name", "peak TFLOP/s", "mem GB/s", "source"], rows)) + "\n")
     for kind, reason in absent.items():
         print(f"{kind}: absent: {reason}")
     for kind, error in broken.items():
@@ -161,8 +155,6 @@ def claims_main(argv: list[str]) -> int:
     # a reference claim is checked by `pytest-genai reference check` on a run, never by a benchmark's marker
     dead = [c.id for c in claims if args.coverage and not checked[c.id] and c.basis != "reference"]
     if args.json:  # the same exit status as the table's: a dead claim is 1 either way
-        import dataclasses
-
         out = [{**dataclasses.asdict(c), **({"checked_by": checked[c.id]} if args.coverage else {})} for c in claims]
         print(json.dumps(out, indent=2, default=list))
         return 1 if dead else 0
@@ -171,8 +163,7 @@ def claims_main(argv: list[str]) -> int:
              f"{c.from_generation}->{c.to_generation}" if c.kind == "generation" else ",".join(c.models) or "any"]
             + (["; ".join(checked[c.id]) or "NONE (dead claim)"] if args.coverage else []) for c in claims]
     headers = ["claim", "basis", "metric", "bound", "paper", "devices", "models / generations"]
-    for line in text_table(headers + (["checked by [kinds]"] if args.coverage else []), rows):
-        print(line)
+    print("\n".join(text_table(headers + (["checked by [kinds]"] if args.coverage else []), rows)))
     if dead:
         print(f"{len(dead)} dead claim(s): no benchmark checks {', '.join(dead)}", file=sys.stderr)
         return 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from pytest_genai.store.read import Bound, Point, StoreQuery, parse_time, series
 
@@ -51,8 +51,8 @@ def default_plot(metric: str) -> str:
     return f"history-{file_stem(metric)}.png"
 
 
-def _by_line(points: Sequence[Point], item: Callable[[Point], Any]) -> dict[str, list[Any]]:
-    """``item(point)`` (None: left out) per line (generation, benchmark, model, config), labelled brief but distinct."""
+def line_points(points: Sequence[Point]) -> dict[str, list[Point]]:
+    """Each line's points (generation, benchmark, model, config; oldest first), labelled brief but distinct."""
     several = len({(p.benchmark, p.model) for p in points}) > 1
     keys = [(p.generation, p.benchmark, p.model, p.config_id) for p in points]
     brief = {k: f"{k[0] or 'no device'} · {k[3] or k[1]}" if several else k[0] or "no device" for k in keys}
@@ -61,21 +61,20 @@ def _by_line(points: Sequence[Point], item: Callable[[Point], Any]) -> dict[str,
         clash = [k for k in brief if brief[k] == label]
         model = f" · {key[2]}" if sum(k[1] == key[1] for k in clash) > 1 else ""
         labels[key] = label if len(clash) == 1 else f"{key[0] or 'no device'} · {key[1]}{model}"
-    out: dict[str, list[Any]] = {}
+    out: dict[str, list[Point]] = {}
     for key, p in zip(keys, points):
-        if (x := item(p)) is not None:
-            out.setdefault(labels[key], []).append(x)
+        out.setdefault(labels[key], []).append(p)
     return out
 
 
-def line_points(points: Sequence[Point]) -> dict[str, list[Point]]:
-    """The points of each line of :func:`lines`, by its label (oldest first), with their runs."""
-    return _by_line(points, lambda p: p)
-
-
 def lines(points: Sequence[Point]) -> dict[str, list[tuple[Any, float]]]:
-    """``(time, value)`` per line of :func:`_by_line` (points with an unreadable time left out)."""
-    return _by_line(points, lambda p: None if (when := parse_time(p.run_time)) is None else (when, p.value))
+    """``(time, value)`` per line of :func:`line_points` (points with an unreadable time left out)."""
+    label = {id(p): name for name, line in line_points(points).items() for p in line}
+    out: dict[str, list[tuple[Any, float]]] = {}
+    for p in points:  # in the points' order, as line_points: the plot's line order
+        if (when := parse_time(p.run_time)) is not None:
+            out.setdefault(label[id(p)], []).append((when, p.value))
+    return out
 
 
 def bands(bounds: Sequence[Bound], generations: set[str | None]) -> list[tuple[str, float | None, float | None]]:
@@ -103,7 +102,6 @@ def _history(args: argparse.Namespace) -> int:
     from pytest_genai.report.export import csv_text, json_text
     from pytest_genai.report.output import check_distinct, check_outputs, file_stem
     from pytest_genai.tables import make_table, md_inline, one_line
-
     from pytest_genai.store.engine import open_store
     from pytest_genai.store.errors import StoreError
     from pytest_genai.store.location import given_or_default
@@ -172,7 +170,6 @@ def _changes(args: argparse.Namespace, points: Sequence[Point]) -> tuple[list[An
     """The change points of every line, or ([], why) when apache-otava is missing (an error with --changes)."""
     from pytest_genai.results.errors import ReportInputError
     from pytest_genai.claims import default_metric_info
-
     from pytest_genai.store.changes import MAX_PVALUE, ChangePointsUnavailable, find_changes
 
     info, _ = default_metric_info()

@@ -7,7 +7,6 @@ from typing import Any, Sequence
 
 from pytest_genai.store.location import given_or_default
 
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell gives it
 _STORE_HELP = ("the store: a SQLAlchemy URL (sqlite:///PATH, postgresql+psycopg://USER@HOST/DB) or a file path "
                "(default: $GENAI_STORE, else the SQLite file in the user data folder)")
 
@@ -44,12 +43,13 @@ def _add(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:  # say what is in the store, never a traceback
             print(f"pytest-genai store: interrupted: {added} of {len(files)} added to {store.shown} ({done - added} "
                   "already stored); run the same command again to add the rest", file=sys.stderr)
-            return EXIT_INTERRUPTED
+            return 130  # 128 + SIGINT, as a shell gives it
         print(f"{added} run(s) added, {len(files) - added} already stored; store {store.shown}", file=sys.stderr)
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
+    from pytest_genai.cli.report import emit
     from pytest_genai.report.export import csv_text, json_text
     from pytest_genai.tables import make_table
 
@@ -61,12 +61,8 @@ def _list(args: argparse.Namespace) -> int:
         print(f"store {store.shown}: {len(runs)} run(s)", file=sys.stderr)  # stdout stays the table alone
     columns = ["id", "time", "commit", "scale", "generations", "benchmarks", "source"]
     rows = [[r[c] for c in columns] for r in runs]
-    if args.format == "csv":
-        sys.stdout.write(csv_text(columns, rows))
-    elif args.format == "json":
-        sys.stdout.write(json_text(runs))
-    else:
-        print(make_table(columns, [[("—" if c is None else c) for c in row] for row in rows]).to_markdown())
+    emit(csv_text(columns, rows) if args.format == "csv" else json_text(runs) if args.format == "json"
+         else make_table(columns, [[("—" if c is None else c) for c in row] for row in rows]).to_markdown(), [])
     return 0
 
 

@@ -22,8 +22,7 @@ _MODELED_WORDS = ("modeled", "predicted")
 
 
 def run_source_problems(genai: Mapping[str, Any], registry: Mapping[str, Any]) -> list[str]:
-    """Every metric of one benchmark's ``extra_info["genai"]`` whose recorded source breaks :func:`source_problem`
-    (or has none): the checker a run's JSON goes through."""
+    """Each metric of a benchmark's ``extra_info["genai"]`` whose source breaks :func:`source_problem` or is absent."""
     found = {name: "no source recorded" if m.source is None else
              source_problem(name, m.source, getattr(registry.get(name), "source", None))
              for name, m in recorded_metrics(genai).items()}
@@ -50,17 +49,14 @@ def source_problem(name: str, source: str, registered: str | None) -> str | None
 
 
 def result_problems(result: Any, registry: Mapping[str, Any] | None = None) -> list[str]:
-    """What is wrong with each metric of a :class:`Result` (no explicit source, no registered unit, a source the
-    recorder refuses), for its tests; empty when ``genai.record(result)`` records every metric as built."""
+    """What ``genai.record(result)`` would refuse in a :class:`Result`'s metrics (source, unit), for its tests."""
     from pytest_genai.claims import load_metrics
 
     registry = load_metrics() if registry is None else registry
-    found = {}
-    for name, m in result.metrics.items():
-        known = registry.get(name)
-        found[name] = ("not a Measurement with an explicit source" if not isinstance(m, Measurement) or m.source is None
-                       else "not registered with a unit (claims/data/metrics_*.toml)" if known is None or not known.unit
-                       else source_problem(name, m.source, known.source))
+    found = {name: "not a Measurement with an explicit source" if not isinstance(m, Measurement) or m.source is None
+             else "not registered with a unit (claims/data/metrics_*.toml)" if (known := registry.get(name)) is None
+             or not known.unit else source_problem(name, m.source, known.source)
+             for name, m in result.metrics.items()}
     return [f"{name}: {why}" for name, why in found.items() if why]
 
 
@@ -122,7 +118,14 @@ class GenaiRecorder:
         ``genai_device``); ``measured_here=False``: numbers another machine wrote, so no CPU contention here."""
         from pytest_genai.identity import merge_environment, split_config, split_model
 
-        experiment = self._default_experiment() if experiment is None else experiment
+        if experiment is None:  # the test file's registered experiment
+            from pytest_genai.plugin import _experiment
+
+            found, path = _experiment(self._request.node), getattr(self._request.node, "path", None)
+            if found is None:
+                raise ValueError(f"genai.start: {path.name if path else 'this test'} is not a registered benchmark "
+                                 "file (pytest_genai/experiments.py); pass experiment=...")
+            experiment = found.name
         if not experiment or not isinstance(experiment, str):
             raise ValueError("genai.start: 'experiment' must be a non-empty string, e.g. 'quant'")
         if device is None and "genai_device" in getattr(self._request, "fixturenames", ()):
@@ -156,18 +159,8 @@ class GenaiRecorder:
     def _generation(self) -> str:
         return self._device.generation if self._device else "-"
 
-    def _default_experiment(self) -> str:
-        from pytest_genai.plugin import _experiment
-
-        experiment, path = _experiment(self._request.node), getattr(self._request.node, "path", None)
-        if experiment is None:
-            raise ValueError(f"genai.start: {path.name if path else 'this test'} is not a registered benchmark file "
-                             "(pytest_genai/experiments.py); pass experiment=...")
-        return experiment.name
-
     def record(self, result: Any) -> None:
-        """Record every metric, label and attachment of a :class:`Result` (or any object with ``metrics``, and
-        optional ``labels``, ``attachments`` and ``sources``, mappings)."""
+        """Record a :class:`Result`'s (any object's) ``metrics``, and its ``labels``, ``attachments``, ``sources``."""
         metrics = getattr(result, "metrics", None)
         if not isinstance(metrics, Mapping):
             raise TypeError(f"genai.record: {type(result).__name__} has no 'metrics' mapping")
@@ -176,10 +169,9 @@ class GenaiRecorder:
             m = item if isinstance(item, Measurement) else Measurement(item)
             self.metric(name, m.value, source=m.source or sources.get(name), unit=m.unit, rounds=m.rounds,
                         interval=m.interval)
-        for name, text in (getattr(result, "labels", None) or {}).items():
-            self.label(name, text)
-        for name, obj in (getattr(result, "attachments", None) or {}).items():
-            self.attach(name, obj)
+        for field, put in (("labels", self.label), ("attachments", self.attach)):
+            for name, obj in (getattr(result, field, None) or {}).items():
+                put(name, obj)
         self._read_contention()
 
     def _read_contention(self) -> float | None:
@@ -220,12 +212,11 @@ class GenaiRecorder:
                              f"{known.unit!r} (claims/data/metrics_*.toml); record the value in {known.unit!r}, or "
                              "under a metric registered in that unit")
         value = float(value) if isinstance(value, float) or not isinstance(value, int) else int(value)
-        data = self.data
         rounds = None if rounds is None else tuple(float(r) for r in rounds)
         if interval is None and rounds is not None and len(rounds) >= 2:
             interval = median_interval(rounds)
         self._measurements[name] = Measurement(value, source, unit or (known.unit if known else ""), rounds, interval)
-        data.update(metrics_json(self._measurements))
+        self.data.update(metrics_json(self._measurements))
         return value
 
     def label(self, name: str, text: str) -> None:
@@ -296,8 +287,7 @@ class GenaiRecorder:
             raise ValueError("genai.check needs at least one claim id")
         if value is not None and len(claim_ids) != 1:
             raise ValueError("genai.check(value=...) takes exactly one claim id")
-        claims = self._state.claims()
-        data = self.data
+        claims, data = self._state.claims(), self.data
         # checked without genai.record: the window up to now
         stall_share = self._read_contention() if self._stall_share is None else self._stall_share
         declared = set(self._declared())
