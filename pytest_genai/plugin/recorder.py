@@ -114,8 +114,7 @@ class GenaiRecorder:
 
     def start(self, experiment: str | None = None, device: Device | None = None, config: Any = None,
               model: str | None = None, *, measured_here: bool = True) -> "GenaiRecorder":
-        """Begin this benchmark's record (``experiment``: the test file's registered one, ``device``: its
-        ``genai_device``); ``measured_here=False``: numbers another machine wrote, so no CPU contention here."""
+        """Begin this benchmark's record; ``measured_here=False``: another machine's numbers, so no CPU contention."""
         from pytest_genai.identity import merge_environment, split_config, split_model
 
         if experiment is None:  # the test file's registered experiment
@@ -185,8 +184,7 @@ class GenaiRecorder:
 
     def metric(self, name: str, value: float, *, source: str | None = None, unit: str | None = None,
                rounds: Any = None, interval: Interval | None = None) -> float:
-        """Record a number: ``source`` ``"modeled"`` (its name says so), ``"spec"`` (datasheet) or by default from the
-        registry or name; ``rounds``: every round's value (claims are judged on their median's interval)."""
+        """Record a number (``source``: by default the registry's, else from its name; ``rounds``: each round's)."""
         known = self._state.metrics().get(name)
         registered = known.source if known is not None else None
         if source is None:
@@ -281,8 +279,7 @@ class GenaiRecorder:
         _LOG.info("claim %s: %s", verdict.id, verdict.message)
 
     def check(self, *claim_ids: str, value: float | None = None) -> list[Any]:
-        """Check claims by id against the metric each names (or ``value``, with one id); out-of-scope ones read
-        ``not_applicable``, and all failures fail the test together unless ``--genai-claims=report``."""
+        """Check claims by id against their metrics (or ``value``); failures fail the test together, unless report."""
         if not claim_ids:
             raise ValueError("genai.check needs at least one claim id")
         if value is not None and len(claim_ids) != 1:
