@@ -50,8 +50,7 @@ class SessionState:
 
     def broken(self) -> dict[str, str]:
         """Kind -> the probe's error, for the kinds whose probe failed; empty when no probe has run yet."""
-        results = self._probe_results or {}
-        return {kind: r.error for kind, r in results.items() if r.error is not None}
+        return {kind: r.error for kind, r in (self._probe_results or {}).items() if r.error is not None}
 
     def device(self, kind: str) -> Device:
         """The first device of ``kind`` (the CPU's spec measured once); raises :class:`DeviceBroken` or LookupError."""

@@ -54,8 +54,7 @@ def metrics_table(records: Iterable[Mapping[str, Any]], registry: Mapping[str, A
     """One row per benchmark: its main metric, and the test's wall seconds from ``walls`` by node id."""
     rows, walls = [], walls or {}
     for record in records:
-        wall = walls.get(record.get("fullname", ""))
-        wall_text = "-" if wall is None else f"{wall:.1f}"
+        wall_text = "-" if (wall := walls.get(record.get("fullname", ""))) is None else f"{wall:.1f}"
         genai = genai_of(record) or {}
         measured = recorded_metrics(genai)
         name, device = main_metric(measured), (genai.get("device") or {}).get("generation", "-")
