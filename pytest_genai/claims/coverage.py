@@ -5,10 +5,12 @@ markers are the truth about coverage.
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -82,9 +84,6 @@ class _Collector:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import io
-    from contextlib import redirect_stdout
-
     import pytest
 
     args = sys.argv[1:] if argv is None else argv

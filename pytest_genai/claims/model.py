@@ -343,15 +343,13 @@ def load_claims(directory: str | Path | None = None) -> list[Claim]:
     """Every claim (all ``paper_*.toml`` files in ``directory``, default: the packaged data), validated."""
     files = _read_dir(directory)
     metrics = merge_metrics((name, parse_metrics(data, name)) for name, data in files if name.startswith("metrics_"))
-    claims: list[Claim] = []
-    ids: dict[str, str] = {}
+    claims: dict[str, Claim] = {}
     for name, data in files:
         for claim in parse_claims(data, name, metrics) if name.startswith("paper_") else ():
-            if claim.id in ids:
-                raise ClaimsError(f"{name}: claim {claim.id!r} already defined in {ids[claim.id]}")
-            ids[claim.id] = name
-            claims.append(claim)
-    return claims
+            if claim.id in claims:
+                raise ClaimsError(f"{name}: claim {claim.id!r} already defined in {claims[claim.id].file}")
+            claims[claim.id] = claim
+    return list(claims.values())
 
 
 def default_metric_info() -> tuple[dict[str, Any], str | None]:
