@@ -9,6 +9,7 @@ import dataclasses
 import functools
 import math
 import random
+import re
 import statistics
 from collections.abc import Callable, Sequence
 
@@ -170,10 +171,7 @@ def mcnemar_exact_p(to_wrong: int, to_right: int) -> float:
     """McNemar's exact two-sided p-value that the discordant pairs split evenly: ``min(1, 2 P(X <= min(b, c)))``."""
     if to_wrong < 0 or to_right < 0:
         raise ValueError(f"discordant counts must be >= 0, got {to_wrong} and {to_right}")
-    n = to_wrong + to_right
-    if n == 0:
-        return 1.0
-    return min(1.0, 2.0 * binom_cdf(min(to_wrong, to_right), n, 0.5))
+    return min(1.0, 2.0 * binom_cdf(min(to_wrong, to_right), to_wrong + to_right, 0.5))  # no pairs: 1
 
 
 def paired_drop_interval(to_wrong: int, to_right: int, n: int, level: float = LEVEL) -> Interval:
@@ -196,11 +194,8 @@ def paired_drop_interval(to_wrong: int, to_right: int, n: int, level: float = LE
 
 def paired_counts(interval: Interval) -> tuple[int, int] | None:
     """The flips each way (to wrong, to right) behind an interval :func:`paired_drop_interval` made, else None."""
-    head = "McNemar exact, discordant "
-    if not interval.method.startswith(head):
-        return None
-    counts = interval.method[len(head):].split(",", 1)[0].split("/")
-    return (int(counts[0]), int(counts[1])) if len(counts) == 2 and all(c.isdigit() for c in counts) else None
+    match = re.match(r"McNemar exact, discordant (\d+)/(\d+)(,|\Z)", interval.method)
+    return (int(match[1]), int(match[2])) if match else None
 
 
 def examples_to_decide(to_wrong: int, to_right: int, n: int, lo: float | None, hi: float | None,
@@ -211,8 +206,6 @@ def examples_to_decide(to_wrong: int, to_right: int, n: int, lo: float | None, h
         inside = (lo is None or iv.lo >= lo) and (hi is None or iv.hi <= hi)
         return inside or (hi is not None and iv.lo > hi) or (lo is not None and iv.hi < lo)
 
-    if decides(n):
-        return n
     low, high = n, n
     while not decides(high):
         low, high = high, high * 2

@@ -10,7 +10,7 @@ import math
 from typing import Any, Mapping
 
 from pytest_genai.claims.model import Claim
-from pytest_genai.stats import Interval
+from pytest_genai.stats import Interval, examples_to_decide, paired_counts
 
 PASS, FAIL, INCONCLUSIVE, NOT_APPLICABLE = "pass", "fail", "inconclusive", "not_applicable"
 #: Past this CPU-stall share a timing verdict reads inconclusive: the interval covers noise between rounds, not a load.
@@ -101,8 +101,6 @@ def check_value(claim: Claim, measured: float, interval: Interval | None = None,
 
 def _examples_hint(claim: Claim, interval: Interval) -> str:
     """For a paired accuracy drop: how many examples the same flip rates would need to decide (``--genai-limit``)."""
-    from pytest_genai.stats import examples_to_decide, paired_counts
-
     counts = paired_counts(interval)
     if counts is None or interval.n < 1:
         return ""

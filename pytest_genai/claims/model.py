@@ -99,8 +99,8 @@ class Claim:
             return False, f"model {model} not in {list(self.models)}"
         for key, required in self.where.items():
             have = (config or {}).get(key)
-            if not where_matches(required, have):
-                return False, f"config {key}={have!r}, claim needs {where_text(key, required)}"
+            if (need := _unmet(key, required, have)) is not None:
+                return False, f"config {key}={have!r}, claim needs {need}"
         return True, ""
 
     def matches_generations(self, baseline: str, current: str) -> bool:
@@ -115,17 +115,12 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def where_matches(required: Any, have: Any) -> bool:
-    """A ``where`` value is a required value, or an inclusive range table ``{ min = 2 }`` / ``{ max = 8 }``."""
+def _unmet(key: str, required: Any, have: Any) -> str | None:
+    """What a ``where`` value (a value, or a range ``{ min = 2 }``) needs that ``have`` lacks: ``world_size >= 2``."""
     if not isinstance(required, dict):
-        return have == required
-    return _number(have) and required.get("min", -math.inf) <= have <= required.get("max", math.inf)
-
-
-def where_text(key: str, required: Any) -> str:
-    """``world_size >= 2`` for a range, ``'fsdp'`` for a value: what a not_applicable reason says the claim needs."""
-    if not isinstance(required, dict):
-        return repr(required)
+        return None if have == required else repr(required)
+    if _number(have) and required.get("min", -math.inf) <= have <= required.get("max", math.inf):
+        return None
     return " and ".join(f"{key} {op} {required[end]:.4g}" for end, op in (("min", ">="), ("max", "<="))
                         if end in required)
 
@@ -348,15 +343,13 @@ def load_claims(directory: str | Path | None = None) -> list[Claim]:
     """Every claim (all ``paper_*.toml`` files in ``directory``, default: the packaged data), validated."""
     files = _read_dir(directory)
     metrics = merge_metrics((name, parse_metrics(data, name)) for name, data in files if name.startswith("metrics_"))
-    claims: list[Claim] = []
-    ids: dict[str, str] = {}
+    claims: dict[str, Claim] = {}
     for name, data in files:
         for claim in parse_claims(data, name, metrics) if name.startswith("paper_") else ():
-            if claim.id in ids:
-                raise ClaimsError(f"{name}: claim {claim.id!r} already defined in {ids[claim.id]}")
-            ids[claim.id] = name
-            claims.append(claim)
-    return claims
+            if claim.id in claims:
+                raise ClaimsError(f"{name}: claim {claim.id!r} already defined in {claims[claim.id].file}")
+            claims[claim.id] = claim
+    return list(claims.values())
 
 
 def default_metric_info() -> tuple[dict[str, Any], str | None]:
