@@ -83,11 +83,11 @@ MUTATIONS = (
     Mutation("parent-death", "pytest_genai/runtime/processes.py",
              "            prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG\n",
              "            pass\n",  # torchrun outlives a SIGKILLed pytest unless something else reaps it
-             ("tests/runtime/test_launcher.py",)),
+             ("tests/runtime/test_processes.py", "tests/runtime/test_launcher.py")),
     Mutation("sigterm", "pytest_genai/runtime/processes.py",
              "            self.previous = signal.signal(signal.SIGTERM, handler)\n",
              "            pass\n",  # SIGTERM ends pytest without tearing the job down first
-             ("tests/runtime/test_launcher.py",)),
+             ("tests/runtime/test_processes.py", "tests/runtime/test_launcher.py")),
     Mutation("broken-probe", "pytest_genai/devices/probes.py",
              '        return _broken(kind, f"{type(exc).__name__}: {exc}")\n',
              '        return ProbeResult(kind, reason=f"probe failed: {exc}")\n',  # a failing driver reads as absent
